@@ -1,0 +1,157 @@
+// API keys: `sk-<service>-<uuid>` (and legacy bare UUIDs). Only a sha256 of the key and a short
+// display prefix are stored. Resolution is on every request's path, so resolved keys are kept
+// in memory for a few seconds (config.keyCacheTtlMs); revoking through this module evicts at
+// once, and other processes see it when their entry expires.
+import { createHash, randomUUID } from 'node:crypto';
+import { db } from '../db.js';
+import { config } from '../config.js';
+import type { BillingMode, KeyStatus } from '../../prisma/generated/client.js';
+
+const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+const LEGACY_KEY = new RegExp(`^${UUID}$`, 'i');
+
+function keyPattern(): RegExp {
+  return new RegExp(`^sk-${config.serviceName.replace(/[^a-z0-9]/g, '\\$&')}-${UUID}$`, 'i');
+}
+
+export function generateKey(): string {
+  return `sk-${config.serviceName}-${randomUUID()}`;
+}
+
+export function isWellFormedKey(raw: string): boolean {
+  return keyPattern().test(raw) || LEGACY_KEY.test(raw);
+}
+
+export function hashKey(raw: string): string {
+  return createHash('sha256').update(raw.toLowerCase()).digest('hex');
+}
+
+/** "sk-nanogpt-1a2b3c4d…": enough to recognise a key in a list, useless to an attacker. */
+export function displayPrefix(raw: string): string {
+  const cut = raw.length - 36 + 8; // the service prefix plus the UUID's first 8 characters
+  return raw.slice(0, cut).toLowerCase();
+}
+
+export interface KeyRestrictions {
+  dailyRequestLimit?: number | null;
+  /** nano-USD per UTC day */
+  dailyUsdLimit?: bigint | null;
+  providerAllow?: string[];
+  providerDeny?: string[];
+  zdrOnly?: boolean;
+  billingMode?: BillingMode;
+  expiresAt?: Date | null;
+}
+
+/** What a request knows about its caller after authentication. */
+export interface Caller {
+  keyId: string;
+  accountId: string;
+  keyPrefix: string;
+  dailyRequestLimit: number | null;
+  dailyUsdLimit: bigint | null;
+  /** account and key restrictions combined: allow-lists intersected, deny-lists joined */
+  providerAllow: string[] | null;
+  providerDeny: string[];
+  zdrOnly: boolean;
+  billingMode: BillingMode;
+}
+
+export async function createKey(accountId: string, opts: KeyRestrictions & { name?: string; key?: string } = {}) {
+  const key = opts.key ?? generateKey();
+  if (!isWellFormedKey(key)) throw new Error(`a key must look like sk-${config.serviceName}-<uuid> or be a bare UUID`);
+  const record = await db().prisma.apiKey.create({
+    data: {
+      accountId,
+      name: opts.name ?? null,
+      hash: hashKey(key),
+      prefix: displayPrefix(key),
+      dailyRequestLimit: opts.dailyRequestLimit ?? null,
+      dailyUsdLimit: opts.dailyUsdLimit == null ? null : opts.dailyUsdLimit.toString(),
+      providerAllow: opts.providerAllow ?? [],
+      providerDeny: opts.providerDeny ?? [],
+      zdrOnly: opts.zdrOnly ?? false,
+      billingMode: opts.billingMode ?? 'auto',
+      expiresAt: opts.expiresAt ?? null,
+    },
+  });
+  return { key, record };
+}
+
+/** Revoke by key id or by display prefix. Returns how many keys were revoked. */
+export async function revokeKey(idOrPrefix: string): Promise<number> {
+  const where = LEGACY_KEY.test(idOrPrefix) ? { id: idOrPrefix } : { prefix: idOrPrefix.toLowerCase() };
+  const keys = await db().prisma.apiKey.findMany({ where, select: { id: true, hash: true } });
+  await db().prisma.apiKey.updateMany({ where: { id: { in: keys.map((k) => k.id) } }, data: { status: 'revoked', revokedAt: new Date() } });
+  for (const k of keys) cache.delete(k.hash);
+  return keys.length;
+}
+
+export async function setKeyStatus(keyId: string, status: KeyStatus): Promise<void> {
+  const k = await db().prisma.apiKey.update({ where: { id: keyId }, data: { status } });
+  cache.delete(k.hash);
+}
+
+// ---- resolution, cached ----
+
+type Resolution = { caller: Caller | null; reason?: string; expiresAt: Date | null; at: number };
+const cache = new Map<string, Resolution>();
+const CACHE_MAX = 50_000;
+
+/**
+ * The caller behind a raw key, or why there is none ("missing", "invalid", "revoked",
+ * "inactive", "expired"). Unknown keys are cached too, so a flood of bad keys costs one query each per TTL.
+ */
+export async function resolveKey(raw: string): Promise<{ caller: Caller } | { caller: null; reason: string }> {
+  if (!isWellFormedKey(raw)) return { caller: null, reason: 'invalid' };
+  const hash = hashKey(raw);
+  const now = Date.now();
+  let hit = cache.get(hash);
+  if (!hit || now - hit.at > config.keyCacheTtlMs) {
+    hit = await loadResolution(hash, now);
+    if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value as string);
+    cache.set(hash, hit);
+  }
+  if (hit.caller && hit.expiresAt && hit.expiresAt.getTime() <= now) return { caller: null, reason: 'expired' };
+  return hit.caller ? { caller: hit.caller } : { caller: null, reason: hit.reason ?? 'invalid' };
+}
+
+async function loadResolution(hash: string, at: number): Promise<Resolution> {
+  const k = await db().prisma.apiKey.findUnique({ where: { hash }, include: { account: true } });
+  if (!k) return { caller: null, reason: 'invalid', expiresAt: null, at };
+  if (k.status !== 'active') return { caller: null, reason: k.status, expiresAt: null, at };
+  if (k.account.status !== 'active') return { caller: null, reason: 'inactive', expiresAt: null, at };
+  return { caller: toCaller(k, k.account), expiresAt: k.expiresAt, at };
+}
+
+function toCaller(
+  k: { id: string; accountId: string; prefix: string; dailyRequestLimit: number | null; dailyUsdLimit: { toString(): string } | null; providerAllow: string[]; providerDeny: string[]; zdrOnly: boolean; billingMode: BillingMode },
+  a: { providerAllow: string[]; providerDeny: string[]; zdrOnly: boolean },
+): Caller {
+  return {
+    keyId: k.id,
+    accountId: k.accountId,
+    keyPrefix: k.prefix,
+    dailyRequestLimit: k.dailyRequestLimit,
+    dailyUsdLimit: k.dailyUsdLimit == null ? null : BigInt(k.dailyUsdLimit.toString()),
+    providerAllow: intersectAllowLists(a.providerAllow, k.providerAllow),
+    providerDeny: [...new Set([...a.providerDeny, ...k.providerDeny])],
+    zdrOnly: a.zdrOnly || k.zdrOnly,
+    billingMode: k.billingMode,
+  };
+}
+
+/** Empty list = no restriction. Two restrictions intersect; null means "any provider". */
+export function intersectAllowLists(...lists: string[][]): string[] | null {
+  let result: string[] | null = null;
+  for (const list of lists) {
+    if (list.length === 0) continue;
+    result = result === null ? [...list] : result.filter((p) => list.includes(p));
+  }
+  return result;
+}
+
+/** Forget every cached resolution (tests; operators after bulk changes). */
+export function clearKeyCache(): void {
+  cache.clear();
+}

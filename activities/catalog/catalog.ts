@@ -1,0 +1,164 @@
+// The model catalog as the hot path sees it: read from the database into memory, looked up by
+// id or alias without a query, refreshed on a timer (and at once after a sync in this process).
+import { db } from '../db.js';
+import { providerEnv } from '../config.js';
+import { applyMarkup } from '../ledger/money.js';
+import { findLocalModel } from '../providers/local/modelFiles.js';
+
+export interface ProviderInfo {
+  id: string;
+  name: string;
+  protocol: string;
+  baseUrl: string | null;
+  zeroDataRetention: boolean;
+  options: Record<string, unknown>;
+}
+
+export interface Route {
+  id: string;
+  modelId: string;
+  provider: ProviderInfo;
+  upstreamModel: string;
+  position: number;
+  /** customer prices (upstream + markup), nano-USD per 1M tokens */
+  price: { input: bigint; output: bigint; cachedInput: bigint | null };
+  upstreamPrice: { input: bigint; output: bigint; cachedInput: bigint | null };
+  markupBps: number;
+  quantization: string | null;
+  contextLength: number | null;
+  maxOutputTokens: number | null;
+  zeroDataRetention: boolean;
+  supportsTools: boolean;
+  supportsCaching: boolean;
+  options: Record<string, unknown>;
+  /** configured and usable now (key present, base URL set, or model file on disk) */
+  available: boolean;
+}
+
+export interface ModelInfo {
+  id: string;
+  name: string;
+  aliases: string[];
+  description: string;
+  ownedBy: string;
+  category: string;
+  contextLength: number | null;
+  maxOutputTokens: number | null;
+  capabilities: Record<string, boolean>;
+  inputModalities: string[];
+  outputModalities: string[];
+  supportedEndpoints: string[];
+  supportedBatchEndpoints: string[];
+  supportedServiceTiers: string[];
+  options: Record<string, unknown>;
+  createdAt: Date;
+  /** active routes in the catalog's order of preference */
+  routes: Route[];
+}
+
+export class Catalog {
+  private readonly byName = new Map<string, ModelInfo>();
+
+  constructor(
+    readonly models: ModelInfo[],
+    readonly providers: ProviderInfo[],
+  ) {
+    for (const m of models) for (const name of [m.id, ...m.aliases]) this.byName.set(name.toLowerCase(), m);
+  }
+
+  /** A model by id or alias, case-insensitively. */
+  model(name: string): ModelInfo | undefined {
+    return this.byName.get(name.toLowerCase());
+  }
+
+  /** Models a caller can use now (at least one available route), optionally of one category. */
+  usable(category?: string): ModelInfo[] {
+    return this.models.filter((m) => (!category || m.category === category) && m.routes.some((r) => r.available));
+  }
+
+  /** Whether a provider can serve anything right now. */
+  providerAvailable(providerId: string): boolean {
+    const p = this.providers.find((x) => x.id === providerId);
+    return !!p && isConfigured(p);
+  }
+}
+
+function isConfigured(p: ProviderInfo): boolean {
+  if (p.protocol === 'local') return true;
+  const env = providerEnv(p.id);
+  return p.options.keyless ? !!env.baseUrl : !!env.apiKey;
+}
+
+function routeAvailable(p: ProviderInfo, upstreamModel: string): boolean {
+  if (p.protocol === 'local') return findLocalModel(upstreamModel) !== null;
+  return isConfigured(p);
+}
+
+const big = (d: { toString(): string } | null): bigint | null => (d == null ? null : BigInt(d.toString()));
+
+export async function loadCatalog(): Promise<Catalog> {
+  const [providerRows, modelRows] = await Promise.all([
+    db().prisma.provider.findMany({ where: { active: true } }),
+    db().prisma.model.findMany({
+      where: { active: true },
+      include: { routes: { where: { active: true }, orderBy: { position: 'asc' } } },
+      orderBy: { id: 'asc' },
+    }),
+  ]);
+  const providers: ProviderInfo[] = providerRows.map((p) => ({
+    id: p.id, name: p.name, protocol: p.protocol, baseUrl: p.baseUrl, zeroDataRetention: p.zeroDataRetention,
+    options: (p.options ?? {}) as Record<string, unknown>,
+  }));
+  const providerById = new Map(providers.map((p) => [p.id, p]));
+  const models: ModelInfo[] = modelRows.map((m) => ({
+    id: m.id, name: m.name, aliases: m.aliases, description: m.description, ownedBy: m.ownedBy, category: m.category,
+    contextLength: m.contextLength, maxOutputTokens: m.maxOutputTokens,
+    capabilities: (m.capabilities ?? {}) as Record<string, boolean>,
+    inputModalities: m.inputModalities, outputModalities: m.outputModalities, supportedEndpoints: m.supportedEndpoints,
+    supportedBatchEndpoints: m.supportedBatchEndpoints, supportedServiceTiers: m.supportedServiceTiers,
+    options: (m.options ?? {}) as Record<string, unknown>, createdAt: m.createdAt,
+    routes: m.routes
+      .filter((r) => providerById.has(r.providerId))
+      .map((r) => {
+        const provider = providerById.get(r.providerId)!;
+        const upstreamPrice = { input: big(r.inputPrice)!, output: big(r.outputPrice)!, cachedInput: big(r.cachedInputPrice) };
+        return {
+          id: r.id, modelId: r.modelId, provider, upstreamModel: r.upstreamModel, position: r.position,
+          upstreamPrice,
+          price: {
+            input: applyMarkup(upstreamPrice.input, r.markupBps),
+            output: applyMarkup(upstreamPrice.output, r.markupBps),
+            cachedInput: upstreamPrice.cachedInput == null ? null : applyMarkup(upstreamPrice.cachedInput, r.markupBps),
+          },
+          markupBps: r.markupBps, quantization: r.quantization, contextLength: r.contextLength ?? m.contextLength,
+          maxOutputTokens: r.maxOutputTokens ?? m.maxOutputTokens, zeroDataRetention: r.zeroDataRetention,
+          supportsTools: r.supportsTools, supportsCaching: r.supportsCaching, options: (r.options ?? {}) as Record<string, unknown>,
+          available: routeAvailable(provider, r.upstreamModel),
+        };
+      }),
+  }));
+  current = new Catalog(models, providers);
+  return current;
+}
+
+let current: Catalog | undefined;
+let timer: NodeJS.Timeout | undefined;
+
+export function catalog(): Catalog {
+  if (!current) throw new Error('catalog not loaded: call loadCatalog() first');
+  return current;
+}
+
+/** Reload every `intervalMs` so catalog syncs from other processes (the ops CLI) are seen. */
+export function startCatalogRefresh(intervalMs = 30_000): void {
+  stopCatalogRefresh();
+  timer = setInterval(() => {
+    loadCatalog().catch((err) => console.error(`[catalog] refresh failed: ${(err as Error).message}`));
+  }, intervalMs);
+  timer.unref();
+}
+
+export function stopCatalogRefresh(): void {
+  if (timer) clearInterval(timer);
+  timer = undefined;
+}

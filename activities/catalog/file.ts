@@ -1,0 +1,226 @@
+// Reads and checks the operator's catalog file (prisma/catalog.yaml by default). Mistakes are
+// reported with the path of the offending entry, so an operator can fix them without reading code.
+import { readFile } from 'node:fs/promises';
+import { parse } from 'yaml';
+import { Ajv } from 'ajv';
+import { parseAmount } from '../ledger/money.js';
+
+const price = { type: 'string', pattern: '^\\d+(\\.\\d+)?$' };
+const strings = { type: 'array', items: { type: 'string' } };
+
+const schema = {
+  type: 'object',
+  required: ['providers', 'models'],
+  additionalProperties: false,
+  properties: {
+    defaults: { type: 'object', additionalProperties: false, properties: { markup_bps: { type: 'integer', minimum: 0 } } },
+    providers: {
+      type: 'object',
+      additionalProperties: {
+        type: 'object',
+        required: ['name', 'protocol'],
+        additionalProperties: false,
+        properties: {
+          name: { type: 'string' },
+          protocol: { type: 'string', enum: ['openai', 'anthropic', 'gemini', 'local'] },
+          base_url: { type: 'string' },
+          keyless: { type: 'boolean' },
+          zero_data_retention: { type: 'boolean' },
+          options: { type: 'object' },
+        },
+      },
+    },
+    models: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['id', 'name', 'owned_by', 'category', 'providers'],
+        additionalProperties: false,
+        properties: {
+          id: { type: 'string', minLength: 1 },
+          name: { type: 'string' },
+          aliases: strings,
+          owned_by: { type: 'string' },
+          category: { type: 'string', enum: ['chat', 'embedding', 'image', 'video', 'speech', 'music', 'decision'] },
+          description: { type: 'string' },
+          context_length: { type: 'integer', minimum: 1 },
+          max_output_tokens: { type: 'integer', minimum: 1 },
+          capabilities: { type: 'object', additionalProperties: { type: 'boolean' } },
+          input_modalities: strings,
+          output_modalities: strings,
+          supported_endpoints: strings,
+          supported_batch_endpoints: strings,
+          supported_service_tiers: strings,
+          options: { type: 'object' },
+          providers: {
+            type: 'array',
+            minItems: 1,
+            items: {
+              type: 'object',
+              required: ['provider', 'upstream_model', 'price'],
+              additionalProperties: false,
+              properties: {
+                provider: { type: 'string' },
+                upstream_model: { type: 'string' },
+                price: {
+                  type: 'object',
+                  required: ['input', 'output'],
+                  additionalProperties: false,
+                  properties: { input: price, output: price, cached_input: price },
+                },
+                markup_bps: { type: 'integer', minimum: 0 },
+                quantization: { type: 'string' },
+                context_length: { type: 'integer', minimum: 1 },
+                max_output_tokens: { type: 'integer', minimum: 1 },
+                zero_data_retention: { type: 'boolean' },
+                supports_tools: { type: 'boolean' },
+                supports_caching: { type: 'boolean' },
+                options: { type: 'object' },
+              },
+            },
+          },
+        },
+      },
+    },
+  },
+} as const;
+
+const validate = new Ajv({ allErrors: true, strict: false }).compile(schema);
+
+export interface CatalogFileProvider {
+  id: string;
+  name: string;
+  protocol: string;
+  baseUrl: string | null;
+  zeroDataRetention: boolean;
+  options: Record<string, unknown>;
+}
+
+export interface CatalogFileRoute {
+  providerId: string;
+  upstreamModel: string;
+  position: number;
+  /** nano-USD per 1M tokens, upstream list price */
+  inputPrice: bigint;
+  outputPrice: bigint;
+  cachedInputPrice: bigint | null;
+  markupBps: number;
+  quantization: string | null;
+  contextLength: number | null;
+  maxOutputTokens: number | null;
+  zeroDataRetention: boolean;
+  supportsTools: boolean;
+  supportsCaching: boolean;
+  options: Record<string, unknown>;
+}
+
+export interface CatalogFileModel {
+  id: string;
+  name: string;
+  aliases: string[];
+  ownedBy: string;
+  category: string;
+  description: string;
+  contextLength: number | null;
+  maxOutputTokens: number | null;
+  capabilities: Record<string, boolean>;
+  inputModalities: string[];
+  outputModalities: string[];
+  supportedEndpoints: string[];
+  supportedBatchEndpoints: string[];
+  supportedServiceTiers: string[];
+  options: Record<string, unknown>;
+  routes: CatalogFileRoute[];
+}
+
+export interface CatalogFile {
+  providers: CatalogFileProvider[];
+  models: CatalogFileModel[];
+}
+
+export class CatalogFileError extends Error {}
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+export function parseCatalog(text: string, source = 'catalog'): CatalogFile {
+  let doc: any;
+  try {
+    doc = parse(text);
+  } catch (err) {
+    throw new CatalogFileError(`${source}: not valid YAML: ${(err as Error).message}`);
+  }
+  if (!(validate as (d: unknown) => boolean)(doc)) {
+    const lines = validate.errors!.slice(0, 10).map((e) => `  ${e.instancePath || '/'} ${e.message}`);
+    throw new CatalogFileError(`${source} has mistakes:\n${lines.join('\n')}`);
+  }
+  const defaultMarkup: number = doc.defaults?.markup_bps ?? 0;
+  const providers: CatalogFileProvider[] = Object.entries(doc.providers as Record<string, any>).map(([id, p]) => ({
+    id,
+    name: p.name,
+    protocol: p.protocol,
+    baseUrl: p.base_url ?? null,
+    zeroDataRetention: p.zero_data_retention ?? false,
+    options: { ...(p.options ?? {}), ...(p.keyless ? { keyless: true } : {}) },
+  }));
+  const providerIds = new Set(providers.map((p) => p.id));
+  const seen = new Map<string, string>();
+  const models: CatalogFileModel[] = (doc.models as any[]).map((m, i) => {
+    for (const name of [m.id, ...(m.aliases ?? [])]) {
+      const key = String(name).toLowerCase();
+      if (seen.has(key)) throw new CatalogFileError(`${source}: /models/${i} uses the name "${name}", already used by ${seen.get(key)}`);
+      seen.set(key, m.id);
+    }
+    const routes = (m.providers as any[]).map((r, j): CatalogFileRoute => {
+      if (!providerIds.has(r.provider)) {
+        throw new CatalogFileError(`${source}: /models/${i}/providers/${j} names provider "${r.provider}", which is not under providers:`);
+      }
+      return {
+        providerId: r.provider,
+        upstreamModel: r.upstream_model,
+        position: j,
+        inputPrice: parseAmount(r.price.input, 'USD'),
+        outputPrice: parseAmount(r.price.output, 'USD'),
+        cachedInputPrice: r.price.cached_input === undefined ? null : parseAmount(r.price.cached_input, 'USD'),
+        markupBps: r.markup_bps ?? defaultMarkup,
+        quantization: r.quantization ?? null,
+        contextLength: r.context_length ?? null,
+        maxOutputTokens: r.max_output_tokens ?? null,
+        zeroDataRetention: r.zero_data_retention ?? providers.find((p) => p.id === r.provider)!.zeroDataRetention,
+        supportsTools: r.supports_tools ?? m.capabilities?.tool_calling ?? false,
+        supportsCaching: r.supports_caching ?? false,
+        options: r.options ?? {},
+      };
+    });
+    if (new Set(routes.map((r) => r.providerId)).size !== routes.length) {
+      throw new CatalogFileError(`${source}: /models/${i} lists the same provider twice`);
+    }
+    return {
+      id: m.id,
+      name: m.name,
+      aliases: m.aliases ?? [],
+      ownedBy: m.owned_by,
+      category: m.category,
+      description: m.description ?? '',
+      contextLength: m.context_length ?? null,
+      maxOutputTokens: m.max_output_tokens ?? null,
+      capabilities: m.capabilities ?? {},
+      inputModalities: m.input_modalities ?? ['text'],
+      outputModalities: m.output_modalities ?? ['text'],
+      supportedEndpoints: m.supported_endpoints ?? [],
+      supportedBatchEndpoints: m.supported_batch_endpoints ?? [],
+      supportedServiceTiers: m.supported_service_tiers ?? [],
+      options: m.options ?? {},
+      routes,
+    };
+  });
+  return { providers, models };
+}
+
+export async function readCatalogFile(file: string): Promise<CatalogFile> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    throw new CatalogFileError(`cannot read the catalog file ${file}: ${(err as Error).message}`);
+  }
+  return parseCatalog(text, file);
+}

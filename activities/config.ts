@@ -1,0 +1,76 @@
+// Every setting Switchyard reads, in one place, read once. The README's "Configuration"
+// table documents the same names; keep the two in step.
+import 'dotenv/config';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const projectDir = fileURLToPath(new URL('..', import.meta.url));
+
+function int(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  return n;
+}
+
+function str(name: string): string | undefined {
+  const raw = process.env[name];
+  return raw === undefined || raw === '' ? undefined : raw;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  /** unset = start an embedded PostgreSQL under dataDir (local use only) */
+  databaseUrl: string | undefined;
+  databaseMaxConnections: number;
+  /** unset = start a Temporal dev server (local use only) */
+  temporalAddress: string | undefined;
+  temporalNamespace: string;
+  taskQueue: string;
+  /** the `<service>` of the spec: key prefix `sk-<service>-`, `x_<service>_pricing`, `<Service>` text tags */
+  serviceName: string;
+  bootstrapKey: string | undefined;
+  bootstrapBalanceUsd: string | undefined;
+  catalogFile: string;
+  dataDir: string;
+  /** largest request body accepted, after decompression */
+  bodyLimitBytes: number;
+  /** how long a reservation may stay open before the sweeper releases it */
+  holdTtlSeconds: number;
+  /** how long a resolved API key is trusted from memory before asking the database again */
+  keyCacheTtlMs: number;
+  /** USD value of one XNO, for paying USD prices from the XNO balance; unset = XNO cannot pay */
+  xnoUsdRate: string | undefined;
+}
+
+export function loadConfig(): Config {
+  return {
+    port: int('PORT', 3000),
+    host: str('HOST') ?? '127.0.0.1',
+    databaseUrl: str('DATABASE_URL'),
+    databaseMaxConnections: int('DATABASE_MAX_CONNECTIONS', 10),
+    temporalAddress: str('TEMPORAL_ADDRESS'),
+    temporalNamespace: str('TEMPORAL_NAMESPACE') ?? 'switchyard',
+    taskQueue: str('TEMPORAL_TASK_QUEUE') ?? 'switchyard',
+    serviceName: (str('SWITCHYARD_SERVICE_NAME') ?? 'nanogpt').toLowerCase(),
+    bootstrapKey: str('SWITCHYARD_BOOTSTRAP_KEY'),
+    bootstrapBalanceUsd: str('SWITCHYARD_BOOTSTRAP_BALANCE_USD'),
+    catalogFile: path.resolve(projectDir, str('SWITCHYARD_CATALOG') ?? 'prisma/catalog.yaml'),
+    dataDir: path.resolve(projectDir, str('SWITCHYARD_DATA_DIR') ?? '.data'),
+    bodyLimitBytes: int('SWITCHYARD_BODY_LIMIT_BYTES', 10 * 1024 * 1024),
+    holdTtlSeconds: int('SWITCHYARD_HOLD_TTL_SECONDS', 3600),
+    keyCacheTtlMs: int('SWITCHYARD_KEY_CACHE_TTL_MS', 5000),
+    xnoUsdRate: str('SWITCHYARD_XNO_USD_RATE'),
+  };
+}
+
+/** The process-wide configuration. Tests and the launcher may replace fields before start-up. */
+export const config: Config = loadConfig();
+
+/** Upstream credentials follow the usual convention: `<PROVIDER>_API_KEY`, `<PROVIDER>_BASE_URL`. */
+export function providerEnv(providerId: string): { apiKey?: string; baseUrl?: string } {
+  const prefix = providerId.toUpperCase().replace(/[^A-Z0-9]/g, '_');
+  return { apiKey: str(`${prefix}_API_KEY`), baseUrl: str(`${prefix}_BASE_URL`) };
+}

@@ -1,0 +1,3 @@
+// The activities the worker registers. Workflows import only the TYPE of this module, so none
+// of this I/O code ever enters the deterministic workflow bundle.
+export { releaseExpiredHolds } from './ledger/ledger.js';

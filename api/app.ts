@@ -1,0 +1,28 @@
+// The Koa application: request id → error rendering → routes (each route declares its
+// surface, which parses its body; see middleware/surface.ts). Nothing here
+// knows a database or a provider; routes call activities for that.
+import Koa from 'koa';
+import Router from '@koa/router';
+import { requestId } from './middleware/requestId.js';
+import { handleErrors } from './middleware/errors.js';
+import { modelsRouter } from './routes/models.js';
+import { balanceRouter } from './routes/balance.js';
+
+export function createApp(): Koa {
+  const app = new Koa({ proxy: process.env.SWITCHYARD_TRUST_PROXY === '1' });
+  // Errors are rendered by handleErrors; Koa's own logger would print them twice.
+  app.silent = true;
+  app.use(requestId);
+  app.use(handleErrors);
+
+  const health = new Router();
+  health.get('/health', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+
+  for (const router of [health, modelsRouter, balanceRouter]) {
+    app.use(router.routes());
+    app.use(router.allowedMethods());
+  }
+  return app;
+}

@@ -1,0 +1,43 @@
+// API-key authentication: `Authorization: Bearer <key>` or `x-api-key` (header names are
+// case-insensitive). Resolves the caller, enforces the key's daily caps, and leaves the
+// caller on ctx.state.caller for the route.
+import type { Context, Middleware } from 'koa';
+import { ApiError } from '../errors.js';
+import { resolveKey } from '../../activities/accounts/keys.js';
+import { admitRequest } from '../../activities/accounts/limits.js';
+
+const REASONS: Record<string, string> = {
+  invalid: 'Invalid API key. Check the key you are sending; keys look like sk-<service>-<uuid>.',
+  revoked: 'This API key has been revoked. Create a new key.',
+  inactive: 'This API key (or its account) is inactive.',
+  expired: 'This API key has expired. Create a new key.',
+};
+
+export function presentedKey(ctx: Context): string | undefined {
+  const auth = ctx.get('authorization');
+  const bearer = /^\s*bearer\s+(\S+)\s*$/i.exec(auth);
+  if (bearer) return bearer[1];
+  const header = ctx.get('x-api-key').trim();
+  return header || undefined;
+}
+
+export const authenticate: Middleware = async (ctx, next) => {
+  const raw = presentedKey(ctx);
+  if (!raw) {
+    throw new ApiError(401, 'missing_api_key', "Missing API key. Send it as 'Authorization: Bearer <key>' or in the 'x-api-key' header.");
+  }
+  const resolved = await resolveKey(raw);
+  if (!resolved.caller) {
+    throw new ApiError(401, 'invalid_api_key', REASONS[resolved.reason] ?? REASONS.invalid);
+  }
+  const verdict = await admitRequest(resolved.caller);
+  if (!verdict.ok) {
+    const what = verdict.code === 'daily_rpd_limit_exceeded' ? 'daily request limit' : 'daily spending limit';
+    throw new ApiError(429, verdict.code, `This API key has reached its ${what}. It resets at 00:00 UTC.`, {
+      type: 'rate_limit_error',
+      headers: { 'Retry-After': String(verdict.retryAfterSeconds) },
+    });
+  }
+  ctx.state.caller = resolved.caller;
+  await next();
+};

@@ -1,0 +1,13 @@
+// What every route declares first: which API surface it belongs to. That fixes the error
+// envelope (so even a malformed body or a bad key is answered in the caller's dialect) and
+// then parses the JSON body.
+import compose from 'koa-compose';
+import type { Middleware } from 'koa';
+import type { Envelope } from '../errors.js';
+import { useEnvelope } from './errors.js';
+import { jsonBody } from './body.js';
+import { config } from '../../activities/config.js';
+
+export function surface(envelope: Envelope): Middleware {
+  return compose([useEnvelope(envelope), jsonBody(config.bodyLimitBytes)]);
+}

@@ -1,0 +1,23 @@
+// POST /api/check-balance (GET too): the account's balances, as some existing clients read them.
+import Router from '@koa/router';
+import { surface } from '../middleware/surface.js';
+import { authenticate } from '../middleware/auth.js';
+import { balances } from '../../activities/ledger/ledger.js';
+import { formatAmount } from '../../activities/ledger/money.js';
+import { ApiError } from '../errors.js';
+import type { Caller } from '../../activities/accounts/keys.js';
+
+export const balanceRouter = new Router();
+
+balanceRouter.all('/api/check-balance', surface('legacy'), authenticate, async (ctx) => {
+  if (ctx.method !== 'GET' && ctx.method !== 'POST') throw new ApiError(405, 'method_not_allowed', 'Use GET or POST.');
+  const caller = ctx.state.caller as Caller;
+  const b = (await balances(caller.accountId))!;
+  ctx.body = {
+    usd_balance: formatAmount(b.USD.amount, 'USD'),
+    nano_balance: formatAmount(b.XNO.amount, 'XNO'),
+    // held = reserved by requests still running; available = what new requests can use
+    usd_held: formatAmount(b.USD.held, 'USD'),
+    usd_available: formatAmount(b.USD.available, 'USD'),
+  };
+});

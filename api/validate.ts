@@ -1,0 +1,74 @@
+// Ajv, compiled once per schema at start-up. Bodies are validated strictly as sent (no type
+// coercion: "2" is not 2); query strings arrive as text, so their validator coerces. The first
+// failure becomes one 400 naming the parameter, in the spec's codes.
+import { Ajv, type ErrorObject, type Schema, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { Middleware } from 'koa';
+import { ApiError } from './errors.js';
+
+// ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv) => Ajv;
+
+const bodyAjv = addFormats(new Ajv({ allErrors: false, strict: false, coerceTypes: false }));
+const queryAjv = addFormats(new Ajv({ allErrors: false, strict: false, coerceTypes: true, useDefaults: true }));
+
+/** `/messages/0/role` → `messages[0].role` */
+function paramPath(instancePath: string, extra?: string): string {
+  const parts = instancePath.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  if (extra) parts.push(extra);
+  return parts.reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '');
+}
+
+export function toValidationError(e: ErrorObject): ApiError {
+  const p = e.params as Record<string, unknown>;
+  if (e.keyword === 'required') {
+    const param = paramPath(e.instancePath, String(p.missingProperty));
+    return new ApiError(400, 'missing_required_parameter', `Missing required parameter: '${param}'.`, { param });
+  }
+  const param = paramPath(e.instancePath);
+  const where = param ? `'${param}'` : 'the request body';
+  let detail: string;
+  switch (e.keyword) {
+    case 'type':
+      detail = `expected ${String(p.type).replace(',', ' or ')}`;
+      break;
+    case 'enum':
+      detail = `expected one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+      break;
+    case 'additionalProperties':
+      return new ApiError(400, 'invalid_parameter_value', `Unrecognized parameter: '${paramPath(e.instancePath, String(p.additionalProperty))}'.`, {
+        param: paramPath(e.instancePath, String(p.additionalProperty)),
+      });
+    default:
+      detail = e.message ?? 'invalid';
+  }
+  return new ApiError(400, 'invalid_parameter_value', `Invalid value for ${where}: ${detail}.`, { param: param || null });
+}
+
+function check(validate: ValidateFunction, data: unknown): void {
+  if (!validate(data)) throw toValidationError(validate.errors![0]);
+}
+
+/** Validate ctx.request.body before the route runs; the route then trusts its shape. */
+export function validateBody(schema: Schema): Middleware {
+  const validate = bodyAjv.compile(schema);
+  return async (ctx, next) => {
+    const body = (ctx.request as { body?: unknown }).body;
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      throw new ApiError(400, 'invalid_json', 'Request body must be a JSON object.');
+    }
+    check(validate, body);
+    await next();
+  };
+}
+
+/** Validate (and coerce, and default) ctx.query; the result is left on ctx.state.query. */
+export function validateQuery(schema: Schema): Middleware {
+  const validate = queryAjv.compile(schema);
+  return async (ctx, next) => {
+    const query: Record<string, unknown> = { ...ctx.query };
+    check(validate, query);
+    ctx.state.query = query;
+    await next();
+  };
+}

@@ -1,0 +1,89 @@
+// `npm start`: the whole gateway in one process tree for local use. Database (embedded unless
+// DATABASE_URL), migrations, catalog, Temporal dev server (unless TEMPORAL_ADDRESS), worker and
+// API. Ctrl-C stops everything in reverse order. Production runs `npm run api` and
+// `npm run worker` as separate processes instead.
+import path from 'node:path';
+import type { Server } from 'node:http';
+import { config } from '../activities/config.js';
+import { startCatalogRefresh, stopCatalogRefresh } from '../activities/catalog/catalog.js';
+import { createApp } from '../api/app.js';
+import { findTemporalCli, startDevServer, ensureSearchAttributes } from '../temporal-dev/index.js';
+import { createWorker, ensureSchedules, SEARCH_ATTRIBUTES } from './worker.js';
+import { ensureLocalAccount, openDatabase, prepareCatalog, type Log } from './boot.js';
+
+const log: Log = (m) => console.log(`[switchyard] ${m}`);
+const stops: Array<[string, () => Promise<unknown>]> = [];
+
+async function main() {
+  const database = await openDatabase({ migrate: true, log });
+  stops.unshift(['database', () => database.stop()]);
+
+  await prepareCatalog(log);
+  startCatalogRefresh();
+  stops.unshift(['catalog refresh', async () => stopCatalogRefresh()]);
+  const local = await ensureLocalAccount(log);
+
+  let address = config.temporalAddress;
+  let uiUrl: string | null = null;
+  if (address) {
+    await ensureSearchAttributes(address, config.temporalNamespace, SEARCH_ATTRIBUTES);
+  } else {
+    const cli = await findTemporalCli({ log });
+    const server = await startDevServer({
+      cli,
+      dataFile: path.join(config.dataDir, 'temporal.db'),
+      namespace: config.temporalNamespace,
+      searchAttributes: SEARCH_ATTRIBUTES,
+      port: Number(process.env.TEMPORAL_DEV_PORT ?? 7233),
+      uiPort: Number(process.env.TEMPORAL_DEV_UI_PORT ?? 8233),
+      log: (m) => log(`temporal: ${m}`),
+    });
+    stops.unshift(['temporal dev server', () => server.stop()]);
+    address = server.address;
+    uiUrl = server.uiUrl;
+  }
+
+  const worker = await createWorker(address);
+  const running = worker.run();
+  stops.unshift(['worker', async () => { worker.shutdown(); await running; }]);
+  await ensureSchedules(address);
+
+  const server: Server = createApp().listen(config.port, config.host);
+  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  stops.unshift(['api', () => new Promise((r) => server.close(r))]);
+
+  const api = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`;
+  console.log(
+    [
+      '',
+      'Switchyard is running.',
+      `  API            ${api}/api/v1   (also ${api}/v1)`,
+      `  Temporal       ${address}   namespace ${config.temporalNamespace}`,
+      `  Temporal UI    ${uiUrl ?? '(your Temporal server\'s own UI)'}`,
+      `  Database       ${database.embedded ? `embedded PostgreSQL in ${path.join(config.dataDir, 'postgres')}` : 'DATABASE_URL'}`,
+      `  Local API key  ${local.key ?? '(not shown)'}   ${local.note}`,
+      '',
+      `  Try:  curl ${api}/api/v1/models`,
+      '  Ctrl-C stops everything.',
+      '',
+    ].join('\n'),
+  );
+}
+
+let stopping = false;
+async function shutdown(code: number) {
+  if (stopping) return;
+  stopping = true;
+  log('stopping…');
+  for (const [name, stop] of stops) {
+    await stop().catch((err: Error) => log(`stopping ${name} failed: ${err.message}`));
+  }
+  process.exit(code);
+}
+
+process.on('SIGINT', () => void shutdown(0));
+process.on('SIGTERM', () => void shutdown(0));
+main().catch((err: Error) => {
+  console.error(`[switchyard] start-up failed: ${err.message}`);
+  void shutdown(1);
+});

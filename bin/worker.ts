@@ -1,0 +1,67 @@
+// The Temporal worker: registers every workflow and activity, and makes sure the schedules
+// exist. `npm run worker` runs it alone (production); bin/start.ts runs it beside the API.
+import { fileURLToPath } from 'node:url';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { Client, Connection, ScheduleOverlapPolicy } from '@temporalio/client';
+import * as activities from '../activities/index.js';
+import { config } from '../activities/config.js';
+
+export const SEARCH_ATTRIBUTES = { SwitchyardAccountId: 'Keyword' } as const;
+
+export async function createWorker(address: string): Promise<Worker> {
+  const connection = await NativeConnection.connect({ address });
+  return Worker.create({
+    connection,
+    namespace: config.temporalNamespace,
+    taskQueue: config.taskQueue,
+    workflowsPath: fileURLToPath(new URL('../workflows/index.ts', import.meta.url)),
+    activities,
+    // Sized for the 2-core machines this runs on by default; production tunes these.
+    maxConcurrentActivityTaskExecutions: 50,
+  });
+}
+
+/** Idempotent: creates the schedules that do not exist yet. */
+export async function ensureSchedules(address: string): Promise<void> {
+  const connection = await Connection.connect({ address });
+  try {
+    const client = new Client({ connection, namespace: config.temporalNamespace });
+    const scheduleId = 'switchyard-hold-sweeper';
+    try {
+      await client.schedule.getHandle(scheduleId).describe();
+      return;
+    } catch {
+      // not found: create it below
+    }
+    await client.schedule
+      .create({
+        scheduleId,
+        spec: { intervals: [{ every: '1 minute' }] },
+        action: { type: 'startWorkflow', workflowType: 'sweepExpiredHolds', taskQueue: config.taskQueue, args: [] },
+        policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 minute' },
+      })
+      .catch((err: Error) => {
+        if (!/already/i.test(err.message)) throw err;
+      });
+  } finally {
+    await connection.close();
+  }
+}
+
+// `npm run worker`
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const { openDatabase } = await import('./boot.js');
+  const { ensureSearchAttributes } = await import('../temporal-dev/index.js');
+  if (!config.databaseUrl || !config.temporalAddress) {
+    console.error('[worker] DATABASE_URL and TEMPORAL_ADDRESS are required; `npm start` runs everything for local use.');
+    process.exit(1);
+  }
+  const database = await openDatabase({ migrate: true, log: (m) => console.log(`[worker] ${m}`) });
+  await ensureSearchAttributes(config.temporalAddress, config.temporalNamespace, SEARCH_ATTRIBUTES);
+  const worker = await createWorker(config.temporalAddress);
+  await ensureSchedules(config.temporalAddress);
+  process.on('SIGINT', () => worker.shutdown());
+  process.on('SIGTERM', () => worker.shutdown());
+  await worker.run();
+  await database.stop();
+}

