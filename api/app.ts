@@ -5,6 +5,7 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import { requestId } from './middleware/requestId.js';
 import { handleErrors } from './middleware/errors.js';
+import { ApiError } from './errors.js';
 import { modelsRouter } from './routes/models.js';
 import { balanceRouter } from './routes/balance.js';
 
@@ -22,7 +23,13 @@ export function createApp(): Koa {
 
   for (const router of [health, modelsRouter, balanceRouter]) {
     app.use(router.routes());
-    app.use(router.allowedMethods());
+    app.use(
+      router.allowedMethods({
+        throw: true,
+        methodNotAllowed: () => new ApiError(405, 'method_not_allowed', 'This route does not accept that HTTP method.'),
+        notImplemented: () => new ApiError(501, 'not_implemented', 'This HTTP method is not supported.'),
+      }),
+    );
   }
   return app;
 }

@@ -1,14 +1,21 @@
 // The Temporal worker: registers every workflow and activity, and makes sure the schedules
 // exist. `npm run worker` runs it alone (production); bin/start.ts runs it beside the API.
 import { fileURLToPath } from 'node:url';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
 import { Client, Connection, ScheduleOverlapPolicy } from '@temporalio/client';
 import * as activities from '../activities/index.js';
 import { config } from '../activities/config.js';
 
 export const SEARCH_ATTRIBUTES = { SwitchyardAccountId: 'Keyword' } as const;
 
+let runtimeInstalled = false;
+
 export async function createWorker(address: string): Promise<Worker> {
+  if (!runtimeInstalled) {
+    // The SDK logs every bundling step at INFO; operators want warnings and errors.
+    Runtime.install({ logger: new DefaultLogger((process.env.TEMPORAL_LOG_LEVEL ?? 'WARN') as LogLevel) });
+    runtimeInstalled = true;
+  }
   const connection = await NativeConnection.connect({ address });
   return Worker.create({
     connection,

@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { config } from '../activities/config.js';
+import { assertBooksBalance } from './support/books.js';
+
+const run = promisify(execFile);
+const ops = fileURLToPath(new URL('../bin/ops.ts', import.meta.url));
+
+async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  try {
+    const r = await run(process.execPath, ['--import', 'tsx/esm', ops, ...args], { env: { ...process.env, DATABASE_URL: config.databaseUrl } });
+    return { code: 0, out: r.stdout, err: r.stderr };
+  } catch (e) {
+    const x = e as { code: number; stdout: string; stderr: string };
+    return { code: x.code, out: x.stdout, err: x.stderr };
+  }
+}
+
+describe('operator CLI (npm run ops)', function () {
+  this.timeout(60_000);
+  const name = `ops-${process.pid}`;
+
+  it('creates an account, credits and debits it with reasons, and shows the ledger', async () => {
+    let r = await cli('accounts', 'create', name, '--balance', '2.50');
+    assert.equal(r.code, 0, r.err);
+    assert.match(r.out, /USD {2}balance 2\.5 /);
+    r = await cli('credit', name, '1.25', '--reason', 'support refund #42');
+    assert.match(r.out, /balance now 3\.75/);
+    r = await cli('debit', name, '0.75', '--reason', 'manual correction');
+    assert.match(r.out, /balance now 3\b/);
+    r = await cli('debit', name, '100', '--reason', 'too much');
+    assert.equal(r.code, 1);
+    assert.match(r.err, /refused/);
+    r = await cli('credit', name, '1');
+    assert.equal(r.code, 1);
+    assert.match(r.err, /--reason is required/);
+    r = await cli('accounts', 'show', name);
+    assert.match(r.out, /support refund #42/);
+    assert.match(r.out, /manual correction/);
+    await assertBooksBalance();
+  });
+
+  it('creates keys with restrictions, lists and revokes them', async () => {
+    let r = await cli('keys', 'create', name, '--name', 'ci', '--rpd', '100', '--usd-per-day', '2', '--deny', 'groq');
+    assert.equal(r.code, 0, r.err);
+    const key = /(sk-nanogpt-[0-9a-f-]{36})/.exec(r.out)![1];
+    r = await cli('keys', 'list', name);
+    const prefix = key.slice(0, 'sk-nanogpt-'.length + 8);
+    assert.match(r.out, new RegExp(`${prefix}….*active.*rpd 100, usd/day 2`));
+    r = await cli('keys', 'revoke', prefix);
+    assert.match(r.out, /1 key\(s\) revoked/);
+    assert.match((await cli('keys', 'list', name)).out, /revoked/);
+  });
+
+  it('explains its mistakes instead of crashing', async () => {
+    assert.match((await cli('accounts', 'show', 'nobody-here')).err, /no account "nobody-here"/);
+    assert.match((await cli('frobnicate')).err, /unknown command/);
+    assert.match((await cli('credit', name, '1.0000000001', '--reason', 'x')).err, /more than 9 decimals/);
+  });
+});

@@ -1,0 +1,77 @@
+// `npm start` as a new user runs it: no DATABASE_URL (embedded PostgreSQL), no TEMPORAL_ADDRESS
+// (the dev server), a fresh data folder. Then the printed key works, and Ctrl-C stops it all.
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { freePort, isListening } from './support/ports.js';
+
+const startScript = fileURLToPath(new URL('../bin/start.ts', import.meta.url));
+
+interface Running { child: ChildProcess; output: () => string; ports: { api: number; temporal: number; ui: number } }
+
+async function start(dataDir: string, extraEnv: Record<string, string> = {}): Promise<Running> {
+  const ports = { api: await freePort(), temporal: await freePort(), ui: await freePort() };
+  const env: NodeJS.ProcessEnv = { ...process.env, ...extraEnv, PORT: String(ports.api), SWITCHYARD_DATA_DIR: dataDir, TEMPORAL_DEV_PORT: String(ports.temporal), TEMPORAL_DEV_UI_PORT: String(ports.ui) };
+  delete env.DATABASE_URL;
+  delete env.TEMPORAL_ADDRESS;
+  const child = spawn(process.execPath, ['--import', 'tsx/esm', startScript], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  await new Promise<void>((resolve, reject) => {
+    const t = setInterval(() => {
+      if (out.includes('Switchyard is running.')) { clearInterval(t); resolve(); }
+    }, 100);
+    child.once('exit', (code) => { clearInterval(t); reject(new Error(`npm start exited with ${code}:\n${out}`)); });
+  });
+  return { child, output: () => out, ports };
+}
+
+async function stop(r: Running): Promise<number | null> {
+  const exited = new Promise<number | null>((resolve) => r.child.once('exit', resolve));
+  r.child.kill('SIGINT');
+  return exited;
+}
+
+describe('npm start (embedded database, Temporal dev server)', function () {
+  this.timeout(180_000);
+  let dataDir: string;
+  before(async () => (dataDir = await mkdtemp(path.join(tmpdir(), 'switchyard-start-'))));
+  after(() => rm(dataDir, { recursive: true, force: true }));
+
+  it('starts everything, prints a working key once, and stops cleanly on Ctrl-C', async () => {
+    const r = await start(dataDir);
+    try {
+      const out = r.output();
+      const key = /Local API key\s+(sk-nanogpt-[0-9a-f-]{36})/.exec(out)?.[1];
+      assert.ok(key, `no key printed:\n${out}`);
+      assert.match(out, new RegExp(`Temporal UI\\s+http://127\\.0\\.0\\.1:${r.ports.ui}`));
+      const base = `http://127.0.0.1:${r.ports.api}`;
+      const models = await (await fetch(`${base}/api/v1/models`)).json();
+      assert.ok(models.data.some((m: { id: string }) => m.id === 'local/stories260k'));
+      const bal = await fetch(`${base}/api/check-balance`, { method: 'POST', headers: { Authorization: `Bearer ${key}` } });
+      assert.equal(bal.status, 200);
+      assert.equal((await bal.json()).usd_balance, '5');
+      assert.equal((await fetch(`${base}/v1/models`, { method: 'POST', body: '{bad' })).status, 405);
+    } finally {
+      assert.equal(await stop(r), 0);
+    }
+    for (const port of Object.values(r.ports)) assert.equal(await isListening(port), false, `port ${port} still open after stop`);
+  });
+
+  it('restarts on the same data, with a bootstrap key topped up to the bootstrap balance', async () => {
+    const key = `sk-nanogpt-${randomUUID()}`;
+    const r = await start(dataDir, { SWITCHYARD_BOOTSTRAP_KEY: key, SWITCHYARD_BOOTSTRAP_BALANCE_USD: '12.5' });
+    try {
+      assert.match(r.output(), new RegExp(`Local API key\\s+${key}`));
+      const bal = await fetch(`http://127.0.0.1:${r.ports.api}/api/check-balance`, { headers: { 'x-api-key': key } });
+      assert.equal((await bal.json()).usd_balance, '12.5');
+    } finally {
+      assert.equal(await stop(r), 0);
+    }
+  });
+});

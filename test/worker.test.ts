@@ -1,0 +1,38 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { useTemporal } from './support/temporal.js';
+import { config } from '../activities/config.js';
+import { createAccount } from '../activities/accounts/accounts.js';
+import { balances, credit, reserve } from '../activities/ledger/ledger.js';
+import { parseAmount } from '../activities/ledger/money.js';
+import { ensureSchedules } from '../bin/worker.js';
+import { assertBooksBalance } from './support/books.js';
+
+describe('worker (real Temporal dev server)', function () {
+  this.timeout(120_000);
+
+  it('runs the hold sweeper workflow, which releases expired holds through its activity', async () => {
+    const t = await useTemporal();
+    const a = await createAccount('sweeper');
+    await credit({ accountId: a.id, currency: 'USD', amount: parseAmount('1', 'USD'), reason: 'test', idempotencyKey: `sweep:${a.id}` });
+    await reserve({ accountId: a.id, usd: parseAmount('0.6', 'USD'), idempotencyKey: `sweep-hold:${a.id}`, ttlSeconds: 0 });
+    assert.equal((await balances(a.id))!.USD.held, parseAmount('0.6', 'USD'));
+    const released = await t.client.workflow.execute('sweepExpiredHolds', {
+      taskQueue: config.taskQueue,
+      workflowId: `sweep-test-${randomUUID()}`,
+      args: [],
+    });
+    assert.ok((released as number) >= 1);
+    assert.equal((await balances(a.id))!.USD.held, 0n);
+    await assertBooksBalance(a.id);
+  });
+
+  it('creates the sweeper schedule once, however often start-up runs', async () => {
+    const t = await useTemporal();
+    await ensureSchedules(t.address);
+    await ensureSchedules(t.address);
+    const d = await t.client.schedule.getHandle('switchyard-hold-sweeper').describe();
+    assert.equal(d.action.type, 'startWorkflow');
+    assert.equal((d.action as { workflowType: string }).workflowType, 'sweepExpiredHolds');
+  });
+});
