@@ -8,6 +8,7 @@ import { handleErrors } from './middleware/errors.js';
 import { ApiError } from './errors.js';
 import { modelsRouter } from './routes/models.js';
 import { balanceRouter } from './routes/balance.js';
+import { chatRouter } from './routes/chat.js';
 
 export function createApp(): Koa {
   const app = new Koa({ proxy: process.env.SWITCHYARD_TRUST_PROXY === '1' });
@@ -21,7 +22,7 @@ export function createApp(): Koa {
     ctx.body = { status: 'ok' };
   });
 
-  for (const router of [health, modelsRouter, balanceRouter]) {
+  for (const router of [health, modelsRouter, balanceRouter, chatRouter]) {
     app.use(router.routes());
     app.use(
       router.allowedMethods({

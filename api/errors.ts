@@ -5,6 +5,8 @@
 //   legacy  : {error, message, status, code?, ...details}  (talk-to-gpt, check-balance, ...)
 //   teams   : {code, message, details, status}            (teams API)
 
+import { RequestError } from '../activities/inference/errors.js';
+
 export type Envelope = 'openai' | 'message' | 'legacy' | 'teams';
 
 export class ApiError extends Error {
@@ -90,8 +92,16 @@ export function renderError(err: ApiError, envelope: Envelope): Record<string, u
   }
 }
 
-/** Anything that is not an ApiError becomes a 500 whose message reveals nothing internal. */
+/** Anything that is not an ApiError or RequestError becomes a 500 whose message reveals nothing internal. */
 export function asApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
+  if (err instanceof RequestError) {
+    const retry = err.extra.retryAfterSeconds;
+    return new ApiError(err.status, err.code, err.message, {
+      param: err.param,
+      details: err.extra.details,
+      headers: retry !== undefined && (err.status === 429 || err.status === 503) ? { 'Retry-After': String(Math.ceil(retry)) } : undefined,
+    });
+  }
   return new ApiError(500, 'internal_error', 'The server failed to handle this request. It has been logged; quote the X-Request-ID when reporting it.');
 }

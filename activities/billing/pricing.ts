@@ -1,0 +1,61 @@
+// What a request may cost before it runs (the reservation) and what it did cost after (the
+// charge), from a route's customer prices (nano-USD per 1M tokens). The estimate is deliberately
+// high: a reservation that is too large is released at settlement; one too small would let an
+// account overspend.
+import type { Route } from '../catalog/catalog.js';
+import type { InferenceRequest, Usage } from '../inference/types.js';
+import { costOfTokens } from '../ledger/money.js';
+
+/** Tokens we assume an image may cost when we cannot know (a high-detail 1024px image is ~1,100). */
+const IMAGE_TOKENS = 1_600;
+const PER_MESSAGE_OVERHEAD = 4;
+
+/**
+ * An upper estimate of the prompt's tokens without a tokenizer: one token per 3 bytes of UTF-8
+ * text (real tokenizers average 3.5-4.5 bytes per token on English and code), plus per-message
+ * framing, tool definitions and images.
+ */
+export function estimatePromptTokens(req: InferenceRequest): number {
+  let bytes = 0;
+  let images = 0;
+  let messages = 0;
+  const text = (s: string | undefined) => (bytes += s ? Buffer.byteLength(s) : 0);
+  text(req.prompt);
+  for (const m of req.messages) {
+    messages++;
+    for (const c of m.content) {
+      if (c.type === 'text') text(c.text);
+      else if (c.type === 'image') images++;
+      else if (c.type === 'document') bytes += Math.ceil((c.data.length * 3) / 4); // a PDF's text is at most its size
+    }
+    for (const t of m.toolCalls ?? []) text(t.name + t.arguments);
+  }
+  if (req.tools?.length) text(JSON.stringify(req.tools));
+  if (req.responseFormat?.type === 'json_schema') text(JSON.stringify(req.responseFormat.schema));
+  return Math.ceil(bytes / 3) + images * IMAGE_TOKENS + messages * PER_MESSAGE_OVERHEAD;
+}
+
+/** A middle estimate, for deciding whether a prompt fits a context window (4 bytes per token). */
+export function likelyPromptTokens(req: InferenceRequest): number {
+  return Math.ceil((estimatePromptTokens(req) * 3) / 4);
+}
+
+/** The worst a request can cost on a route: every prompt token uncached, every output token used. */
+export function worstCaseCost(route: Route, promptTokens: number, maxOutputTokens: number): bigint {
+  return costOfTokens(promptTokens, route.price.input) + costOfTokens(maxOutputTokens, route.price.output);
+}
+
+/**
+ * What a finished request costs: uncached prompt tokens at the input price, cached ones at the
+ * cached price (the input price when the route has none), output (reasoning included) at the
+ * output price. Each part rounds up once.
+ */
+export function costOfUsage(route: Route, usage: Usage): bigint {
+  const cached = Math.min(usage.cachedTokens, usage.promptTokens);
+  const uncached = usage.promptTokens - cached;
+  return (
+    costOfTokens(uncached, route.price.input) +
+    costOfTokens(cached, route.price.cachedInput ?? route.price.input) +
+    costOfTokens(usage.completionTokens, route.price.output)
+  );
+}

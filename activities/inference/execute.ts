@@ -1,0 +1,210 @@
+// Runs one inference request over its planned routes, with the money around it: reserve the
+// worst case, call the first route, fall back to the next on a retryable failure BEFORE the first
+// byte reaches the caller (never after), settle the real cost, release on failure. Surfaces
+// (chat, messages, responses, completions) call this and only translate.
+import { randomUUID } from 'node:crypto';
+import type { Route } from '../catalog/catalog.js';
+import type { Caller } from '../accounts/keys.js';
+import { providerEnv } from '../config.js';
+import { InsufficientFunds, release, reserve, settle, type Hold, type Settlement } from '../ledger/ledger.js';
+import { formatAmount, toDisplayNumber } from '../ledger/money.js';
+import { costOfUsage, worstCaseCost } from '../billing/pricing.js';
+import { adapterFor } from '../providers/index.js';
+import { UpstreamError, type ProviderTarget } from '../providers/types.js';
+import { recordLatency, recordThroughput } from '../routing/stats.js';
+import { recordRequest } from './records.js';
+import type { InferenceRequest, InferenceResult, StreamEvent, Usage } from './types.js';
+import { RequestError } from './errors.js';
+
+function paymentRequired(requiredUsd: bigint, availableUsd: bigint): RequestError {
+  return new RequestError(
+    402,
+    'insufficient_balance',
+    `Insufficient balance: this request may cost up to $${formatAmount(requiredUsd, 'USD')} and $${formatAmount(availableUsd, 'USD')} is available. ` +
+      'Add funds, or lower max_tokens to reserve less.',
+    null,
+    { details: { requiredBalance: toDisplayNumber(requiredUsd, 'USD'), availableBalance: toDisplayNumber(availableUsd, 'USD') } },
+  );
+}
+
+export interface Bill {
+  /** charged, in the paying currency */
+  amount: number;
+  currency: 'USD' | 'XNO';
+  /** the cost in USD */
+  cost: number;
+  paymentSource: 'USD' | 'XNO';
+  remainingBalance: number;
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export interface CallContext {
+  caller: Caller;
+  requestId: string;
+  surface: string;
+  /** the catalog model id, for records */
+  modelId: string;
+  routes: Route[];
+  request: InferenceRequest;
+  promptTokenEstimate: number;
+}
+
+export function targetFor(route: Route): ProviderTarget {
+  const env = providerEnv(route.provider.id);
+  return {
+    providerId: route.provider.id,
+    baseUrl: env.baseUrl ?? route.provider.baseUrl ?? '',
+    apiKey: env.apiKey,
+    options: { ...route.provider.options, ...route.options },
+  };
+}
+
+/**
+ * How an upstream's failure reads to our caller. Their credentials problem is not the caller's
+ * (401/403/402 become 502), a timeout is a 504, their rate limit stays a 429 with its Retry-After,
+ * their judgement of the request itself (400/404/413/422) stays a 400.
+ */
+function callerStatus(upstream: number): number {
+  if (upstream === 499) return 499;
+  if (upstream === 429) return 429;
+  if (upstream === 408 || upstream === 504) return 504;
+  if (upstream === 400 || upstream === 404 || upstream === 413 || upstream === 422) return 400;
+  return 502;
+}
+
+/** Why every attempt failed, as one error for the caller. */
+function exhausted(failures: UpstreamError[]): RequestError {
+  const last = failures[failures.length - 1];
+  if (failures.length === 1) {
+    const status = callerStatus(last.status);
+    const code = last.opts.code ?? (status === 400 ? 'upstream_rejected_request' : status === 429 ? 'rate_limit_exceeded' : 'upstream_error');
+    return new RequestError(status, code, last.message, null, { retryAfterSeconds: last.opts.retryAfterSeconds });
+  }
+  const summary = failures.map((f) => f.message).join('; ');
+  return new RequestError(502, 'all_fallbacks_failed', `Every provider failed: ${summary}`);
+}
+
+/** The usage to bill when the upstream did not report one: our estimate of what was consumed. */
+function estimatedUsage(promptTokens: number, output: string): Usage {
+  return { promptTokens, cachedTokens: 0, cacheWriteTokens: 0, completionTokens: Math.ceil(Buffer.byteLength(output) / 4), reasoningTokens: 0 };
+}
+
+export class InferenceCall {
+  private hold?: Hold;
+  private route?: Route;
+  private readonly started = Date.now();
+
+  constructor(readonly ctx: CallContext) {}
+
+  /** Reserve the worst case over every route the call may end up on. */
+  async reserve(): Promise<void> {
+    const max = this.ctx.request.maxTokens;
+    const worst = this.ctx.routes.reduce((m, r) => {
+      const c = worstCaseCost(r, this.ctx.promptTokenEstimate, max);
+      return c > m ? c : m;
+    }, 0n);
+    if (worst === 0n) return; // a free model: nothing to hold
+    try {
+      this.hold = await reserve({
+        accountId: this.ctx.caller.accountId,
+        usd: worst,
+        idempotencyKey: `hold:${this.ctx.requestId}`,
+        requestId: this.ctx.requestId,
+        apiKeyId: this.ctx.caller.keyId,
+      });
+    } catch (err) {
+      if (err instanceof InsufficientFunds) throw paymentRequired(err.requiredUsd, err.availableUsd);
+      throw err;
+    }
+  }
+
+  get chosenRoute(): Route | undefined {
+    return this.route;
+  }
+
+  /** Non-streaming: try the routes in order. */
+  async complete(signal: AbortSignal): Promise<{ result: InferenceResult; route: Route }> {
+    const failures: UpstreamError[] = [];
+    for (const route of this.ctx.routes) {
+      const t0 = Date.now();
+      try {
+        const result = await adapterFor(route).complete({ ...this.ctx.request, model: route.upstreamModel }, targetFor(route), signal);
+        this.route = route;
+        recordLatency(route.id, Date.now() - t0);
+        if (result.usage) recordThroughput(route.id, result.usage.completionTokens, Date.now() - t0);
+        return { result, route };
+      } catch (err) {
+        const e = err instanceof UpstreamError ? err : new UpstreamError(`${route.provider.id} failed: ${(err as Error).message}`, 502, false);
+        failures.push(e);
+        if (!e.retryable || signal.aborted) break;
+      }
+    }
+    throw exhausted(failures);
+  }
+
+  /**
+   * Streaming: open the first route that yields a first event. Returns that event and the rest of
+   * the stream; from here on there is no fallback (bytes have reached the caller).
+   */
+  async openStream(signal: AbortSignal): Promise<{ route: Route; first: StreamEvent | undefined; rest: AsyncIterator<StreamEvent> }> {
+    const failures: UpstreamError[] = [];
+    for (const route of this.ctx.routes) {
+      const t0 = Date.now();
+      const it = adapterFor(route).stream({ ...this.ctx.request, model: route.upstreamModel }, targetFor(route), signal)[Symbol.asyncIterator]();
+      try {
+        const first = await it.next();
+        this.route = route;
+        recordLatency(route.id, Date.now() - t0);
+        return { route, first: first.done ? undefined : first.value, rest: it };
+      } catch (err) {
+        const e = err instanceof UpstreamError ? err : new UpstreamError(`${route.provider.id} failed: ${(err as Error).message}`, 502, false);
+        failures.push(e);
+        if (!e.retryable || signal.aborted) break;
+      }
+    }
+    throw exhausted(failures);
+  }
+
+  /**
+   * Charge what was used and release the rest. `usage` null = the upstream did not say: bill
+   * our estimate of the prompt and of the text produced (documented in the README).
+   */
+  async settle(usage: Usage | null, producedText: string, status = 'completed'): Promise<{ usage: Usage; bill: Bill }> {
+    const route = this.route!;
+    const billed = usage ?? estimatedUsage(this.ctx.promptTokenEstimate, producedText);
+    const cost = costOfUsage(route, billed);
+    let s: Settlement | undefined;
+    if (this.hold) s = await settle({ holdId: this.hold.id, usd: cost, reason: `${this.ctx.surface} ${this.ctx.modelId} via ${route.provider.id}` });
+    const currency = s?.currency ?? 'USD';
+    const charged = s?.charged ?? 0n;
+    const bill: Bill = {
+      amount: toDisplayNumber(charged, currency),
+      currency,
+      cost: toDisplayNumber(cost, 'USD'),
+      paymentSource: currency,
+      remainingBalance: s ? toDisplayNumber(s.available, currency) : 0,
+      inputTokens: billed.promptTokens,
+      outputTokens: billed.completionTokens,
+    };
+    if (status === 'completed') recordThroughput(route.id, billed.completionTokens, Date.now() - this.started);
+    void recordRequest({
+      id: this.ctx.requestId, accountId: this.ctx.caller.accountId, apiKeyId: this.ctx.caller.keyId, surface: this.ctx.surface,
+      model: this.ctx.modelId, providerId: route.provider.id, status, inputTokens: billed.promptTokens,
+      outputTokens: billed.completionTokens, currency, cost: charged, holdId: this.hold?.id ?? null, errorCode: null,
+    });
+    return { usage: billed, bill };
+  }
+
+  /** Nothing was produced: give the reservation back and record the failure. */
+  async fail(code: string): Promise<void> {
+    if (this.hold) await release(this.hold.id);
+    void recordRequest({
+      id: this.ctx.requestId, accountId: this.ctx.caller.accountId, apiKeyId: this.ctx.caller.keyId, surface: this.ctx.surface,
+      model: this.ctx.modelId, providerId: this.route?.provider.id ?? null, status: 'failed', inputTokens: null, outputTokens: null,
+      currency: null, cost: null, holdId: this.hold?.id ?? null, errorCode: code,
+    });
+  }
+}
+
+export const newCompletionId = () => `chatcmpl-${randomUUID().replace(/-/g, '')}`;

@@ -1,0 +1,66 @@
+// The steps every text surface takes between "the body is valid" and "call the provider":
+// resolve the model name (suffixes included), plan the routes, check the context window, settle
+// the output cap, and reserve the worst case. One implementation, so chat, messages, responses
+// and completions cannot drift apart.
+import { catalog, type ModelInfo } from '../catalog/catalog.js';
+import type { Caller } from '../accounts/keys.js';
+import { parseModelName, type ModelName } from '../routing/suffixes.js';
+import { planRoute, type ProviderPreferences, type RequestNeeds } from '../routing/planRoute.js';
+import { estimatePromptTokens, likelyPromptTokens } from '../billing/pricing.js';
+import { RequestError } from './errors.js';
+import { InferenceCall } from './execute.js';
+import type { InferenceRequest } from './types.js';
+
+/** The output cap when the caller sets none and the catalog knows none. */
+const DEFAULT_MAX_OUTPUT = 4096;
+
+export function resolveModel(requested: string, category = 'chat'): { model: ModelInfo; name: ModelName } {
+  const cat = catalog();
+  const name = parseModelName(requested, (n) => cat.model(n) !== undefined);
+  const model = cat.model(name.base);
+  if (!model) {
+    const hint = name.base.includes(':') ? ` (if '${name.base.slice(name.base.lastIndexOf(':'))}' was meant as a suffix, it is not one)` : '';
+    throw new RequestError(404, 'model_not_found', `Model '${name.base}' does not exist${hint}. GET /api/v1/models lists the models.`, 'model');
+  }
+  if (model.category !== category) {
+    throw new RequestError(400, 'invalid_parameter_value', `Model '${model.id}' is a ${model.category} model and cannot serve this endpoint.`, 'model');
+  }
+  return { model, name };
+}
+
+export interface PrepareInput {
+  caller: Caller;
+  requestId: string;
+  surface: string;
+  model: ModelInfo;
+  request: Omit<InferenceRequest, 'maxTokens' | 'model'> & { maxTokens?: number };
+  needs: RequestNeeds;
+  prefs: ProviderPreferences;
+}
+
+export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
+  const routes = planRoute(catalog(), p.model, p.caller, p.prefs, p.needs);
+  const draft = { ...p.request, model: '', maxTokens: p.request.maxTokens ?? 0 };
+  const promptTokens = estimatePromptTokens(draft);
+  const likely = likelyPromptTokens(draft);
+  const context = p.model.contextLength;
+  if (context && likely + (p.request.maxTokens ?? 0) > context) {
+    throw new RequestError(
+      400,
+      'context_length_exceeded',
+      `This model's maximum context length is ${context} tokens; the request has about ${likely} prompt tokens` +
+        (p.request.maxTokens ? ` and asks for up to ${p.request.maxTokens} output tokens` : '') + '. Shorten the messages or lower max_tokens.',
+      'messages',
+    );
+  }
+  const ceiling = Math.min(p.model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT, context ? Math.max(1, context - likely) : Number.MAX_SAFE_INTEGER);
+  if (p.request.maxTokens && p.model.maxOutputTokens && p.request.maxTokens > p.model.maxOutputTokens) {
+    throw new RequestError(400, 'invalid_parameter_value', `max_tokens ${p.request.maxTokens} is above this model's output limit of ${p.model.maxOutputTokens}.`, 'max_tokens');
+  }
+  const request: InferenceRequest = { ...p.request, model: '', maxTokens: p.request.maxTokens ?? ceiling };
+  const call = new InferenceCall({
+    caller: p.caller, requestId: p.requestId, surface: p.surface, modelId: p.model.id, routes, request, promptTokenEstimate: promptTokens,
+  });
+  await call.reserve();
+  return call;
+}

@@ -1,0 +1,133 @@
+// The one internal request every text surface (chat completions, messages, responses, legacy
+// completions) is translated into, and the one result/stream shape every provider adapter
+// produces. Surfaces translate at the edge; providers translate to their wire protocol. Nothing in
+// between knows either.
+
+export type Role = 'system' | 'user' | 'assistant' | 'tool';
+
+export type ContentPart =
+  | { type: 'text'; text: string }
+  /** `url` is http(s) or a data: URL; `data` is base64 with its `mediaType` */
+  | { type: 'image'; url?: string; data?: string; mediaType?: string; detail?: 'auto' | 'low' | 'high' }
+  | { type: 'document'; data: string; mediaType: string; title?: string };
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** JSON text, exactly as the model produced it */
+  arguments: string;
+}
+
+export interface Message {
+  role: Role;
+  content: ContentPart[];
+  /** assistant turns that called tools */
+  toolCalls?: ToolCall[];
+  /** tool results: which call this answers */
+  toolCallId?: string;
+  name?: string;
+}
+
+export interface ToolSpec {
+  name: string;
+  description?: string;
+  /** JSON Schema of the arguments */
+  parameters?: Record<string, unknown>;
+}
+
+export type ToolChoice = 'auto' | 'none' | 'required' | { name: string };
+
+export type ResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; name: string; schema: Record<string, unknown>; strict?: boolean; description?: string };
+
+export type ReasoningEffort = 'none' | 'low' | 'medium' | 'high' | 'xhigh' | 'max';
+
+export interface ReasoningOptions {
+  /** ask the model to think (":thinking", Anthropic `thinking`, OpenAI `reasoning_effort`) */
+  enabled?: boolean;
+  effort?: ReasoningEffort;
+  budgetTokens?: number;
+  /** think, but do not return the reasoning text to the caller (":reasoning-exclude") */
+  exclude?: boolean;
+}
+
+export interface Sampling {
+  temperature?: number;
+  topP?: number;
+  topK?: number;
+  minP?: number;
+  frequencyPenalty?: number;
+  presencePenalty?: number;
+  repetitionPenalty?: number;
+  seed?: number;
+  stop?: string[];
+  logitBias?: Record<string, number>;
+  /** return log probabilities of the output tokens; `topLogprobs` alternatives each */
+  logprobs?: boolean;
+  topLogprobs?: number;
+}
+
+export interface InferenceRequest {
+  /** the model's name AT THE UPSTREAM (the planner sets it per route) */
+  model: string;
+  /** system turns first, then the conversation */
+  messages: Message[];
+  tools?: ToolSpec[];
+  toolChoice?: ToolChoice;
+  parallelToolCalls?: boolean;
+  responseFormat?: ResponseFormat;
+  /** cap on output tokens (reasoning included); always set by the caller */
+  maxTokens: number;
+  sampling: Sampling;
+  reasoning?: ReasoningOptions;
+  /** a raw prompt instead of messages (legacy completions); providers that cannot take one get it as a user turn */
+  prompt?: string;
+  user?: string;
+}
+
+/**
+ * Token counts, normalized once. `promptTokens` INCLUDES cached and cache-write tokens (the
+ * OpenAI convention); an Anthropic adapter adds its `cache_read_input_tokens` and
+ * `cache_creation_input_tokens` to `input_tokens` to get it. `completionTokens` includes reasoning.
+ */
+export interface Usage {
+  promptTokens: number;
+  cachedTokens: number;
+  cacheWriteTokens: number;
+  completionTokens: number;
+  reasoningTokens: number;
+}
+
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';
+
+export interface TokenLogprob {
+  token: string;
+  logprob: number;
+  bytes?: number[] | null;
+  topLogprobs?: Array<{ token: string; logprob: number; bytes?: number[] | null }>;
+}
+
+export interface InferenceResult {
+  content: string;
+  reasoning?: string;
+  toolCalls: ToolCall[];
+  finishReason: FinishReason;
+  /** null when the upstream did not report usage (the caller then counts it) */
+  usage: Usage | null;
+  logprobs?: TokenLogprob[];
+  /** the upstream's own id for the generation, when it gives one */
+  upstreamId?: string;
+}
+
+/** What a streaming adapter yields, in order; `finish` and `usage` come last (either order). */
+export type StreamEvent =
+  | { type: 'text'; text: string; logprobs?: TokenLogprob[] }
+  | { type: 'reasoning'; text: string }
+  /** the first delta of a call carries id and name; later ones only more argument text */
+  | { type: 'tool_call'; index: number; id?: string; name?: string; argumentsDelta: string }
+  | { type: 'finish'; reason: FinishReason }
+  | { type: 'usage'; usage: Usage };
+
+export const emptyUsage = (): Usage => ({ promptTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, completionTokens: 0, reasoningTokens: 0 });

@@ -1,0 +1,233 @@
+// Fetching a URL on a caller's behalf (an image reference, a media input) without letting the
+// caller aim the gateway at its own network: only http(s), every address the host resolves to is
+// vetted before connecting, the connection goes to exactly those vetted addresses (a second DNS
+// answer cannot rebind it to 127.0.0.1), each redirect is vetted again, and size and time are
+// capped. Operators with internal media hosts may open private ranges with
+// SWITCHYARD_FETCH_ALLOW_PRIVATE: `1` (any address) or a comma-separated list of CIDRs.
+import dns from 'node:dns';
+import net from 'node:net';
+import { Agent, request } from 'undici';
+
+export interface SafeFetchOptions {
+  signal?: AbortSignal;
+  /** largest body accepted; default 20 MB */
+  maxBytes?: number;
+  /** for the whole fetch, redirects included; default 15 s */
+  timeoutMs?: number;
+  /** default 3 */
+  maxRedirects?: number;
+  /** which private addresses are allowed; default from SWITCHYARD_FETCH_ALLOW_PRIVATE (read per call) */
+  allowPrivate?: boolean | string[];
+  /** the `code` of the errors thrown, so the API can name what was wrong (default `invalid_media_url`) */
+  errorCode?: string;
+}
+
+export interface FetchedMedia {
+  data: Buffer;
+  /** the Content-Type's media type, lowercased, without parameters ('' when absent) */
+  mediaType: string;
+  /** where the bytes came from after redirects */
+  url: string;
+}
+
+/** A URL the gateway will not (or could not) fetch for the caller: a 400 for them, never retried. */
+export class MediaFetchError extends Error {
+  readonly status = 400;
+  constructor(
+    message: string,
+    readonly code: string,
+    readonly reason: 'bad_url' | 'forbidden_address' | 'dns' | 'too_many_redirects' | 'too_large' | 'timeout' | 'http_status' | 'network',
+  ) {
+    super(message);
+    this.name = 'MediaFetchError';
+  }
+}
+
+export const DEFAULT_MAX_MEDIA_BYTES = 20 * 1024 * 1024;
+
+// Addresses no caller may reach through us: "this network", loopback, private (RFC 1918), CGNAT,
+// link-local (cloud metadata lives at 169.254.169.254), protocol-assignment, documentation and
+// benchmarking nets, multicast, reserved, broadcast; for IPv6 the unspecified/loopback/
+// IPv4-compatible block, NAT64, discard, Teredo, documentation, 6to4 (these embed IPv4 addresses),
+// unique-local, link-local, site-local and multicast. IPv4-mapped IPv6 (::ffff:a.b.c.d) is
+// checked against the IPv4 rules by BlockList itself.
+const forbidden = new net.BlockList();
+for (const [a, p] of [
+  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
+  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15],
+  ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
+] as const) forbidden.addSubnet(a, p, 'ipv4');
+for (const [a, p] of [
+  ['::', 96], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 32], ['2001:db8::', 32],
+  ['2002::', 16], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
+] as const) forbidden.addSubnet(a, p, 'ipv6');
+
+/** Whether `address` (an IP literal) is one the policy lets us connect to. */
+export function isAllowedAddress(address: string, allowPrivate: boolean | string[] = false): boolean {
+  const family = net.isIP(address);
+  if (family === 0) return false;
+  const type = family === 4 ? 'ipv4' : 'ipv6';
+  if (!forbidden.check(address, type)) return true;
+  if (allowPrivate === true) return true;
+  if (Array.isArray(allowPrivate) && allowPrivate.length > 0) return allowList(allowPrivate).check(address, type);
+  return false;
+}
+
+function allowList(cidrs: string[]): net.BlockList {
+  const list = new net.BlockList();
+  for (const cidr of cidrs) {
+    const [addr, bits] = cidr.trim().split('/');
+    const family = net.isIP(addr);
+    if (family === 0) throw new Error(`SWITCHYARD_FETCH_ALLOW_PRIVATE: "${cidr}" is not an address or CIDR`);
+    list.addSubnet(addr, bits === undefined ? (family === 4 ? 32 : 128) : Number(bits), family === 4 ? 'ipv4' : 'ipv6');
+  }
+  return list;
+}
+
+function policyFromEnv(): boolean | string[] {
+  const raw = process.env.SWITCHYARD_FETCH_ALLOW_PRIVATE?.trim();
+  if (!raw || raw === '0' || raw.toLowerCase() === 'false') return false;
+  if (raw === '1' || raw.toLowerCase() === 'true') return true;
+  return raw.split(',').filter(Boolean);
+}
+
+/** Fetch `url` for a caller, under the rules above. Throws MediaFetchError for anything refused or failed. */
+export async function safeFetch(url: string, opts: SafeFetchOptions = {}): Promise<FetchedMedia> {
+  const code = opts.errorCode ?? 'invalid_media_url';
+  const maxBytes = opts.maxBytes ?? DEFAULT_MAX_MEDIA_BYTES;
+  const maxRedirects = opts.maxRedirects ?? 3;
+  const policy = opts.allowPrivate ?? policyFromEnv();
+  const timeout = AbortSignal.timeout(opts.timeoutMs ?? 15_000);
+  const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
+  const fail = (message: string, reason: MediaFetchError['reason']) => new MediaFetchError(message, code, reason);
+
+  let current = url;
+  for (let hop = 0; ; hop++) {
+    const target = parseUrl(current, fail);
+    const addresses = await vettedAddresses(target.hostname, policy, signal, fail);
+    // A dispatcher per hop whose only way to resolve a name is the list we just vetted.
+    const agent = new Agent({ connect: { lookup: pinnedLookup(target.hostname, addresses), timeout: 10_000 } });
+    try {
+      let res;
+      try {
+        res = await request(target, { method: 'GET', signal, dispatcher: agent, headers: { accept: 'image/*,*/*;q=0.8', 'user-agent': 'Switchyard media fetch' } });
+      } catch (err) {
+        throw fetchFailure(err, current, signal, opts.signal, fail);
+      }
+      if (res.statusCode >= 300 && res.statusCode < 400 && res.headers.location) {
+        res.body.destroy();
+        if (hop >= maxRedirects) throw fail(`${url}: more than ${maxRedirects} redirects`, 'too_many_redirects');
+        current = new URL(String(res.headers.location), target).href;
+        continue;
+      }
+      if (res.statusCode < 200 || res.statusCode >= 300) {
+        res.body.destroy();
+        throw fail(`${current} answered HTTP ${res.statusCode}`, 'http_status');
+      }
+      const declared = Number(res.headers['content-length']);
+      if (Number.isFinite(declared) && declared > maxBytes) {
+        res.body.destroy();
+        throw fail(`${current} is larger than the ${maxBytes}-byte limit`, 'too_large');
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      try {
+        for await (const chunk of res.body) {
+          size += chunk.length;
+          if (size > maxBytes) {
+            res.body.destroy();
+            throw fail(`${current} is larger than the ${maxBytes}-byte limit`, 'too_large');
+          }
+          chunks.push(chunk as Buffer);
+        }
+      } catch (err) {
+        throw fetchFailure(err, current, signal, opts.signal, fail);
+      }
+      const contentType = String(res.headers['content-type'] ?? '');
+      return { data: Buffer.concat(chunks), mediaType: contentType.split(';')[0].trim().toLowerCase(), url: current };
+    } finally {
+      agent.destroy().catch(() => undefined);
+    }
+  }
+}
+
+function parseUrl(raw: string, fail: (m: string, r: MediaFetchError['reason']) => MediaFetchError): URL {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw fail(`not a valid URL: ${raw.slice(0, 200)}`, 'bad_url');
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw fail(`only http and https URLs can be fetched, not ${u.protocol}`, 'bad_url');
+  return u;
+}
+
+/** Every address of `hostname` (an IP literal is its own answer), all of which must be allowed. */
+async function vettedAddresses(
+  hostname: string,
+  policy: boolean | string[],
+  signal: AbortSignal,
+  fail: (m: string, r: MediaFetchError['reason']) => MediaFetchError,
+): Promise<Array<{ address: string; family: number }>> {
+  const bare = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
+  let found: Array<{ address: string; family: number }>;
+  if (net.isIP(bare)) {
+    found = [{ address: bare, family: net.isIP(bare) }];
+  } else {
+    try {
+      found = await abortable(dns.promises.lookup(bare, { all: true, verbatim: true }), signal);
+    } catch (err) {
+      if (signal.aborted) throw fail(`${hostname}: timed out resolving the host`, 'timeout');
+      throw fail(`${hostname}: the host could not be resolved (${(err as Error).message})`, 'dns');
+    }
+  }
+  // Refuse when ANY answer is off limits: a name that mixes public and private addresses is a trap.
+  const bad = found.find((a) => !isAllowedAddress(a.address, policy));
+  if (bad || found.length === 0) throw fail(`${hostname} resolves to an address the gateway may not fetch from`, 'forbidden_address');
+  return found;
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
+
+/** A `lookup` for net/tls.connect that answers only from the vetted list, never from DNS. */
+function pinnedLookup(hostname: string, addresses: Array<{ address: string; family: number }>) {
+  const bare = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
+  return (name: string, options: dns.LookupOptions | number, callback: LookupCallback): void => {
+    if (name !== bare) {
+      callback(Object.assign(new Error(`unexpected host ${name}`), { code: 'ENOTFOUND' }), '', 0);
+      return;
+    }
+    const o = typeof options === 'number' ? { family: options } : options;
+    const family = o.family === 'IPv4' ? 4 : o.family === 'IPv6' ? 6 : Number(o.family ?? 0);
+    const usable = addresses.filter((a) => !family || a.family === family);
+    if (usable.length === 0) {
+      callback(Object.assign(new Error(`no IPv${family} address for ${name}`), { code: 'ENOTFOUND' }), '', 0);
+      return;
+    }
+    if (o.all) callback(null, usable);
+    else callback(null, usable[0].address, usable[0].family);
+  };
+}
+
+function fetchFailure(
+  err: unknown,
+  url: string,
+  signal: AbortSignal,
+  callerSignal: AbortSignal | undefined,
+  fail: (m: string, r: MediaFetchError['reason']) => MediaFetchError,
+): Error {
+  if (err instanceof MediaFetchError) return err;
+  // The caller went away: let their abort surface as such, not as a bad URL.
+  if (callerSignal?.aborted) return err as Error;
+  if (signal.aborted) return fail(`${url}: timed out`, 'timeout');
+  return fail(`${url} could not be fetched: ${(err as Error).message}`, 'network');
+}
+
+function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}

@@ -1,0 +1,83 @@
+// A Messages API answer (`type:"message"`) as an InferenceResult, plus the two mappings the
+// stream shares: stop reasons and usage.
+import type { FinishReason, InferenceResult, ToolCall, Usage } from '../../inference/types.js';
+import type { JsonTool, MessagesPlan } from './request.js';
+
+export const STOP_REASONS: Record<string, FinishReason> = {
+  end_turn: 'stop',
+  stop_sequence: 'stop',
+  // a server tool paused a long turn; what came so far is a complete answer for our callers
+  pause_turn: 'stop',
+  max_tokens: 'length',
+  model_context_window_exceeded: 'length',
+  tool_use: 'tool_calls',
+  refusal: 'content_filter',
+};
+
+/** `hasToolCalls` false with stop_reason tool_use means only the JSON-mode tool was called. */
+export function finishReasonOf(stopReason: unknown, hasToolCalls: boolean): FinishReason {
+  const reason = STOP_REASONS[String(stopReason)] ?? 'stop';
+  return reason === 'tool_calls' && !hasToolCalls ? 'stop' : reason;
+}
+
+// Anthropic's wire usage. Its `input_tokens` EXCLUDES cache reads and writes.
+export interface AnthropicUsage {
+  input_tokens?: number | null;
+  output_tokens?: number | null;
+  cache_creation_input_tokens?: number | null;
+  cache_read_input_tokens?: number | null;
+  output_tokens_details?: { thinking_tokens?: number | null } | null;
+}
+
+/** Normalized usage: promptTokens includes cache reads and writes; completionTokens includes thinking. */
+export function toUsage(u: AnthropicUsage | null | undefined): Usage | null {
+  if (!u || (u.input_tokens == null && u.output_tokens == null)) return null;
+  const cacheRead = u.cache_read_input_tokens ?? 0;
+  const cacheWrite = u.cache_creation_input_tokens ?? 0;
+  return {
+    promptTokens: (u.input_tokens ?? 0) + cacheRead + cacheWrite,
+    cachedTokens: cacheRead,
+    cacheWriteTokens: cacheWrite,
+    completionTokens: u.output_tokens ?? 0,
+    // Anthropic folds thinking into output_tokens; only newer answers break it out
+    reasoningTokens: u.output_tokens_details?.thinking_tokens ?? 0,
+  };
+}
+
+/** The JSON text a JSON-mode tool call carries, unwrapped when its schema was wrapped. */
+export function jsonToolText(tool: JsonTool, input: unknown): string {
+  const value = tool.wrapped && input !== null && typeof input === 'object' ? (input as { value?: unknown }).value : input;
+  return JSON.stringify(value ?? null);
+}
+
+interface ContentBlock {
+  type: string;
+  text?: string;
+  thinking?: string;
+  id?: string;
+  name?: string;
+  input?: unknown;
+}
+
+export function fromMessage(msg: { id?: string; content: ContentBlock[]; stop_reason?: string | null; usage?: AnthropicUsage }, plan: MessagesPlan): InferenceResult {
+  let content = '';
+  let reasoning = '';
+  let json: string | undefined;
+  const toolCalls: ToolCall[] = [];
+  for (const block of msg.content) {
+    if (block.type === 'text') content += block.text ?? '';
+    else if (block.type === 'thinking') reasoning += block.thinking ?? '';
+    else if (block.type === 'tool_use' && plan.jsonTool && block.name === plan.jsonTool.name) json = jsonToolText(plan.jsonTool, block.input);
+    else if (block.type === 'tool_use') toolCalls.push({ id: String(block.id), name: String(block.name), arguments: JSON.stringify(block.input ?? {}) });
+    // redacted_thinking, server tool blocks and future block types carry nothing for our callers
+  }
+  return {
+    // a JSON-mode answer must parse, so any text the model wrote before the call is dropped
+    content: json ?? content,
+    ...(reasoning && !plan.hideReasoning ? { reasoning } : {}),
+    toolCalls,
+    finishReason: finishReasonOf(msg.stop_reason, toolCalls.length > 0),
+    usage: toUsage(msg.usage),
+    ...(msg.id ? { upstreamId: msg.id } : {}),
+  };
+}

@@ -1,0 +1,121 @@
+// A Messages API event stream as StreamEvents. Anthropic sends named events: message_start
+// (input-side usage), content_block_start/delta/stop per block, message_delta (stop reason and
+// output tokens), message_stop (the terminal marker), ping, and `error` frames.
+import { errors } from 'undici';
+import type { StreamEvent } from '../../inference/types.js';
+import { transportError } from '../http.js';
+import { parseSse, type SseFrame } from '../sse.js';
+import { UpstreamError } from '../types.js';
+import { streamErrorFrame } from './errors.js';
+import type { MessagesPlan } from './request.js';
+import { finishReasonOf, jsonToolText, toUsage, type AnthropicUsage } from './response.js';
+
+type BlockKind =
+  | { kind: 'text' | 'thinking' | 'ignored' }
+  | { kind: 'tool'; index: number }
+  | { kind: 'json'; buffered: string };
+
+export async function* toStreamEvents(frames: AsyncIterable<SseFrame>, plan: MessagesPlan, providerId: string): AsyncGenerator<StreamEvent> {
+  const blocks = new Map<number, BlockKind>();
+  let toolCalls = 0;
+  let stopReason: unknown;
+  let usage: AnthropicUsage | undefined;
+
+  for await (const frame of frames) {
+    if (frame.event === 'error') throw streamErrorFrame(providerId, frame.data);
+    if (frame.event === 'ping' || frame.data === '') continue;
+    let ev: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+    try {
+      ev = JSON.parse(frame.data);
+    } catch {
+      throw new UpstreamError(`${providerId} sent a stream event that is not JSON`, 502, true, { code: 'upstream_bad_response', providerId, upstreamBody: frame.data.slice(0, 2000) });
+    }
+    switch (frame.event ?? ev?.type) {
+      case 'error':
+        throw streamErrorFrame(providerId, frame.data);
+      case 'message_start':
+        usage = { ...ev.message?.usage };
+        break;
+      case 'content_block_start': {
+        const b = ev.content_block ?? {};
+        if (b.type === 'tool_use' && plan.jsonTool && b.name === plan.jsonTool.name) {
+          blocks.set(ev.index, { kind: 'json', buffered: '' });
+        } else if (b.type === 'tool_use') {
+          const index = toolCalls++;
+          blocks.set(ev.index, { kind: 'tool', index });
+          yield { type: 'tool_call', index, id: b.id, name: b.name, argumentsDelta: '' };
+        } else if (b.type === 'text' || b.type === 'thinking') {
+          blocks.set(ev.index, { kind: b.type });
+          // a block may start with content already in it
+          if (b.type === 'text' && b.text) yield { type: 'text', text: b.text };
+          if (b.type === 'thinking' && b.thinking && !plan.hideReasoning) yield { type: 'reasoning', text: b.thinking };
+        } else {
+          blocks.set(ev.index, { kind: 'ignored' });
+        }
+        break;
+      }
+      case 'content_block_delta': {
+        const block = blocks.get(ev.index);
+        const d = ev.delta ?? {};
+        if (d.type === 'text_delta' && d.text) yield { type: 'text', text: d.text };
+        else if (d.type === 'thinking_delta' && d.thinking && !plan.hideReasoning) yield { type: 'reasoning', text: d.thinking };
+        else if (d.type === 'input_json_delta' && block?.kind === 'tool' && d.partial_json) {
+          yield { type: 'tool_call', index: block.index, argumentsDelta: d.partial_json };
+        } else if (d.type === 'input_json_delta' && block?.kind === 'json' && d.partial_json) {
+          // JSON mode: the tool input IS the answer text. A wrapped schema is unwrapped at the end.
+          if (plan.jsonTool?.wrapped) block.buffered += d.partial_json;
+          else yield { type: 'text', text: d.partial_json };
+        }
+        // signature_delta and citations carry nothing our callers can use
+        break;
+      }
+      case 'content_block_stop': {
+        const block = blocks.get(ev.index);
+        if (block?.kind === 'json' && plan.jsonTool?.wrapped) yield { type: 'text', text: wrappedText(plan, block.buffered) };
+        break;
+      }
+      case 'message_delta':
+        if (ev.delta?.stop_reason) stopReason = ev.delta.stop_reason;
+        // output_tokens is cumulative; newer answers may also restate the input side here
+        if (ev.usage) usage = { ...usage, ...definedOnly(ev.usage) };
+        break;
+      case 'message_stop': {
+        yield { type: 'finish', reason: finishReasonOf(stopReason, toolCalls > 0) };
+        const u = toUsage(usage);
+        if (u) yield { type: 'usage', usage: u };
+        return;
+      }
+      default:
+        // Anthropic may add event types; unknown ones are skipped, as its docs ask
+        break;
+    }
+  }
+  throw new UpstreamError(`${providerId} stream ended before message_stop`, 502, true, { code: 'upstream_stream_cut', providerId });
+}
+
+/**
+ * SSE frames from an upstream body, with read failures mapped: an abort stays an abort, a stalled
+ * body a timeout, and a connection lost mid-body is a cut stream (retryable).
+ */
+export async function* readFrames(body: AsyncIterable<Uint8Array>, providerId: string, signal: AbortSignal): AsyncGenerator<SseFrame> {
+  try {
+    yield* parseSse(body);
+  } catch (err) {
+    if (err instanceof UpstreamError) throw err;
+    if (signal.aborted) throw transportError(providerId, new DOMException('aborted', 'AbortError'));
+    if (err instanceof errors.BodyTimeoutError) throw transportError(providerId, err);
+    throw new UpstreamError(`${providerId} stream broke off: ${(err as Error).message}`, 502, true, { code: 'upstream_stream_cut', providerId });
+  }
+}
+
+function wrappedText(plan: MessagesPlan, buffered: string): string {
+  try {
+    return jsonToolText(plan.jsonTool!, JSON.parse(buffered));
+  } catch {
+    return buffered; // incomplete (e.g. cut by max_tokens): pass on what came
+  }
+}
+
+function definedOnly(u: Record<string, unknown>): AnthropicUsage {
+  return Object.fromEntries(Object.entries(u).filter(([, v]) => v !== null && v !== undefined)) as AnthropicUsage;
+}

@@ -1,0 +1,93 @@
+// The one HTTP client every adapter uses: undici with a shared keep-alive pool (upstream
+// connections are reused across requests), and every transport failure mapped to a retryable
+// UpstreamError so the router can fall back.
+import { Agent, errors, request } from 'undici';
+import type { Dispatcher } from 'undici';
+import { UpstreamError, isRetryableStatus } from './types.js';
+
+const agent = new Agent({
+  keepAliveTimeout: 30_000,
+  keepAliveMaxTimeout: 120_000,
+  connections: 512,
+  connect: { timeout: 10_000 },
+  // Time to the response headers (a slow upstream that has not started answering) and between
+  // body chunks (a stalled stream). Generous: reasoning models think before their first byte.
+  headersTimeout: 300_000,
+  bodyTimeout: 300_000,
+});
+
+export interface UpstreamResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Dispatcher.ResponseData['body'];
+}
+
+/** POST (or GET) to an upstream. Throws UpstreamError for transport failures, never for an HTTP status. */
+export async function send(
+  providerId: string,
+  url: string,
+  init: { method?: 'GET' | 'POST'; headers: Record<string, string>; body?: string; signal: AbortSignal },
+): Promise<UpstreamResponse> {
+  try {
+    const res = await request(url, {
+      method: init.method ?? 'POST',
+      headers: init.headers,
+      body: init.body,
+      signal: init.signal,
+      dispatcher: agent,
+    });
+    return { status: res.statusCode, headers: res.headers, body: res.body };
+  } catch (err) {
+    throw transportError(providerId, err);
+  }
+}
+
+export function transportError(providerId: string, err: unknown): UpstreamError {
+  if (err instanceof UpstreamError) return err;
+  const e = err as Error & { code?: string; name?: string };
+  if (e.name === 'AbortError' || e.code === 'UND_ERR_ABORTED') {
+    return new UpstreamError(`request to ${providerId} was aborted`, 499, false, { code: 'aborted', providerId });
+  }
+  if (err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError || e.code === 'UND_ERR_CONNECT_TIMEOUT') {
+    return new UpstreamError(`${providerId} timed out`, 504, true, { code: 'upstream_timeout', providerId });
+  }
+  return new UpstreamError(`could not reach ${providerId}: ${e.message}`, 502, true, { code: 'upstream_unreachable', providerId });
+}
+
+/**
+ * An upstream's non-2xx answer as an UpstreamError: its own message when its body has one
+ * (`{error:{message}}`, `{error:"..."}`, `{message}` cover OpenAI, Anthropic, Gemini and most
+ * others), the status's retryability, and Retry-After when given.
+ */
+export async function statusError(providerId: string, res: UpstreamResponse): Promise<UpstreamError> {
+  const text = await res.body.text().catch(() => '');
+  let message = text.slice(0, 500) || `HTTP ${res.status}`;
+  try {
+    const j = JSON.parse(text);
+    const m = j?.error?.message ?? (typeof j?.error === 'string' ? j.error : undefined) ?? j?.message ?? j?.[0]?.error?.message;
+    if (typeof m === 'string' && m) message = m;
+  } catch {
+    // not JSON: keep the text
+  }
+  const retryAfter = Number(res.headers['retry-after']);
+  return new UpstreamError(`${providerId} answered ${res.status}: ${message}`, res.status, isRetryableStatus(res.status), {
+    providerId,
+    retryAfterSeconds: Number.isFinite(retryAfter) ? retryAfter : undefined,
+    upstreamBody: text.slice(0, 2000),
+  });
+}
+
+/** Read a whole JSON body, mapping a broken body to a retryable error. */
+export async function readJson(providerId: string, res: UpstreamResponse): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  let text: string;
+  try {
+    text = await res.body.text();
+  } catch (err) {
+    throw transportError(providerId, err);
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new UpstreamError(`${providerId} sent a body that is not JSON`, 502, true, { code: 'upstream_bad_response', providerId, upstreamBody: text.slice(0, 2000) });
+  }
+}

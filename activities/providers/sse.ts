@@ -1,0 +1,51 @@
+// Server-Sent Events from an upstream body: `event:` and `data:` lines, frames separated by a
+// blank line, multi-line data joined with "\n", comments (":") skipped. Bytes are decoded as
+// UTF-8 across chunk boundaries, so a character split between two chunks survives.
+export interface SseFrame {
+  event?: string;
+  data: string;
+}
+
+export async function* parseSse(body: AsyncIterable<Uint8Array | string>): AsyncGenerator<SseFrame> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  let event: string | undefined;
+  let data: string[] = [];
+  const flush = (): SseFrame | undefined => {
+    if (data.length === 0 && event === undefined) return undefined;
+    const frame = { event, data: data.join('\n') };
+    event = undefined;
+    data = [];
+    return frame;
+  };
+  const line = (raw: string): SseFrame | undefined => {
+    if (raw === '') return flush();
+    if (raw.startsWith(':')) return undefined;
+    const colon = raw.indexOf(':');
+    const field = colon === -1 ? raw : raw.slice(0, colon);
+    let value = colon === -1 ? '' : raw.slice(colon + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    if (field === 'data') data.push(value);
+    else if (field === 'event') event = value;
+    return undefined;
+  };
+  for await (const chunk of body) {
+    buffer += typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
+    let nl: number;
+    while ((nl = buffer.search(/\r\n|\r|\n/)) !== -1) {
+      // a lone "\r" at the end may be the first half of "\r\n": wait for the next chunk
+      if (buffer[nl] === '\r' && nl === buffer.length - 1) break;
+      const raw = buffer.slice(0, nl);
+      buffer = buffer.slice(buffer[nl] === '\r' && buffer[nl + 1] === '\n' ? nl + 2 : nl + 1);
+      const frame = line(raw);
+      if (frame) yield frame;
+    }
+  }
+  buffer += decoder.decode();
+  if (buffer) {
+    const frame = line(buffer);
+    if (frame) yield frame;
+  }
+  const last = flush();
+  if (last) yield last;
+}

@@ -1,0 +1,122 @@
+// The one route planner: which providers may serve this request, in which order. Inputs are
+// the model, the caller's saved restrictions (account + key), the request's `provider` object
+// or X-Provider header, the model-name suffixes, and what the request needs (tools, images,
+// structured output). Output is the ordered list of routes to try; the first is the choice,
+// the rest are fallbacks.
+import type { Catalog, ModelInfo, Route } from '../catalog/catalog.js';
+import type { Caller } from '../accounts/keys.js';
+import { parseAmount } from '../ledger/money.js';
+import { routeStats } from './stats.js';
+import type { RouteSort } from './suffixes.js';
+import { RequestError } from '../inference/errors.js';
+
+export interface ProviderPreferences {
+  /** one provider, chosen explicitly (`provider: "groq"` or `X-Provider`): no fallbacks */
+  explicit?: string;
+  order?: string[];
+  only?: string[];
+  ignore?: string[];
+  sort?: RouteSort;
+  quantizations?: string[];
+  minQuantization?: string;
+  /** USD per 1M tokens, decimal text or number */
+  maxPrice?: { prompt?: number; completion?: number };
+  allowFallbacks?: boolean;
+  requireParameters?: boolean;
+}
+
+export interface RequestNeeds {
+  tools: boolean;
+  images: boolean;
+  structuredOutput: boolean;
+  caching: boolean;
+}
+
+
+/** Bits of precision, for `min_quantization`. Unknown precision never meets a floor. */
+export const QUANTIZATION_BITS: Record<string, number> = {
+  fp32: 32, bf16: 16, fp16: 16, fp8: 8, int8: 8, fp6: 6, fp4: 4, int4: 4,
+};
+
+const ids = (routes: Route[]) => routes.map((r) => r.provider.id).join(', ');
+
+export function planRoute(catalog: Catalog, model: ModelInfo, caller: Caller | null, prefs: ProviderPreferences, needs: RequestNeeds): Route[] {
+  let routes = model.routes.filter((r) => r.available);
+  if (routes.length === 0) {
+    throw new RequestError(503, 'model_not_available', `Model '${model.id}' has no configured provider on this gateway right now.`, 'model');
+  }
+
+  if (prefs.explicit) {
+    const wanted = prefs.explicit.toLowerCase();
+    if (!catalog.providers.some((p) => p.id === wanted)) {
+      throw new RequestError(400, 'provider_unknown_provider', `Unknown provider '${prefs.explicit}'. GET /api/models/{model}/providers lists the providers of a model.`, 'provider');
+    }
+    routes = routes.filter((r) => r.provider.id === wanted);
+    if (routes.length === 0) {
+      throw new RequestError(400, 'model_not_available', `Provider '${wanted}' does not serve '${model.id}' here. Available: ${ids(model.routes.filter((r) => r.available))}.`, 'provider');
+    }
+  }
+
+  // Saved restrictions bind whatever the request asks.
+  if (caller) {
+    const allowed = caller.providerAllow;
+    routes = routes.filter((r) => (allowed === null || allowed.includes(r.provider.id)) && !caller.providerDeny.includes(r.provider.id) && (!caller.zdrOnly || r.zeroDataRetention));
+    if (routes.length === 0) {
+      throw new RequestError(403, 'model_not_allowed', `This key's provider restrictions${caller.zdrOnly ? ' (zero-data-retention only)' : ''} leave no provider for '${model.id}'.`, 'model');
+    }
+  }
+
+  const before = routes;
+  const rejected: string[] = [];
+  const keep = (why: string, pred: (r: Route) => boolean) => {
+    const next = routes.filter(pred);
+    if (next.length < routes.length) rejected.push(why);
+    routes = next;
+  };
+  if (prefs.only?.length) keep('provider.only', (r) => prefs.only!.map((s) => s.toLowerCase()).includes(r.provider.id));
+  if (prefs.ignore?.length) keep('provider.ignore', (r) => !prefs.ignore!.map((s) => s.toLowerCase()).includes(r.provider.id));
+  if (prefs.quantizations?.length) keep('provider.quantizations', (r) => prefs.quantizations!.includes(r.quantization ?? 'unknown'));
+  if (prefs.minQuantization) {
+    const floor = QUANTIZATION_BITS[prefs.minQuantization];
+    keep('provider.min_quantization', (r) => (QUANTIZATION_BITS[r.quantization ?? ''] ?? 0) >= floor);
+  }
+  if (prefs.maxPrice) {
+    const p = prefs.maxPrice.prompt === undefined ? undefined : parseAmount(prefs.maxPrice.prompt, 'USD');
+    const c = prefs.maxPrice.completion === undefined ? undefined : parseAmount(prefs.maxPrice.completion, 'USD');
+    keep('provider.max_price', (r) => (p === undefined || r.price.input <= p) && (c === undefined || r.price.output <= c));
+  }
+  if (needs.tools) keep('tool calling', (r) => r.supportsTools);
+  if (needs.caching) keep('prompt caching', (r) => r.supportsCaching);
+  if (prefs.requireParameters) {
+    if (needs.images) keep('image input', () => model.capabilities.vision === true);
+    if (needs.structuredOutput) keep('structured output', () => model.capabilities.structured_output === true);
+  }
+  if (routes.length === 0) {
+    throw new RequestError(400, 'no_fallback_available', `No provider of '${model.id}' (${ids(before)}) satisfies ${rejected.join(', ')}.`, 'provider');
+  }
+
+  routes = order(routes, prefs);
+  if (prefs.explicit || prefs.allowFallbacks === false) routes = routes.slice(0, 1);
+  return routes;
+}
+
+function order(routes: Route[], prefs: ProviderPreferences): Route[] {
+  const sorted = [...routes].sort((a, b) => a.position - b.position);
+  if (prefs.sort === 'price') {
+    sorted.sort((a, b) => Number(a.price.input + a.price.output - (b.price.input + b.price.output)));
+  } else if (prefs.sort === 'latency') {
+    const l = (r: Route) => routeStats(r.id).latencyMs ?? Number.POSITIVE_INFINITY;
+    sorted.sort((a, b) => l(a) - l(b));
+  } else if (prefs.sort === 'throughput') {
+    const t = (r: Route) => routeStats(r.id).tokensPerSecond ?? 0;
+    sorted.sort((a, b) => t(b) - t(a));
+  }
+  if (prefs.order?.length) {
+    const rank = (r: Route) => {
+      const i = prefs.order!.map((s) => s.toLowerCase()).indexOf(r.provider.id);
+      return i === -1 ? Number.MAX_SAFE_INTEGER : i;
+    };
+    sorted.sort((a, b) => rank(a) - rank(b)); // stable: the sort above decides among the rest
+  }
+  return sorted;
+}

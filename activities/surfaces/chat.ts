@@ -1,0 +1,243 @@
+// The chat completions surface: its wire shapes translated to and from the internal request
+// (activities/inference/types.ts), and the checks a schema cannot express, each with the code the
+// spec gives it. The body reaching here has passed api/schemas/chat.ts.
+/* eslint-disable @typescript-eslint/no-explicit-any */
+import { Ajv } from 'ajv';
+import type { ModelInfo } from '../catalog/catalog.js';
+import { RequestError } from '../inference/errors.js';
+import type { ContentPart, InferenceRequest, Message, ReasoningEffort, ResponseFormat, ToolCall, ToolChoice, ToolSpec } from '../inference/types.js';
+import type { ModelName } from '../routing/suffixes.js';
+import type { ProviderPreferences, RequestNeeds } from '../routing/planRoute.js';
+import { QUANTIZATION_BITS } from '../routing/planRoute.js';
+
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+const bad = (code: string, message: string, param: string | null = null) => new RequestError(400, code, message, param);
+
+export function toolSpecLimit(): number {
+  const raw = Number(process.env.TOOL_SPEC_MAX_BYTES);
+  return Number.isInteger(raw) && raw > 0 ? raw : 200 * 1024;
+}
+
+/** `tools`: function tools only, at most TOOL_SPEC_MAX_BYTES serialized. */
+export function parseTools(raw: unknown): ToolSpec[] | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  let tools = raw;
+  if (typeof raw === 'string') {
+    try {
+      tools = JSON.parse(raw);
+    } catch {
+      throw bad('invalid_tool_spec_parse', "'tools' is a string that is not valid JSON. Send an array of tool objects.", 'tools');
+    }
+  }
+  if (!Array.isArray(tools)) throw bad('invalid_tool_spec', "'tools' must be an array of {type:'function', function:{name, description?, parameters?}}.", 'tools');
+  const size = Buffer.byteLength(JSON.stringify(tools));
+  if (size > toolSpecLimit()) {
+    throw new RequestError(413, 'tool_spec_too_large', `'tools' is ${size} bytes serialized; the limit is ${toolSpecLimit()}.`, 'tools');
+  }
+  const names = new Set<string>();
+  return tools.map((t: any, i: number) => {
+    const at = `tools[${i}]`;
+    if (!t || typeof t !== 'object') throw bad('invalid_tool_spec', `${at} must be an object.`, at);
+    if (t.type !== 'function') throw bad('invalid_tool_spec', `${at}.type must be 'function': only function tools are supported.`, `${at}.type`);
+    const f = t.function;
+    if (!f || typeof f !== 'object') throw bad('invalid_tool_spec', `${at}.function is required.`, `${at}.function`);
+    if (typeof f.name !== 'string' || !TOOL_NAME.test(f.name)) {
+      throw bad('invalid_tool_spec', `${at}.function.name must be 1-64 letters, digits, '_' or '-'.`, `${at}.function.name`);
+    }
+    if (names.has(f.name)) throw bad('invalid_tool_spec', `Two tools are named '${f.name}'.`, `${at}.function.name`);
+    names.add(f.name);
+    if (f.description !== undefined && typeof f.description !== 'string') throw bad('invalid_tool_spec', `${at}.function.description must be a string.`, `${at}.function.description`);
+    if (f.parameters !== undefined && (typeof f.parameters !== 'object' || f.parameters === null || Array.isArray(f.parameters))) {
+      throw bad('invalid_tool_spec', `${at}.function.parameters must be a JSON Schema object.`, `${at}.function.parameters`);
+    }
+    return { name: f.name, description: f.description, parameters: f.parameters };
+  });
+}
+
+export function parseToolChoice(raw: any, tools: ToolSpec[] | undefined): ToolChoice | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  if (raw === 'none' || raw === 'auto') return raw;
+  if (!tools?.length) throw bad('tool_choice_unsupported', `tool_choice '${typeof raw === 'string' ? raw : raw.function?.name}' needs 'tools'.`, 'tool_choice');
+  if (raw === 'required') return 'required';
+  const name = raw.function.name;
+  if (!tools.some((t) => t.name === name)) throw bad('tool_choice_unsupported', `tool_choice names '${name}', which is not in 'tools'.`, 'tool_choice.function.name');
+  return { name };
+}
+
+const schemaAjv = new Ajv({ strict: false, allErrors: false });
+
+/** Strict mode's rules (as OpenAI enforces them): every object closed, every property required. */
+function checkStrict(node: any, path: string): void {
+  if (!node || typeof node !== 'object') return;
+  if (Array.isArray(node)) return node.forEach((n, i) => checkStrict(n, `${path}[${i}]`));
+  const isObject = node.type === 'object' || (Array.isArray(node.type) && node.type.includes('object')) || node.properties;
+  if (isObject) {
+    if (node.additionalProperties !== false) throw bad('invalid_json_schema', `With strict: true, ${path} must set additionalProperties: false.`, 'response_format.json_schema.schema');
+    const keys = Object.keys(node.properties ?? {});
+    const missing = keys.filter((k) => !(node.required ?? []).includes(k));
+    if (missing.length) throw bad('invalid_json_schema', `With strict: true, every property of ${path} must be in 'required' (missing: ${missing.join(', ')}).`, 'response_format.json_schema.schema');
+  }
+  for (const key of ['properties', '$defs', 'definitions']) for (const [k, v] of Object.entries(node[key] ?? {})) checkStrict(v, `${path}.${k}`);
+  for (const key of ['items', 'anyOf', 'oneOf', 'allOf', 'prefixItems']) if (node[key]) checkStrict(node[key], `${path}.${key}`);
+}
+
+export function parseResponseFormat(raw: any): ResponseFormat | undefined {
+  if (!raw) return undefined;
+  if (raw.type !== 'json_schema') return { type: raw.type };
+  const js = raw.json_schema;
+  if (!js || typeof js !== 'object') throw bad('invalid_json_schema', "response_format.json_schema is required when type is 'json_schema'.", 'response_format.json_schema');
+  if (typeof js.name !== 'string' || !/^[a-zA-Z0-9_-]{1,64}$/.test(js.name)) {
+    throw bad('invalid_json_schema', 'response_format.json_schema.name is required: 1-64 letters, digits, underscores or dashes.', 'response_format.json_schema.name');
+  }
+  const schema = js.schema ?? { type: 'object' };
+  if (typeof schema !== 'object' || Array.isArray(schema)) throw bad('invalid_json_schema', 'response_format.json_schema.schema must be a JSON Schema object.', 'response_format.json_schema.schema');
+  try {
+    schemaAjv.compile(schema);
+  } catch (err) {
+    throw bad('invalid_json_schema', `response_format.json_schema.schema is not a valid JSON Schema: ${(err as Error).message}`, 'response_format.json_schema.schema');
+  }
+  if (js.strict === true) checkStrict(schema, 'the schema');
+  return { type: 'json_schema', name: js.name, schema, strict: js.strict === true, description: js.description };
+}
+
+function textOf(content: any, at: string): string {
+  if (content === null || content === undefined) return '';
+  if (typeof content === 'string') return content;
+  return content
+    .map((p: any, i: number) => {
+      if (p.type !== 'text' || typeof p.text !== 'string') throw bad('invalid_parameter_value', `${at}.content[${i}] must be a text part here.`, `${at}.content[${i}]`);
+      return p.text;
+    })
+    .join('');
+}
+
+function parts(content: any, at: string): ContentPart[] {
+  if (content === null || content === undefined) return [];
+  if (typeof content === 'string') return [{ type: 'text', text: content }];
+  return content.map((p: any, i: number): ContentPart => {
+    const where = `${at}.content[${i}]`;
+    if (p.type === 'text') {
+      if (typeof p.text !== 'string') throw bad('invalid_parameter_value', `${where}.text must be a string.`, `${where}.text`);
+      return { type: 'text', text: p.text };
+    }
+    if (p.type === 'image_url') {
+      const url = typeof p.image_url === 'string' ? p.image_url : p.image_url?.url;
+      if (typeof url !== 'string' || !/^(https?:|data:image\/)/i.test(url)) {
+        throw bad('invalid_parameter_value', `${where}.image_url.url must be an http(s) URL or a data:image/... URL.`, `${where}.image_url.url`);
+      }
+      const m = /^data:(image\/[a-z0-9.+-]+);base64,(.*)$/is.exec(url);
+      return m ? { type: 'image', data: m[2], mediaType: m[1].toLowerCase(), detail: p.image_url?.detail } : { type: 'image', url, detail: p.image_url?.detail };
+    }
+    throw new RequestError(400, 'unsupported_input_modality', `${where} has type '${p.type}'; chat completions here take 'text' and 'image_url' parts.`, `${where}.type`);
+  });
+}
+
+/** Messages in internal form. Tool results whose tool_call_id no earlier assistant turn issued are dropped (spec). */
+export function toMessages(raw: any[]): Message[] {
+  const issued = new Set<string>();
+  const out: Message[] = [];
+  raw.forEach((m, i) => {
+    const at = `messages[${i}]`;
+    switch (m.role) {
+      case 'system':
+      case 'developer':
+        out.push({ role: 'system', content: [{ type: 'text', text: textOf(m.content, at) }] });
+        break;
+      case 'user':
+        out.push({ role: 'user', content: parts(m.content, at), name: m.name });
+        break;
+      case 'assistant': {
+        const toolCalls: ToolCall[] = (m.tool_calls ?? []).map((c: any) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments ?? '{}' }));
+        toolCalls.forEach((c) => issued.add(c.id));
+        out.push({ role: 'assistant', content: typeof m.content === 'string' || Array.isArray(m.content) ? [{ type: 'text', text: textOf(m.content, at) }].filter((p) => p.text) as ContentPart[] : [], toolCalls: toolCalls.length ? toolCalls : undefined });
+        break;
+      }
+      case 'tool':
+        if (typeof m.tool_call_id !== 'string') throw bad('missing_required_parameter', `${at}.tool_call_id is required for tool messages.`, `${at}.tool_call_id`);
+        if (issued.has(m.tool_call_id)) out.push({ role: 'tool', toolCallId: m.tool_call_id, content: [{ type: 'text', text: textOf(m.content, at) }] });
+        break;
+      case 'function':
+        // The long-deprecated function role has no call id to pair with: dropped like an unknown tool result.
+        break;
+    }
+  });
+  if (!out.some((m) => m.role !== 'system')) throw bad('invalid_parameter_value', "'messages' must contain at least one user or assistant message.", 'messages');
+  return out;
+}
+
+const EFFORT_ALIASES: Record<string, ReasoningEffort> = { minimal: 'low' };
+
+export interface ChatPlanInput {
+  request: Omit<InferenceRequest, 'maxTokens' | 'model'> & { maxTokens?: number };
+  needs: RequestNeeds;
+  prefs: ProviderPreferences;
+  maxToolCalls?: number;
+  includeUsage: boolean;
+}
+
+/** The whole chat body in internal form, plus what routing needs to know about it. */
+export function chatToInternal(body: any, model: ModelInfo, name: ModelName): ChatPlanInput {
+  for (const field of ['web_search', 'webSearch', 'linkup', 'web_search_options'] as const) {
+    if (body[field] !== undefined && body[field] !== false && body[field] !== null) {
+      throw bad('invalid_parameter_value', `'${field}' asks for web search, which this gateway does not offer. Remove the field.`, field);
+    }
+  }
+  if (body.advisor !== undefined && body.advisor !== null) throw bad('invalid_parameter_value', "'advisor' is not offered by this gateway. Remove the field.", 'advisor');
+
+  const messages = toMessages(body.messages);
+  let tools = parseTools(body.tools);
+  const toolChoice = parseToolChoice(body.tool_choice, tools);
+  if (toolChoice === 'none') tools = undefined; // spec: `none` drops the tools
+  const responseFormat = parseResponseFormat(body.response_format);
+  const images = messages.some((m) => m.content.some((c) => c.type === 'image'));
+  if (images && model.capabilities.vision !== true) {
+    throw bad('image_input_not_supported', `Model '${model.id}' does not accept images. Send text only, or pick a model with vision.`, 'messages');
+  }
+
+  const effort = body.reasoning?.effort ?? body.reasoning_effort;
+  const reasoningEffort: ReasoningEffort | undefined = name.reasoningEffort ?? (effort ? EFFORT_ALIASES[effort] ?? effort : undefined);
+  const wantsReasoning = name.thinking || body.reasoning?.enabled === true || (reasoningEffort !== undefined && reasoningEffort !== 'none') || (body.reasoning?.max_tokens ?? 0) > 0;
+  const reasoning = wantsReasoning || name.reasoningExclude || body.reasoning?.exclude || reasoningEffort === 'none'
+    ? { enabled: wantsReasoning, effort: reasoningEffort, budgetTokens: body.reasoning?.max_tokens || undefined, exclude: name.reasoningExclude || body.reasoning?.exclude === true }
+    : undefined;
+
+  let prefs: ProviderPreferences = {};
+  if (typeof body.provider === 'string') prefs = { explicit: body.provider };
+  else if (body.provider) {
+    const p = body.provider;
+    prefs = {
+      order: p.order, only: p.only, ignore: p.ignore, sort: p.sort, quantizations: p.quantizations, minQuantization: p.min_quantization,
+      maxPrice: p.max_price, allowFallbacks: p.allow_fallbacks, requireParameters: p.require_parameters,
+    };
+    if (p.quantizations && p.min_quantization) {
+      const floor = QUANTIZATION_BITS[p.min_quantization];
+      if (!p.quantizations.some((q: string) => (QUANTIZATION_BITS[q] ?? 0) >= floor)) {
+        throw bad('invalid_parameter_value', `provider.quantizations (${p.quantizations.join(', ')}) has nothing at or above provider.min_quantization ${p.min_quantization}.`, 'provider.quantizations');
+      }
+    }
+  }
+  if (name.sort) prefs.sort = name.sort;
+
+  const stop = body.stop === undefined || body.stop === null ? undefined : Array.isArray(body.stop) ? body.stop : [body.stop];
+  return {
+    request: {
+      messages,
+      tools,
+      toolChoice: tools ? toolChoice : undefined,
+      parallelToolCalls: body.parallel_tool_calls,
+      responseFormat,
+      maxTokens: body.max_completion_tokens ?? body.max_tokens,
+      sampling: {
+        temperature: body.temperature, topP: body.top_p, topK: body.top_k, minP: body.min_p,
+        frequencyPenalty: body.frequency_penalty, presencePenalty: body.presence_penalty, repetitionPenalty: body.repetition_penalty,
+        seed: body.seed, stop, logitBias: body.logit_bias, logprobs: body.logprobs, topLogprobs: body.top_logprobs,
+      },
+      reasoning,
+      user: body.user,
+    },
+    needs: { tools: !!tools?.length || !!name.requireTools, images, structuredOutput: responseFormat?.type === 'json_schema', caching: !!name.requireCaching || body.caching === true },
+    prefs,
+    maxToolCalls: body.max_tool_calls,
+    includeUsage: body.stream_options?.include_usage === true,
+  };
+}

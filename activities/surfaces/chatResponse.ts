@@ -1,0 +1,122 @@
+// Chat completions out: the internal result (or stream events) as `chat.completion` objects and
+// `chat.completion.chunk` frames, with usage and the pricing extension as existing clients read
+// them (see shared spec wire-details.md).
+import type { Bill } from '../inference/execute.js';
+import type { FinishReason, InferenceResult, StreamEvent, TokenLogprob, ToolCall, Usage } from '../inference/types.js';
+import { config } from '../config.js';
+
+export const pricingField = () => `x_${config.serviceName}_pricing`;
+
+export function usageJson(u: Usage) {
+  return {
+    prompt_tokens: u.promptTokens,
+    completion_tokens: u.completionTokens,
+    total_tokens: u.promptTokens + u.completionTokens,
+    prompt_tokens_details: { cached_tokens: u.cachedTokens, audio_tokens: 0 },
+    completion_tokens_details: { reasoning_tokens: u.reasoningTokens, audio_tokens: 0 },
+  };
+}
+
+export function pricingJson(b: Bill) {
+  return { amount: b.amount, currency: b.currency, cost: b.cost, paymentSource: b.paymentSource, inputTokens: b.inputTokens, outputTokens: b.outputTokens };
+}
+
+function logprobsJson(lp: TokenLogprob[] | undefined) {
+  if (!lp) return null;
+  return {
+    content: lp.map((t) => ({
+      token: t.token, logprob: t.logprob, bytes: t.bytes ?? null,
+      top_logprobs: (t.topLogprobs ?? []).map((a) => ({ token: a.token, logprob: a.logprob, bytes: a.bytes ?? null })),
+    })),
+  };
+}
+
+const toolCallsJson = (calls: ToolCall[]) => calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } }));
+
+export interface ChatMeta {
+  id: string;
+  created: number;
+  model: string;
+  provider: string;
+  /** show reasoning text (false with `:reasoning-exclude` / `reasoning.exclude`) */
+  showReasoning: boolean;
+  maxToolCalls?: number;
+}
+
+export function toChatCompletion(r: InferenceResult, usage: Usage, bill: Bill, meta: ChatMeta) {
+  const toolCalls = meta.maxToolCalls ? r.toolCalls.slice(0, meta.maxToolCalls) : r.toolCalls;
+  const message: Record<string, unknown> = { role: 'assistant', content: toolCalls.length && !r.content ? null : r.content };
+  if (meta.showReasoning && r.reasoning) {
+    message.reasoning = r.reasoning;
+    message.reasoning_content = r.reasoning;
+  }
+  if (toolCalls.length) message.tool_calls = toolCallsJson(toolCalls);
+  return {
+    id: meta.id,
+    object: 'chat.completion',
+    created: meta.created,
+    model: meta.model,
+    provider: meta.provider,
+    system_fingerprint: null,
+    choices: [{ index: 0, message, finish_reason: r.finishReason, logprobs: logprobsJson(r.logprobs) }],
+    usage: usageJson(usage),
+    [pricingField()]: pricingJson(bill),
+    cost: bill.cost,
+    paymentSource: bill.paymentSource,
+    remainingBalance: bill.remainingBalance,
+  };
+}
+
+/** Builds the chunk frames of one streamed completion, in the order the spec's Events table gives. */
+export class ChatChunker {
+  private toolCalls = 0;
+  private readonly seenCalls = new Set<number>();
+
+  constructor(private readonly meta: ChatMeta) {}
+
+  private chunk(delta: Record<string, unknown>, finish: FinishReason | null = null, extra: Record<string, unknown> = {}, logprobs?: TokenLogprob[]) {
+    return {
+      id: this.meta.id, object: 'chat.completion.chunk', created: this.meta.created, model: this.meta.model, provider: this.meta.provider,
+      system_fingerprint: null,
+      choices: [{ index: 0, delta, finish_reason: finish, logprobs: logprobsJson(logprobs) }],
+      ...extra,
+    };
+  }
+
+  first() {
+    return this.chunk({ role: 'assistant', content: '' });
+  }
+
+  /** The frame for one event, or null when the event shows nothing (usage, finish: see final()). */
+  event(e: StreamEvent) {
+    switch (e.type) {
+      case 'text':
+        return this.chunk({ content: e.text }, null, {}, e.logprobs);
+      case 'reasoning':
+        return this.meta.showReasoning ? this.chunk({ reasoning: e.text, reasoning_content: e.text }) : null;
+      case 'tool_call': {
+        if (this.meta.maxToolCalls !== undefined && e.index >= this.meta.maxToolCalls) return null;
+        const fresh = !this.seenCalls.has(e.index);
+        this.seenCalls.add(e.index);
+        if (fresh) this.toolCalls++;
+        const call: Record<string, unknown> = { index: e.index, function: { arguments: e.argumentsDelta, ...(fresh && e.name ? { name: e.name } : {}) } };
+        if (fresh) Object.assign(call, { id: e.id, type: 'function' });
+        return this.chunk({ tool_calls: [call] });
+      }
+      default:
+        return null;
+    }
+  }
+
+  /** The last frame: finish_reason, and usage (when asked) and the pricing extension. */
+  final(finish: FinishReason, usage: Usage, bill: Bill, includeUsage: boolean) {
+    const reason = finish === 'stop' && this.toolCalls > 0 ? 'tool_calls' : finish;
+    return this.chunk({}, reason, {
+      ...(includeUsage ? { usage: usageJson(usage) } : {}),
+      [pricingField()]: pricingJson(bill),
+      cost: bill.cost,
+      paymentSource: bill.paymentSource,
+      remainingBalance: bill.remainingBalance,
+    });
+  }
+}

@@ -1,0 +1,57 @@
+// Server-Sent Events to the caller, written straight to the socket (ctx.respond = false) so the
+// route can await its whole stream, keep errors in scope, and respect backpressure. Disconnects
+// are noticed on the response's 'close' (the request's fires as soon as its body is read).
+import type { Context } from 'koa';
+
+export class SseWriter {
+  private readonly abort = new AbortController();
+  private ended = false;
+
+  constructor(private readonly ctx: Context) {
+    ctx.respond = false;
+    const socket = ctx.req.socket;
+    socket.setTimeout(0);
+    socket.setNoDelay(true);
+    ctx.res.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-cache, no-transform',
+      Connection: 'keep-alive',
+      'X-Accel-Buffering': 'no',
+    });
+    ctx.res.on('close', () => {
+      if (!this.ended) this.abort.abort(new Error('client disconnected'));
+    });
+  }
+
+  /** Aborted when the caller goes away: pass it to the upstream call. */
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  get closed(): boolean {
+    return this.abort.signal.aborted;
+  }
+
+  /** One `data:` frame (objects as JSON); resolves once the socket can take more. */
+  async data(payload: unknown, event?: string): Promise<void> {
+    if (this.closed) return;
+    const text = `${event ? `event: ${event}\n` : ''}data: ${typeof payload === 'string' ? payload : JSON.stringify(payload)}\n\n`;
+    if (!this.ctx.res.write(text)) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          this.ctx.res.off('drain', done);
+          this.ctx.res.off('close', done);
+          resolve();
+        };
+        this.ctx.res.on('drain', done);
+        this.ctx.res.on('close', done);
+      });
+    }
+  }
+
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    if (!this.ctx.res.writableEnded) this.ctx.res.end();
+  }
+}

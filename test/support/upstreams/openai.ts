@@ -1,0 +1,385 @@
+// A loopback OpenAI-compatible upstream for tests: POST {base}/chat/completions and
+// POST {base}/completions, JSON and SSE, with OpenAI's real framing, auth check and error bodies.
+// It answers deterministically from the request ("Echo: <last user text>", or {"echo": ...} when
+// JSON output was asked for), honours the output cap, and can be scripted per request: the reply's
+// text, reasoning, tool calls, usage and finish reason, or a delay, an error status, a hang, a
+// stream cut or an error frame midway. Every request is recorded for assertions.
+//
+//   const up = await startOpenAIUpstream();            // key "sk-loopback"; { apiKey: null } = keyless
+//   up.script({ toolCalls: [{ name: 'get_weather', arguments: '{"city":"Paris"}' }] });
+//   ... target = { providerId: 'openai', baseUrl: up.url, apiKey: up.apiKey, options: {} }
+//   up.requests[0].body.messages ...; await up.close();
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/* eslint-disable @typescript-eslint/no-explicit-any -- request bodies are arbitrary JSON */
+
+export interface WireError { message?: string; type?: string; param?: string | null; code?: string | null }
+
+export interface UpstreamReply {
+  /** the answer text (default: derived from the request) */
+  text?: string;
+  reasoning?: string;
+  /** where the reasoning goes: vLLM/DeepSeek say `reasoning_content`, OpenRouter/Groq `reasoning` */
+  reasoningField?: 'reasoning_content' | 'reasoning';
+  /** the model calls these tools (ids default to call_<n>) */
+  toolCalls?: Array<{ id?: string; name: string; arguments: string }>;
+  /** the wire finish_reason (default stop / length / tool_calls, as the reply implies) */
+  finishReason?: string;
+  /** the wire usage object as sent; null = report none (default: counted words) */
+  usage?: Record<string, unknown> | null;
+  /** answer this status with an OpenAI error body (`error` overrides its fields) */
+  status?: number;
+  error?: WireError;
+  /** extra response headers, e.g. { 'retry-after': '7' } */
+  headers?: Record<string, string>;
+  /** wait this long before the response headers */
+  delayMs?: number;
+  /** never answer: hold the request until the client gives up */
+  hang?: boolean;
+  /** stream: stop after this many data events, without finish or [DONE] */
+  cutAfter?: number;
+  /** how the cut happens: a clean end of the body (default) or a dropped connection */
+  cutMode?: 'end' | 'destroy';
+  /** stream: after this many data events, stall until the client gives up */
+  hangAfter?: number;
+  /** stream: after this many data events send `data: {"error": ...}` (from `error`) and end */
+  errorAfter?: number;
+  /** stream: leave out the final `data: [DONE]` */
+  omitDone?: boolean;
+  /** stream: pause between events */
+  eventDelayMs?: number;
+}
+
+export type ScriptedReply = UpstreamReply | ((req: RecordedRequest) => UpstreamReply);
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  /** the parsed JSON body (undefined when it was not JSON) */
+  body: any;
+  /** the client went away before the answer was complete */
+  aborted: boolean;
+}
+
+export interface OpenAIUpstreamOptions {
+  /** the Bearer key required; null = keyless (a self-hosted server without --api-key). Default "sk-loopback". */
+  apiKey?: string | null;
+  /** path prefix of the API (default "/v1"; OpenRouter's is "/api/v1") */
+  basePath?: string;
+  /** behave like api.openai.com: unknown body fields and misplaced ones are a 400 */
+  strict?: boolean;
+}
+
+export interface OpenAIUpstream {
+  /** base URL including the API prefix, as the catalog's base_url: http://127.0.0.1:<port>/v1 */
+  url: string;
+  apiKey: string | undefined;
+  requests: RecordedRequest[];
+  /** queue replies for the next requests, in order; unscripted requests get the default reply */
+  script(...replies: ScriptedReply[]): void;
+  /** fields applied to every reply (scripted ones override them) */
+  defaults(reply: UpstreamReply): void;
+  /** the last recorded request */
+  last(): RecordedRequest;
+  reset(): void;
+  close(): Promise<void>;
+}
+
+const chatParams = new Set([
+  'model', 'messages', 'audio', 'frequency_penalty', 'function_call', 'functions', 'logit_bias', 'logprobs',
+  'max_completion_tokens', 'max_tokens', 'metadata', 'modalities', 'n', 'parallel_tool_calls', 'prediction',
+  'presence_penalty', 'prompt_cache_key', 'reasoning_effort', 'response_format', 'safety_identifier', 'seed',
+  'service_tier', 'stop', 'store', 'stream', 'stream_options', 'temperature', 'tool_choice', 'tools',
+  'top_logprobs', 'top_p', 'user', 'verbosity', 'web_search_options',
+]);
+const completionParams = new Set([
+  'model', 'prompt', 'best_of', 'echo', 'frequency_penalty', 'logit_bias', 'logprobs', 'max_tokens', 'n',
+  'presence_penalty', 'seed', 'stop', 'stream', 'stream_options', 'suffix', 'temperature', 'top_p', 'user',
+]);
+
+const defaultErrors: Record<number, WireError> = {
+  400: { message: 'Invalid request.', type: 'invalid_request_error', code: null },
+  404: { message: 'The model does not exist or you do not have access to it.', type: 'invalid_request_error', code: 'model_not_found' },
+  429: { message: 'Rate limit reached for requests per min (RPM). Please try again in 7s.', type: 'requests', code: 'rate_limit_exceeded' },
+  500: { message: 'The server had an error while processing your request. Sorry about that!', type: 'server_error', code: null },
+  503: { message: 'The engine is currently overloaded, please try again later.', type: 'server_error', code: null },
+};
+
+const errorBody = (status: number, e: WireError = {}) => ({
+  error: { message: 'Error.', type: 'invalid_request_error', param: null, code: null, ...defaultErrors[status], ...e },
+});
+
+const textOf = (content: unknown): string =>
+  typeof content === 'string' ? content
+    : Array.isArray(content) ? content.filter((p: any) => p?.type === 'text').map((p: any) => p.text).join('\n') : '';
+
+/** Words with their leading whitespace: the loopback's "tokens". */
+const tokenize = (text: string): string[] => text.match(/\s*\S+/g) ?? (text ? [text] : []);
+const words = (text: string) => tokenize(text).length;
+const lp = (i: number) => -((i % 7) + 1) / 10;
+
+/** What the request is answered with, before scripting: derived from the request only. */
+function derive(path: string, body: any): { text: string; promptTokens: number } {
+  if (path === 'completions') {
+    const prompt = Array.isArray(body.prompt) ? String(body.prompt[0] ?? '') : String(body.prompt ?? '');
+    return { text: ` Echo: ${prompt}`, promptTokens: words(prompt) };
+  }
+  const messages: any[] = Array.isArray(body.messages) ? body.messages : [];
+  const lastUser = [...messages].reverse().find((m) => m?.role === 'user');
+  const said = textOf(lastUser?.content);
+  const json = body.response_format?.type === 'json_object' || body.response_format?.type === 'json_schema';
+  return { text: json ? JSON.stringify({ echo: said }) : `Echo: ${said}`, promptTokens: messages.reduce((n, m) => n + words(textOf(m?.content)), 0) };
+}
+
+/** Mirrors some of api.openai.com's own request checks, so a translation mistake shows as the real 400. */
+function strictProblem(path: string, body: any): string | undefined {
+  const allowed = path === 'completions' ? completionParams : chatParams;
+  const unknown = Object.keys(body).find((k) => !allowed.has(k));
+  if (unknown) return `Unrecognized request argument supplied: ${unknown}`;
+  if (body.stream_options !== undefined && body.stream !== true) return "The 'stream_options' parameter is only allowed when 'stream' is enabled.";
+  if (body.top_logprobs !== undefined && path === 'chat' && body.logprobs !== true) return "Invalid value for 'top_logprobs': 'logprobs' must be set to true.";
+  if ((body.tool_choice !== undefined || body.parallel_tool_calls !== undefined) && !body.tools?.length) {
+    return "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.";
+  }
+  if (path === 'chat') {
+    const called = new Set<string>();
+    for (const m of body.messages ?? []) {
+      if (m.role === 'assistant') for (const c of m.tool_calls ?? []) called.add(c.id);
+      if (m.role === 'tool' && !called.has(m.tool_call_id)) {
+        return "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.";
+      }
+    }
+  }
+  return undefined;
+}
+
+export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Promise<OpenAIUpstream> {
+  const apiKey = opts.apiKey === undefined ? 'sk-loopback' : opts.apiKey ?? undefined;
+  const basePath = (opts.basePath ?? '/v1').replace(/\/+$/, '');
+  const requests: RecordedRequest[] = [];
+  const queue: ScriptedReply[] = [];
+  let base: UpstreamReply = {};
+  let serial = 0;
+
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const raw = Buffer.concat(chunks).toString('utf8');
+      let body: any;
+      try {
+        body = raw ? JSON.parse(raw) : undefined;
+      } catch {
+        body = undefined;
+      }
+      const rec: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, aborted: false };
+      requests.push(rec);
+      res.on('close', () => {
+        if (!res.writableFinished) rec.aborted = true;
+      });
+      handle(rec, raw, res).catch((err) => {
+        if (!res.headersSent) send(res, 500, errorBody(500, { message: String(err) }));
+        else res.destroy();
+      });
+    });
+  });
+
+  async function handle(rec: RecordedRequest, raw: string, res: http.ServerResponse): Promise<void> {
+    const route = rec.path === `${basePath}/chat/completions` ? 'chat' : rec.path === `${basePath}/completions` ? 'completions' : undefined;
+    if (rec.method !== 'POST' || !route) {
+      return send(res, 404, errorBody(404, { message: `Invalid URL (${rec.method} ${rec.path})`, code: null }));
+    }
+    if (apiKey !== undefined) {
+      const auth = rec.headers.authorization;
+      if (!auth?.startsWith('Bearer ')) {
+        return send(res, 401, errorBody(401, {
+          message: "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+        }));
+      }
+      const given = auth.slice('Bearer '.length);
+      if (given !== apiKey) {
+        return send(res, 401, errorBody(401, { message: `Incorrect API key provided: ${given.slice(0, 3)}***${given.slice(-4)}. You can find your API key at https://platform.openai.com/account/api-keys.`, code: 'invalid_api_key' }));
+      }
+    }
+    if (rec.body === undefined || typeof rec.body !== 'object') {
+      return send(res, 400, errorBody(400, { message: `We could not parse the JSON body of your request. The OpenAI API expects a JSON payload, but what was sent was not valid JSON: ${raw.slice(0, 50)}` }));
+    }
+    if (typeof rec.body.model !== 'string') return send(res, 400, errorBody(400, { message: 'you must provide a model parameter' }));
+    if (route === 'chat' && !Array.isArray(rec.body.messages)) return send(res, 400, errorBody(400, { message: "Missing required parameter: 'messages'.", param: 'messages', code: 'missing_required_parameter' }));
+    if (route === 'completions' && rec.body.prompt === undefined) return send(res, 400, errorBody(400, { message: "Missing required parameter: 'prompt'.", param: 'prompt', code: 'missing_required_parameter' }));
+    const problem = opts.strict ? strictProblem(route, rec.body) : undefined;
+    if (problem) return send(res, 400, errorBody(400, { message: problem }));
+
+    const next = queue.shift();
+    const reply: UpstreamReply = { ...base, ...(typeof next === 'function' ? next(rec) : next) };
+    if (reply.hang) return; // held open until the client leaves
+    if (reply.delayMs) {
+      await sleep(reply.delayMs);
+      if (res.destroyed) return;
+    }
+    if (reply.status && reply.status >= 400) {
+      return send(res, reply.status, errorBody(reply.status, reply.error), reply.headers);
+    }
+    const answer = compose(route, rec.body, reply, ++serial);
+    if (rec.body.stream === true) return streamAnswer(res, rec.body, answer, reply);
+    send(res, 200, route === 'chat' ? answer.chatJson() : answer.completionJson(), reply.headers);
+  }
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}${basePath}`,
+    apiKey,
+    requests,
+    script: (...replies) => void queue.push(...replies),
+    defaults: (reply) => void (base = reply),
+    last: () => {
+      if (!requests.length) throw new Error('the loopback upstream received no request');
+      return requests[requests.length - 1];
+    },
+    reset: () => {
+      queue.length = 0;
+      requests.length = 0;
+      base = {};
+    },
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+function send(res: http.ServerResponse, status: number, json: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(json);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** One generation, laid out once and rendered as JSON or as stream chunks. */
+function compose(route: 'chat' | 'completions', body: any, reply: UpstreamReply, serial: number) {
+  const derived = derive(route, body);
+  const calls = (reply.toolCalls ?? []).map((c, i) => ({ id: c.id ?? `call_${serial}_${i}`, name: c.name, arguments: c.arguments }));
+  const cap = Number(body.max_completion_tokens ?? body.max_tokens ?? Infinity);
+  const reasoningTokens = tokenize(reply.reasoning ?? '');
+  let tokens = calls.length && reply.text === undefined ? [] : tokenize(reply.text ?? derived.text);
+  let finish = calls.length ? 'tool_calls' : 'stop';
+  if (reasoningTokens.length + tokens.length > cap) {
+    tokens = tokens.slice(0, Math.max(0, cap - reasoningTokens.length));
+    finish = 'length';
+  }
+  finish = reply.finishReason ?? finish;
+  const completion = reasoningTokens.length + tokens.length + calls.reduce((n, c) => n + words(c.arguments), 0);
+  const usage = reply.usage !== undefined ? reply.usage : {
+    prompt_tokens: derived.promptTokens,
+    completion_tokens: completion,
+    total_tokens: derived.promptTokens + completion,
+    prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+    completion_tokens_details: { reasoning_tokens: reasoningTokens.length, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+  };
+  const reasoningField = reply.reasoningField ?? 'reasoning_content';
+  const id = `${route === 'chat' ? 'chatcmpl' : 'cmpl'}-loopback${serial}`;
+  const created = Math.floor(Date.now() / 1000);
+  const model = body.model;
+  const topN = Number(route === 'chat' ? body.top_logprobs ?? 0 : body.logprobs ?? 0);
+  const wantLogprobs = route === 'chat' ? body.logprobs === true : typeof body.logprobs === 'number';
+
+  const chatLogprob = (tok: string, i: number) => ({
+    token: tok, logprob: lp(i), bytes: [...Buffer.from(tok)],
+    top_logprobs: Array.from({ length: topN }, (_, k) => {
+      const t = k === 0 ? tok : `${tok}~${k}`;
+      return { token: t, logprob: lp(i) - k, bytes: [...Buffer.from(t)] };
+    }),
+  });
+  const legacyLogprobs = (toks: string[], from: number, offset: number) => ({
+    tokens: toks,
+    token_logprobs: toks.map((_, j) => lp(from + j)),
+    top_logprobs: toks.map((tok, j) => Object.fromEntries(Array.from({ length: Math.max(1, topN) }, (_, k) => [k === 0 ? tok : `${tok}~${k}`, lp(from + j) - k]))),
+    text_offset: toks.map((_, j) => offset + toks.slice(0, j).join('').length),
+  });
+  const promptLength = route === 'completions' ? String(body.prompt).length : 0;
+  const toolCallsWire = calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
+
+  return {
+    chatJson: () => ({
+      id, object: 'chat.completion', created, model, system_fingerprint: 'fp_loopback', service_tier: 'default',
+      choices: [{
+        index: 0,
+        message: {
+          role: 'assistant',
+          content: tokens.length || !calls.length ? tokens.join('') : null,
+          refusal: null,
+          ...(reasoningTokens.length ? { [reasoningField]: reasoningTokens.join('') } : {}),
+          ...(calls.length ? { tool_calls: toolCallsWire } : {}),
+          annotations: [],
+        },
+        logprobs: wantLogprobs ? { content: tokens.map(chatLogprob), refusal: null } : null,
+        finish_reason: finish,
+      }],
+      ...(usage ? { usage } : {}),
+    }),
+    completionJson: () => ({
+      id, object: 'text_completion', created, model,
+      choices: [{ text: tokens.join(''), index: 0, logprobs: wantLogprobs ? legacyLogprobs(tokens, 0, promptLength) : null, finish_reason: finish }],
+      ...(usage ? { usage } : {}),
+    }),
+    /** the data events of a stream, without [DONE] */
+    chunks: (includeUsage: boolean): unknown[] => {
+      const u = includeUsage ? { usage: null } : {};
+      if (route === 'completions') {
+        let offset = promptLength;
+        const out: unknown[] = tokens.map((tok, i) => {
+          const c = { id, object: 'text_completion', created, model, choices: [{ text: tok, index: 0, logprobs: wantLogprobs ? legacyLogprobs([tok], i, offset) : null, finish_reason: null }], ...u };
+          offset += tok.length;
+          return c;
+        });
+        out.push({ id, object: 'text_completion', created, model, choices: [{ text: '', index: 0, logprobs: null, finish_reason: finish }], ...u });
+        if (includeUsage) out.push({ id, object: 'text_completion', created, model, choices: [], usage });
+        return out;
+      }
+      const chunk = (delta: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+        id, object: 'chat.completion.chunk', created, model, system_fingerprint: 'fp_loopback', service_tier: 'default',
+        choices: [{ index: 0, delta, logprobs: null, finish_reason: null, ...extra }], ...u,
+      });
+      const out: unknown[] = [chunk({ role: 'assistant', content: '', refusal: null })];
+      for (const tok of reasoningTokens) out.push(chunk({ [reasoningField]: tok }));
+      tokens.forEach((tok, i) => out.push(chunk({ content: tok }, wantLogprobs ? { logprobs: { content: [chatLogprob(tok, i)], refusal: null } } : {})));
+      calls.forEach((c, index) => {
+        out.push(chunk({ tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] }));
+        // arguments arrive in pieces, as OpenAI sends them
+        const size = Math.max(1, Math.ceil(c.arguments.length / 3));
+        for (let at = 0; at < c.arguments.length; at += size) {
+          out.push(chunk({ tool_calls: [{ index, function: { arguments: c.arguments.slice(at, at + size) } }] }));
+        }
+      });
+      out.push(chunk({}, { finish_reason: finish }));
+      if (includeUsage) out.push({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: 'fp_loopback', choices: [], usage });
+      return out;
+    },
+  };
+}
+
+async function streamAnswer(res: http.ServerResponse, body: any, answer: ReturnType<typeof compose>, reply: UpstreamReply): Promise<void> {
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', ...reply.headers });
+  const events = answer.chunks(body.stream_options?.include_usage === true);
+  for (let i = 0; i < events.length; i++) {
+    if (res.destroyed) return;
+    if (reply.cutAfter === i) {
+      if (reply.cutMode === 'destroy') res.socket?.destroy();
+      else res.end();
+      return;
+    }
+    if (reply.hangAfter === i) return; // stall with the connection open
+    if (reply.errorAfter === i) {
+      res.end(`data: ${JSON.stringify(errorBody(500, reply.error ?? { message: 'The server had an error while processing your request. Sorry about that!', type: 'server_error' }))}\n\n`);
+      return;
+    }
+    res.write(`data: ${JSON.stringify(events[i])}\n\n`);
+    if (reply.eventDelayMs) await sleep(reply.eventDelayMs);
+  }
+  res.end(reply.omitDone ? undefined : 'data: [DONE]\n\n');
+}
