@@ -14,7 +14,7 @@ if (!config.databaseUrl) {
 const database = await openDatabase({ migrate: true, log });
 await prepareCatalog(log);
 startCatalogRefresh();
-const server = createApp().listen(config.port, config.host, () => log(`listening on ${config.host}:${config.port}`));
+const server = createApp().listen(config.port, config.host, () => log(`listening on ${config.host}:${(server.address() as { port: number }).port}`));
 const stop = () => server.close(() => void database.stop().then(() => process.exit(0)));
 process.on('SIGINT', stop);
 process.on('SIGTERM', stop);

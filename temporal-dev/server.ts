@@ -150,6 +150,7 @@ async function startOnce(cli: string, opts: DevServerOptions): Promise<DevServer
       await new Promise<void>((r) => (logFile ? logFile.end(r) : r()));
     })());
 
+  const giveUp = new AbortController();
   try {
     const early = exited.then((how) => {
       // Give the output streams a moment to deliver the final lines (usually the actual error).
@@ -160,9 +161,10 @@ async function startOnce(cli: string, opts: DevServerOptions): Promise<DevServer
       });
     });
     early.catch(() => {}); // handled via the race below; avoid an unhandled rejection after success
-    await Promise.race([early, waitReady(address, opts.namespace, opts.readyTimeoutMs ?? 30_000)]);
+    await Promise.race([early, waitReady(address, opts.namespace, opts.readyTimeoutMs ?? 30_000, giveUp.signal)]);
     await Promise.race([early, ensureSearchAttributes(address, opts.namespace, opts.searchAttributes)]);
   } catch (err) {
+    giveUp.abort(); // stop polling a server that is gone
     await stop();
     if (!(err instanceof Error) || err instanceof PortInUseError || /before it was ready/.test(err.message)) throw err;
     throw new Error(`${err.message}\nLast server output:\n${tail.slice(-12).join('\n') || '(none)'}`);
@@ -172,20 +174,21 @@ async function startOnce(cli: string, opts: DevServerOptions): Promise<DevServer
 }
 
 /** Ready = the frontend answers DescribeNamespace for our namespace (namespaces are created after the port opens). */
-async function waitReady(address: string, namespace: string, timeoutMs: number): Promise<void> {
+async function waitReady(address: string, namespace: string, timeoutMs: number, signal: AbortSignal): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let lastError = 'no attempt made';
-  while (Date.now() < deadline) {
+  while (Date.now() < deadline && !signal.aborted) {
     // A fresh connection per attempt: a gRPC channel that saw "connection refused" backs off for seconds.
-    let connection: Connection | undefined;
+    // lazy + ensureConnected (not connect()) so a failed attempt still leaves us a handle to close.
+    const connection = Connection.lazy({ address, connectTimeout: 2_000 });
     try {
-      connection = await Connection.connect({ address, connectTimeout: 2_000 });
-      await connection.withDeadline(Date.now() + 3_000, () => connection!.workflowService.describeNamespace({ namespace }));
+      await connection.ensureConnected();
+      await connection.withDeadline(Date.now() + 3_000, () => connection.workflowService.describeNamespace({ namespace }));
       return;
     } catch (err) {
       lastError = err instanceof Error ? err.message : String(err);
     } finally {
-      await connection?.close().catch(() => {});
+      await connection.close().catch(() => {});
     }
     await sleep(250);
   }

@@ -23,7 +23,7 @@ export function resolveModel(requested: string, category = 'chat'): { model: Mod
     throw new RequestError(404, 'model_not_found', `Model '${name.base}' does not exist${hint}. GET /api/v1/models lists the models.`, 'model');
   }
   if (model.category !== category) {
-    throw new RequestError(400, 'invalid_parameter_value', `Model '${model.id}' is a ${model.category} model and cannot serve this endpoint.`, 'model');
+    throw new RequestError(400, 'invalid_parameter_value', `Model '${model.id}' is not a ${category} model (it is: ${model.category}); it cannot serve this endpoint.`, 'model');
   }
   return { model, name };
 }

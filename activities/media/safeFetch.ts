@@ -104,7 +104,7 @@ export async function safeFetch(url: string, opts: SafeFetchOptions = {}): Promi
   let current = url;
   for (let hop = 0; ; hop++) {
     const target = parseUrl(current, fail);
-    const addresses = await vettedAddresses(target.hostname, policy, signal, fail);
+    const addresses = await vettedAddresses(target.hostname, policy, signal, opts.signal, fail);
     // A dispatcher per hop whose only way to resolve a name is the list we just vetted.
     const agent = new Agent({ connect: { lookup: pinnedLookup(target.hostname, addresses), timeout: 10_000 } });
     try {
@@ -115,18 +115,18 @@ export async function safeFetch(url: string, opts: SafeFetchOptions = {}): Promi
         throw fetchFailure(err, current, signal, opts.signal, fail);
       }
       if (res.statusCode >= 300 && res.statusCode < 400 && res.headers.location) {
-        res.body.destroy();
+        discard(res.body);
         if (hop >= maxRedirects) throw fail(`${url}: more than ${maxRedirects} redirects`, 'too_many_redirects');
         current = new URL(String(res.headers.location), target).href;
         continue;
       }
       if (res.statusCode < 200 || res.statusCode >= 300) {
-        res.body.destroy();
+        discard(res.body);
         throw fail(`${current} answered HTTP ${res.statusCode}`, 'http_status');
       }
       const declared = Number(res.headers['content-length']);
       if (Number.isFinite(declared) && declared > maxBytes) {
-        res.body.destroy();
+        discard(res.body);
         throw fail(`${current} is larger than the ${maxBytes}-byte limit`, 'too_large');
       }
       const chunks: Buffer[] = [];
@@ -135,7 +135,7 @@ export async function safeFetch(url: string, opts: SafeFetchOptions = {}): Promi
         for await (const chunk of res.body) {
           size += chunk.length;
           if (size > maxBytes) {
-            res.body.destroy();
+            discard(res.body);
             throw fail(`${current} is larger than the ${maxBytes}-byte limit`, 'too_large');
           }
           chunks.push(chunk as Buffer);
@@ -149,6 +149,12 @@ export async function safeFetch(url: string, opts: SafeFetchOptions = {}): Promi
       agent.destroy().catch(() => undefined);
     }
   }
+}
+
+/** Drop a body we will not read (undici reports the destroy as an error event: nobody is listening). */
+function discard(body: { on(event: 'error', fn: () => void): unknown; destroy(): unknown }): void {
+  body.on('error', () => undefined);
+  body.destroy();
 }
 
 function parseUrl(raw: string, fail: (m: string, r: MediaFetchError['reason']) => MediaFetchError): URL {
@@ -167,6 +173,7 @@ async function vettedAddresses(
   hostname: string,
   policy: boolean | string[],
   signal: AbortSignal,
+  callerSignal: AbortSignal | undefined,
   fail: (m: string, r: MediaFetchError['reason']) => MediaFetchError,
 ): Promise<Array<{ address: string; family: number }>> {
   const bare = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
@@ -177,6 +184,7 @@ async function vettedAddresses(
     try {
       found = await abortable(dns.promises.lookup(bare, { all: true, verbatim: true }), signal);
     } catch (err) {
+      if (callerSignal?.aborted) throw err;
       if (signal.aborted) throw fail(`${hostname}: timed out resolving the host`, 'timeout');
       throw fail(`${hostname}: the host could not be resolved (${(err as Error).message})`, 'dns');
     }

@@ -45,6 +45,10 @@ export async function send(
 export function transportError(providerId: string, err: unknown): UpstreamError {
   if (err instanceof UpstreamError) return err;
   const e = err as Error & { code?: string; name?: string };
+  // AbortSignal.timeout() aborts with a TimeoutError: the upstream was too slow, not gone.
+  if (e.name === 'TimeoutError') {
+    return new UpstreamError(`${providerId} timed out`, 504, true, { code: 'upstream_timeout', providerId });
+  }
   if (e.name === 'AbortError' || e.code === 'UND_ERR_ABORTED') {
     return new UpstreamError(`request to ${providerId} was aborted`, 499, false, { code: 'aborted', providerId });
   }

@@ -197,7 +197,9 @@ export function chatToInternal(body: any, model: ModelInfo, name: ModelName): Ch
   const effort = body.reasoning?.effort ?? body.reasoning_effort;
   const reasoningEffort: ReasoningEffort | undefined = name.reasoningEffort ?? (effort ? EFFORT_ALIASES[effort] ?? effort : undefined);
   const wantsReasoning = name.thinking || body.reasoning?.enabled === true || (reasoningEffort !== undefined && reasoningEffort !== 'none') || (body.reasoning?.max_tokens ?? 0) > 0;
-  const reasoning = wantsReasoning || name.reasoningExclude || body.reasoning?.exclude || reasoningEffort === 'none'
+  // Reasoning controls go only to models that reason: others' upstreams reject them (OpenAI
+  // answers 400), and OpenRouter likewise ignores them for such models.
+  const reasoning = model.capabilities.reasoning !== true ? undefined : wantsReasoning || name.reasoningExclude || body.reasoning?.exclude || reasoningEffort === 'none'
     ? { enabled: wantsReasoning, effort: reasoningEffort, budgetTokens: body.reasoning?.max_tokens || undefined, exclude: name.reasoningExclude || body.reasoning?.exclude === true }
     : undefined;
 

@@ -19,7 +19,7 @@ export const handleErrors: Middleware = async (ctx, next) => {
     }
   } catch (raw) {
     const err = asApiError(raw);
-    if (err !== raw) {
+    if (err.code === 'internal_error') {
       console.error(`[api] ${ctx.state.requestId ?? '-'} ${ctx.method} ${ctx.path} failed:`, raw);
     }
     // Headers already on the wire (a stream in progress) cannot become an error response.

@@ -17,6 +17,7 @@ import { prepareCall, resolveModel } from '../../activities/inference/prepare.js
 import { RequestError } from '../../activities/inference/errors.js';
 import type { InferenceCall } from '../../activities/inference/execute.js';
 import type { FinishReason, StreamEvent, Usage } from '../../activities/inference/types.js';
+import type { UpstreamError } from '../../activities/providers/types.js';
 
 export const chatRouter = new Router();
 
@@ -112,7 +113,10 @@ async function streamChat(ctx: Context, call: InferenceCall, meta: ChatMeta, inc
   // provider's usage for a cut stream is unknown, so it is estimated from the text.
   const { usage: billed, bill } = await call.settle(failure || sse.closed ? null : usage, produced, status);
   if (failure && !sse.closed) {
-    const e = asApiError(failure instanceof RequestError ? failure : new RequestError(502, 'upstream_error', (failure as Error).message));
+    const e = asApiError(
+      failure instanceof RequestError ? failure
+        : new RequestError(502, (failure as UpstreamError).opts?.code ?? 'upstream_error', `The stream broke after it began: ${(failure as Error).message}`),
+    );
     await sse.data(renderError(e, 'openai'));
   }
   await sse.data(chunker.final(finish, billed, bill, includeUsage));

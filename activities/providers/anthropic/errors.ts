@@ -1,6 +1,7 @@
 // Anthropic's error types and the HTTP status each stands for. A non-2xx answer goes through
 // http.ts's statusError; this table is for errors that arrive as an `event: error` frame inside
 // a 200 stream, where only the type says what happened.
+import { transportError } from '../http.js';
 import { UpstreamError, isRetryableStatus } from '../types.js';
 
 export const ERROR_STATUS: Record<string, number> = {
@@ -32,4 +33,15 @@ export function streamErrorFrame(providerId: string, data: string): UpstreamErro
     providerId,
     upstreamBody: data.slice(0, 2000),
   });
+}
+
+/**
+ * A call whose signal fired, whatever error undici surfaced for it (a custom abort reason is
+ * rethrown as-is and would otherwise look like an unreachable upstream). A deadline
+ * (`AbortSignal.timeout`) is the upstream being too slow: a retryable timeout. Anything else is
+ * the caller going away: not retryable.
+ */
+export function abortedError(providerId: string, signal: AbortSignal): UpstreamError {
+  const reason = signal.reason as Error | undefined;
+  return transportError(providerId, reason?.name === 'TimeoutError' ? reason : new DOMException('aborted', 'AbortError'));
 }

@@ -3,6 +3,7 @@
 import type { InferenceRequest, InferenceResult, StreamEvent } from '../../inference/types.js';
 import { readJson, send, statusError, transportError, type UpstreamResponse } from '../http.js';
 import { UpstreamError, type ProviderAdapter, type ProviderTarget } from '../types.js';
+import { abortedError } from './errors.js';
 import { toMessagesRequest } from './request.js';
 import { fromMessage } from './response.js';
 import { readFrames, toStreamEvents } from './stream.js';
@@ -27,11 +28,16 @@ export const anthropicAdapter: ProviderAdapter = {
   async *stream(req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): AsyncGenerator<StreamEvent> {
     const plan = toMessagesRequest(req, { stream: true });
     const res = await post(target, '/v1/messages', plan.body, signal);
+    // Reading stops at message_stop, before the body's own end: an iterator that destroyed the
+    // body on return would close the keep-alive connection after every stream.
+    const chunks = res.body.iterator({ destroyOnReturn: false });
+    let complete = false;
     try {
-      yield* toStreamEvents(readFrames(res.body, target.providerId, signal), plan, target.providerId);
+      yield* toStreamEvents(readFrames(chunks, target.providerId, signal), plan, target.providerId);
+      complete = true;
     } finally {
-      // the caller may stop early (return()) or we may throw: free the connection either way
-      if (!res.body.destroyed) res.body.destroy();
+      if (complete) drainForReuse(res);
+      else discard(res);
     }
   },
 };
@@ -70,17 +76,28 @@ async function post(target: ProviderTarget, path: string, body: unknown, signal:
   return res;
 }
 
+/**
+ * Read what follows message_stop (normally only the chunked-encoding end) in the background, so
+ * the connection returns to the pool; an upstream that never ends the body loses it after a while.
+ */
+function drainForReuse(res: UpstreamResponse): void {
+  res.body.dump({ limit: Number.MAX_SAFE_INTEGER, signal: AbortSignal.timeout(10_000) }).catch(() => {});
+}
+
+/** Stopped early or failed: drop the connection. Its destroy error is noise (the failure was already thrown). */
+function discard(res: UpstreamResponse): void {
+  if (res.body.destroyed) return;
+  res.body.on('error', () => {});
+  res.body.destroy();
+}
+
 /** The catalog's base is the bare host; one that already ends in /v1 is accepted too. */
 function endpoint(baseUrl: string, path: string): string {
   const base = baseUrl.replace(/\/+$/, '');
   return base.endsWith('/v1') ? base + path.slice(3) : base + path;
 }
 
-/**
- * An abort is never a provider failure, whatever error undici surfaced for it (a custom abort
- * reason is rethrown as-is and would otherwise look like an unreachable, retryable upstream).
- */
+/** An abort is never a provider failure (see abortedError). */
 function abortAware(target: ProviderTarget, signal: AbortSignal, err: unknown): UpstreamError {
-  if (signal.aborted) return transportError(target.providerId, new DOMException('aborted', 'AbortError'));
-  return transportError(target.providerId, err);
+  return signal.aborted ? abortedError(target.providerId, signal) : transportError(target.providerId, err);
 }

@@ -42,7 +42,9 @@ export function toConversation(messages: Message[], prompt?: string): Conversati
 
 function toTurn(m: Message): AnthropicMessage {
   if (m.role === 'tool') {
-    return { role: 'user', content: [{ type: 'tool_result', tool_use_id: m.toolCallId ?? '', content: toolResultContent(m.content) }] };
+    const content = toolResultContent(m.content);
+    // an empty result is sent without content (it is optional; empty text is not allowed)
+    return { role: 'user', content: [{ type: 'tool_result', tool_use_id: m.toolCallId ?? '', ...(content.length ? { content } : {}) }] };
   }
   if (m.role === 'assistant') {
     // assistants only write text; anything else in an assistant turn is not sendable

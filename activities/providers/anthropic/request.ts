@@ -36,7 +36,8 @@ export function toMessagesRequest(req: InferenceRequest, opts: { stream?: boolea
     if (!req.tools?.length || req.toolChoice === 'none') toolChoice = { type: 'tool', name: json.tool.name };
   }
   if (toolChoice && req.parallelToolCalls === false && toolChoice.type !== 'none') toolChoice.disable_parallel_tool_use = true;
-  if (!toolChoice && tools.length > 0 && req.parallelToolCalls === false) toolChoice = { type: 'auto', disable_parallel_tool_use: true };
+  if (!toolChoice && req.parallelToolCalls === false) toolChoice = { type: 'auto', disable_parallel_tool_use: true };
+  if (tools.length === 0) toolChoice = undefined; // Anthropic rejects a tool_choice without tools
 
   // Anthropic rejects thinking together with a forced tool, and inside a tool loop whose
   // assistant turn does not start with its (signed) thinking block, which our conversation
@@ -52,7 +53,7 @@ export function toMessagesRequest(req: InferenceRequest, opts: { stream?: boolea
     ...samplingFor(req, thinking !== undefined),
     ...(thinking ? { thinking } : {}),
     ...(tools.length > 0 ? { tools } : {}),
-    ...(tools.length > 0 && toolChoice ? { tool_choice: toolChoice } : {}),
+    ...(toolChoice ? { tool_choice: toolChoice } : {}),
     ...(req.user ? { metadata: { user_id: req.user } } : {}),
     ...(opts.stream ? { stream: true } : {}),
   };

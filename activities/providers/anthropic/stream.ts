@@ -6,7 +6,7 @@ import type { StreamEvent } from '../../inference/types.js';
 import { transportError } from '../http.js';
 import { parseSse, type SseFrame } from '../sse.js';
 import { UpstreamError } from '../types.js';
-import { streamErrorFrame } from './errors.js';
+import { abortedError, streamErrorFrame } from './errors.js';
 import type { MessagesPlan } from './request.js';
 import { finishReasonOf, jsonToolText, toUsage, type AnthropicUsage } from './response.js';
 
@@ -94,15 +94,15 @@ export async function* toStreamEvents(frames: AsyncIterable<SseFrame>, plan: Mes
 }
 
 /**
- * SSE frames from an upstream body, with read failures mapped: an abort stays an abort, a stalled
- * body a timeout, and a connection lost mid-body is a cut stream (retryable).
+ * SSE frames from an upstream body, with read failures mapped: an abort stays an abort (or a
+ * deadline), a stalled body a timeout, and a connection lost mid-body is a cut stream (retryable).
  */
 export async function* readFrames(body: AsyncIterable<Uint8Array>, providerId: string, signal: AbortSignal): AsyncGenerator<SseFrame> {
   try {
     yield* parseSse(body);
   } catch (err) {
     if (err instanceof UpstreamError) throw err;
-    if (signal.aborted) throw transportError(providerId, new DOMException('aborted', 'AbortError'));
+    if (signal.aborted) throw abortedError(providerId, signal);
     if (err instanceof errors.BodyTimeoutError) throw transportError(providerId, err);
     throw new UpstreamError(`${providerId} stream broke off: ${(err as Error).message}`, 502, true, { code: 'upstream_stream_cut', providerId });
   }

@@ -6,6 +6,7 @@
 // Gemini cannot fetch image URLs itself, so http(s) images are fetched (safely) and inlined.
 import type { ContentPart, InferenceRequest, Message, ReasoningEffort } from '../../inference/types.js';
 import { MediaFetchError, safeFetch } from '../../media/safeFetch.js';
+import { transportError } from '../http.js';
 import { UpstreamError, type ProviderTarget } from '../types.js';
 import type { GeminiContent, GeminiGenerationConfig, GeminiPart, GeminiRequest, GeminiThinkingConfig } from './wire.js';
 
@@ -151,7 +152,7 @@ async function mediaPart(p: Exclude<ContentPart, { type: 'text' }>, target: Prov
     return { inlineData: { mimeType, data: media.data.toString('base64') } };
   } catch (err) {
     if (err instanceof MediaFetchError) throw new UpstreamError(err.message, err.status, false, { code: err.code, providerId: target.providerId });
-    throw err;
+    throw transportError(target.providerId, err); // the caller's abort, as every adapter reports it
   }
 }
 

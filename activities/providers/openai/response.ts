@@ -145,6 +145,17 @@ export function fromCompletionResponse(providerId: string, json: any): Inference
   };
 }
 
+/** A whole result as the events a stream of it would have produced. */
+export function resultEvents(r: InferenceResult): StreamEvent[] {
+  const out: StreamEvent[] = [];
+  if (r.reasoning) out.push({ type: 'reasoning', text: r.reasoning });
+  if (r.content) out.push({ type: 'text', text: r.content, ...(r.logprobs ? { logprobs: r.logprobs } : {}) });
+  r.toolCalls.forEach((c, index) => out.push({ type: 'tool_call', index, id: c.id, name: c.name, argumentsDelta: c.arguments }));
+  out.push({ type: 'finish', reason: r.finishReason });
+  if (r.usage) out.push({ type: 'usage', usage: r.usage });
+  return out;
+}
+
 /**
  * Turns stream chunks (`chat.completion.chunk`, or legacy `text_completion`) into StreamEvents.
  * Finish and usage are held until the end: usage may come with the finishing chunk or in a later

@@ -49,6 +49,8 @@ export interface UpstreamReply {
   omitDone?: boolean;
   /** stream: pause between events */
   eventDelayMs?: number;
+  /** answer a stream request in one JSON piece, as servers that ignore `stream` do */
+  ignoreStream?: boolean;
 }
 
 export type ScriptedReply = UpstreamReply | ((req: RecordedRequest) => UpstreamReply);
@@ -223,7 +225,7 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
       return send(res, reply.status, errorBody(reply.status, reply.error), reply.headers);
     }
     const answer = compose(route, rec.body, reply, ++serial);
-    if (rec.body.stream === true) return streamAnswer(res, rec.body, answer, reply);
+    if (rec.body.stream === true && !reply.ignoreStream) return streamAnswer(res, rec.body, answer, reply);
     send(res, 200, route === 'chat' ? answer.chatJson() : answer.completionJson(), reply.headers);
   }
 
@@ -369,7 +371,8 @@ async function streamAnswer(res: http.ServerResponse, body: any, answer: ReturnT
   for (let i = 0; i < events.length; i++) {
     if (res.destroyed) return;
     if (reply.cutAfter === i) {
-      if (reply.cutMode === 'destroy') res.socket?.destroy();
+      // "destroy": the connection drops mid-body (after what was written is delivered)
+      if (reply.cutMode === 'destroy') res.socket?.end();
       else res.end();
       return;
     }

@@ -1,0 +1,132 @@
+// `npm run bench`: the gateway's added latency and its throughput, side by side with a bare
+// pass-through proxy in front of the same loopback upstream, for non-streaming and streaming chat.
+// The gateway runs as in production (`bin/api.ts`, its own process) with authentication, the
+// ledger (reserve + settle per request) and request records on, against the machine's
+// PostgreSQL. Prints a table; the README records a run.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { Pool } from 'undici';
+import pg from 'pg';
+import { applyMigrations } from '../prisma/migrate.js';
+import { connectDatabase, closeDatabase } from '../activities/db.js';
+import { createAccount } from '../activities/accounts/accounts.js';
+import { createKey } from '../activities/accounts/keys.js';
+import { credit } from '../activities/ledger/ledger.js';
+import { parseAmount } from '../activities/ledger/money.js';
+
+const ADMIN = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 2000);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
+const children: ChildProcess[] = [];
+
+function startProcess(script: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<string> {
+  const child = spawn(process.execPath, ['--import', 'tsx/esm', fileURLToPath(new URL(script, import.meta.url)), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const m = ready.exec(out);
+      if (m) resolve(m[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}: ${out}`)));
+  });
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+async function once(pool: Pool, path: string, body: string, key?: string): Promise<void> {
+  const res = await pool.request({ method: 'POST', path, body, headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) } });
+  const text = await res.body.text();
+  if (res.statusCode !== 200) throw new Error(`${path} answered ${res.statusCode}: ${text.slice(0, 300)}`);
+}
+
+async function latency(origin: string, path: string, body: string, key?: string) {
+  const pool = new Pool(origin, { connections: 1 });
+  for (let i = 0; i < 200; i++) await once(pool, path, body, key); // warm-up
+  const times: number[] = [];
+  for (let i = 0; i < SAMPLES; i++) {
+    const t0 = process.hrtime.bigint();
+    await once(pool, path, body, key);
+    times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  await pool.close();
+  times.sort((a, b) => a - b);
+  return { p50: percentile(times, 50), p99: percentile(times, 99) };
+}
+
+async function throughput(origin: string, path: string, body: string, key?: string) {
+  const pool = new Pool(origin, { connections: CONCURRENCY });
+  const until = Date.now() + SECONDS * 1000;
+  let done = 0;
+  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+    while (Date.now() < until) {
+      await once(pool, path, body, key);
+      done++;
+    }
+  }));
+  await pool.close();
+  return done / SECONDS;
+}
+
+async function main() {
+  const name = `switchyard_bench_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: ADMIN });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(ADMIN);
+  url.pathname = `/${name}`;
+  const databaseUrl = url.toString();
+  try {
+    await applyMigrations(databaseUrl);
+    connectDatabase(databaseUrl, 2);
+    const account = await createAccount('bench');
+    await credit({ accountId: account.id, currency: 'USD', amount: parseAmount('100000', 'USD'), reason: 'bench', idempotencyKey: `bench:${account.id}` });
+    const { key } = await createKey(account.id);
+
+    const upPort = await startProcess('./upstream.ts', [], {}, /"port":(\d+)/);
+    const upstream = `http://127.0.0.1:${upPort}`;
+    const proxyPort = await startProcess('./proxy.ts', [`${upstream}/v1`], {}, /"port":(\d+)/);
+    const gatewayPort = await startProcess('../bin/api.ts', [], {
+      DATABASE_URL: databaseUrl, PORT: '0', OPENAI_API_KEY: 'sk-bench', OPENAI_BASE_URL: `${upstream}/v1`, HOST: '127.0.0.1',
+    }, /listening on 127\.0\.0\.1:(\d+)/);
+
+    const rows: string[][] = [];
+    for (const stream of [false, true]) {
+      const body = JSON.stringify({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'Say something about gateways.' }], stream, max_tokens: 64 });
+      const label = stream ? 'streaming' : 'non-streaming';
+      const direct = await latency(upstream, '/v1/chat/completions', body);
+      const proxy = await latency(`http://127.0.0.1:${proxyPort}`, '/api/v1/chat/completions', body);
+      const gateway = await latency(`http://127.0.0.1:${gatewayPort}`, '/api/v1/chat/completions', body, key);
+      const proxyRps = await throughput(`http://127.0.0.1:${proxyPort}`, '/api/v1/chat/completions', body);
+      const gatewayRps = await throughput(`http://127.0.0.1:${gatewayPort}`, '/api/v1/chat/completions', body, key);
+      const f = (n: number) => n.toFixed(2);
+      rows.push([label, 'upstream direct', f(direct.p50), f(direct.p99), '', '', '']);
+      rows.push([label, 'bare proxy', f(proxy.p50), f(proxy.p99), f(proxy.p50 - direct.p50), f(proxy.p99 - direct.p99), proxyRps.toFixed(0)]);
+      rows.push([label, 'gateway', f(gateway.p50), f(gateway.p99), f(gateway.p50 - direct.p50), f(gateway.p99 - direct.p99), gatewayRps.toFixed(0)]);
+      rows.push([label, 'gateway vs proxy', '', '', f(gateway.p50 - proxy.p50), f(gateway.p99 - proxy.p99), `${((gatewayRps / proxyRps) * 100).toFixed(0)}%`]);
+    }
+    const header = ['mode', 'path', 'p50 ms', 'p99 ms', 'added p50', 'added p99', `req/s @${CONCURRENCY}`];
+    const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+    const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i])).join('  ');
+    console.log(`\nconcurrency 1: ${SAMPLES} requests each; throughput: ${CONCURRENCY} concurrent for ${SECONDS}s\n`);
+    console.log(line(header));
+    for (const r of rows) console.log(line(r));
+  } finally {
+    for (const c of children) c.kill('SIGTERM');
+    await closeDatabase();
+    await new Promise((r) => setTimeout(r, 300));
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  for (const c of children) c.kill('SIGTERM');
+  process.exit(1);
+});

@@ -1,0 +1,333 @@
+import assert from 'node:assert/strict';
+import { startChatBench, readSse, type ChatBench } from './support/chatEnv.js';
+import { assertBooksBalance } from './support/books.js';
+import { db } from '../activities/db.js';
+import { ceilDiv, parseAmount } from '../activities/ledger/money.js';
+
+const MODEL = 'openai/gpt-4o-mini';
+const hello = { model: MODEL, messages: [{ role: 'user', content: 'Say hello' }] };
+/** gpt-4o-mini at the catalog's upstream price + 5% markup, nano-USD per 1M tokens */
+const PRICE = { input: parseAmount('0.1575', 'USD'), output: parseAmount('0.63', 'USD') };
+const costOf = (p: number, c: number) => ceilDiv(BigInt(p) * PRICE.input, 1_000_000n) + ceilDiv(BigInt(c) * PRICE.output, 1_000_000n);
+
+describe('chat completions', function () {
+  this.timeout(60_000);
+  let b: ChatBench;
+  before(async () => (b = await startChatBench()));
+  after(() => b.close());
+  beforeEach(() => {
+    b.openai.reset();
+    b.openrouter.reset();
+  });
+  afterEach(() => assertBooksBalance());
+
+  describe('non-streaming', () => {
+    it('answers in the OpenAI shape, bills exactly the usage, and says so', async () => {
+      const { key, accountId } = await b.account('1');
+      const res = await b.post(key, hello);
+      assert.equal(res.status, 200);
+      const body = await res.json();
+      assert.equal(body.object, 'chat.completion');
+      assert.equal(body.model, MODEL);
+      assert.equal(body.provider, 'openai');
+      assert.match(body.id, /^chatcmpl-/);
+      assert.equal(body.choices[0].message.role, 'assistant');
+      assert.match(body.choices[0].message.content, /hello/i);
+      assert.equal(body.choices[0].finish_reason, 'stop');
+      const u = body.usage;
+      assert.ok(u.prompt_tokens > 0 && u.completion_tokens > 0);
+      assert.equal(u.total_tokens, u.prompt_tokens + u.completion_tokens);
+      assert.deepEqual(u.prompt_tokens_details, { cached_tokens: 0, audio_tokens: 0 });
+      const cost = costOf(u.prompt_tokens, u.completion_tokens);
+      const p = body.x_nanogpt_pricing;
+      assert.deepEqual(p, { amount: Number(cost) / 1e9, currency: 'USD', cost: Number(cost) / 1e9, paymentSource: 'USD', inputTokens: u.prompt_tokens, outputTokens: u.completion_tokens });
+      assert.equal(body.cost, Number(cost) / 1e9);
+      assert.equal(body.paymentSource, 'USD');
+      const bal = await b.usd(accountId);
+      assert.equal(bal.amount, parseAmount('1', 'USD') - cost);
+      assert.equal(bal.held, 0n);
+      assert.equal(body.remainingBalance, Number(bal.available) / 1e9);
+      // the upstream got OpenAI's own dialect: its model name, max_completion_tokens
+      const sent = b.openai.last().body;
+      assert.equal(sent.model, 'gpt-4o-mini');
+      assert.ok(sent.max_completion_tokens > 0);
+      // and the request is on record
+      const requestId = res.headers.get('x-request-id')!;
+      await new Promise((r) => setTimeout(r, 50));
+      const rec = await db().prisma.requestRecord.findUnique({ where: { id: requestId } });
+      assert.equal(rec?.status, 'completed');
+      assert.equal(rec?.providerId, 'openai');
+    });
+
+    it('uses the upstream usage when it reports cached tokens, billing them at the cached price', async () => {
+      const { key, accountId } = await b.account('1');
+      b.openai.script({ usage: { prompt_tokens: 2000, completion_tokens: 10, total_tokens: 2010, prompt_tokens_details: { cached_tokens: 1500 } } });
+      const body = await (await b.post(key, hello)).json();
+      assert.equal(body.usage.prompt_tokens_details.cached_tokens, 1500);
+      const cached = ceilDiv(1500n * parseAmount('0.07875', 'USD'), 1_000_000n);
+      const expected = ceilDiv(500n * PRICE.input, 1_000_000n) + cached + ceilDiv(10n * PRICE.output, 1_000_000n);
+      assert.equal((await b.usd(accountId)).amount, parseAmount('1', 'USD') - expected);
+    });
+
+    it('passes tools through and returns tool calls', async () => {
+      const { key } = await b.account();
+      b.openai.script({ toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' }] });
+      const body = await (
+        await b.post(key, {
+          ...hello,
+          tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }],
+          tool_choice: 'auto',
+        })
+      ).json();
+      assert.equal(body.choices[0].finish_reason, 'tool_calls');
+      assert.deepEqual(body.choices[0].message.tool_calls, [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }]);
+      assert.equal(b.openai.last().body.tools[0].function.name, 'get_weather');
+    });
+
+    it("drops tools for tool_choice 'none' and tool results whose call id is unknown", async () => {
+      const { key } = await b.account();
+      await b.post(key, {
+        model: MODEL,
+        tools: [{ type: 'function', function: { name: 'f' } }],
+        tool_choice: 'none',
+        messages: [
+          { role: 'user', content: 'hi' },
+          { role: 'assistant', content: null, tool_calls: [{ id: 'call_a', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+          { role: 'tool', tool_call_id: 'call_a', content: 'known' },
+          { role: 'tool', tool_call_id: 'call_zzz', content: 'unknown' },
+        ],
+      });
+      const sent = b.openai.last().body;
+      assert.equal(sent.tools, undefined);
+      assert.deepEqual(sent.messages.filter((m: { role: string }) => m.role === 'tool').map((m: { content: string }) => m.content), ['known']);
+    });
+  });
+
+  describe('streaming', () => {
+    it('streams role, content deltas, a final chunk with finish_reason, usage and pricing, then [DONE]', async () => {
+      const { key, accountId } = await b.account('1');
+      const res = await b.post(key, { ...hello, stream: true, stream_options: { include_usage: true } });
+      assert.equal(res.status, 200);
+      assert.match(res.headers.get('content-type')!, /text\/event-stream/);
+      const frames = await readSse(res);
+      assert.equal(frames.at(-1), '[DONE]');
+      const chunks = frames.slice(0, -1);
+      assert.deepEqual(chunks[0].choices[0].delta, { role: 'assistant', content: '' });
+      const text = chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('');
+      assert.match(text, /hello/i);
+      const last = chunks.at(-1);
+      assert.equal(last.choices[0].finish_reason, 'stop');
+      assert.ok(last.usage.completion_tokens > 0);
+      const cost = costOf(last.usage.prompt_tokens, last.usage.completion_tokens);
+      assert.equal(last.x_nanogpt_pricing.cost, Number(cost) / 1e9);
+      assert.equal((await b.usd(accountId)).amount, parseAmount('1', 'USD') - cost);
+      assert.ok(chunks.every((c) => c.object === 'chat.completion.chunk'));
+    });
+
+    it('streams tool-call deltas by index', async () => {
+      const { key } = await b.account();
+      b.openai.script({ toolCalls: [{ id: 'call_9', name: 'lookup', arguments: '{"q":"switchyard gateway"}' }] });
+      const frames = await readSse(await b.post(key, { ...hello, stream: true, tools: [{ type: 'function', function: { name: 'lookup' } }] }));
+      const deltas = frames.filter((f) => f !== '[DONE]' && f.choices[0]?.delta?.tool_calls).map((f) => f.choices[0].delta.tool_calls[0]);
+      assert.equal(deltas[0].id, 'call_9');
+      assert.equal(deltas[0].function.name, 'lookup');
+      assert.equal(deltas.map((d) => d.function.arguments).join(''), '{"q":"switchyard gateway"}');
+      assert.ok(deltas.every((d) => d.index === 0));
+      assert.equal(frames.at(-2).choices[0].finish_reason, 'tool_calls');
+    });
+
+    it('bills only what was produced when the upstream stream breaks midway, and says so in an error frame', async () => {
+      const { key, accountId } = await b.account('1');
+      b.openai.script({ text: 'one two three four five six seven eight', cutAfter: 3 });
+      const frames = await readSse(await b.post(key, { ...hello, stream: true }));
+      const errorFrame = frames.find((f) => f !== '[DONE]' && f.error);
+      assert.ok(errorFrame, 'an error frame');
+      assert.equal(errorFrame.error.code, 'upstream_stream_cut');
+      const charged = parseAmount('1', 'USD') - (await b.usd(accountId)).amount;
+      assert.ok(charged > 0n && charged < parseAmount('0.0001', 'USD'));
+    });
+
+    it('aborts the upstream and bills what was produced when the caller disconnects', async () => {
+      const { key, accountId } = await b.account('1');
+      b.openai.script({ text: 'a b c d e f g h i j', hangAfter: 3 });
+      const ac = new AbortController();
+      const res = await fetch(`${b.base}/api/v1/chat/completions`, {
+        method: 'POST', signal: ac.signal,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        body: JSON.stringify({ ...hello, stream: true }),
+      });
+      const reader = res.body!.getReader();
+      await reader.read();
+      ac.abort();
+      for (let i = 0; i < 50 && !b.openai.last().aborted; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(b.openai.last().aborted, true, 'upstream request aborted');
+      for (let i = 0; i < 50 && (await b.usd(accountId)).held !== 0n; i++) await new Promise((r) => setTimeout(r, 20));
+      const bal = await b.usd(accountId);
+      assert.equal(bal.held, 0n);
+      assert.ok(bal.amount < parseAmount('1', 'USD'));
+    });
+  });
+
+  describe('routing and fallback', () => {
+    it('falls back to the next provider on a retryable failure, and bills that provider', async () => {
+      const { key } = await b.account();
+      b.openai.script({ status: 503 });
+      const body = await (await b.post(key, hello)).json();
+      assert.equal(body.provider, 'openrouter');
+      assert.equal(b.openrouter.last().body.model, 'openai/gpt-4o-mini');
+    });
+
+    it('falls back before the first streamed byte too', async () => {
+      const { key } = await b.account();
+      b.openai.script({ status: 429, headers: { 'retry-after': '3' } });
+      const frames = await readSse(await b.post(key, { ...hello, stream: true }));
+      assert.equal(frames[0].provider, 'openrouter');
+    });
+
+    it('does not fall back on a non-retryable failure, and charges nothing', async () => {
+      const { key, accountId } = await b.account('1');
+      b.openai.script({ status: 400, error: { message: 'bad thing', type: 'invalid_request_error' } });
+      const res = await b.post(key, hello);
+      assert.equal(res.status, 400);
+      assert.match((await res.json()).error.message, /bad thing/);
+      assert.equal(b.openrouter.requests.length, 0);
+      assert.deepEqual(await b.usd(accountId), { amount: parseAmount('1', 'USD'), held: 0n, available: parseAmount('1', 'USD') });
+    });
+
+    it('answers all_fallbacks_failed when every provider fails, and charges nothing', async () => {
+      const { key, accountId } = await b.account('1');
+      b.openai.script({ status: 500 });
+      b.openrouter.script({ status: 502 });
+      const res = await b.post(key, hello);
+      assert.equal(res.status, 502);
+      assert.equal((await res.json()).error.code, 'all_fallbacks_failed');
+      assert.equal((await b.usd(accountId)).amount, parseAmount('1', 'USD'));
+    });
+
+    it('honours allow_fallbacks: false, X-Provider, provider order/ignore/only', async () => {
+      const { key } = await b.account();
+      b.openai.script({ status: 503 });
+      let res = await b.post(key, { ...hello, provider: { allow_fallbacks: false } });
+      assert.equal(res.status, 502);
+      assert.equal(b.openrouter.requests.length, 0);
+      assert.equal((await (await b.post(key, hello, { 'X-Provider': 'OpenRouter' })).json()).provider, 'openrouter');
+      assert.equal((await (await b.post(key, { ...hello, provider: 'openrouter' })).json()).provider, 'openrouter');
+      assert.equal((await (await b.post(key, { ...hello, provider: { order: ['openrouter', 'openai'] } })).json()).provider, 'openrouter');
+      assert.equal((await (await b.post(key, { ...hello, provider: { ignore: ['openai'] } })).json()).provider, 'openrouter');
+      assert.equal((await (await b.post(key, { ...hello, provider: { only: ['openai'] } })).json()).provider, 'openai');
+      res = await b.post(key, hello, { 'X-Provider': 'nope' });
+      assert.equal((await res.json()).error.code, 'provider_unknown_provider');
+      res = await b.post(key, { ...hello, provider: { only: ['groq'] } });
+      assert.equal((await res.json()).error.code, 'no_fallback_available');
+      res = await b.post(key, { ...hello, provider: { max_price: { prompt: 0.01 } } });
+      assert.equal((await res.json()).error.code, 'no_fallback_available');
+    });
+
+    it('keeps the saved key restrictions binding', async () => {
+      const { key } = await b.account('1', { providerDeny: ['openai'] });
+      assert.equal((await (await b.post(key, hello)).json()).provider, 'openrouter');
+      const { key: k2 } = await b.account('1', { providerAllow: ['groq'] });
+      const res = await b.post(k2, hello);
+      assert.equal(res.status, 403);
+      assert.equal((await res.json()).error.code, 'model_not_allowed');
+      const { key: k3 } = await b.account('1', { providerAllow: ['openai'] });
+      const r3 = await b.post(k3, { ...hello, provider: 'openrouter' });
+      assert.equal((await r3.json()).error.code, 'model_not_allowed');
+    });
+
+    it('parses model suffixes and refuses the ones this gateway does not offer', async () => {
+      const { key } = await b.account();
+      assert.equal((await b.post(key, { ...hello, model: 'gpt-4o-mini:cheap' })).status, 200);
+      b.openai.reset();
+      // a non-reasoning model gets no reasoning controls (its upstream would reject them)
+      assert.equal((await b.post(key, { ...hello, model: 'gpt-4o-mini:reasoning-effort/high' })).status, 200);
+      assert.equal(b.openai.last().body.reasoning_effort, undefined);
+      for (const m of ['gpt-4o-mini:online', 'gpt-4o-mini:memory', 'gpt-4o-mini:cheap:fast', 'gpt-4o-mini:reasoning-effort/huge']) {
+        const res = await b.post(key, { ...hello, model: m });
+        assert.equal(res.status, 400, m);
+        assert.equal((await res.json()).error.param, 'model');
+      }
+      const nf = await b.post(key, { ...hello, model: 'gpt-4o-mini:bogus' });
+      assert.equal(nf.status, 404);
+      assert.equal((await nf.json()).error.code, 'model_not_found');
+    });
+  });
+
+  describe('bad input', () => {
+    const cases: Array<[string, unknown, number, string, string?]> = [
+      ['no model', { messages: [{ role: 'user', content: 'x' }] }, 400, 'missing_required_parameter', 'model'],
+      ['no messages', { model: MODEL }, 400, 'missing_required_parameter', 'messages'],
+      ['messages not an array', { model: MODEL, messages: 'hi' }, 400, 'invalid_parameter_value', 'messages'],
+      ['bad role', { model: MODEL, messages: [{ role: 'wizard', content: 'x' }] }, 400, 'invalid_parameter_value', 'messages[0].role'],
+      ['temperature out of range', { ...hello, temperature: 3 }, 400, 'invalid_parameter_value', 'temperature'],
+      ['unknown model', { ...hello, model: 'nope/never' }, 404, 'model_not_found', 'model'],
+      ['embedding model', { ...hello, model: 'text-embedding-3-small' }, 400, 'invalid_parameter_value', 'model'],
+      ['tool not a function', { ...hello, tools: [{ type: 'web_search' }] }, 400, 'invalid_tool_spec', 'tools[0].type'],
+      ['tools not JSON', { ...hello, tools: '[{' }, 400, 'invalid_tool_spec_parse', 'tools'],
+      ['tool_choice unknown tool', { ...hello, tools: [{ type: 'function', function: { name: 'a' } }], tool_choice: { type: 'function', function: { name: 'b' } } }, 400, 'tool_choice_unsupported'],
+      ['tool_choice required without tools', { ...hello, tool_choice: 'required' }, 400, 'tool_choice_unsupported'],
+      ['json_schema without name', { ...hello, response_format: { type: 'json_schema', json_schema: { schema: { type: 'object' } } } }, 400, 'invalid_json_schema'],
+      ['strict schema not closed', { ...hello, response_format: { type: 'json_schema', json_schema: { name: 'x', strict: true, schema: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] } } } }, 400, 'invalid_json_schema'],
+      ['strict schema missing required', { ...hello, response_format: { type: 'json_schema', json_schema: { name: 'x', strict: true, schema: { type: 'object', properties: { a: { type: 'string' } }, additionalProperties: false } } } }, 400, 'invalid_json_schema'],
+      ['image to a text-only model', { model: 'local/stories260k', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] }] }, 400, 'image_input_not_supported'],
+      ['prompt beyond the context', { model: 'local/stories260k', messages: [{ role: 'user', content: 'word '.repeat(3000) }] }, 400, 'context_length_exceeded'],
+      ['web search asked', { ...hello, web_search: true }, 400, 'invalid_parameter_value', 'web_search'],
+      ['provider object unknown field', { ...hello, provider: { bogus: 1 } }, 400, 'invalid_parameter_value', 'provider'],
+      ['incompatible quantizations', { ...hello, provider: { quantizations: ['fp4'], min_quantization: 'fp8' } }, 400, 'invalid_parameter_value', 'provider.quantizations'],
+    ];
+    for (const [what, body, status, code, param] of cases) {
+      it(`${what} → ${status} ${code}`, async () => {
+        const { key, accountId } = await b.account('1');
+        const res = await b.post(key, body);
+        const json = await res.json();
+        assert.equal(res.status, status, JSON.stringify(json));
+        assert.equal(json.error.code, code);
+        if (param) assert.equal(json.error.param, param);
+        assert.ok(json.error.message.length > 10);
+        assert.equal((await b.usd(accountId)).amount, parseAmount('1', 'USD'));
+      });
+    }
+
+    it('tools over TOOL_SPEC_MAX_BYTES → 413 tool_spec_too_large', async () => {
+      const { key } = await b.account();
+      process.env.TOOL_SPEC_MAX_BYTES = '200';
+      try {
+        const res = await b.post(key, { ...hello, tools: [{ type: 'function', function: { name: 'f', description: 'x'.repeat(300) } }] });
+        assert.equal(res.status, 413);
+        assert.equal((await res.json()).error.code, 'tool_spec_too_large');
+      } finally {
+        delete process.env.TOOL_SPEC_MAX_BYTES;
+      }
+    });
+
+    it('402 with the amounts when the balance cannot cover the worst case', async () => {
+      const { key } = await b.account('0.000001');
+      const res = await b.post(key, hello);
+      assert.equal(res.status, 402);
+      const json = await res.json();
+      assert.equal(json.error.code, 'insufficient_balance');
+      assert.match(json.error.message, /lower max_tokens/);
+    });
+
+    it('model_not_available for a model whose providers are not configured', async () => {
+      const { key } = await b.account();
+      const res = await b.post(key, { ...hello, model: 'anthropic/claude-sonnet-4' });
+      assert.equal(res.status, 503);
+      assert.equal((await res.json()).error.code, 'model_not_available');
+    });
+  });
+
+  describe('money under concurrency', () => {
+    it('60 concurrent requests at a balance that covers a few: no overspend, books balance', async () => {
+      const { key, accountId } = await b.account('0.02');
+      // each reserves 16000 output tokens' worth (~$0.01): only one or two fit at once
+      const results = await Promise.all(Array.from({ length: 60 }, () => b.post(key, { ...hello, max_tokens: 16000 }).then((r) => r.status)));
+      assert.ok(results.every((s) => s === 200 || s === 402), JSON.stringify(results));
+      assert.ok(results.includes(402) && results.includes(200));
+      const bal = await b.usd(accountId);
+      assert.equal(bal.held, 0n);
+      assert.ok(bal.amount >= 0n);
+      await assertBooksBalance(accountId);
+    });
+  });
+});

@@ -1,0 +1,65 @@
+// A chat test bench: the real API, two loopback OpenAI-protocol upstreams configured as the
+// catalog's `openai` and `openrouter` providers (both serve openai/gpt-4o-mini), an account with
+// a key, and helpers to post and to read the books.
+import { startApi, newAccount } from './api.js';
+import { startOpenAIUpstream, type OpenAIUpstream } from './upstreams/openai.js';
+import { loadCatalog } from '../../activities/catalog/catalog.js';
+import { balances } from '../../activities/ledger/ledger.js';
+import type { KeyRestrictions } from '../../activities/accounts/keys.js';
+
+export interface ChatBench {
+  base: string;
+  openai: OpenAIUpstream;
+  openrouter: OpenAIUpstream;
+  account(usd?: string, restrictions?: KeyRestrictions): Promise<{ accountId: string; key: string; keyId: string }>;
+  post(key: string, body: unknown, headers?: Record<string, string>, path?: string): Promise<Response>;
+  usd(accountId: string): Promise<{ amount: bigint; held: bigint; available: bigint }>;
+  close(): Promise<void>;
+}
+
+const PROVIDER_ENV = ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'OPENROUTER_API_KEY', 'OPENROUTER_BASE_URL'];
+
+export async function startChatBench(): Promise<ChatBench> {
+  const openai = await startOpenAIUpstream({ strict: true });
+  const openrouter = await startOpenAIUpstream({ basePath: '/api/v1', apiKey: 'sk-or-loopback' });
+  const saved = Object.fromEntries(PROVIDER_ENV.map((k) => [k, process.env[k]]));
+  process.env.OPENAI_API_KEY = openai.apiKey;
+  process.env.OPENAI_BASE_URL = openai.url;
+  process.env.OPENROUTER_API_KEY = openrouter.apiKey;
+  process.env.OPENROUTER_BASE_URL = openrouter.url;
+  await loadCatalog();
+  const api = await startApi();
+  return {
+    base: api.base,
+    openai,
+    openrouter,
+    account: (usd = '10', restrictions = {}) => newAccount(usd, restrictions),
+    post: (key, body, headers = {}, path = '/api/v1/chat/completions') =>
+      fetch(`${api.base}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...headers },
+        body: typeof body === 'string' ? body : JSON.stringify(body),
+      }),
+    usd: async (accountId) => (await balances(accountId))!.USD,
+    async close() {
+      await api.close();
+      await openai.close();
+      await openrouter.close();
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+      await loadCatalog();
+    },
+  };
+}
+
+/** Reads an SSE response into its `data:` payloads (JSON parsed, except [DONE]). */
+export async function readSse(res: Response): Promise<Array<any>> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const text = await res.text();
+  return text
+    .split(/\n\n/)
+    .map((f) => f.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n'))
+    .filter(Boolean)
+    .map((d) => (d === '[DONE]' ? d : JSON.parse(d)));
+}
