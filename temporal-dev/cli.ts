@@ -49,7 +49,9 @@ export async function findTemporalCli(opts: FindTemporalCliOptions = {}): Promis
   // An explicit setting must never be silently replaced by another binary: fail right here.
   const explicit = process.env.TEMPORAL_CLI;
   if (explicit) {
-    const abs = path.resolve(explicit);
+    // A bare name ("temporal") means a PATH lookup, as in a shell; anything else is a file path.
+    const bare = !explicit.includes('/') && !explicit.includes(path.sep);
+    const abs = (bare && pathCandidates(explicit)[0]) || path.resolve(explicit);
     const probe = await probeCli(abs);
     if (probe.ok) return use(abs, probe.version, 'from TEMPORAL_CLI');
     throw new Error(
@@ -138,11 +140,11 @@ async function probeCli(file: string): Promise<Probe> {
   return { ok: true, version };
 }
 
-function pathCandidates(): string[] {
+function pathCandidates(name = 'temporal'): string[] {
   const dirs = (process.env.PATH ?? '').split(path.delimiter).filter(Boolean);
   const exts = IS_WINDOWS ? (process.env.PATHEXT ?? '.EXE').split(';').filter(Boolean) : [''];
   const out: string[] = [];
-  for (const dir of dirs) for (const ext of exts) out.push(path.resolve(dir, `temporal${ext.toLowerCase()}`));
+  for (const dir of dirs) for (const ext of exts) out.push(path.resolve(dir, `${name}${ext.toLowerCase()}`));
   // Only the ones that exist; probeCli then checks they work. Deduplicate (PATH often repeats dirs).
   return [...new Set(out)].filter((p) => {
     try {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { startChatBench, readSse, type ChatBench } from './support/chatEnv.js';
 import { assertBooksBalance } from './support/books.js';
 import { db } from '../activities/db.js';
+import { flushRequestRecords } from '../activities/inference/records.js';
 import { ceilDiv, parseAmount } from '../activities/ledger/money.js';
 
 const MODEL = 'openai/gpt-4o-mini';
@@ -53,7 +54,7 @@ describe('chat completions', function () {
       assert.ok(sent.max_completion_tokens > 0);
       // and the request is on record
       const requestId = res.headers.get('x-request-id')!;
-      await new Promise((r) => setTimeout(r, 50));
+      await flushRequestRecords();
       const rec = await db().prisma.requestRecord.findUnique({ where: { id: requestId } });
       assert.equal(rec?.status, 'completed');
       assert.equal(rec?.providerId, 'openai');

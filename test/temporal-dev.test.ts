@@ -181,7 +181,7 @@ describe('temporal-dev', function () {
   });
 
   it('startDevServer fails clearly when the server exits early', async () => {
-    const blocker = net.createServer();
+    const blocker = net.createServer((socket) => socket.destroy()); // holds the port, answers nothing
     await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
     const port = (blocker.address() as net.AddressInfo).port;
     try {

@@ -191,7 +191,7 @@ export class InferenceCall {
     void recordRequest({
       id: this.ctx.requestId, accountId: this.ctx.caller.accountId, apiKeyId: this.ctx.caller.keyId, surface: this.ctx.surface,
       model: this.ctx.modelId, providerId: route.provider.id, status, inputTokens: billed.promptTokens,
-      outputTokens: billed.completionTokens, currency, cost: charged, holdId: this.hold?.id ?? null, errorCode: null,
+      outputTokens: billed.completionTokens, currency, cost: charged, holdId: this.hold?.id ?? null, errorCode: null, startedAt: new Date(this.started),
     });
     return { usage: billed, bill };
   }
@@ -202,7 +202,7 @@ export class InferenceCall {
     void recordRequest({
       id: this.ctx.requestId, accountId: this.ctx.caller.accountId, apiKeyId: this.ctx.caller.keyId, surface: this.ctx.surface,
       model: this.ctx.modelId, providerId: this.route?.provider.id ?? null, status: 'failed', inputTokens: null, outputTokens: null,
-      currency: null, cost: null, holdId: this.hold?.id ?? null, errorCode: code,
+      currency: null, cost: null, holdId: this.hold?.id ?? null, errorCode: code, startedAt: new Date(this.started),
     });
   }
 }

@@ -8,6 +8,7 @@ import { syncCatalog } from '../../activities/catalog/sync.js';
 import { loadCatalog } from '../../activities/catalog/catalog.js';
 import { createTestDatabase } from './database.js';
 import { stopTemporal } from './temporal.js';
+import { flushRequestRecords } from '../../activities/inference/records.js';
 
 let drop: (() => Promise<void>) | undefined;
 
@@ -25,6 +26,7 @@ before(async function (this: Mocha.Context) {
 after(async function (this: Mocha.Context) {
     this.timeout(60_000);
     await stopTemporal();
+    await flushRequestRecords();
     await closeDatabase();
     await drop?.();
 });
