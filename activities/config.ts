@@ -1,5 +1,7 @@
-// Every setting Switchyard reads, in one place, read once. The README's "Configuration"
-// table documents the same names; keep the two in step.
+// The gateway's core settings, read once. A few module-specific ones are read where they are
+// used (LOCAL_* in providers/local/engine.ts, TOOL_SPEC_MAX_BYTES in surfaces/chat.ts,
+// SWITCHYARD_FETCH_ALLOW_PRIVATE in media/safeFetch.ts, SWITCHYARD_DURABLE_REQUEST_CHARGES in
+// db.ts). The README's "Configuration" table lists them all; keep it in step.
 import 'dotenv/config';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -21,8 +21,10 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
 const children: ChildProcess[] = [];
 
-function startProcess(script: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<string> {
-  const child = spawn(process.execPath, ['--import', 'tsx/esm', fileURLToPath(new URL(script, import.meta.url)), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+function startProcess(script: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp, profile = false): Promise<string> {
+  // BENCH_PROFILE=1 (bench/profile-gateway.sh) writes a CPU profile of the gateway to .data/prof
+  const prof = profile ? ['--cpu-prof', '--cpu-prof-dir=.data/prof'] : [];
+  const child = spawn(process.execPath, [...prof, '--import', 'tsx/esm', fileURLToPath(new URL(script, import.meta.url)), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   return new Promise((resolve, reject) => {
     let out = '';
@@ -59,11 +61,12 @@ async function latency(origin: string, path: string, body: string, key?: string)
   return { p50: percentile(times, 50), p99: percentile(times, 99) };
 }
 
-async function throughput(origin: string, path: string, body: string, key?: string) {
+async function throughput(origin: string, path: string, body: string, keys?: string[]) {
   const pool = new Pool(origin, { connections: CONCURRENCY });
   const until = Date.now() + SECONDS * 1000;
   let done = 0;
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+  await Promise.all(Array.from({ length: CONCURRENCY }, async (_, i) => {
+    const key = keys?.[i % keys.length];
     while (Date.now() < until) {
       await once(pool, path, body, key);
       done++;
@@ -84,16 +87,22 @@ async function main() {
   try {
     await applyMigrations(databaseUrl);
     connectDatabase(databaseUrl, 2);
-    const account = await createAccount('bench');
-    await credit({ accountId: account.id, currency: 'USD', amount: parseAmount('100000', 'USD'), reason: 'bench', idempotencyKey: `bench:${account.id}` });
-    const { key } = await createKey(account.id);
+    // One account by default (its balance row is the hot spot); BENCH_ACCOUNTS=64 spreads the
+    // load over many accounts, as real traffic is.
+    const keys: string[] = [];
+    for (let i = 0; i < Number(process.env.BENCH_ACCOUNTS ?? 1); i++) {
+      const account = await createAccount(`bench-${i}`);
+      await credit({ accountId: account.id, currency: 'USD', amount: parseAmount('100000', 'USD'), reason: 'bench', idempotencyKey: `bench:${account.id}` });
+      keys.push((await createKey(account.id)).key);
+    }
+    const key = keys[0];
 
     const upPort = await startProcess('./upstream.ts', [], {}, /"port":(\d+)/);
     const upstream = `http://127.0.0.1:${upPort}`;
     const proxyPort = await startProcess('./proxy.ts', [`${upstream}/v1`], {}, /"port":(\d+)/);
     const gatewayPort = await startProcess('../bin/api.ts', [], {
       DATABASE_URL: databaseUrl, PORT: '0', OPENAI_API_KEY: 'sk-bench', OPENAI_BASE_URL: `${upstream}/v1`, HOST: '127.0.0.1',
-    }, /listening on 127\.0\.0\.1:(\d+)/);
+    }, /listening on 127\.0\.0\.1:(\d+)/, process.env.BENCH_PROFILE === '1');
 
     const rows: string[][] = [];
     for (const stream of [false, true]) {
@@ -103,7 +112,7 @@ async function main() {
       const proxy = await latency(`http://127.0.0.1:${proxyPort}`, '/api/v1/chat/completions', body);
       const gateway = await latency(`http://127.0.0.1:${gatewayPort}`, '/api/v1/chat/completions', body, key);
       const proxyRps = await throughput(`http://127.0.0.1:${proxyPort}`, '/api/v1/chat/completions', body);
-      const gatewayRps = await throughput(`http://127.0.0.1:${gatewayPort}`, '/api/v1/chat/completions', body, key);
+      const gatewayRps = await throughput(`http://127.0.0.1:${gatewayPort}`, '/api/v1/chat/completions', body, keys);
       const f = (n: number) => n.toFixed(2);
       rows.push([label, 'upstream direct', f(direct.p50), f(direct.p99), '', '', '']);
       rows.push([label, 'bare proxy', f(proxy.p50), f(proxy.p99), f(proxy.p50 - direct.p50), f(proxy.p99 - direct.p99), proxyRps.toFixed(0)]);
@@ -113,11 +122,11 @@ async function main() {
     const header = ['mode', 'path', 'p50 ms', 'p99 ms', 'added p50', 'added p99', `req/s @${CONCURRENCY}`];
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
     const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i])).join('  ');
-    console.log(`\nconcurrency 1: ${SAMPLES} requests each; throughput: ${CONCURRENCY} concurrent for ${SECONDS}s\n`);
+    console.log(`\nconcurrency 1: ${SAMPLES} requests each; throughput: ${CONCURRENCY} concurrent for ${SECONDS}s, over ${keys.length} account(s)\n`);
     console.log(line(header));
     for (const r of rows) console.log(line(r));
   } finally {
-    for (const c of children) c.kill('SIGTERM');
+    for (const c of children) c.kill('SIGINT');
     await closeDatabase();
     await new Promise((r) => setTimeout(r, 300));
     await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);

@@ -7,6 +7,7 @@ import type { Server } from 'node:http';
 import { config } from '../activities/config.js';
 import { startCatalogRefresh, stopCatalogRefresh } from '../activities/catalog/catalog.js';
 import { createApp } from '../api/app.js';
+import { closeLocalModels } from '../activities/providers/local/index.js';
 import { flushRequestRecords } from '../activities/inference/records.js';
 import { findTemporalCli, startDevServer, ensureSearchAttributes } from '../temporal-dev/index.js';
 import { createWorker, ensureSchedules, SEARCH_ATTRIBUTES } from './worker.js';
@@ -19,6 +20,7 @@ async function main() {
   const database = await openDatabase({ migrate: true, log });
   stops.unshift(['database', () => database.stop()]);
   stops.unshift(['request records', () => flushRequestRecords()]);
+  stops.unshift(['local models', () => closeLocalModels()]);
 
   await prepareCatalog(log);
   startCatalogRefresh();

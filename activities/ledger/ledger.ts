@@ -1,5 +1,7 @@
 // The one module that moves money. Each operation is a single SQL statement (one round trip,
 // atomic by construction) except the two rare paths that need a row lock (overage, refund).
+// Reserve, settle and release run on db().requestPool (asynchronous commit; see activities/db.ts
+// for why and what it risks); credits, debits and refunds always wait for disk.
 // Invariants kept here and checked by test/ledger.test.ts:
 //  - balances.amount == SUM(ledger_entries.amount) per (account, currency);
 //  - 0 <= held <= amount (also CHECK constraints in the database);
@@ -171,10 +173,11 @@ export async function reserve(a: {
 
   for (const [currency, amount] of tries) {
     try {
-      const { rows } = await db().pool.query(HOLD_INSERT, [
-        a.accountId, currency, amount.toString(), a.usd.toString(), a.idempotencyKey,
-        a.requestId ?? null, a.apiKeyId ?? null, ttl,
-      ]);
+      const { rows } = await db().requestPool.query({
+        name: 'ledger_reserve',
+        text: HOLD_INSERT,
+        values: [a.accountId, currency, amount.toString(), a.usd.toString(), a.idempotencyKey, a.requestId ?? null, a.apiKeyId ?? null, ttl],
+      });
       if (rows[0]) {
         return { id: rows[0].id, accountId: a.accountId, currency, amount, quotedUsd: a.usd, available: BigInt(rows[0].available) };
       }
@@ -213,8 +216,9 @@ async function holdByKey(idempotencyKey: string): Promise<Hold | undefined> {
  */
 export async function settle(a: { holdId: string; usd: bigint; reason?: string }): Promise<Settlement> {
   if (a.usd < 0n) throw new LedgerError('a charge cannot be negative');
-  const { rows } = await db().pool.query(
-    `WITH h AS (
+  const { rows } = await db().requestPool.query({
+    name: 'ledger_settle',
+    text: `WITH h AS (
        UPDATE balance_holds
        SET status = 'settled', closed_at = now(),
            charged = LEAST(amount, CASE WHEN currency = 'USD' THEN $2::numeric
@@ -237,8 +241,8 @@ export async function settle(a: { holdId: string; usd: bigint; reason?: string }
        ON CONFLICT (key_id, day) DO UPDATE SET usd_spent = key_daily_usage.usd_spent + EXCLUDED.usd_spent
      )
      SELECT h.currency, h.amount, h.charged, h.quoted_usd, b.balance_after, b.available FROM h, b`,
-    [a.holdId, a.usd.toString(), a.reason ?? null],
-  );
+    values: [a.holdId, a.usd.toString(), a.reason ?? null],
+  });
   const r = rows[0];
   if (!r) return settledEarlier(a.holdId, a.usd, a.reason);
   const result: Settlement = {
@@ -307,7 +311,7 @@ async function chargeOverage(holdId: string, s: Settlement, extraUsd: bigint, qu
 
 /** Give a hold back untouched (failed request, cancelled job, or the sweeper). Returns false if it was no longer active. */
 export async function release(holdId: string, status: 'released' | 'expired' = 'released'): Promise<boolean> {
-  const { rowCount } = await db().pool.query(
+  const { rowCount } = await db().requestPool.query(
     `WITH h AS (
        UPDATE balance_holds SET status = $2::"HoldStatus", closed_at = now()
        WHERE id = $1 AND status = 'active' RETURNING account_id, currency, amount

@@ -1,6 +1,11 @@
 // One generation on a local model: borrow a context sequence, reuse whatever prefix of the prompt
 // it already holds, sample token by token (llama.cpp computes on its own threads), decode the
 // text with its context, watch the stop conditions, and give the sequence back however it ends.
+//
+// Logprobs are llama.cpp's probabilities for the next token in the distribution the token was
+// drawn from: under greedy decoding (temperature 0) the model's whole softmax; with sampling, the
+// distribution after top-k / top-p / min-p and temperature (what the chosen token's chance really
+// was). Penalties and logit_bias, when asked for, apply before either.
 import type { LlamaContextSequence, Token } from 'node-llama-cpp';
 import type { FinishReason, InferenceRequest, TokenLogprob, Usage } from '../../inference/types.js';
 import { UpstreamError } from '../types.js';
@@ -24,7 +29,7 @@ const MAX_BYTE_TOKENS = 4;
 const MIN_LOGPROB = -9999;
 const MAX_TOP_LOGPROBS = 20;
 
-/** One sampled token; confidence and probabilities are there only when asked for (logprobs). */
+/** One sampled token; confidence (its probability) and the distribution only when asked for. */
 interface Sampled {
   token: Token;
   confidence?: number;
