@@ -1,0 +1,46 @@
+// `npm run models:fetch` (also run by `npm install`): downloads the catalog's local model files
+// that are not on disk yet, from each route's `download_url`, checking its sha256. This is the
+// install asking for weights; the gateway itself never downloads at run time. Offline, or when
+// a download fails, it says so and leaves the install working (the local provider then lists
+// no models until the file is there).
+import { createHash } from 'node:crypto';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { config } from '../activities/config.js';
+import { readCatalogFile } from '../activities/catalog/file.js';
+import { findLocalModel } from '../activities/providers/local/modelFiles.js';
+
+async function main(): Promise<void> {
+  const catalog = await readCatalogFile(config.catalogFile);
+  const local = new Set(catalog.providers.filter((p) => p.protocol === 'local').map((p) => p.id));
+  const dir = path.join(config.dataDir, 'models');
+  for (const m of catalog.models) {
+    for (const r of m.routes) {
+      if (!local.has(r.providerId) || findLocalModel(r.upstreamModel)) continue;
+      const url = r.options.download_url as string | undefined;
+      if (!url) {
+        console.log(`[models] ${r.upstreamModel} (${m.id}) is not on disk and has no download_url; put it in ${dir}`);
+        continue;
+      }
+      try {
+        console.log(`[models] downloading ${r.upstreamModel} for ${m.id} from ${url}`);
+        const res = await fetch(url, { signal: AbortSignal.timeout(120_000) });
+        if (!res.ok) throw new Error(`HTTP ${res.status}`);
+        const data = Buffer.from(await res.arrayBuffer());
+        const sha = createHash('sha256').update(data).digest('hex');
+        if (r.options.sha256 && sha !== r.options.sha256) throw new Error(`sha256 ${sha} does not match the catalog's ${r.options.sha256}`);
+        await mkdir(dir, { recursive: true });
+        const target = path.join(dir, r.upstreamModel);
+        await writeFile(`${target}.part`, data);
+        await rename(`${target}.part`, target);
+        console.log(`[models] ${r.upstreamModel}: ${data.length} bytes, sha256 checked`);
+      } catch (err) {
+        console.log(`[models] could not download ${r.upstreamModel}: ${(err as Error).message}. The local provider will not offer ${m.id} until the file is in ${dir}.`);
+      }
+    }
+  }
+}
+
+main().catch((err) => {
+  console.log(`[models] skipped: ${(err as Error).message}`);
+});
