@@ -4,6 +4,7 @@ import { db } from '../db.js';
 import { providerEnv } from '../config.js';
 import { applyMarkup } from '../ledger/money.js';
 import { findLocalModel } from '../providers/local/modelFiles.js';
+import type { CatalogFileModel } from './file.js';
 
 export interface ProviderInfo {
   id: string;
@@ -35,22 +36,8 @@ export interface Route {
   available: boolean;
 }
 
-export interface ModelInfo {
-  id: string;
-  name: string;
-  aliases: string[];
-  description: string;
-  ownedBy: string;
-  category: string;
-  contextLength: number | null;
-  maxOutputTokens: number | null;
-  capabilities: Record<string, boolean>;
-  inputModalities: string[];
-  outputModalities: string[];
-  supportedEndpoints: string[];
-  supportedBatchEndpoints: string[];
-  supportedServiceTiers: string[];
-  options: Record<string, unknown>;
+/** A catalog model as the hot path sees it: the file's fields, plus when it was first seen and its live routes. */
+export interface ModelInfo extends Omit<CatalogFileModel, 'routes'> {
   createdAt: Date;
   /** active routes in the catalog's order of preference */
   routes: Route[];

@@ -2,7 +2,6 @@
 // worst case, call the first route, fall back to the next on a retryable failure BEFORE the first
 // byte reaches the caller (never after), settle the real cost, release on failure. Surfaces
 // (chat, messages, responses, completions) call this and only translate.
-import { randomUUID } from 'node:crypto';
 import type { Route } from '../catalog/catalog.js';
 import type { Caller } from '../accounts/keys.js';
 import { providerEnv } from '../config.js';
@@ -207,4 +206,3 @@ export class InferenceCall {
   }
 }
 
-export const newCompletionId = () => `chatcmpl-${randomUUID().replace(/-/g, '')}`;
