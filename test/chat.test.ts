@@ -310,6 +310,13 @@ describe('chat completions', function () {
       assert.match(json.error.message, /lower max_tokens/);
     });
 
+    it('a subscription-only key cannot make paid requests (no subscription covers them)', async () => {
+      const { key } = await b.account('1', { billingMode: 'subscription_only' });
+      const res = await b.post(key, hello);
+      assert.equal(res.status, 402);
+      assert.equal((await res.json()).error.code, 'subscription_required');
+    });
+
     it('model_not_available for a model whose providers are not configured', async () => {
       const { key } = await b.account();
       const res = await b.post(key, { ...hello, model: 'anthropic/claude-sonnet-4' });

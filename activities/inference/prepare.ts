@@ -39,6 +39,11 @@ export interface PrepareInput {
 }
 
 export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
+  // A `subscription_only` key may spend only what a subscription covers. This gateway has no
+  // subscriptions yet, so such a key cannot make paid requests: refuse before anything is held.
+  if (p.caller.billingMode === 'subscription_only') {
+    throw new RequestError(402, 'subscription_required', 'This API key is limited to subscription billing, and no subscription covers this request. Use a pay-as-you-go key.', null);
+  }
   const routes = planRoute(catalog(), p.model, p.caller, p.prefs, p.needs);
   const draft = { ...p.request, model: '', maxTokens: p.request.maxTokens ?? 0 };
   const promptTokens = estimatePromptTokens(draft);
