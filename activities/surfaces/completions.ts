@@ -1,0 +1,167 @@
+// The legacy completions surface (POST /api/v1/completions): the body translated to the one
+// internal request (with `prompt` set, no messages), and the internal result / stream events
+// translated back to `text_completion` objects and frames. The body reaching here has passed
+// api/schemas/completions.ts.
+//
+// What is shared with chat is taken FROM chat (chatToInternal): provider preferences, model-name
+// suffixes, the sampling controls the internal request knows, reasoning options. Only the
+// prompt and the legacy `logprobs` count are this surface's own.
+//
+// Not forwarded: `top_a`, `tfs`, `eta_cutoff`, `epsilon_cutoff`, `typical_p`, `mirostat_mode`,
+// `mirostat_tau`, `mirostat_eta`, `min_tokens`, `stop_token_ids`, `include_stop_str_in_output`,
+// `ignore_eos`, `no_repeat_ngram_size`, `custom_token_bans`, `prompt_logprobs`. The internal
+// request has no field for them and no adapter can send them, so they are validated and then
+// have no effect; this is documented here and in the schema rather than pretended otherwise.
+// `billing_mode` is validated: every request here is pay-as-you-go already (the gateway has no
+// subscriptions), so an accepted value changes nothing.
+/* eslint-disable @typescript-eslint/no-explicit-any */
+import type { ModelInfo } from '../catalog/catalog.js';
+import type { Bill } from '../inference/execute.js';
+import { RequestError } from '../inference/errors.js';
+import type { FinishReason, InferenceRequest, InferenceResult, TokenLogprob, Usage } from '../inference/types.js';
+import type { ModelName } from '../routing/suffixes.js';
+import type { ProviderPreferences, RequestNeeds } from '../routing/planRoute.js';
+import { chatToInternal } from './chat.js';
+import { pricingField, pricingJson, usageJson } from './chatResponse.js';
+
+const bad = (message: string, param: string) => new RequestError(400, 'invalid_parameter_value', message, param);
+
+/** Fields of a completions body that mean the same as on chat, handed to chatToInternal as they are. */
+const CHAT_FIELDS = [
+  'provider', 'max_tokens', 'temperature', 'top_p', 'top_k', 'min_p', 'frequency_penalty', 'presence_penalty',
+  'repetition_penalty', 'seed', 'stop', 'logit_bias', 'user',
+] as const;
+
+export interface CompletionsPlanInput {
+  request: Omit<InferenceRequest, 'maxTokens' | 'model'> & { maxTokens?: number };
+  needs: RequestNeeds;
+  prefs: ProviderPreferences;
+  includeUsage: boolean;
+  prompt: string;
+}
+
+/** `prompt`: a string, or an array holding exactly one string (what the SDKs send for one prompt). */
+export function promptOf(raw: unknown): string {
+  if (typeof raw === 'string') return raw;
+  if (Array.isArray(raw) && raw.length === 1 && typeof raw[0] === 'string') return raw[0];
+  if (Array.isArray(raw) && raw.length > 0 && raw.every((x) => typeof x === 'number')) {
+    throw bad("'prompt' is an array of token ids; send the prompt as text.", 'prompt');
+  }
+  throw bad(`'prompt' must be a string or an array of exactly one string; this one is an array of ${(raw as unknown[]).length} items. Send one request per prompt.`, 'prompt');
+}
+
+/** The legacy `logprobs`: a count of alternatives 0-5, `true` read as 0, false/null = none. */
+export function logprobsOf(raw: unknown): { logprobs?: boolean; topLogprobs?: number } {
+  if (raw === true) return { logprobs: true, topLogprobs: 0 };
+  if (typeof raw === 'number') return { logprobs: true, topLogprobs: raw };
+  return {};
+}
+
+export function completionsToInternal(body: any, model: ModelInfo, name: ModelName): CompletionsPlanInput {
+  const prompt = promptOf(body.prompt);
+  if (body.echo === true) throw bad("'echo' is not supported here: the answer holds only the completion. Leave it out or set it to false.", 'echo');
+  if (body.min_tokens !== undefined && body.max_tokens !== undefined && body.min_tokens > body.max_tokens) {
+    throw bad(`min_tokens (${body.min_tokens}) is above max_tokens (${body.max_tokens}).`, 'min_tokens');
+  }
+  const chatBody: Record<string, unknown> = { messages: [{ role: 'user', content: prompt }] };
+  for (const f of CHAT_FIELDS) if (body[f] !== undefined) chatBody[f] = body[f];
+  const chat = chatToInternal(chatBody, model, name);
+  // the placeholder user turn above only let chat's translation run; the prompt goes as a prompt
+  const { messages: _placeholder, ...rest } = chat.request;
+  return {
+    request: { ...rest, messages: [], prompt, sampling: { ...rest.sampling, ...logprobsOf(body.logprobs) } },
+    needs: chat.needs,
+    prefs: chat.prefs,
+    includeUsage: body.stream_options?.include_usage === true,
+    prompt,
+  };
+}
+
+export interface LegacyLogprobs {
+  tokens: string[];
+  token_logprobs: number[];
+  top_logprobs: Array<Record<string, number>>;
+  text_offset: number[];
+}
+
+/**
+ * Internal token logprobs in the legacy shape: parallel arrays, each `top_logprobs` entry a
+ * token → logprob map holding the chosen token and up to `top` alternatives (OpenAI's "up to
+ * logprobs+1 elements"). `offset` is the character offset of the first token, counted from the
+ * start of the prompt, as OpenAI's `text_offset` is.
+ */
+export function legacyLogprobs(lp: TokenLogprob[], top: number, offset: number): LegacyLogprobs {
+  const out: LegacyLogprobs = { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
+  let at = offset;
+  for (const t of lp) {
+    out.tokens.push(t.token);
+    out.token_logprobs.push(t.logprob);
+    const map: Record<string, number> = {};
+    for (const a of (t.topLogprobs ?? []).slice(0, top)) if (!(a.token in map)) map[a.token] = a.logprob;
+    if (!(t.token in map)) map[t.token] = t.logprob;
+    out.top_logprobs.push(map);
+    out.text_offset.push(at);
+    at += t.token.length;
+  }
+  return out;
+}
+
+export interface CompletionMeta {
+  id: string;
+  created: number;
+  model: string;
+  provider: string;
+  /** the legacy `logprobs` count asked for; undefined = none */
+  topLogprobs?: number;
+  /** the prompt's length in characters: where text_offset starts */
+  promptLength: number;
+}
+
+function money(bill: Bill) {
+  return { [pricingField()]: pricingJson(bill), cost: bill.cost, paymentSource: bill.paymentSource, remainingBalance: bill.remainingBalance };
+}
+
+export function toTextCompletion(r: InferenceResult, usage: Usage, bill: Bill, meta: CompletionMeta) {
+  const logprobs = meta.topLogprobs !== undefined && r.logprobs ? legacyLogprobs(r.logprobs, meta.topLogprobs, meta.promptLength) : null;
+  return {
+    id: meta.id,
+    object: 'text_completion',
+    created: meta.created,
+    model: meta.model,
+    provider: meta.provider,
+    system_fingerprint: null,
+    choices: [{ text: r.content, index: 0, logprobs, finish_reason: r.finishReason }],
+    usage: usageJson(usage),
+    ...money(bill),
+  };
+}
+
+/** The frames of one streamed completion: text frames as they come, then one final frame. */
+export class CompletionChunker {
+  private offset: number;
+
+  constructor(private readonly meta: CompletionMeta) {
+    this.offset = meta.promptLength;
+  }
+
+  private frame(text: string, logprobs: LegacyLogprobs | null, finish: FinishReason | null, extra: Record<string, unknown> = {}) {
+    return {
+      id: this.meta.id, object: 'text_completion', created: this.meta.created, model: this.meta.model, provider: this.meta.provider,
+      system_fingerprint: null,
+      choices: [{ text, index: 0, logprobs, finish_reason: finish }],
+      ...extra,
+    };
+  }
+
+  /** A text event's frame; the offsets continue across frames. */
+  text(text: string, lp: TokenLogprob[] | undefined) {
+    const logprobs = this.meta.topLogprobs !== undefined && lp ? legacyLogprobs(lp, this.meta.topLogprobs, this.offset) : null;
+    this.offset += text.length;
+    return this.frame(text, logprobs, null);
+  }
+
+  /** The last frame: finish_reason, usage (when asked) and the pricing extension. */
+  final(finish: FinishReason, usage: Usage, bill: Bill, includeUsage: boolean) {
+    return this.frame('', null, finish, { ...(includeUsage ? { usage: usageJson(usage) } : {}), ...money(bill) });
+  }
+}
