@@ -9,6 +9,9 @@ import { ApiError } from './errors.js';
 import { modelsRouter } from './routes/models.js';
 import { balanceRouter } from './routes/balance.js';
 import { chatRouter } from './routes/chat.js';
+import { completionsRouter } from './routes/completions.js';
+import { talkToGptRouter } from './routes/talkToGpt.js';
+import { messagesRouter } from './routes/messages.js';
 
 export function createApp(): Koa {
   const app = new Koa({ proxy: process.env.SWITCHYARD_TRUST_PROXY === '1' });
@@ -22,7 +25,7 @@ export function createApp(): Koa {
     ctx.body = { status: 'ok' };
   });
 
-  for (const router of [health, modelsRouter, balanceRouter, chatRouter]) {
+  for (const router of [health, modelsRouter, balanceRouter, chatRouter, messagesRouter, completionsRouter, talkToGptRouter]) {
     app.use(router.routes());
     app.use(
       router.allowedMethods({

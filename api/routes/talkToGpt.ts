@@ -1,0 +1,42 @@
+// POST /api/talk-to-gpt: the legacy text endpoint. Key in `x-api-key` (Bearer works too), errors in
+// the legacy envelope. A chat request underneath (chat's translation, planner and money path);
+// the answer is text/plain: the reply, then `<NanoGPT>{"cost",...}</NanoGPT>` (tag per service name).
+import Router from '@koa/router';
+import { surface } from '../middleware/surface.js';
+import { authenticate } from '../middleware/auth.js';
+import { validateBody } from '../validate.js';
+import { talkToGptRequestSchema } from '../schemas/talkToGpt.js';
+import { clientAbortSignal } from './clientAbort.js';
+import type { Caller } from '../../activities/accounts/keys.js';
+import { talkReply, talkToInternal } from '../../activities/surfaces/talkToGpt.js';
+import { prepareCall, resolveModel } from '../../activities/inference/prepare.js';
+import { RequestError } from '../../activities/inference/errors.js';
+
+export const talkToGptRouter = new Router();
+
+talkToGptRouter.post('/api/talk-to-gpt', surface('legacy'), authenticate, validateBody(talkToGptRequestSchema), async (ctx) => {
+  const body = ctx.request.body as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  const caller = ctx.state.caller as Caller;
+  const { model, name } = resolveModel(body.model);
+  const input = talkToInternal(body, model, name);
+  const header = ctx.get('x-provider').trim();
+  if (header) input.prefs.explicit = header;
+
+  const call = await prepareCall({ caller, requestId: ctx.state.requestId, surface: 'talk-to-gpt', model, request: input.request, needs: input.needs, prefs: input.prefs });
+  let outcome;
+  try {
+    outcome = await call.complete(clientAbortSignal(ctx));
+  } catch (err) {
+    await call.fail((err as { code?: string }).code ?? 'error');
+    throw err;
+  }
+  const { result, route } = outcome;
+  // Only the reply text is shown here; reasoning, when a model produces it, is billed like on chat.
+  if (!result.content) {
+    await call.fail('empty_response');
+    throw new RequestError(502, 'empty_response', `${route.provider.id} returned an empty response. Nothing was charged; retry the request.`);
+  }
+  const { bill } = await call.settle(result.usage, result.content + (result.reasoning ?? ''));
+  ctx.type = 'text/plain; charset=utf-8';
+  ctx.body = talkReply(result.content, bill);
+});
