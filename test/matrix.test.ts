@@ -1,0 +1,167 @@
+// The translation matrix: every text surface × every upstream protocol, streaming and not, with
+// a tool call in the middle. Because the surfaces share one internal request, the same
+// conversation must reach an upstream as the SAME request body whichever surface it came
+// through, come back as the same answer, and be billed the same.
+import assert from 'node:assert/strict';
+import { startApi, newAccount } from './support/api.js';
+import { readSse } from './support/chatEnv.js';
+import { startOpenAIUpstream, type OpenAIUpstream } from './support/upstreams/openai.js';
+import { startAnthropicUpstream, type AnthropicUpstream } from './support/upstreams/anthropic.js';
+import { startGeminiUpstream, type GeminiUpstream } from './support/upstreams/gemini.js';
+import { loadCatalog } from '../activities/catalog/catalog.js';
+import { assertBooksBalance } from './support/books.js';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+interface Turn { toolCall?: { id: string; name: string; args: unknown }; text: string; cost: number }
+
+const QUESTION = 'What is the weather in Paris?';
+const TOOL_RESULT = '{"temp_c":21,"sky":"clear"}';
+const ENV = ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'GEMINI_API_KEY', 'GEMINI_BASE_URL', 'OPENROUTER_API_KEY'];
+
+describe('translation matrix: surfaces × protocols × streaming', function () {
+  this.timeout(60_000);
+  let api: Awaited<ReturnType<typeof startApi>>;
+  let key: string;
+  let openai: OpenAIUpstream;
+  let anthropic: AnthropicUpstream;
+  let gemini: GeminiUpstream;
+  const saved = Object.fromEntries(ENV.map((k) => [k, process.env[k]]));
+
+  before(async () => {
+    openai = await startOpenAIUpstream();
+    anthropic = await startAnthropicUpstream();
+    gemini = await startGeminiUpstream();
+    for (const k of ENV) delete process.env[k];
+    Object.assign(process.env, {
+      OPENAI_API_KEY: openai.apiKey, OPENAI_BASE_URL: openai.url,
+      ANTHROPIC_API_KEY: anthropic.apiKey, ANTHROPIC_BASE_URL: anthropic.url,
+      GEMINI_API_KEY: gemini.apiKey, GEMINI_BASE_URL: gemini.url,
+    });
+    await loadCatalog();
+    api = await startApi();
+    ({ key } = await newAccount('5'));
+  });
+  after(async () => {
+    await api.close();
+    await Promise.all([openai.close(), anthropic.close(), gemini.close()]);
+    for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k]; else process.env[k] = v;
+    await loadCatalog();
+  });
+  afterEach(() => assertBooksBalance());
+
+  const post = async (path: string, body: object) => {
+    const res = await fetch(`${api.base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify(body) });
+    assert.equal(res.status, 200, await res.clone().text());
+    return res;
+  };
+
+  const weather = { name: 'get_weather', description: 'Current weather', schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };
+
+  /** The chat surface: turn 1 asks, turn 2 (when `call` is given) returns the tool result. */
+  async function chat(model: string, stream: boolean, call?: Turn['toolCall']): Promise<Turn> {
+    const messages: any[] = [{ role: 'user', content: QUESTION }];
+    if (call) {
+      messages.push({ role: 'assistant', content: null, tool_calls: [{ id: call.id, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.args) } }] });
+      messages.push({ role: 'tool', tool_call_id: call.id, content: TOOL_RESULT });
+    }
+    const body = { model, messages, max_tokens: 200, stream, tools: [{ type: 'function', function: { name: weather.name, description: weather.description, parameters: weather.schema } }] };
+    const res = await post('/api/v1/chat/completions', body);
+    if (!stream) {
+      const j = await res.json();
+      const tc = j.choices[0].message.tool_calls?.[0];
+      return { text: j.choices[0].message.content ?? '', cost: j.cost, toolCall: tc && { id: tc.id, name: tc.function.name, args: JSON.parse(tc.function.arguments) } };
+    }
+    const frames = (await readSse(res)).filter((f) => f !== '[DONE]');
+    let text = '';
+    let args = '';
+    let id = '';
+    let name = '';
+    for (const f of frames) {
+      const d = f.choices[0]?.delta ?? {};
+      text += d.content ?? '';
+      for (const t of d.tool_calls ?? []) {
+        id ||= t.id;
+        name ||= t.function.name;
+        args += t.function.arguments ?? '';
+      }
+    }
+    return { text, cost: frames.at(-1).cost, toolCall: name ? { id, name, args: JSON.parse(args) } : undefined };
+  }
+
+  /** The message-style surface, same conversation. */
+  async function messages(model: string, stream: boolean, call?: Turn['toolCall']): Promise<Turn> {
+    const msgs: any[] = [{ role: 'user', content: QUESTION }];
+    if (call) {
+      msgs.push({ role: 'assistant', content: [{ type: 'tool_use', id: call.id, name: call.name, input: call.args }] });
+      msgs.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: TOOL_RESULT }] });
+    }
+    const body = { model, messages: msgs, max_tokens: 200, stream, tools: [{ name: weather.name, description: weather.description, input_schema: weather.schema }] };
+    const res = await post('/api/v1/messages', body);
+    if (!stream) {
+      const j = await res.json();
+      const tu = j.content.find((b: any) => b.type === 'tool_use');
+      return { text: j.content.filter((b: any) => b.type === 'text').map((b: any) => b.text).join(''), cost: j.cost, toolCall: tu && { id: tu.id, name: tu.name, args: tu.input } };
+    }
+    const events = (await readSse(res)).filter((f) => f !== '[DONE]');
+    let text = '';
+    let args = '';
+    let id = '';
+    let name = '';
+    let cost = 0;
+    for (const e of events) {
+      if (e.type === 'content_block_start' && e.content_block.type === 'tool_use') ({ id, name } = e.content_block);
+      if (e.type === 'content_block_delta' && e.delta.type === 'text_delta') text += e.delta.text;
+      if (e.type === 'content_block_delta' && e.delta.type === 'input_json_delta') args += e.delta.partial_json;
+      if (e.type === 'message_delta') cost = e.cost;
+    }
+    return { text, cost, toolCall: name ? { id, name, args: JSON.parse(args || '{}') } : undefined };
+  }
+
+  const protocols = [
+    {
+      name: 'openai', model: 'gpt-4o-mini',
+      scriptCall: () => openai.script({ toolCalls: [{ id: 'call_matrix', name: 'get_weather', arguments: '{"city":"Paris"}' }] }),
+      lastBody: () => openai.last().body,
+    },
+    {
+      name: 'anthropic', model: 'claude-3-5-haiku-20241022',
+      scriptCall: () => anthropic.script({ toolCalls: [{ id: 'toolu_matrix', name: 'get_weather', input: { city: 'Paris' } }] }),
+      lastBody: () => anthropic.last().body,
+    },
+    {
+      name: 'gemini', model: 'gemini-2.0-flash',
+      scriptCall: () => gemini.script({ toolCalls: [{ name: 'get_weather', args: { city: 'Paris' }, id: 'gem_matrix' }] }),
+      lastBody: () => gemini.lastRequest()!.body,
+    },
+  ];
+
+  for (const p of protocols) {
+    it(`${p.name}: chat and messages, streaming and not, send the same upstream requests and get the same answers and bills`, async () => {
+      const runs: Array<{ label: string; first: Turn; second: Turn; bodies: unknown[] }> = [];
+      for (const [label, surface] of [['chat', chat], ['messages', messages]] as const) {
+        for (const stream of [false, true]) {
+          p.scriptCall();
+          const first = await surface(p.model, stream);
+          const firstBody = p.lastBody();
+          assert.ok(first.toolCall, `${label}/${stream}: a tool call`);
+          const second = await surface(p.model, stream, first.toolCall);
+          const secondBody = p.lastBody();
+          runs.push({ label: `${label}${stream ? ' (stream)' : ''}`, first, second, bodies: [firstBody, secondBody] });
+        }
+      }
+      const [ref, ...others] = runs;
+      assert.equal(ref.first.toolCall!.name, 'get_weather');
+      assert.deepEqual(ref.first.toolCall!.args, { city: 'Paris' });
+      assert.ok(ref.second.text.length > 0);
+      for (const r of others) {
+        assert.deepEqual({ name: r.first.toolCall!.name, args: r.first.toolCall!.args }, { name: ref.first.toolCall!.name, args: ref.first.toolCall!.args }, r.label);
+        assert.equal(r.second.text, ref.second.text, `${r.label}: same final answer`);
+        assert.equal(r.first.cost, ref.first.cost, `${r.label}: same bill for the tool-call turn`);
+        assert.equal(r.second.cost, ref.second.cost, `${r.label}: same bill for the answer turn`);
+        const strip = (b: any) => JSON.parse(JSON.stringify(b), (k, v) => (k === 'stream' || k === 'stream_options' ? undefined : v));
+        assert.deepEqual(strip(r.bodies[0]), strip(ref.bodies[0]), `${r.label}: same upstream request (turn 1)`);
+        assert.deepEqual(strip(r.bodies[1]), strip(ref.bodies[1]), `${r.label}: same upstream request (turn 2)`);
+      }
+    });
+  }
+});
