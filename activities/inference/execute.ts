@@ -84,6 +84,13 @@ function exhausted(failures: UpstreamError[]): RequestError {
   return new RequestError(502, 'all_fallbacks_failed', `Every provider failed: ${summary}`);
 }
 
+/** An adapter bug is not the caller's business: log it, answer a generic provider failure. */
+function asUpstreamError(route: Route, err: unknown): UpstreamError {
+  if (err instanceof UpstreamError) return err;
+  console.error(`[inference] adapter for ${route.provider.id} failed unexpectedly:`, err);
+  return new UpstreamError(`${route.provider.id} failed unexpectedly`, 502, false, { code: 'provider_error', providerId: route.provider.id });
+}
+
 /** The usage to bill when the upstream did not report one: our estimate of what was consumed. */
 function estimatedUsage(promptTokens: number, output: string): Usage {
   return { promptTokens, cachedTokens: 0, cacheWriteTokens: 0, completionTokens: Math.ceil(Buffer.byteLength(output) / 4), reasoningTokens: 0 };
@@ -134,7 +141,7 @@ export class InferenceCall {
         if (result.usage) recordThroughput(route.id, result.usage.completionTokens, Date.now() - t0);
         return { result, route };
       } catch (err) {
-        const e = err instanceof UpstreamError ? err : new UpstreamError(`${route.provider.id} failed: ${(err as Error).message}`, 502, false);
+        const e = asUpstreamError(route, err);
         failures.push(e);
         if (!e.retryable || signal.aborted) break;
       }
@@ -157,7 +164,7 @@ export class InferenceCall {
         recordLatency(route.id, Date.now() - t0);
         return { route, first: first.done ? undefined : first.value, rest: it };
       } catch (err) {
-        const e = err instanceof UpstreamError ? err : new UpstreamError(`${route.provider.id} failed: ${(err as Error).message}`, 502, false);
+        const e = asUpstreamError(route, err);
         failures.push(e);
         if (!e.retryable || signal.aborted) break;
       }
