@@ -12,6 +12,7 @@ import { chatRouter } from './routes/chat.js';
 import { completionsRouter } from './routes/completions.js';
 import { talkToGptRouter } from './routes/talkToGpt.js';
 import { messagesRouter } from './routes/messages.js';
+import { responsesRouter } from './routes/responses.js';
 
 export function createApp(): Koa {
   const app = new Koa({ proxy: process.env.SWITCHYARD_TRUST_PROXY === '1' });
@@ -25,7 +26,7 @@ export function createApp(): Koa {
     ctx.body = { status: 'ok' };
   });
 
-  for (const router of [health, modelsRouter, balanceRouter, chatRouter, messagesRouter, completionsRouter, talkToGptRouter]) {
+  for (const router of [health, modelsRouter, balanceRouter, chatRouter, messagesRouter, responsesRouter, completionsRouter, talkToGptRouter]) {
     app.use(router.routes());
     app.use(
       router.allowedMethods({

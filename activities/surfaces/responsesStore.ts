@@ -1,0 +1,51 @@
+// Stored responses of the Responses API: kept SWITCHYARD_RESPONSE_RETENTION_DAYS (0-365, default
+// 7; 0 keeps nothing), only ever visible to the account that made them. Expired rows answer as
+// missing and are deleted when met (and an account's expired rows whenever it stores a new one).
+import { db } from '../db.js';
+import type { ChatMessage, ResponseObject } from './responses.js';
+
+export interface StoredRequest {
+  /** the conversation after this response (chat form, no instructions): what previous_response_id continues */
+  conversation: ChatMessage[];
+}
+
+export interface StoredResponseRow {
+  id: string;
+  accountId: string;
+  status: string;
+  request: StoredRequest;
+  response: ResponseObject;
+}
+
+export function retentionDays(): number {
+  const raw = process.env.SWITCHYARD_RESPONSE_RETENTION_DAYS;
+  if (raw === undefined || raw === '') return 7;
+  const n = Number(raw);
+  return Number.isInteger(n) && n >= 0 && n <= 365 ? n : 7;
+}
+
+export async function saveResponse(accountId: string, response: ResponseObject, request: StoredRequest): Promise<void> {
+  const days = retentionDays();
+  if (days === 0) return;
+  const { prisma } = db();
+  const now = new Date();
+  await prisma.storedResponse.deleteMany({ where: { accountId, expiresAt: { lte: now } } });
+  const data = { status: response.status, request: request as object, response: response as object, expiresAt: new Date(now.getTime() + days * 86_400_000) };
+  await prisma.storedResponse.upsert({ where: { id: response.id }, create: { id: response.id, accountId, ...data }, update: data });
+}
+
+/** The caller's own, unexpired response, or undefined. */
+export async function loadResponse(accountId: string, id: string): Promise<StoredResponseRow | undefined> {
+  const row = await db().prisma.storedResponse.findUnique({ where: { id } });
+  if (!row || row.accountId !== accountId) return undefined;
+  if (row.expiresAt.getTime() <= Date.now()) {
+    await db().prisma.storedResponse.deleteMany({ where: { id } });
+    return undefined;
+  }
+  return { id: row.id, accountId: row.accountId, status: row.status, request: row.request as unknown as StoredRequest, response: row.response as unknown as ResponseObject };
+}
+
+export async function deleteResponse(accountId: string, id: string): Promise<boolean> {
+  const r = await db().prisma.storedResponse.deleteMany({ where: { id, accountId, expiresAt: { gt: new Date() } } });
+  return r.count > 0;
+}

@@ -1,0 +1,169 @@
+// POST /api/v1/responses (and /v1/responses): the OpenAI Responses API, streaming or not, with
+// stored responses (GET / DELETE /api/v1/responses/{id}) and previous_response_id chaining. Built
+// like chat: the input becomes chat-form messages and goes through chatToInternal, then the same
+// resolveModel → prepareCall → InferenceCall → settle path, so planning and money are shared; only
+// the wire shapes differ. Background mode is not offered yet (400).
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { surface } from '../middleware/surface.js';
+import { authenticate } from '../middleware/auth.js';
+import { validateBody } from '../validate.js';
+import { v1 } from './paths.js';
+import { responsesRequestSchema } from '../schemas/responses.js';
+import { clientAbortSignal } from './clientAbort.js';
+import { SseWriter } from '../sse.js';
+import { ApiError } from '../errors.js';
+import type { Caller } from '../../activities/accounts/keys.js';
+import {
+  assistantTurn, billingFields, newId, responsesToInternal, ResponseStreamer, toResponse,
+  type ChatMessage, type Frame, type ResponseMeta, type ResponseObject,
+} from '../../activities/surfaces/responses.js';
+import { deleteResponse, loadResponse, saveResponse } from '../../activities/surfaces/responsesStore.js';
+import { prepareCall, resolveModel } from '../../activities/inference/prepare.js';
+import { RequestError } from '../../activities/inference/errors.js';
+import type { InferenceCall } from '../../activities/inference/execute.js';
+import type { FinishReason, StreamEvent, Usage } from '../../activities/inference/types.js';
+import type { UpstreamError } from '../../activities/providers/types.js';
+
+export const responsesRouter = new Router();
+
+const notFound = (id: string) => new ApiError(404, 'response_not_found', `No response with id '${id}' (it may belong to another account, have expired, or have been stored with store: false).`, { param: 'response_id' });
+
+responsesRouter.post(v1('/responses'), surface('openai'), authenticate, validateBody(responsesRequestSchema), async (ctx) => {
+  const body = ctx.request.body as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  const caller = ctx.state.caller as Caller;
+  if (body.background === true) {
+    throw new ApiError(400, 'background_not_supported', "Background mode ('background: true') is not offered by this gateway yet. Send the request without it (optionally with stream: true).", { param: 'background' });
+  }
+  const { model, name } = resolveModel(body.model);
+  let history: ChatMessage[] = [];
+  if (body.previous_response_id) {
+    const prev = await loadResponse(caller.accountId, body.previous_response_id);
+    if (!prev) throw new ApiError(404, 'previous_response_not_found', `Previous response '${body.previous_response_id}' was not found (unknown, expired, deleted, not stored, or another account's).`, { param: 'previous_response_id' });
+    history = prev.request.conversation;
+  }
+  const input = responsesToInternal(body, model, name, history);
+  const header = ctx.get('x-provider').trim();
+  if (header) input.prefs.explicit = header;
+
+  const call = await prepareCall({ caller, requestId: ctx.state.requestId, surface: 'responses', model, request: input.request, needs: input.needs, prefs: input.prefs });
+  const meta: ResponseMeta = {
+    id: newId('resp'),
+    createdAt: Math.floor(Date.now() / 1000),
+    model: model.id,
+    provider: '',
+    showReasoning: !call.ctx.request.reasoning?.exclude,
+    body,
+  };
+  const store = async (response: ResponseObject, turn: ChatMessage | null) => {
+    if (body.store === false) return;
+    await saveResponse(caller.accountId, response, { conversation: turn ? [...input.conversation, turn] : input.conversation });
+  };
+  if (body.stream) return streamResponse(ctx, call, meta, store);
+
+  let outcome;
+  try {
+    outcome = await call.complete(clientAbortSignal(ctx));
+  } catch (err) {
+    await call.fail((err as { code?: string }).code ?? 'error');
+    throw err;
+  }
+  const { result, route } = outcome;
+  if (!result.content && !result.toolCalls.length && !result.reasoning) {
+    await call.fail('empty_response');
+    throw new RequestError(502, 'empty_response', `${route.provider.id} returned an empty response. Nothing was charged; retry the request.`);
+  }
+  const { usage, bill } = await call.settle(result.usage, result.content + (result.reasoning ?? '') + result.toolCalls.map((c) => c.arguments).join(''));
+  const response = toResponse(result, usage, { ...meta, provider: route.provider.id });
+  await store(response, assistantTurn(result));
+  ctx.body = { ...response, ...billingFields(bill) };
+});
+
+/**
+ * Streams one response, as chat's streamChat does: failures before the first event are ordinary
+ * JSON errors (with fallback inside openStream); after it, a terminal response.failed. What was
+ * produced is billed whether the stream finished, failed midway, or the caller left.
+ */
+async function streamResponse(ctx: Context, call: InferenceCall, meta: ResponseMeta, store: (r: ResponseObject, turn: ChatMessage | null) => Promise<void>): Promise<void> {
+  const abort = new AbortController();
+  const onClientGone = () => abort.abort(new Error('client disconnected'));
+  ctx.res.once('close', onClientGone);
+  let opened;
+  try {
+    opened = await call.openStream(abort.signal);
+  } catch (err) {
+    ctx.res.off('close', onClientGone);
+    await call.fail((err as { code?: string }).code ?? 'error');
+    throw err;
+  }
+  ctx.res.off('close', onClientGone);
+  const sse = new SseWriter(ctx);
+  sse.signal.addEventListener('abort', () => abort.abort(new Error('client disconnected')));
+  const streamer = new ResponseStreamer({ ...meta, provider: opened.route.provider.id });
+  const send = async (frames: Frame[]) => {
+    for (const [event, data] of frames) await sse.data(data, event);
+  };
+
+  let produced = '';
+  let finish: FinishReason = 'stop';
+  let usage: Usage | null = null;
+  let failure: unknown;
+  const take = async (e: StreamEvent) => {
+    if (e.type === 'text' || e.type === 'reasoning') produced += e.text;
+    else if (e.type === 'tool_call') produced += e.argumentsDelta;
+    else if (e.type === 'finish') finish = e.reason;
+    else if (e.type === 'usage') usage = e.usage;
+    await send(streamer.event(e));
+  };
+  await send(streamer.start());
+  try {
+    if (opened.first) await take(opened.first);
+    for (;;) {
+      const next = await opened.rest.next();
+      if (next.done) break;
+      await take(next.value);
+    }
+  } catch (err) {
+    failure = err;
+  }
+
+  if (!produced && !failure && !sse.closed) {
+    await call.fail('empty_response');
+    const zero = { promptTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, completionTokens: 0, reasoningTokens: 0 };
+    const noBill = { amount: 0, currency: 'USD' as const, cost: 0, paymentSource: 'USD' as const, remainingBalance: 0, inputTokens: 0, outputTokens: 0 };
+    await send(streamer.fail('empty_response', 'The provider returned an empty response. Nothing was charged; retry the request.', zero, noBill).frames);
+    await sse.data('[DONE]');
+    sse.end();
+    return;
+  }
+  const status = sse.closed ? 'client_closed' : failure ? 'failed_midway' : 'completed';
+  // A caller who left, or an upstream that broke, still consumed what was produced; a provider's
+  // usage for a cut stream is unknown, so it is estimated from the text (as on chat).
+  const { usage: billed, bill } = await call.settle(failure || sse.closed ? null : usage, produced, status);
+  if (failure) {
+    const e = failure instanceof RequestError ? failure
+      : new RequestError(502, (failure as UpstreamError).opts?.code ?? 'upstream_error', `The stream broke after it began: ${(failure as Error).message}`);
+    const { frames, response } = streamer.fail(e.code, e.message, billed, bill);
+    await store(response, null);
+    await send(frames);
+  } else {
+    const { frames, response } = streamer.end(finish, billed, bill);
+    await store(response, assistantTurn({ content: streamer.outputText, toolCalls: streamer.toolCalls }));
+    await send(frames);
+  }
+  await sse.data('[DONE]');
+  sse.end();
+}
+
+responsesRouter.get(v1('/responses/:id'), surface('openai'), authenticate, async (ctx) => {
+  const caller = ctx.state.caller as Caller;
+  const row = await loadResponse(caller.accountId, ctx.params.id);
+  if (!row) throw notFound(ctx.params.id);
+  ctx.body = row.response;
+});
+
+responsesRouter.delete(v1('/responses/:id'), surface('openai'), authenticate, async (ctx) => {
+  const caller = ctx.state.caller as Caller;
+  if (!(await deleteResponse(caller.accountId, ctx.params.id))) throw notFound(ctx.params.id);
+  ctx.body = { id: ctx.params.id, object: 'response', deleted: true };
+});
