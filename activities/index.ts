@@ -1,3 +1,4 @@
 // The activities the worker registers. Workflows import only the TYPE of this module, so none
 // of this I/O code ever enters the deterministic workflow bundle.
 export { releaseExpiredHolds } from './ledger/ledger.js';
+export { runBackgroundResponse, closeBackgroundResponse } from './responses/background.js';

@@ -7,6 +7,7 @@ import type { Server } from 'node:http';
 import { config } from '../activities/config.js';
 import { startCatalogRefresh, stopCatalogRefresh } from '../activities/catalog/catalog.js';
 import { createApp } from '../api/app.js';
+import { closeTemporalClient } from '../activities/temporalClient.js';
 import { closeLocalModels } from '../activities/providers/local/index.js';
 import { flushRequestRecords } from '../activities/inference/records.js';
 import { findTemporalCli, startDevServer, ensureSearchAttributes } from '../temporal-dev/index.js';
@@ -45,7 +46,9 @@ async function main() {
     stops.unshift(['temporal dev server', () => server.stop()]);
     address = server.address;
     uiUrl = server.uiUrl;
+    config.temporalAddress = address; // the API's Temporal client starts workflows here
   }
+  stops.unshift(['temporal client', () => closeTemporalClient()]);
 
   const worker = await createWorker(address);
   const running = worker.run();

@@ -63,7 +63,12 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     console.error('[worker] DATABASE_URL and TEMPORAL_ADDRESS are required; `npm start` runs everything for local use.');
     process.exit(1);
   }
+  const { prepareCatalog } = await import('./boot.js');
+  const { startCatalogRefresh } = await import('../activities/catalog/catalog.js');
   const database = await openDatabase({ migrate: true, log: (m) => console.log(`[worker] ${m}`) });
+  // activities run inference (background responses), so the worker needs the catalog too
+  await prepareCatalog((m) => console.log(`[worker] ${m}`));
+  startCatalogRefresh();
   await ensureSearchAttributes(config.temporalAddress, config.temporalNamespace, SEARCH_ATTRIBUTES);
   const worker = await createWorker(config.temporalAddress);
   await ensureSchedules(config.temporalAddress);

@@ -229,7 +229,8 @@ describe('responses API (OpenAI Responses wire format)', function () {
       [{ model: MODEL, input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }] }, 'input[0].content[0].type'],
       [{ model: MODEL, input: 'hi', temperature: 5 }, 'temperature'],
       [{ model: MODEL, input: 'hi', text: { format: { type: 'json_schema', schema: { type: 'object' } } } }, /name/],
-      [{ model: MODEL, input: 'hi', background: true }, 'background'],
+      [{ model: MODEL, input: 'hi', background: true, stream: true }, 'stream'],
+      [{ model: MODEL, input: 'hi', background: true, store: false }, 'store'],
     ];
     for (const [body, param] of cases) {
       const res = await post(body);

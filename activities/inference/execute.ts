@@ -47,6 +47,8 @@ export interface CallContext {
   routes: Route[];
   request: InferenceRequest;
   promptTokenEstimate: number;
+  /** how long the reservation may stay open (default: config.holdTtlSeconds); background jobs need longer */
+  holdTtlSeconds?: number;
 }
 
 export function targetFor(route: Route): ProviderTarget {
@@ -97,7 +99,7 @@ function estimatedUsage(promptTokens: number, output: string): Usage {
 }
 
 export class InferenceCall {
-  private hold?: Hold;
+  private holdId?: string;
   private route?: Route;
   private readonly started = Date.now();
 
@@ -112,17 +114,29 @@ export class InferenceCall {
     }, 0n);
     if (worst === 0n) return; // a free model: nothing to hold
     try {
-      this.hold = await reserve({
+      const hold: Hold = await reserve({
         accountId: this.ctx.caller.accountId,
         usd: worst,
         idempotencyKey: `hold:${this.ctx.requestId}`,
         requestId: this.ctx.requestId,
         apiKeyId: this.ctx.caller.keyId,
+        ttlSeconds: this.ctx.holdTtlSeconds,
       });
+      this.holdId = hold.id;
     } catch (err) {
       if (err instanceof InsufficientFunds) throw paymentRequired(err.requiredUsd, err.availableUsd);
       throw err;
     }
+  }
+
+  /** The reservation, for work that continues elsewhere (a background job settles it later). */
+  get reservation(): string | undefined {
+    return this.holdId;
+  }
+
+  /** Continue a call whose reservation was made earlier, by another process (a background job). */
+  adoptReservation(holdId: string | undefined): void {
+    this.holdId = holdId;
   }
 
   get chosenRoute(): Route | undefined {
@@ -181,7 +195,7 @@ export class InferenceCall {
     const billed = usage ?? estimatedUsage(this.ctx.promptTokenEstimate, producedText);
     const cost = costOfUsage(route, billed);
     let s: Settlement | undefined;
-    if (this.hold) s = await settle({ holdId: this.hold.id, usd: cost, reason: `${this.ctx.surface} ${this.ctx.modelId} via ${route.provider.id}` });
+    if (this.holdId) s = await settle({ holdId: this.holdId, usd: cost, reason: `${this.ctx.surface} ${this.ctx.modelId} via ${route.provider.id}` });
     const currency = s?.currency ?? 'USD';
     const charged = s?.charged ?? 0n;
     const bill: Bill = {
@@ -197,18 +211,18 @@ export class InferenceCall {
     void recordRequest({
       id: this.ctx.requestId, accountId: this.ctx.caller.accountId, apiKeyId: this.ctx.caller.keyId, surface: this.ctx.surface,
       model: this.ctx.modelId, providerId: route.provider.id, status, inputTokens: billed.promptTokens,
-      outputTokens: billed.completionTokens, currency, cost: charged, holdId: this.hold?.id ?? null, errorCode: null, startedAt: new Date(this.started),
+      outputTokens: billed.completionTokens, currency, cost: charged, holdId: this.holdId ?? null, errorCode: null, startedAt: new Date(this.started),
     });
     return { usage: billed, bill };
   }
 
   /** Nothing was produced: give the reservation back and record the failure. */
   async fail(code: string): Promise<void> {
-    if (this.hold) await release(this.hold.id);
+    if (this.holdId) await release(this.holdId);
     void recordRequest({
       id: this.ctx.requestId, accountId: this.ctx.caller.accountId, apiKeyId: this.ctx.caller.keyId, surface: this.ctx.surface,
       model: this.ctx.modelId, providerId: this.route?.provider.id ?? null, status: 'failed', inputTokens: null, outputTokens: null,
-      currency: null, cost: null, holdId: this.hold?.id ?? null, errorCode: code, startedAt: new Date(this.started),
+      currency: null, cost: null, holdId: this.holdId ?? null, errorCode: code, startedAt: new Date(this.started),
     });
   }
 }

@@ -36,6 +36,7 @@ export interface PrepareInput {
   request: Omit<InferenceRequest, 'maxTokens' | 'model'> & { maxTokens?: number };
   needs: RequestNeeds;
   prefs: ProviderPreferences;
+  holdTtlSeconds?: number;
 }
 
 export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
@@ -65,6 +66,7 @@ export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
   const request: InferenceRequest = { ...p.request, model: '', maxTokens: p.request.maxTokens ?? ceiling };
   const call = new InferenceCall({
     caller: p.caller, requestId: p.requestId, surface: p.surface, modelId: p.model.id, routes, request, promptTokenEstimate: promptTokens,
+    holdTtlSeconds: p.holdTtlSeconds,
   });
   await call.reserve();
   return call;

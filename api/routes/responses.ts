@@ -2,7 +2,9 @@
 // stored responses (GET / DELETE /api/v1/responses/{id}) and previous_response_id chaining. Built
 // like chat: the input becomes chat-form messages and goes through chatToInternal, then the same
 // resolveModel → prepareCall → InferenceCall → settle path, so planning and money are shared; only
-// the wire shapes differ. Background mode is not offered yet (400).
+// the wire shapes differ. Background mode (`background: true`) reserves and stores the response as
+// `queued`, then hands it to the `backgroundResponse` Temporal workflow (workflow id = response id)
+// and answers at once; POST /responses/{id}/cancel cancels that workflow.
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { surface } from '../middleware/surface.js';
@@ -15,10 +17,14 @@ import { SseWriter } from '../sse.js';
 import { ApiError } from '../errors.js';
 import type { Caller } from '../../activities/accounts/keys.js';
 import {
-  assistantTurn, billingFields, newId, responsesToInternal, ResponseStreamer, toResponse,
+  assistantTurn, billingFields, newId, responsesToInternal, responseShell, ResponseStreamer, toResponse,
   type ChatMessage, type Frame, type ResponseMeta, type ResponseObject,
 } from '../../activities/surfaces/responses.js';
-import { deleteResponse, loadResponse, saveResponse } from '../../activities/surfaces/responsesStore.js';
+import { deleteResponse, loadResponse, retentionDays, saveResponse } from '../../activities/surfaces/responsesStore.js';
+import type { BackgroundJob } from '../../activities/responses/background.js';
+import { temporal } from '../../activities/temporalClient.js';
+import { config } from '../../activities/config.js';
+import { db } from '../../activities/db.js';
 import { prepareCall, resolveModel } from '../../activities/inference/prepare.js';
 import { RequestError } from '../../activities/inference/errors.js';
 import type { InferenceCall } from '../../activities/inference/execute.js';
@@ -32,8 +38,11 @@ const notFound = (id: string) => new ApiError(404, 'response_not_found', `No res
 responsesRouter.post(v1('/responses'), surface('openai'), authenticate, validateBody(responsesRequestSchema), async (ctx) => {
   const body = ctx.request.body as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
   const caller = ctx.state.caller as Caller;
-  if (body.background === true) {
-    throw new ApiError(400, 'background_not_supported', "Background mode ('background: true') is not offered by this gateway yet. Send the request without it (optionally with stream: true).", { param: 'background' });
+  if (body.background === true && body.stream === true) {
+    throw new ApiError(400, 'invalid_parameter_value', 'Background responses are not streamed here: send background without stream, then GET /v1/responses/{id}.', { param: 'stream' });
+  }
+  if (body.background === true && body.store === false) {
+    throw new ApiError(400, 'invalid_parameter_value', 'A background response must be stored (store: false cannot be retrieved later).', { param: 'store' });
   }
   const { model, name } = resolveModel(body.model);
   let history: ChatMessage[] = [];
@@ -46,7 +55,10 @@ responsesRouter.post(v1('/responses'), surface('openai'), authenticate, validate
   const header = ctx.get('x-provider').trim();
   if (header) input.prefs.explicit = header;
 
-  const call = await prepareCall({ caller, requestId: ctx.state.requestId, surface: 'responses', model, request: input.request, needs: input.needs, prefs: input.prefs });
+  const call = await prepareCall({
+    caller, requestId: ctx.state.requestId, surface: 'responses', model, request: input.request, needs: input.needs, prefs: input.prefs,
+    holdTtlSeconds: body.background === true ? BACKGROUND_HOLD_SECONDS : undefined,
+  });
   const meta: ResponseMeta = {
     id: newId('resp'),
     createdAt: Math.floor(Date.now() / 1000),
@@ -60,6 +72,10 @@ responsesRouter.post(v1('/responses'), surface('openai'), authenticate, validate
     await saveResponse(caller.accountId, response, { conversation: turn ? [...input.conversation, turn] : input.conversation });
   };
   if (body.stream) return streamResponse(ctx, call, meta, store);
+  if (body.background === true) {
+    ctx.body = await startBackground(call, meta, input.conversation, caller);
+    return;
+  }
 
   let outcome;
   try {
@@ -154,6 +170,54 @@ async function streamResponse(ctx: Context, call: InferenceCall, meta: ResponseM
   await sse.data('[DONE]');
   sse.end();
 }
+
+/** A background response waits at most this long (queue + run) before its reservation lapses. */
+const BACKGROUND_HOLD_SECONDS = 24 * 3600;
+
+async function startBackground(call: InferenceCall, meta: ResponseMeta, conversation: ChatMessage[], caller: Caller): Promise<ResponseObject> {
+  const queued = responseShell(meta, 'queued');
+  const job: BackgroundJob = {
+    caller: { ...caller, dailyUsdLimit: caller.dailyUsdLimit?.toString() ?? null },
+    requestId: call.ctx.requestId, modelId: call.ctx.modelId, routeIds: call.ctx.routes.map((r) => r.id),
+    request: call.ctx.request, promptTokenEstimate: call.ctx.promptTokenEstimate, holdId: call.reservation ?? null, meta,
+  };
+  await db().prisma.storedResponse.create({
+    data: { id: meta.id, accountId: caller.accountId, status: 'queued', request: { conversation, job } as object, response: queued as object, expiresAt: new Date(Date.now() + Math.max(1, retentionDays()) * 86_400_000) },
+  });
+  try {
+    const client = await temporal();
+    await client.workflow.start('backgroundResponse', {
+      workflowId: meta.id, taskQueue: config.taskQueue, args: [meta.id],
+      searchAttributes: { SwitchyardAccountId: [caller.accountId] },
+    });
+  } catch (err) {
+    await call.fail('background_unavailable');
+    await db().prisma.storedResponse.deleteMany({ where: { id: meta.id } });
+    console.error(`[responses] could not start background response ${meta.id}:`, err);
+    throw new ApiError(503, 'background_unavailable', 'Background responses are unavailable right now (the workflow engine did not accept the job). Nothing was charged; retry, or send the request without background.');
+  }
+  return queued;
+}
+
+responsesRouter.post(v1('/responses/:id/cancel'), surface('openai'), authenticate, async (ctx) => {
+  const caller = ctx.state.caller as Caller;
+  const row = await loadResponse(caller.accountId, ctx.params.id);
+  if (!row) throw notFound(ctx.params.id);
+  if (!row.response.background) throw new ApiError(400, 'invalid_request', 'Only background responses can be cancelled.', { param: 'response_id' });
+  if (row.status === 'queued' || row.status === 'in_progress') {
+    await (await temporal()).workflow.getHandle(ctx.params.id).cancel();
+    // The workflow releases the reservation and marks the response; wait briefly to answer with it.
+    for (let i = 0; i < 50; i++) {
+      const now = await loadResponse(caller.accountId, ctx.params.id);
+      if (now && now.status !== 'queued' && now.status !== 'in_progress') {
+        ctx.body = now.response;
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  ctx.body = (await loadResponse(caller.accountId, ctx.params.id))?.response ?? row.response;
+});
 
 responsesRouter.get(v1('/responses/:id'), surface('openai'), authenticate, async (ctx) => {
   const caller = ctx.state.caller as Caller;

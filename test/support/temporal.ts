@@ -5,6 +5,7 @@ import { Client, Connection } from '@temporalio/client';
 import { config } from '../../activities/config.js';
 import { findTemporalCli, startDevServer } from '../../temporal-dev/index.js';
 import { createWorker, SEARCH_ATTRIBUTES } from '../../bin/worker.js';
+import { closeTemporalClient } from '../../activities/temporalClient.js';
 
 interface TestTemporal {
   address: string;
@@ -39,6 +40,7 @@ export function useTemporal(): Promise<TestTemporal> {
 }
 
 export async function stopTemporal(): Promise<void> {
+  await closeTemporalClient();
   for (const fn of cleanup) await fn().catch(() => undefined);
   cleanup = [];
   started = undefined;
