@@ -117,6 +117,28 @@ describe('translation matrix: surfaces × protocols × streaming', function () {
     return { text, cost, toolCall: name ? { id, name, args: JSON.parse(args || '{}') } : undefined };
   }
 
+  /** The Responses surface, same conversation (function_call / function_call_output items). */
+  async function responses(model: string, stream: boolean, call?: Turn['toolCall']): Promise<Turn> {
+    const input: any[] = [{ role: 'user', content: QUESTION }];
+    if (call) {
+      input.push({ type: 'function_call', call_id: call.id, name: call.name, arguments: JSON.stringify(call.args) });
+      input.push({ type: 'function_call_output', call_id: call.id, output: TOOL_RESULT });
+    }
+    const body = { model, input, max_output_tokens: 200, stream, store: false, tools: [{ type: 'function', name: weather.name, description: weather.description, parameters: weather.schema }] };
+    const res = await post('/api/v1/responses', body);
+    let r: any;
+    if (!stream) r = await res.json();
+    else {
+      const events = (await readSse(res)).filter((f) => f !== '[DONE]');
+      r = events.find((e) => e.type === 'response.completed' || e.type === 'response.incomplete').response;
+      // the deltas must add up to what the terminal event reports
+      const text = events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join('');
+      assert.equal(text, r.output_text);
+    }
+    const fc = r.output.find((o: any) => o.type === 'function_call');
+    return { text: r.output_text ?? '', cost: r.cost, toolCall: fc && { id: fc.call_id, name: fc.name, args: JSON.parse(fc.arguments) } };
+  }
+
   const protocols = [
     {
       name: 'openai', model: 'gpt-4o-mini',
@@ -136,9 +158,9 @@ describe('translation matrix: surfaces × protocols × streaming', function () {
   ];
 
   for (const p of protocols) {
-    it(`${p.name}: chat and messages, streaming and not, send the same upstream requests and get the same answers and bills`, async () => {
+    it(`${p.name}: chat, messages and responses, streaming and not, send the same upstream requests and get the same answers and bills`, async () => {
       const runs: Array<{ label: string; first: Turn; second: Turn; bodies: unknown[] }> = [];
-      for (const [label, surface] of [['chat', chat], ['messages', messages]] as const) {
+      for (const [label, surface] of [['chat', chat], ['messages', messages], ['responses', responses]] as const) {
         for (const stream of [false, true]) {
           p.scriptCall();
           const first = await surface(p.model, stream);
