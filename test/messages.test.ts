@@ -4,6 +4,7 @@
 // call is checked against its reported usage, and the books balance after each test.
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import assert from 'node:assert/strict';
+import { gzipSync } from 'node:zlib';
 import Anthropic from '@anthropic-ai/sdk';
 import { startApi, newAccount } from './support/api.js';
 import { startAnthropicUpstream, type AnthropicUpstream } from './support/upstreams/anthropic.js';
@@ -132,11 +133,22 @@ describe('messages API (Anthropic wire format)', function () {
       await assertBilled(before, final, modelId, 'anthropic');
     });
 
+    it('accepts a gzip-compressed request body', async () => {
+      const res = await fetch(`${api.base}/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-encoding': 'gzip', 'x-api-key': key },
+        body: gzipSync(JSON.stringify({ model, max_tokens: 64, messages: [{ role: 'user', content: 'Say hello compressed' }] })),
+      });
+      assert.equal(res.status, 200);
+      assert.match((await res.json()).content[0].text, /compressed/);
+    });
+
     it('streams named events in Anthropic order, with pricing on message_delta', async () => {
       const before = await usd();
       const res = await raw('/v1/messages', { model, max_tokens: 256, stream: true, messages: [{ role: 'user', content: 'Say hello' }] }, { 'anthropic-beta': 'prompt-caching-2024-07-31' });
       assert.equal(res.status, 200);
       const frames = await readEvents(res);
+      assert.equal(anthropic.last().headers['anthropic-beta'], 'prompt-caching-2024-07-31', 'anthropic-beta passed on');
       const names = frames.map(([e]) => e);
       assert.equal(names[0], 'message_start');
       assert.equal(names[1], 'ping');

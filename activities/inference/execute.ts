@@ -49,15 +49,18 @@ export interface CallContext {
   promptTokenEstimate: number;
   /** how long the reservation may stay open (default: config.holdTtlSeconds); background jobs need longer */
   holdTtlSeconds?: number;
+  /** caller headers meant for one protocol's upstreams only, e.g. { anthropic: { 'anthropic-beta': ... } } */
+  passHeaders?: Record<string, Record<string, string>>;
 }
 
-export function targetFor(route: Route): ProviderTarget {
+export function targetFor(route: Route, passHeaders?: Record<string, Record<string, string>>): ProviderTarget {
   const env = providerEnv(route.provider.id);
   return {
     providerId: route.provider.id,
     baseUrl: env.baseUrl ?? route.provider.baseUrl ?? '',
     apiKey: env.apiKey,
     options: { ...route.provider.options, ...route.options },
+    headers: passHeaders?.[route.provider.protocol],
   };
 }
 
@@ -149,7 +152,7 @@ export class InferenceCall {
     for (const route of this.ctx.routes) {
       const t0 = Date.now();
       try {
-        const result = await adapterFor(route).complete({ ...this.ctx.request, model: route.upstreamModel }, targetFor(route), signal);
+        const result = await adapterFor(route).complete({ ...this.ctx.request, model: route.upstreamModel }, targetFor(route, this.ctx.passHeaders), signal);
         this.route = route;
         recordLatency(route.id, Date.now() - t0);
         if (result.usage) recordThroughput(route.id, result.usage.completionTokens, Date.now() - t0);
@@ -171,7 +174,7 @@ export class InferenceCall {
     const failures: UpstreamError[] = [];
     for (const route of this.ctx.routes) {
       const t0 = Date.now();
-      const it = adapterFor(route).stream({ ...this.ctx.request, model: route.upstreamModel }, targetFor(route), signal)[Symbol.asyncIterator]();
+      const it = adapterFor(route).stream({ ...this.ctx.request, model: route.upstreamModel }, targetFor(route, this.ctx.passHeaders), signal)[Symbol.asyncIterator]();
       try {
         const first = await it.next();
         this.route = route;

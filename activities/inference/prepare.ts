@@ -37,6 +37,7 @@ export interface PrepareInput {
   needs: RequestNeeds;
   prefs: ProviderPreferences;
   holdTtlSeconds?: number;
+  passHeaders?: Record<string, Record<string, string>>;
 }
 
 export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
@@ -67,6 +68,7 @@ export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
   const call = new InferenceCall({
     caller: p.caller, requestId: p.requestId, surface: p.surface, modelId: p.model.id, routes, request, promptTokenEstimate: promptTokens,
     holdTtlSeconds: p.holdTtlSeconds,
+    passHeaders: p.passHeaders,
   });
   await call.reserve();
   return call;

@@ -37,7 +37,12 @@ messagesRouter.post(v1('/messages'), surface('message'), authenticate, validateB
   const header = ctx.get('x-provider').trim();
   if (header) input.prefs.explicit = header;
 
-  const call = await prepareCall({ caller, requestId: ctx.state.requestId, surface: 'messages', model, request: input.request, needs: input.needs, prefs: input.prefs });
+  // `anthropic-beta` is passed on to Anthropic upstreams (others would not understand it)
+  const beta = ctx.get('anthropic-beta').trim();
+  const call = await prepareCall({
+    caller, requestId: ctx.state.requestId, surface: 'messages', model, request: input.request, needs: input.needs, prefs: input.prefs,
+    passHeaders: beta ? { anthropic: { 'anthropic-beta': beta } } : undefined,
+  });
   const meta: MessageMeta = {
     id: `msg_${String(ctx.state.requestId).slice(4)}`,
     model: model.id,
