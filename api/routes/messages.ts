@@ -4,23 +4,21 @@
 // so planning and money are shared; only the wire shapes differ. `anthropic-version` and
 // `anthropic-beta` headers are accepted and not required.
 import Router from '@koa/router';
-import type { Context } from 'koa';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
 import { validateBody } from '../validate.js';
 import { v1 } from './paths.js';
 import { countTokensRequestSchema, messagesRequestSchema } from '../schemas/messages.js';
 import { clientAbortSignal } from './clientAbort.js';
-import { SseWriter } from '../sse.js';
+import { completeOnce, streamOnce } from '../inference.js';
 import { asApiError, renderError } from '../errors.js';
 import type { Caller } from '../../activities/accounts/keys.js';
 import { messagesToInternal } from '../../activities/surfaces/messages.js';
 import { MessageStreamer, toMessage, type Frame, type MessageMeta } from '../../activities/surfaces/messagesResponse.js';
 import { prepareCall, resolveModel } from '../../activities/inference/prepare.js';
 import { RequestError } from '../../activities/inference/errors.js';
-import { targetFor, type InferenceCall } from '../../activities/inference/execute.js';
-import type { FinishReason, InferenceRequest, StreamEvent, Usage } from '../../activities/inference/types.js';
-import type { UpstreamError } from '../../activities/providers/types.js';
+import { targetFor } from '../../activities/inference/execute.js';
+import type { InferenceRequest } from '../../activities/inference/types.js';
 import { catalog } from '../../activities/catalog/catalog.js';
 import { planRoute } from '../../activities/routing/planRoute.js';
 import { likelyPromptTokens } from '../../activities/billing/pricing.js';
@@ -49,94 +47,32 @@ messagesRouter.post(v1('/messages'), surface('message'), authenticate, validateB
     provider: '',
     showReasoning: input.showReasoning && !call.ctx.request.reasoning?.exclude,
   };
-  if (body.stream) return streamMessage(ctx, call, meta);
-
-  let outcome;
-  try {
-    outcome = await call.complete(clientAbortSignal(ctx));
-  } catch (err) {
-    await call.fail((err as { code?: string }).code ?? 'error');
-    throw err;
+  if (body.stream) {
+    const errorFrame = (err: RequestError) => renderError(asApiError(err), 'message');
+    return streamOnce(ctx, call, (sse, route) => {
+      const streamer = new MessageStreamer({ ...meta, provider: route.provider.id });
+      const send = async (frames: Frame[]) => {
+        for (const [event, data] of frames) await sse.data(data, event);
+      };
+      return {
+        start: () => send(streamer.start(call.ctx.promptTokenEstimate)),
+        event: (e) => send(streamer.event(e)),
+        async empty(err) {
+          await send(streamer.abort());
+          await sse.data(errorFrame(err), 'error');
+        },
+        // Mid-stream failures end with an `event: error` frame and no message_stop.
+        async end({ finish, usage, bill, failure }) {
+          if (!failure) return send(streamer.end(finish, usage, bill));
+          await send(streamer.abort());
+          await sse.data(errorFrame(failure), 'error');
+        },
+      };
+    });
   }
-  const { result, route } = outcome;
-  if (!result.content && !result.toolCalls.length && !result.reasoning) {
-    await call.fail('empty_response');
-    throw new RequestError(502, 'empty_response', `${route.provider.id} returned an empty response. Nothing was charged; retry the request.`);
-  }
-  const { usage, bill } = await call.settle(result.usage, result.content + (result.reasoning ?? '') + result.toolCalls.map((c) => c.arguments).join(''));
+  const { result, route, usage, bill } = await completeOnce(ctx, call);
   ctx.body = toMessage(result, usage, bill, { ...meta, provider: route.provider.id });
 });
-
-/**
- * Streams one message, as chat's streamChat does: failures before the first event are ordinary
- * JSON errors (with fallback inside openStream); after it, an `event: error` frame and the end.
- * What was produced is billed whether the stream finished, failed midway, or the caller left.
- */
-async function streamMessage(ctx: Context, call: InferenceCall, meta: MessageMeta): Promise<void> {
-  const abort = new AbortController();
-  const onClientGone = () => abort.abort(new Error('client disconnected'));
-  ctx.res.once('close', onClientGone);
-  let opened;
-  try {
-    opened = await call.openStream(abort.signal);
-  } catch (err) {
-    ctx.res.off('close', onClientGone);
-    await call.fail((err as { code?: string }).code ?? 'error');
-    throw err;
-  }
-  ctx.res.off('close', onClientGone);
-  const sse = new SseWriter(ctx);
-  sse.signal.addEventListener('abort', () => abort.abort(new Error('client disconnected')));
-  const streamer = new MessageStreamer({ ...meta, provider: opened.route.provider.id });
-  const send = async (frames: Frame[]) => {
-    for (const [event, data] of frames) await sse.data(data, event);
-  };
-  const errorFrame = (err: RequestError) => renderError(asApiError(err), 'message');
-
-  let produced = '';
-  let finish: FinishReason = 'stop';
-  let usage: Usage | null = null;
-  let failure: unknown;
-  const take = async (e: StreamEvent) => {
-    if (e.type === 'text' || e.type === 'reasoning') produced += e.text;
-    else if (e.type === 'tool_call') produced += e.argumentsDelta;
-    else if (e.type === 'finish') finish = e.reason;
-    else if (e.type === 'usage') usage = e.usage;
-    await send(streamer.event(e));
-  };
-  await send(streamer.start(call.ctx.promptTokenEstimate));
-  try {
-    if (opened.first) await take(opened.first);
-    for (;;) {
-      const next = await opened.rest.next();
-      if (next.done) break;
-      await take(next.value);
-    }
-  } catch (err) {
-    failure = err;
-  }
-
-  if (!produced && !failure && !sse.closed) {
-    await call.fail('empty_response');
-    await send(streamer.abort());
-    await sse.data(errorFrame(new RequestError(502, 'empty_response', 'The provider returned an empty response. Nothing was charged; retry the request.')), 'error');
-    sse.end();
-    return;
-  }
-  const status = sse.closed ? 'client_closed' : failure ? 'failed_midway' : 'completed';
-  // A caller who left, or an upstream that broke, still consumed what was produced; a provider's
-  // usage for a cut stream is unknown, so it is estimated from the text (as on chat).
-  const { usage: billed, bill } = await call.settle(failure || sse.closed ? null : usage, produced, status);
-  if (failure && !sse.closed) {
-    await send(streamer.abort());
-    await sse.data(errorFrame(failure instanceof RequestError ? failure
-      : new RequestError(502, (failure as UpstreamError).opts?.code ?? 'upstream_error', `The stream broke after it began: ${(failure as Error).message}`)), 'error');
-    sse.end();
-    return;
-  }
-  await send(streamer.end(finish, billed, bill));
-  sse.end();
-}
 
 /**
  * count_tokens: the prompt's input tokens, not billed. The local model counts with its real

@@ -12,8 +12,7 @@ import { authenticate } from '../middleware/auth.js';
 import { validateBody } from '../validate.js';
 import { v1 } from './paths.js';
 import { responsesRequestSchema } from '../schemas/responses.js';
-import { clientAbortSignal } from './clientAbort.js';
-import { SseWriter } from '../sse.js';
+import { completeOnce, streamOnce } from '../inference.js';
 import { ApiError } from '../errors.js';
 import type { Caller } from '../../activities/accounts/keys.js';
 import {
@@ -26,10 +25,7 @@ import { temporal } from '../../activities/temporalClient.js';
 import { config } from '../../activities/config.js';
 import { db } from '../../activities/db.js';
 import { prepareCall, resolveModel } from '../../activities/inference/prepare.js';
-import { RequestError } from '../../activities/inference/errors.js';
 import type { InferenceCall } from '../../activities/inference/execute.js';
-import type { FinishReason, StreamEvent, Usage } from '../../activities/inference/types.js';
-import type { UpstreamError } from '../../activities/providers/types.js';
 
 export const responsesRouter = new Router();
 
@@ -77,98 +73,46 @@ responsesRouter.post(v1('/responses'), surface('openai'), authenticate, validate
     return;
   }
 
-  let outcome;
-  try {
-    outcome = await call.complete(clientAbortSignal(ctx));
-  } catch (err) {
-    await call.fail((err as { code?: string }).code ?? 'error');
-    throw err;
-  }
-  const { result, route } = outcome;
-  if (!result.content && !result.toolCalls.length && !result.reasoning) {
-    await call.fail('empty_response');
-    throw new RequestError(502, 'empty_response', `${route.provider.id} returned an empty response. Nothing was charged; retry the request.`);
-  }
-  const { usage, bill } = await call.settle(result.usage, result.content + (result.reasoning ?? '') + result.toolCalls.map((c) => c.arguments).join(''));
+  const { result, route, usage, bill } = await completeOnce(ctx, call);
   const response = toResponse(result, usage, { ...meta, provider: route.provider.id });
   await store(response, assistantTurn(result));
   ctx.body = { ...response, ...billingFields(bill) };
 });
 
 /**
- * Streams one response, as chat's streamChat does: failures before the first event are ordinary
- * JSON errors (with fallback inside openStream); after it, a terminal response.failed. What was
- * produced is billed whether the stream finished, failed midway, or the caller left.
+ * Streams one response: typed events with sequence numbers, ending in response.completed /
+ * .incomplete, or response.failed when the stream breaks after it began; then [DONE]. The
+ * response is stored as it ended.
  */
-async function streamResponse(ctx: Context, call: InferenceCall, meta: ResponseMeta, store: (r: ResponseObject, turn: ChatMessage | null) => Promise<void>): Promise<void> {
-  const abort = new AbortController();
-  const onClientGone = () => abort.abort(new Error('client disconnected'));
-  ctx.res.once('close', onClientGone);
-  let opened;
-  try {
-    opened = await call.openStream(abort.signal);
-  } catch (err) {
-    ctx.res.off('close', onClientGone);
-    await call.fail((err as { code?: string }).code ?? 'error');
-    throw err;
-  }
-  ctx.res.off('close', onClientGone);
-  const sse = new SseWriter(ctx);
-  sse.signal.addEventListener('abort', () => abort.abort(new Error('client disconnected')));
-  const streamer = new ResponseStreamer({ ...meta, provider: opened.route.provider.id });
-  const send = async (frames: Frame[]) => {
-    for (const [event, data] of frames) await sse.data(data, event);
-  };
-
-  let produced = '';
-  let finish: FinishReason = 'stop';
-  let usage: Usage | null = null;
-  let failure: unknown;
-  const take = async (e: StreamEvent) => {
-    if (e.type === 'text' || e.type === 'reasoning') produced += e.text;
-    else if (e.type === 'tool_call') produced += e.argumentsDelta;
-    else if (e.type === 'finish') finish = e.reason;
-    else if (e.type === 'usage') usage = e.usage;
-    await send(streamer.event(e));
-  };
-  await send(streamer.start());
-  try {
-    if (opened.first) await take(opened.first);
-    for (;;) {
-      const next = await opened.rest.next();
-      if (next.done) break;
-      await take(next.value);
-    }
-  } catch (err) {
-    failure = err;
-  }
-
-  if (!produced && !failure && !sse.closed) {
-    await call.fail('empty_response');
-    const zero = { promptTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, completionTokens: 0, reasoningTokens: 0 };
-    const noBill = { amount: 0, currency: 'USD' as const, cost: 0, paymentSource: 'USD' as const, remainingBalance: 0, inputTokens: 0, outputTokens: 0 };
-    await send(streamer.fail('empty_response', 'The provider returned an empty response. Nothing was charged; retry the request.', zero, noBill).frames);
-    await sse.data('[DONE]');
-    sse.end();
-    return;
-  }
-  const status = sse.closed ? 'client_closed' : failure ? 'failed_midway' : 'completed';
-  // A caller who left, or an upstream that broke, still consumed what was produced; a provider's
-  // usage for a cut stream is unknown, so it is estimated from the text (as on chat).
-  const { usage: billed, bill } = await call.settle(failure || sse.closed ? null : usage, produced, status);
-  if (failure) {
-    const e = failure instanceof RequestError ? failure
-      : new RequestError(502, (failure as UpstreamError).opts?.code ?? 'upstream_error', `The stream broke after it began: ${(failure as Error).message}`);
-    const { frames, response } = streamer.fail(e.code, e.message, billed, bill);
-    await store(response, null);
-    await send(frames);
-  } else {
-    const { frames, response } = streamer.end(finish, billed, bill);
-    await store(response, assistantTurn({ content: streamer.outputText, toolCalls: streamer.toolCalls }));
-    await send(frames);
-  }
-  await sse.data('[DONE]');
-  sse.end();
+function streamResponse(ctx: Context, call: InferenceCall, meta: ResponseMeta, store: (r: ResponseObject, turn: ChatMessage | null) => Promise<void>): Promise<void> {
+  return streamOnce(ctx, call, (sse, route) => {
+    const streamer = new ResponseStreamer({ ...meta, provider: route.provider.id });
+    const send = async (frames: Frame[]) => {
+      for (const [event, data] of frames) await sse.data(data, event);
+    };
+    return {
+      start: () => send(streamer.start()),
+      event: (e) => send(streamer.event(e)),
+      async empty(err) {
+        const zero = { promptTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, completionTokens: 0, reasoningTokens: 0 };
+        const noBill = { amount: 0, currency: 'USD' as const, cost: 0, paymentSource: 'USD' as const, remainingBalance: 0, inputTokens: 0, outputTokens: 0 };
+        await send(streamer.fail(err.code, err.message, zero, noBill).frames);
+        await sse.data('[DONE]');
+      },
+      async end({ finish, usage, bill, failure }) {
+        if (failure) {
+          const { frames, response } = streamer.fail(failure.code, failure.message, usage, bill);
+          await store(response, null);
+          await send(frames);
+        } else {
+          const { frames, response } = streamer.end(finish, usage, bill);
+          await store(response, assistantTurn({ content: streamer.outputText, toolCalls: streamer.toolCalls }));
+          await send(frames);
+        }
+        await sse.data('[DONE]');
+      },
+    };
+  });
 }
 
 /** A background response waits at most this long (queue + run) before its reservation lapses. */

@@ -6,11 +6,10 @@ import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
 import { validateBody } from '../validate.js';
 import { talkToGptRequestSchema } from '../schemas/talkToGpt.js';
-import { clientAbortSignal } from './clientAbort.js';
+import { completeOnce } from '../inference.js';
 import type { Caller } from '../../activities/accounts/keys.js';
 import { talkReply, talkToInternal } from '../../activities/surfaces/talkToGpt.js';
 import { prepareCall, resolveModel } from '../../activities/inference/prepare.js';
-import { RequestError } from '../../activities/inference/errors.js';
 
 export const talkToGptRouter = new Router();
 
@@ -23,20 +22,8 @@ talkToGptRouter.post('/api/talk-to-gpt', surface('legacy'), authenticate, valida
   if (header) input.prefs.explicit = header;
 
   const call = await prepareCall({ caller, requestId: ctx.state.requestId, surface: 'talk-to-gpt', model, request: input.request, needs: input.needs, prefs: input.prefs });
-  let outcome;
-  try {
-    outcome = await call.complete(clientAbortSignal(ctx));
-  } catch (err) {
-    await call.fail((err as { code?: string }).code ?? 'error');
-    throw err;
-  }
-  const { result, route } = outcome;
   // Only the reply text is shown here; reasoning, when a model produces it, is billed like on chat.
-  if (!result.content) {
-    await call.fail('empty_response');
-    throw new RequestError(502, 'empty_response', `${route.provider.id} returned an empty response. Nothing was charged; retry the request.`);
-  }
-  const { bill } = await call.settle(result.usage, result.content + (result.reasoning ?? ''));
+  const { result, bill } = await completeOnce(ctx, call, (r) => !!r.content);
   ctx.type = 'text/plain; charset=utf-8';
   ctx.body = talkReply(result.content, bill);
 });

@@ -1,0 +1,110 @@
+// How every text route runs its prepared call, once: non-streaming (complete, refuse an empty
+// answer, settle) and streaming (open with fallback before the first byte, then SSE, then settle
+// what was produced). Surfaces only say how their frames look. Failures before anything was
+// produced release the reservation and are ordinary errors; after the first byte, the surface
+// reports them in-stream and what was produced is billed.
+import type { Context } from 'koa';
+import { SseWriter } from './sse.js';
+import { clientAbortSignal } from './routes/clientAbort.js';
+import { RequestError } from '../activities/inference/errors.js';
+import type { Bill, InferenceCall } from '../activities/inference/execute.js';
+import type { Route } from '../activities/catalog/catalog.js';
+import type { FinishReason, InferenceResult, StreamEvent, Usage } from '../activities/inference/types.js';
+import type { UpstreamError } from '../activities/providers/types.js';
+
+const errorCode = (err: unknown) => (err as { code?: string }).code ?? 'error';
+
+/** Everything an answer consumed: what is billed when the upstream reports no usage. */
+const producedText = (r: InferenceResult) => r.content + (r.reasoning ?? '') + r.toolCalls.map((c) => c.arguments).join('');
+
+const hasOutput = (r: InferenceResult) => !!(r.content || r.toolCalls.length || r.reasoning);
+
+export async function completeOnce(
+  ctx: Context,
+  call: InferenceCall,
+  /** what counts as an answer on this surface (default: any text, tool call or reasoning) */
+  answered: (r: InferenceResult) => boolean = hasOutput,
+): Promise<{ result: InferenceResult; route: Route; usage: Usage; bill: Bill }> {
+  let outcome;
+  try {
+    outcome = await call.complete(clientAbortSignal(ctx));
+  } catch (err) {
+    await call.fail(errorCode(err));
+    throw err;
+  }
+  const { result, route } = outcome;
+  if (!answered(result)) {
+    await call.fail('empty_response');
+    throw new RequestError(502, 'empty_response', `${route.provider.id} returned an empty response. Nothing was charged; retry the request.`);
+  }
+  const { usage, bill } = await call.settle(result.usage, producedText(result));
+  return { result, route, usage, bill };
+}
+
+/** What a streaming surface writes; streamOnce decides when. */
+export interface StreamSurface {
+  /** frames before the first event */
+  start?(): Promise<void>;
+  event(e: StreamEvent): Promise<void>;
+  /** nothing was produced: nothing is charged, and the caller is told */
+  empty(error: RequestError): Promise<void>;
+  /** after settlement; `failure` = the stream broke after it began */
+  end(outcome: { finish: FinishReason; usage: Usage; bill: Bill; failure?: RequestError }): Promise<void>;
+}
+
+export async function streamOnce(ctx: Context, call: InferenceCall, surfaceFor: (sse: SseWriter, route: Route) => StreamSurface): Promise<void> {
+  const abort = new AbortController();
+  const onClientGone = () => abort.abort(new Error('client disconnected'));
+  ctx.res.once('close', onClientGone);
+  let opened;
+  try {
+    opened = await call.openStream(abort.signal);
+  } catch (err) {
+    await call.fail(errorCode(err));
+    throw err;
+  } finally {
+    ctx.res.off('close', onClientGone);
+  }
+  const sse = new SseWriter(ctx);
+  sse.signal.addEventListener('abort', () => abort.abort(new Error('client disconnected')));
+  const surface = surfaceFor(sse, opened.route);
+
+  let produced = '';
+  let finish: FinishReason = 'stop';
+  let usage: Usage | null = null;
+  let failure: unknown;
+  const take = async (e: StreamEvent) => {
+    if (e.type === 'text' || e.type === 'reasoning') produced += e.text;
+    else if (e.type === 'tool_call') produced += e.argumentsDelta;
+    else if (e.type === 'finish') finish = e.reason;
+    else if (e.type === 'usage') usage = e.usage;
+    await surface.event(e);
+  };
+  await surface.start?.();
+  try {
+    if (opened.first) await take(opened.first);
+    for (;;) {
+      const next = await opened.rest.next();
+      if (next.done) break;
+      await take(next.value);
+    }
+  } catch (err) {
+    failure = err;
+  }
+
+  if (!produced && !failure && !sse.closed) {
+    await call.fail('empty_response');
+    await surface.empty(new RequestError(502, 'empty_response', 'The provider returned an empty response. Nothing was charged; retry the request.'));
+    sse.end();
+    return;
+  }
+  const status = sse.closed ? 'client_closed' : failure ? 'failed_midway' : 'completed';
+  // A caller who left, or an upstream that broke, still consumed what was produced; a provider's
+  // usage for a cut stream is unknown, so it is estimated from the text (see the README).
+  const { usage: billed, bill } = await call.settle(failure || sse.closed ? null : usage, produced, status);
+  const broke = failure === undefined ? undefined
+    : failure instanceof RequestError ? failure
+    : new RequestError(502, (failure as UpstreamError).opts?.code ?? 'upstream_error', `The stream broke after it began: ${(failure as Error).message}`);
+  await surface.end({ finish, usage: billed, bill, failure: broke });
+  sse.end();
+}
