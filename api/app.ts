@@ -13,6 +13,7 @@ import { completionsRouter } from './routes/completions.js';
 import { talkToGptRouter } from './routes/talkToGpt.js';
 import { messagesRouter } from './routes/messages.js';
 import { responsesRouter } from './routes/responses.js';
+import { speechRouter } from './routes/speech.js';
 
 export function createApp(): Koa {
   const app = new Koa({ proxy: process.env.SWITCHYARD_TRUST_PROXY === '1' });
@@ -26,7 +27,7 @@ export function createApp(): Koa {
     ctx.body = { status: 'ok' };
   });
 
-  for (const router of [health, modelsRouter, balanceRouter, chatRouter, messagesRouter, responsesRouter, completionsRouter, talkToGptRouter]) {
+  for (const router of [health, modelsRouter, balanceRouter, chatRouter, messagesRouter, responsesRouter, completionsRouter, talkToGptRouter, speechRouter]) {
     app.use(router.routes());
     app.use(
       router.allowedMethods({

@@ -16,13 +16,13 @@ describe('model catalog routes', () => {
     return { status: res.status, body: await res.json() };
   };
 
-  it('with no upstream keys lists the built-in local model only', async () => {
+  it('with no upstream keys lists the built-in local models only (chat and speech)', async () => {
     for (const k of Object.keys(process.env)) if (k.endsWith('_API_KEY') || k.endsWith('_BASE_URL')) delete process.env[k];
     await loadCatalog();
     const { status, body } = await get('/api/v1/models');
     assert.equal(status, 200);
     assert.equal(body.object, 'list');
-    assert.deepEqual(body.data.map((m: { id: string }) => m.id), ['local/stories260k']);
+    assert.deepEqual(body.data.map((m: { id: string }) => m.id), ['local/espeak', 'local/stories260k']);
     assert.deepEqual(Object.keys(body.data[0]).sort(), ['created', 'id', 'object', 'owned_by']);
   });
 

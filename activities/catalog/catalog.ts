@@ -76,8 +76,9 @@ function isConfigured(p: ProviderInfo): boolean {
   return p.options.keyless ? !!env.baseUrl : !!env.apiKey;
 }
 
-function routeAvailable(p: ProviderInfo, upstreamModel: string): boolean {
-  if (p.protocol === 'local') return findLocalModel(upstreamModel) !== null;
+function routeAvailable(p: ProviderInfo, upstreamModel: string, options: Record<string, unknown> = {}): boolean {
+  // `builtin: true` = a local engine shipped with the code (the speech engine): no model file.
+  if (p.protocol === 'local') return options.builtin === true || findLocalModel(upstreamModel) !== null;
   return isConfigured(p);
 }
 
@@ -120,7 +121,7 @@ export async function loadCatalog(): Promise<Catalog> {
           markupBps: r.markupBps, quantization: r.quantization, contextLength: r.contextLength ?? m.contextLength,
           maxOutputTokens: r.maxOutputTokens ?? m.maxOutputTokens, zeroDataRetention: r.zeroDataRetention,
           supportsTools: r.supportsTools, supportsCaching: r.supportsCaching, options: (r.options ?? {}) as Record<string, unknown>,
-          available: routeAvailable(provider, r.upstreamModel),
+          available: routeAvailable(provider, r.upstreamModel, (r.options ?? {}) as Record<string, unknown>),
         };
       }),
   }));

@@ -22,7 +22,7 @@ const schema = {
         additionalProperties: false,
         properties: {
           name: { type: 'string' },
-          protocol: { type: 'string', enum: ['openai', 'anthropic', 'gemini', 'local'] },
+          protocol: { type: 'string', enum: ['openai', 'anthropic', 'gemini', 'local', 'elevenlabs'] },
           base_url: { type: 'string' },
           keyless: { type: 'boolean' },
           zero_data_retention: { type: 'boolean' },

@@ -1,0 +1,75 @@
+// The built-in speech adapter: no key, no download. Each request runs eSpeak NG (WebAssembly)
+// and the encoder in a worker thread (speechWorker.mjs), at most LOCAL_SPEECH_CONCURRENCY
+// (default 2) at once; audio pieces stream back as they are encoded. Formats: mp3, wav, pcm
+// (s16le mono at the route's `sample_rate`, default 24 kHz, OpenAI's pcm rate); the surface
+// refuses the others before we get here.
+import { Worker } from 'node:worker_threads';
+import { UpstreamError } from '../types.js';
+import type { SpeechAdapter, SpeechFormat } from '../speech.js';
+import { FORMAT_CONTENT_TYPES } from '../speech.js';
+
+export const LOCAL_SPEECH_FORMATS: SpeechFormat[] = ['mp3', 'wav', 'pcm'];
+
+const limit = Math.max(1, Number(process.env.LOCAL_SPEECH_CONCURRENCY) || 2);
+let running = 0;
+const waiting: Array<() => void> = [];
+
+async function slot(): Promise<() => void> {
+  if (running >= limit) await new Promise<void>((r) => waiting.push(r));
+  running++;
+  let freed = false;
+  return () => {
+    if (freed) return;
+    freed = true;
+    running--;
+    waiting.shift()?.();
+  };
+}
+
+const fail = (message: string, status = 500, code = 'provider_error') => new UpstreamError(message, status, false, { code, providerId: 'local' });
+
+type Msg = { chunk?: Uint8Array; done?: true; error?: string };
+
+/** Runs one synthesis; yields the audio pieces as the worker posts them. */
+async function* synthesizeInWorker(job: { text: string; voice: string; speed: number; format: SpeechFormat; sampleRate: number; kbps: number }, signal: AbortSignal): AsyncGenerator<Buffer> {
+  const free = await slot();
+  const worker = new Worker(new URL('./speechWorker.mjs', import.meta.url), { workerData: job });
+  const queue: Msg[] = [];
+  let wake: (() => void) | undefined;
+  const push = (m: Msg) => {
+    queue.push(m);
+    wake?.();
+  };
+  worker.on('message', push);
+  worker.on('error', (err) => push({ error: err.message }));
+  worker.on('exit', (code) => push(code === 0 ? { done: true } : { error: `worker exited with ${code}` }));
+  const onAbort = () => push({ error: 'aborted' });
+  signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    for (;;) {
+      if (queue.length === 0) await new Promise<void>((r) => (wake = r));
+      wake = undefined;
+      const m = queue.shift()!;
+      if (signal.aborted) throw fail('request to local was aborted', 499, 'aborted');
+      if (m.error) throw fail(`local speech engine failed: ${m.error}`);
+      if (m.done) return;
+      if (m.chunk) yield Buffer.from(m.chunk.buffer, m.chunk.byteOffset, m.chunk.byteLength);
+    }
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+    void worker.terminate();
+    free();
+  }
+}
+
+export const localSpeechAdapter: SpeechAdapter = {
+  protocol: 'local',
+  async synthesize(req, target, signal) {
+    if (!LOCAL_SPEECH_FORMATS.includes(req.format)) throw fail(`the local speech engine cannot produce ${req.format}`, 400, 'unsupported_format');
+    const job = {
+      text: req.input, voice: req.voice, speed: req.speed ?? 1, format: req.format,
+      sampleRate: Number(target.options.sample_rate ?? 24000), kbps: Number(target.options.mp3_kbps ?? 64),
+    };
+    return { contentType: FORMAT_CONTENT_TYPES[req.format], audio: synthesizeInWorker(job, signal) };
+  },
+};
