@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { startChatBench, readSse, type ChatBench } from './support/chatEnv.js';
+import { useChatBench, readSse, type ChatBench } from './support/chatEnv.js';
 import { assertBooksBalance } from './support/books.js';
 import { db } from '../activities/db.js';
 import { flushRequestRecords } from '../activities/inference/records.js';
@@ -13,14 +13,9 @@ const costOf = (p: number, c: number) => ceilDiv(BigInt(p) * PRICE.input, 1_000_
 
 describe('chat completions', function () {
   this.timeout(60_000);
+  const bench = useChatBench();
   let b: ChatBench;
-  before(async () => (b = await startChatBench()));
-  after(() => b.close());
-  beforeEach(() => {
-    b.openai.reset();
-    b.openrouter.reset();
-  });
-  afterEach(() => assertBooksBalance());
+  before(() => (b = bench()));
 
   describe('non-streaming', () => {
     it('answers in the OpenAI shape, bills exactly the usage, and says so', async () => {

@@ -2,8 +2,7 @@
 // the real local model, logprobs in the legacy shape, every range check, billing modes, money.
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { startChatBench, readSse, type ChatBench } from './support/chatEnv.js';
-import { assertBooksBalance } from './support/books.js';
+import { useChatBench, readSse, type ChatBench } from './support/chatEnv.js';
 import { ceilDiv, parseAmount } from '../activities/ledger/money.js';
 
 const MODEL = 'openai/gpt-4o-mini';
@@ -37,14 +36,9 @@ function checkLogprobs(lp: Legacy, n: number, promptLength: number, text?: strin
 
 describe('legacy completions', function () {
   this.timeout(60_000);
+  const bench = useChatBench();
   let b: ChatBench;
-  before(async () => (b = await startChatBench()));
-  after(() => b.close());
-  beforeEach(() => {
-    b.openai.reset();
-    b.openrouter.reset();
-  });
-  afterEach(() => assertBooksBalance());
+  before(() => (b = bench()));
 
   const client = (key: string) => new OpenAI({ apiKey: key, baseURL: `${b.base}/v1`, maxRetries: 0 });
 

@@ -1,8 +1,7 @@
 // POST /api/talk-to-gpt: plain text plus the <NanoGPT>{...}</NanoGPT> metadata block, billed
 // like chat, errors in the legacy envelope.
 import assert from 'node:assert/strict';
-import { startChatBench, type ChatBench } from './support/chatEnv.js';
-import { assertBooksBalance } from './support/books.js';
+import { useChatBench, type ChatBench } from './support/chatEnv.js';
 import { ceilDiv, parseAmount } from '../activities/ledger/money.js';
 import { serviceTag } from '../activities/surfaces/talkToGpt.js';
 
@@ -19,14 +18,9 @@ function parse(text: string): { reply: string; meta: { cost: number; inputTokens
 
 describe('talk-to-gpt (legacy)', function () {
   this.timeout(60_000);
+  const bench = useChatBench();
   let b: ChatBench;
-  before(async () => (b = await startChatBench()));
-  after(() => b.close());
-  beforeEach(() => {
-    b.openai.reset();
-    b.openrouter.reset();
-  });
-  afterEach(() => assertBooksBalance());
+  before(() => (b = bench()));
 
   const talk = (headers: Record<string, string>, body: unknown) =>
     fetch(`${b.base}/api/talk-to-gpt`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });

@@ -4,34 +4,19 @@ import { db } from '../db.js';
 import { providerEnv } from '../config.js';
 import { applyMarkup } from '../ledger/money.js';
 import { findLocalModel } from '../providers/local/modelFiles.js';
-import type { CatalogFileModel } from './file.js';
+import type { CatalogFileModel, CatalogFileProvider, CatalogFileRoute } from './file.js';
 
-export interface ProviderInfo {
-  id: string;
-  name: string;
-  protocol: string;
-  baseUrl: string | null;
-  zeroDataRetention: boolean;
-  options: Record<string, unknown>;
-}
+/** A provider as the hot path sees it: exactly what the catalog file says of it. */
+export type ProviderInfo = CatalogFileProvider;
 
-export interface Route {
+/** One provider serving one model, as the hot path sees it: the file's route, priced and checked. */
+export interface Route extends Omit<CatalogFileRoute, 'providerId' | 'inputPrice' | 'outputPrice' | 'cachedInputPrice'> {
   id: string;
   modelId: string;
   provider: ProviderInfo;
-  upstreamModel: string;
-  position: number;
   /** customer prices (upstream + markup), nano-USD per 1M tokens */
   price: { input: bigint; output: bigint; cachedInput: bigint | null };
   upstreamPrice: { input: bigint; output: bigint; cachedInput: bigint | null };
-  markupBps: number;
-  quantization: string | null;
-  contextLength: number | null;
-  maxOutputTokens: number | null;
-  zeroDataRetention: boolean;
-  supportsTools: boolean;
-  supportsCaching: boolean;
-  options: Record<string, unknown>;
   /** configured and usable now (key present, base URL set, or model file on disk) */
   available: boolean;
 }

@@ -6,6 +6,7 @@ import { startOpenAIUpstream, type OpenAIUpstream } from './upstreams/openai.js'
 import { loadCatalog } from '../../activities/catalog/catalog.js';
 import { balances } from '../../activities/ledger/ledger.js';
 import type { KeyRestrictions } from '../../activities/accounts/keys.js';
+import { assertBooksBalance } from './books.js';
 
 export interface ChatBench {
   base: string;
@@ -52,6 +53,22 @@ export async function startChatBench(): Promise<ChatBench> {
       await loadCatalog();
     },
   };
+}
+
+/**
+ * Mocha hooks for a suite on the chat bench: started once, upstreams reset before each test, the
+ * books checked after each. Returns the bench (available from the first test on).
+ */
+export function useChatBench(): () => ChatBench {
+  let bench: ChatBench;
+  before(async () => (bench = await startChatBench()));
+  after(() => bench.close());
+  beforeEach(() => {
+    bench.openai.reset();
+    bench.openrouter.reset();
+  });
+  afterEach(() => assertBooksBalance());
+  return () => bench;
 }
 
 /** Reads an SSE response into its `data:` payloads (JSON parsed, except [DONE]). */
