@@ -2,3 +2,4 @@
 // of this I/O code ever enters the deterministic workflow bundle.
 export { releaseExpiredHolds } from './ledger/ledger.js';
 export { runBackgroundResponse, closeBackgroundResponse } from './responses/background.js';
+export { deleteExpiredHostedFiles } from './media/hostedFiles.js';

@@ -14,6 +14,7 @@ import { talkToGptRouter } from './routes/talkToGpt.js';
 import { messagesRouter } from './routes/messages.js';
 import { responsesRouter } from './routes/responses.js';
 import { speechRouter } from './routes/speech.js';
+import { mediaRouter } from './routes/media.js';
 
 export function createApp(): Koa {
   const app = new Koa({ proxy: process.env.SWITCHYARD_TRUST_PROXY === '1' });
@@ -27,7 +28,7 @@ export function createApp(): Koa {
     ctx.body = { status: 'ok' };
   });
 
-  for (const router of [health, modelsRouter, balanceRouter, chatRouter, messagesRouter, responsesRouter, completionsRouter, talkToGptRouter, speechRouter]) {
+  for (const router of [health, modelsRouter, balanceRouter, chatRouter, messagesRouter, responsesRouter, completionsRouter, talkToGptRouter, speechRouter, mediaRouter]) {
     app.use(router.routes());
     app.use(
       router.allowedMethods({

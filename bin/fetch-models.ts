@@ -16,7 +16,8 @@ async function main(): Promise<void> {
   const dir = path.join(config.dataDir, 'models');
   for (const m of catalog.models) {
     for (const r of m.routes) {
-      if (!local.has(r.providerId) || findLocalModel(r.upstreamModel)) continue;
+      // built-in engines (the speech synthesizer) ship with the code; they have no model file
+      if (!local.has(r.providerId) || r.options.builtin || findLocalModel(r.upstreamModel)) continue;
       const url = r.options.download_url as string | undefined;
       if (!url) {
         console.log(`[models] ${r.upstreamModel} (${m.id}) is not on disk and has no download_url; put it in ${dir}`);

@@ -28,28 +28,36 @@ export async function createWorker(address: string): Promise<Worker> {
   });
 }
 
+/** The gateway's recurring jobs, each a Temporal Schedule starting a workflow. */
+export const SCHEDULES = [
+  // reservations whose request never settled (crashed process, lost connection)
+  { scheduleId: 'switchyard-hold-sweeper', workflowType: 'sweepExpiredHolds', every: '1 minute' },
+  // hosted audio and video past their retention (24 hours by default)
+  { scheduleId: 'switchyard-hosted-file-sweeper', workflowType: 'sweepHostedFiles', every: '10 minutes' },
+] as const;
+
 /** Idempotent: creates the schedules that do not exist yet. */
 export async function ensureSchedules(address: string): Promise<void> {
   const connection = await Connection.connect({ address });
   try {
     const client = new Client({ connection, namespace: config.temporalNamespace });
-    const scheduleId = 'switchyard-hold-sweeper';
-    try {
-      await client.schedule.getHandle(scheduleId).describe();
-      return;
-    } catch {
-      // not found: create it below
+    for (const { scheduleId, workflowType, every } of SCHEDULES) {
+      const exists = await client.schedule
+        .getHandle(scheduleId)
+        .describe()
+        .then(() => true, () => false);
+      if (exists) continue;
+      await client.schedule
+        .create({
+          scheduleId,
+          spec: { intervals: [{ every }] },
+          action: { type: 'startWorkflow', workflowType, taskQueue: config.taskQueue, args: [] },
+          policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: every },
+        })
+        .catch((err: Error) => {
+          if (!/already/i.test(err.message)) throw err;
+        });
     }
-    await client.schedule
-      .create({
-        scheduleId,
-        spec: { intervals: [{ every: '1 minute' }] },
-        action: { type: 'startWorkflow', workflowType: 'sweepExpiredHolds', taskQueue: config.taskQueue, args: [] },
-        policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 minute' },
-      })
-      .catch((err: Error) => {
-        if (!/already/i.test(err.message)) throw err;
-      });
   } finally {
     await connection.close();
   }

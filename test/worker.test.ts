@@ -5,7 +5,7 @@ import { config } from '../activities/config.js';
 import { createAccount } from '../activities/accounts/accounts.js';
 import { balances, credit, reserve } from '../activities/ledger/ledger.js';
 import { parseAmount } from '../activities/ledger/money.js';
-import { ensureSchedules } from '../bin/worker.js';
+import { ensureSchedules, SCHEDULES } from '../bin/worker.js';
 import { assertBooksBalance } from './support/books.js';
 
 describe('worker (real Temporal dev server)', function () {
@@ -27,12 +27,14 @@ describe('worker (real Temporal dev server)', function () {
     await assertBooksBalance(a.id);
   });
 
-  it('creates the sweeper schedule once, however often start-up runs', async () => {
+  it('creates each schedule once, however often start-up runs', async () => {
     const t = await useTemporal();
     await ensureSchedules(t.address);
     await ensureSchedules(t.address);
-    const d = await t.client.schedule.getHandle('switchyard-hold-sweeper').describe();
-    assert.equal(d.action.type, 'startWorkflow');
-    assert.equal((d.action as { workflowType: string }).workflowType, 'sweepExpiredHolds');
+    for (const s of SCHEDULES) {
+      const d = await t.client.schedule.getHandle(s.scheduleId).describe();
+      assert.equal(d.action.type, 'startWorkflow');
+      assert.equal((d.action as { workflowType: string }).workflowType, s.workflowType);
+    }
   });
 });

@@ -1,3 +1,4 @@
 // Every workflow the worker runs. Deterministic code only: no I/O, no Prisma, no HTTP.
 export { sweepExpiredHolds } from './holdSweeper.js';
 export { backgroundResponse } from './backgroundResponse.js';
+export { sweepHostedFiles } from './hostedFileSweeper.js';
