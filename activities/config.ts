@@ -45,6 +45,8 @@ export interface Config {
   keyCacheTtlMs: number;
   /** USD value of one XNO, for paying USD prices from the XNO balance; unset = XNO cannot pay */
   xnoUsdRate: string | undefined;
+  /** POST /api/tts: inputs longer than this (characters) become an asynchronous job (202) */
+  ttsSyncMaxChars: number;
 }
 
 export function loadConfig(): Config {
@@ -65,6 +67,7 @@ export function loadConfig(): Config {
     holdTtlSeconds: int('SWITCHYARD_HOLD_TTL_SECONDS', 3600),
     keyCacheTtlMs: int('SWITCHYARD_KEY_CACHE_TTL_MS', 5000),
     xnoUsdRate: str('SWITCHYARD_XNO_USD_RATE'),
+    ttsSyncMaxChars: int('SWITCHYARD_TTS_SYNC_MAX_CHARS', 2000),
   };
 }
 

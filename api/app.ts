@@ -14,7 +14,9 @@ import { talkToGptRouter } from './routes/talkToGpt.js';
 import { messagesRouter } from './routes/messages.js';
 import { responsesRouter } from './routes/responses.js';
 import { speechRouter } from './routes/speech.js';
+import { ttsRouter } from './routes/tts.js';
 import { mediaRouter } from './routes/media.js';
+import { videoRouter } from './routes/video.js';
 
 export function createApp(): Koa {
   const app = new Koa({ proxy: process.env.SWITCHYARD_TRUST_PROXY === '1' });
@@ -28,7 +30,7 @@ export function createApp(): Koa {
     ctx.body = { status: 'ok' };
   });
 
-  for (const router of [health, modelsRouter, balanceRouter, chatRouter, messagesRouter, responsesRouter, completionsRouter, talkToGptRouter, speechRouter, mediaRouter]) {
+  for (const router of [health, modelsRouter, balanceRouter, chatRouter, messagesRouter, responsesRouter, completionsRouter, talkToGptRouter, speechRouter, ttsRouter, mediaRouter, videoRouter]) {
     app.use(router.routes());
     app.use(
       router.allowedMethods({

@@ -48,11 +48,19 @@ export interface StreamSurface {
   event(e: StreamEvent): Promise<void>;
   /** nothing was produced: nothing is charged, and the caller is told */
   empty(error: RequestError): Promise<void>;
-  /** after settlement; `failure` = the stream broke after it began */
-  end(outcome: { finish: FinishReason; usage: Usage; bill: Bill; failure?: RequestError }): Promise<void>;
+  /** after settlement; `failure` = the stream broke after it began; `stopSequence` = the one that ended it, when known */
+  end(outcome: { finish: FinishReason; stopSequence?: string; usage: Usage; bill: Bill; failure?: RequestError }): Promise<void>;
 }
 
-export async function streamOnce(ctx: Context, call: InferenceCall, surfaceFor: (sse: SseWriter, route: Route) => StreamSurface): Promise<void> {
+/**
+ * `passedThrough`: the upstream speaks this surface's format and its own frames arrive as `native`
+ * events, to be relayed (see InferenceCall.openStream); otherwise the surface renders the events.
+ */
+export async function streamOnce(
+  ctx: Context,
+  call: InferenceCall,
+  surfaceFor: (sse: SseWriter, route: Route, passedThrough: boolean) => StreamSurface,
+): Promise<void> {
   const abort = new AbortController();
   const onClientGone = () => abort.abort(new Error('client disconnected'));
   ctx.res.once('close', onClientGone);
@@ -67,16 +75,20 @@ export async function streamOnce(ctx: Context, call: InferenceCall, surfaceFor: 
   }
   const sse = new SseWriter(ctx);
   sse.signal.addEventListener('abort', () => abort.abort(new Error('client disconnected')));
-  const surface = surfaceFor(sse, opened.route);
+  const surface = surfaceFor(sse, opened.route, opened.passedThrough);
 
   let produced = '';
   let finish: FinishReason = 'stop';
+  let stopSequence: string | undefined;
   let usage: Usage | null = null;
   let failure: unknown;
   const take = async (e: StreamEvent) => {
     if (e.type === 'text' || e.type === 'reasoning') produced += e.text;
     else if (e.type === 'tool_call') produced += e.argumentsDelta;
-    else if (e.type === 'finish') finish = e.reason;
+    else if (e.type === 'finish') {
+      finish = e.reason;
+      stopSequence = e.stopSequence;
+    }
     else if (e.type === 'usage') usage = e.usage;
     await surface.event(e);
   };
@@ -105,6 +117,6 @@ export async function streamOnce(ctx: Context, call: InferenceCall, surfaceFor: 
   const broke = failure === undefined ? undefined
     : failure instanceof RequestError ? failure
     : new RequestError(502, (failure as UpstreamError).opts?.code ?? 'upstream_error', `The stream broke after it began: ${(failure as Error).message}`);
-  await surface.end({ finish, usage: billed, bill, failure: broke });
+  await surface.end({ finish, stopSequence, usage: billed, bill, failure: broke });
   sse.end();
 }

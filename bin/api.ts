@@ -7,6 +7,7 @@ import { createApp } from '../api/app.js';
 import { closeTemporalClient } from '../activities/temporalClient.js';
 import { closeLocalModels } from '../activities/providers/local/index.js';
 import { flushRequestRecords } from '../activities/inference/records.js';
+import { flushLeases } from '../activities/ledger/leases.js';
 import { openDatabase, prepareCatalog } from './boot.js';
 
 const log = (m: string) => console.log(`[api] ${m}`);
@@ -18,6 +19,6 @@ const database = await openDatabase({ migrate: true, log });
 await prepareCatalog(log);
 startCatalogRefresh();
 const server = createApp().listen(config.port, config.host, () => log(`listening on ${config.host}:${(server.address() as { port: number }).port}`));
-const stop = () => server.close(() => void flushRequestRecords().then(() => closeLocalModels()).then(() => closeTemporalClient()).then(() => database.stop()).then(() => process.exit(0)));
+const stop = () => server.close(() => void flushLeases({ close: true }).then(() => flushRequestRecords()).then(() => closeLocalModels()).then(() => closeTemporalClient()).then(() => database.stop()).then(() => process.exit(0)));
 process.on('SIGINT', stop);
 process.on('SIGTERM', stop);

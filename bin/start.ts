@@ -10,6 +10,7 @@ import { createApp } from '../api/app.js';
 import { closeTemporalClient } from '../activities/temporalClient.js';
 import { closeLocalModels } from '../activities/providers/local/index.js';
 import { flushRequestRecords } from '../activities/inference/records.js';
+import { flushLeases } from '../activities/ledger/leases.js';
 import { findTemporalCli, startDevServer, ensureSearchAttributes } from '../temporal-dev/index.js';
 import { createWorker, ensureSchedules, SEARCH_ATTRIBUTES } from './worker.js';
 import { ensureLocalAccount, openDatabase, prepareCatalog, type Log } from './boot.js';
@@ -21,6 +22,7 @@ async function main() {
   const database = await openDatabase({ migrate: true, log });
   stops.unshift(['database', () => database.stop()]);
   stops.unshift(['request records', () => flushRequestRecords()]);
+  stops.unshift(['credit leases', () => flushLeases({ close: true })]);
   stops.unshift(['local models', () => closeLocalModels()]);
 
   await prepareCatalog(log);

@@ -8,9 +8,8 @@ import { readSse } from './support/chatEnv.js';
 import { startAnthropicUpstream, type AnthropicUpstream } from './support/upstreams/anthropic.js';
 import { startGeminiUpstream, type GeminiUpstream } from './support/upstreams/gemini.js';
 import { loadCatalog } from '../activities/catalog/catalog.js';
-import { balances } from '../activities/ledger/ledger.js';
 import { ceilDiv, parseAmount } from '../activities/ledger/money.js';
-import { assertBooksBalance } from './support/books.js';
+import { assertBooksBalance, settledBalances } from './support/books.js';
 
 const ENV = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'GEMINI_API_KEY', 'GEMINI_BASE_URL', 'OPENAI_API_KEY', 'OPENROUTER_API_KEY'];
 const weatherTool = { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } };
@@ -51,14 +50,14 @@ describe('chat completions over every provider protocol', function () {
   for (const [label, model, provider] of [['Anthropic', 'claude-3-5-haiku-20241022', 'anthropic'], ['Gemini', 'gemini-2.0-flash', 'gemini']] as const) {
     describe(label, () => {
       it('answers and bills the normalized usage', async () => {
-        const before = (await balances(accountId))!.USD.amount;
+        const before = (await settledBalances(accountId)).USD.amount;
         const res = await post({ model, messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Say hello' }] });
         const body = await res.json();
         assert.equal(res.status, 200, JSON.stringify(body));
         assert.equal(body.provider, provider);
         assert.match(body.choices[0].message.content, /hello/i);
         assert.ok(body.usage.prompt_tokens > 0);
-        const spent = before - (await balances(accountId))!.USD.amount;
+        const spent = before - (await settledBalances(accountId)).USD.amount;
         assert.equal(Number(spent) / 1e9, body.cost);
         assert.ok(spent > 0n);
       });
@@ -90,7 +89,7 @@ describe('chat completions over every provider protocol', function () {
 
   describe('the built-in local model (no upstream key)', () => {
     it('answers with a real model, billed at its catalog price', async () => {
-      const before = (await balances(accountId))!.USD.amount;
+      const before = (await settledBalances(accountId)).USD.amount;
       const res = await post({ model: 'local/stories260k', messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 24, temperature: 0 });
       const body = await res.json();
       assert.equal(res.status, 200, JSON.stringify(body));
@@ -100,7 +99,7 @@ describe('chat completions over every provider protocol', function () {
       assert.ok(u.prompt_tokens > 0 && u.completion_tokens > 0 && u.completion_tokens <= 24);
       const price = parseAmount('0.02', 'USD'); // catalog: $0.02 per 1M tokens, no markup
       const expected = ceilDiv(BigInt(u.prompt_tokens) * price, 1_000_000n) + ceilDiv(BigInt(u.completion_tokens) * price, 1_000_000n);
-      assert.equal(before - (await balances(accountId))!.USD.amount, expected);
+      assert.equal(before - (await settledBalances(accountId)).USD.amount, expected);
     });
 
     it('streams through the official SDK', async () => {

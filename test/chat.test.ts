@@ -108,11 +108,16 @@ describe('chat completions', function () {
       const frames = await readSse(res);
       assert.equal(frames.at(-1), '[DONE]');
       const chunks = frames.slice(0, -1);
-      assert.deepEqual(chunks[0].choices[0].delta, { role: 'assistant', content: '' });
+      // passed through: the upstream's own first delta (OpenAI's carries `refusal: null` too)
+      assert.equal(chunks[0].choices[0].delta.role, 'assistant');
+      assert.equal(chunks[0].choices[0].delta.content, '');
       const text = chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('');
       assert.match(text, /hello/i);
+      // passed through: OpenAI's own order, the finishing chunk and then the usage chunk (no
+      // choices), which carries the pricing as the final chunk
+      assert.equal(chunks.find((c) => c.choices[0]?.finish_reason)?.choices[0].finish_reason, 'stop');
       const last = chunks.at(-1);
-      assert.equal(last.choices[0].finish_reason, 'stop');
+      assert.deepEqual(last.choices, []);
       assert.ok(last.usage.completion_tokens > 0);
       const cost = costOf(last.usage.prompt_tokens, last.usage.completion_tokens);
       assert.equal(last.x_nanogpt_pricing.cost, Number(cost) / 1e9);

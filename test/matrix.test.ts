@@ -1,7 +1,9 @@
 // The translation matrix: every text surface × every upstream protocol, streaming and not, with
 // a tool call in the middle. Because the surfaces share one internal request, the same
 // conversation must reach an upstream as the SAME request body whichever surface it came
-// through, come back as the same answer, and be billed the same.
+// through (when translated), and come back as the same answer, billed the same. The native cells
+// (chat → OpenAI protocol, messages → Anthropic) are passed through instead: there the upstream
+// must receive the caller's own body with only the gateway's edits.
 import assert from 'node:assert/strict';
 import { startApi, newAccount } from './support/api.js';
 import { readSse } from './support/chatEnv.js';
@@ -12,7 +14,7 @@ import { loadCatalog } from '../activities/catalog/catalog.js';
 import { assertBooksBalance } from './support/books.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
-interface Turn { toolCall?: { id: string; name: string; args: unknown }; text: string; cost: number }
+interface Turn { toolCall?: { id: string; name: string; args: unknown }; text: string; cost: number; sent?: any }
 
 const QUESTION = 'What is the weather in Paris?';
 const TOOL_RESULT = '{"temp_c":21,"sky":"clear"}';
@@ -69,7 +71,7 @@ describe('translation matrix: surfaces × protocols × streaming', function () {
     if (!stream) {
       const j = await res.json();
       const tc = j.choices[0].message.tool_calls?.[0];
-      return { text: j.choices[0].message.content ?? '', cost: j.cost, toolCall: tc && { id: tc.id, name: tc.function.name, args: JSON.parse(tc.function.arguments) } };
+      return { sent: body, text: j.choices[0].message.content ?? '', cost: j.cost, toolCall: tc && { id: tc.id, name: tc.function.name, args: JSON.parse(tc.function.arguments) } };
     }
     const frames = (await readSse(res)).filter((f) => f !== '[DONE]');
     let text = '';
@@ -85,7 +87,7 @@ describe('translation matrix: surfaces × protocols × streaming', function () {
         args += t.function.arguments ?? '';
       }
     }
-    return { text, cost: frames.at(-1).cost, toolCall: name ? { id, name, args: JSON.parse(args) } : undefined };
+    return { sent: body, text, cost: frames.at(-1).cost, toolCall: name ? { id, name, args: JSON.parse(args) } : undefined };
   }
 
   /** The message-style surface, same conversation. */
@@ -100,7 +102,7 @@ describe('translation matrix: surfaces × protocols × streaming', function () {
     if (!stream) {
       const j = await res.json();
       const tu = j.content.find((b: any) => b.type === 'tool_use');
-      return { text: j.content.filter((b: any) => b.type === 'text').map((b: any) => b.text).join(''), cost: j.cost, toolCall: tu && { id: tu.id, name: tu.name, args: tu.input } };
+      return { sent: body, text: j.content.filter((b: any) => b.type === 'text').map((b: any) => b.text).join(''), cost: j.cost, toolCall: tu && { id: tu.id, name: tu.name, args: tu.input } };
     }
     const events = (await readSse(res)).filter((f) => f !== '[DONE]');
     let text = '';
@@ -114,7 +116,7 @@ describe('translation matrix: surfaces × protocols × streaming', function () {
       if (e.type === 'content_block_delta' && e.delta.type === 'input_json_delta') args += e.delta.partial_json;
       if (e.type === 'message_delta') cost = e.cost;
     }
-    return { text, cost, toolCall: name ? { id, name, args: JSON.parse(args || '{}') } : undefined };
+    return { sent: body, text, cost, toolCall: name ? { id, name, args: JSON.parse(args || '{}') } : undefined };
   }
 
   /** The Responses surface, same conversation (function_call / function_call_output items). */
@@ -139,27 +141,38 @@ describe('translation matrix: surfaces × protocols × streaming', function () {
     return { text: r.output_text ?? '', cost: r.cost, toolCall: fc && { id: fc.call_id, name: fc.name, args: JSON.parse(fc.arguments) } };
   }
 
+  // What a passed-through body must look like upstream: the caller's, with the gateway's edits.
   const protocols = [
     {
       name: 'openai', model: 'gpt-4o-mini',
       scriptCall: () => openai.script({ toolCalls: [{ id: 'call_matrix', name: 'get_weather', arguments: '{"city":"Paris"}' }] }),
       lastBody: () => openai.last().body,
+      native: 'chat',
+      // the upstream model, and the output cap under OpenAI's field name
+      passedThrough: ({ max_tokens, ...sent }: any) => ({ ...sent, model: 'gpt-4o-mini', max_completion_tokens: max_tokens }),
     },
     {
       name: 'anthropic', model: 'claude-3-5-haiku-20241022',
       scriptCall: () => anthropic.script({ toolCalls: [{ id: 'toolu_matrix', name: 'get_weather', input: { city: 'Paris' } }] }),
       lastBody: () => anthropic.last().body,
+      native: 'messages',
+      passedThrough: (sent: any) => ({ ...sent, model: 'claude-3-5-haiku-20241022' }),
     },
     {
       name: 'gemini', model: 'gemini-2.0-flash',
       scriptCall: () => gemini.script({ toolCalls: [{ name: 'get_weather', args: { city: 'Paris' }, id: 'gem_matrix' }] }),
       lastBody: () => gemini.lastRequest()!.body,
+      native: undefined,
+      passedThrough: undefined,
     },
   ];
 
+  // `stream` and `stream_options` differ between the streaming and non-streaming cells by design
+  const strip = (b: any) => JSON.parse(JSON.stringify(b), (k, v) => (k === 'stream' || k === 'stream_options' ? undefined : v));
+
   for (const p of protocols) {
-    it(`${p.name}: chat, messages and responses, streaming and not, send the same upstream requests and get the same answers and bills`, async () => {
-      const runs: Array<{ label: string; first: Turn; second: Turn; bodies: unknown[] }> = [];
+    it(`${p.name}: chat, messages and responses, streaming and not: translated cells send the same upstream request, native cells pass the caller's through; same answers`, async () => {
+      const runs: Array<{ label: string; surface: string; first: Turn; second: Turn; bodies: unknown[] }> = [];
       for (const [label, surface] of [['chat', chat], ['messages', messages], ['responses', responses]] as const) {
         for (const stream of [false, true]) {
           p.scriptCall();
@@ -168,21 +181,35 @@ describe('translation matrix: surfaces × protocols × streaming', function () {
           assert.ok(first.toolCall, `${label}/${stream}: a tool call`);
           const second = await surface(p.model, stream, first.toolCall);
           const secondBody = p.lastBody();
-          runs.push({ label: `${label}${stream ? ' (stream)' : ''}`, first, second, bodies: [firstBody, secondBody] });
+          runs.push({ label: `${label}${stream ? ' (stream)' : ''}`, surface: label, first, second, bodies: [firstBody, secondBody] });
         }
       }
-      const [ref, ...others] = runs;
+      const native = runs.filter((r) => r.surface === p.native);
+      const [ref, ...translated] = runs.filter((r) => r.surface !== p.native);
       assert.equal(ref.first.toolCall!.name, 'get_weather');
       assert.deepEqual(ref.first.toolCall!.args, { city: 'Paris' });
       assert.ok(ref.second.text.length > 0);
-      for (const r of others) {
+      for (const r of [...translated, ...native]) {
         assert.deepEqual({ name: r.first.toolCall!.name, args: r.first.toolCall!.args }, { name: ref.first.toolCall!.name, args: ref.first.toolCall!.args }, r.label);
         assert.equal(r.second.text, ref.second.text, `${r.label}: same final answer`);
+      }
+      for (const r of translated) {
         assert.equal(r.first.cost, ref.first.cost, `${r.label}: same bill for the tool-call turn`);
         assert.equal(r.second.cost, ref.second.cost, `${r.label}: same bill for the answer turn`);
-        const strip = (b: any) => JSON.parse(JSON.stringify(b), (k, v) => (k === 'stream' || k === 'stream_options' ? undefined : v));
         assert.deepEqual(strip(r.bodies[0]), strip(ref.bodies[0]), `${r.label}: same upstream request (turn 1)`);
         assert.deepEqual(strip(r.bodies[1]), strip(ref.bodies[1]), `${r.label}: same upstream request (turn 2)`);
+      }
+      assert.equal(native.length, p.native ? 2 : 0);
+      for (const r of native) {
+        assert.deepEqual(strip(r.bodies[0]), strip(p.passedThrough!(r.first.sent)), `${r.label}: the caller's body passed through (turn 1)`);
+        assert.deepEqual(strip(r.bodies[1]), strip(p.passedThrough!(r.second.sent)), `${r.label}: the caller's body passed through (turn 2)`);
+        // billed on the upstream's usage of the body it received (which may count differently from the translation's)
+        assert.ok(r.first.cost > 0 && r.second.cost > 0, `${r.label}: billed`);
+      }
+      // both native cells (streaming and not) received the same body and were billed the same
+      if (native.length === 2) {
+        assert.equal(native[1].first.cost, native[0].first.cost);
+        assert.equal(native[1].second.cost, native[0].second.cost);
       }
     });
   }

@@ -2,3 +2,5 @@
 export { sweepExpiredHolds } from './holdSweeper.js';
 export { backgroundResponse } from './backgroundResponse.js';
 export { sweepHostedFiles } from './hostedFileSweeper.js';
+export { videoJob } from './videoJob.js';
+export { speechJob } from './speechJob.js';

@@ -22,7 +22,7 @@ const schema = {
         additionalProperties: false,
         properties: {
           name: { type: 'string' },
-          protocol: { type: 'string', enum: ['openai', 'anthropic', 'gemini', 'local', 'elevenlabs'] },
+          protocol: { type: 'string', enum: ['openai', 'anthropic', 'gemini', 'local', 'elevenlabs', 'fal'] },
           base_url: { type: 'string' },
           keyless: { type: 'boolean' },
           zero_data_retention: { type: 'boolean' },
@@ -62,11 +62,12 @@ const schema = {
               properties: {
                 provider: { type: 'string' },
                 upstream_model: { type: 'string' },
+                // token-priced routes state input/output (per 1M); video routes state per_second
                 price: {
                   type: 'object',
-                  required: ['input', 'output'],
                   additionalProperties: false,
-                  properties: { input: price, output: price, cached_input: price },
+                  properties: { input: price, output: price, cached_input: price, per_second: price },
+                  oneOf: [{ required: ['input', 'output'], not: { required: ['per_second'] } }, { required: ['per_second'], not: { required: ['input'] } }],
                 },
                 markup_bps: { type: 'integer', minimum: 0 },
                 quantization: { type: 'string' },
@@ -100,7 +101,7 @@ export interface CatalogFileRoute {
   providerId: string;
   upstreamModel: string;
   position: number;
-  /** nano-USD per 1M tokens, upstream list price */
+  /** nano-USD per 1M tokens, upstream list price (for video routes: nano-USD per second of output) */
   inputPrice: bigint;
   outputPrice: bigint;
   cachedInputPrice: bigint | null;
@@ -173,12 +174,18 @@ export function parseCatalog(text: string, source = 'catalog'): CatalogFile {
       if (!providerIds.has(r.provider)) {
         throw new CatalogFileError(`${source}: /models/${i}/providers/${j} names provider "${r.provider}", which is not under providers:`);
       }
+      // Video is billed per second of output: for category `video` the route's `input` price
+      // holds the per-second price (nano-USD per second) and `output` is 0.
+      const perSecond = r.price.per_second !== undefined;
+      if (perSecond !== (m.category === 'video')) {
+        throw new CatalogFileError(`${source}: /models/${i}/providers/${j}: ${m.category === 'video' ? 'a video route states its price as per_second' : 'only video routes are priced per_second'}`);
+      }
       return {
         providerId: r.provider,
         upstreamModel: r.upstream_model,
         position: j,
-        inputPrice: parseAmount(r.price.input, 'USD'),
-        outputPrice: parseAmount(r.price.output, 'USD'),
+        inputPrice: parseAmount(perSecond ? r.price.per_second : r.price.input, 'USD'),
+        outputPrice: perSecond ? 0n : parseAmount(r.price.output, 'USD'),
         cachedInputPrice: r.price.cached_input === undefined ? null : parseAmount(r.price.cached_input, 'USD'),
         markupBps: r.markup_bps ?? defaultMarkup,
         quantization: r.quantization ?? null,

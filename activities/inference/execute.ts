@@ -6,13 +6,14 @@ import type { Route } from '../catalog/catalog.js';
 import type { Caller } from '../accounts/keys.js';
 import { providerEnv } from '../config.js';
 import { InsufficientFunds, release, reserve, settle, type Hold, type Settlement } from '../ledger/ledger.js';
+import { releaseLeased, reserveFromLease, settleLeased, type LeasedFunds } from '../ledger/leases.js';
 import { formatAmount, toDisplayNumber } from '../ledger/money.js';
 import { costOfUsage, worstCaseCost } from '../billing/pricing.js';
 import { adapterFor } from '../providers/index.js';
-import { UpstreamError, type ProviderTarget } from '../providers/types.js';
+import { UpstreamError, type NativePassThrough, type ProviderTarget } from '../providers/types.js';
 import { recordLatency, recordThroughput } from '../routing/stats.js';
 import { recordRequest } from './records.js';
-import type { InferenceRequest, InferenceResult, StreamEvent, Usage } from './types.js';
+import type { InferenceRequest, InferenceResult, NativeRequest, StreamEvent, Usage } from './types.js';
 import { RequestError } from './errors.js';
 
 function paymentRequired(requiredUsd: bigint, availableUsd: bigint): RequestError {
@@ -51,6 +52,8 @@ export interface CallContext {
   holdTtlSeconds?: number;
   /** caller headers meant for one protocol's upstreams only, e.g. { anthropic: { 'anthropic-beta': ... } } */
   passHeaders?: Record<string, Record<string, string>>;
+  /** the caller's body, for routes whose upstream speaks its format (pass-through) */
+  native?: NativeRequest;
 }
 
 export function targetFor(route: Route, passHeaders?: Record<string, Record<string, string>>): ProviderTarget {
@@ -103,6 +106,8 @@ function estimatedUsage(promptTokens: number, output: string): Usage {
 
 export class InferenceCall {
   private holdId?: string;
+  /** the reservation when it came from this process's credit lease (no round trip; leases.ts) */
+  private leased?: LeasedFunds;
   private route?: Route;
   private readonly started = Date.now();
 
@@ -116,6 +121,12 @@ export class InferenceCall {
       return c > m ? c : m;
     }, 0n);
     if (worst === 0n) return; // a free model: nothing to hold
+    // Synchronous requests of keys without a daily USD cap (which must be checked exactly) take
+    // their share of a credit lease when the account can afford one; otherwise one hold each.
+    if (this.ctx.holdTtlSeconds === undefined && this.ctx.caller.dailyUsdLimit == null) {
+      this.leased = await reserveFromLease(this.ctx.caller.accountId, worst);
+      if (this.leased) return;
+    }
     try {
       const hold: Hold = await reserve({
         accountId: this.ctx.caller.accountId,
@@ -146,13 +157,29 @@ export class InferenceCall {
     return this.route;
   }
 
-  /** Non-streaming: try the routes in order. */
+  /**
+   * The route's pass-through, when the caller's body can go to it as written: its upstream speaks
+   * the caller's format and takes this request without translation. Decided per route, so a
+   * fallback to another protocol is translated.
+   */
+  private passThroughFor(route: Route, req: InferenceRequest, target: ProviderTarget): NativePassThrough | undefined {
+    const native = adapterFor(route).native;
+    if (!this.ctx.native || native?.format !== this.ctx.native.format) return undefined;
+    return native.accepts(req, target) ? native : undefined;
+  }
+
+  /** Non-streaming: try the routes in order. A passed-through answer carries `result.native`. */
   async complete(signal: AbortSignal): Promise<{ result: InferenceResult; route: Route }> {
     const failures: UpstreamError[] = [];
     for (const route of this.ctx.routes) {
       const t0 = Date.now();
       try {
-        const result = await adapterFor(route).complete({ ...this.ctx.request, model: route.upstreamModel }, targetFor(route, this.ctx.passHeaders), signal);
+        const req = { ...this.ctx.request, model: route.upstreamModel };
+        const target = targetFor(route, this.ctx.passHeaders);
+        const native = this.passThroughFor(route, req, target);
+        const result = native
+          ? await native.complete(this.ctx.native!, req, target, signal)
+          : await adapterFor(route).complete(req, target, signal);
         this.route = route;
         recordLatency(route.id, Date.now() - t0);
         if (result.usage) recordThroughput(route.id, result.usage.completionTokens, Date.now() - t0);
@@ -168,18 +195,32 @@ export class InferenceCall {
 
   /**
    * Streaming: open the first route that yields a first event. Returns that event and the rest of
-   * the stream; from here on there is no fallback (bytes have reached the caller).
+   * the stream; from here on there is no fallback (bytes have reached the caller). `passedThrough`:
+   * the stream relays the upstream's own frames (`native` events), which the surface writes as
+   * they came.
    */
-  async openStream(signal: AbortSignal): Promise<{ route: Route; first: StreamEvent | undefined; rest: AsyncIterator<StreamEvent> }> {
+  async openStream(signal: AbortSignal): Promise<{ route: Route; first: StreamEvent | undefined; rest: AsyncIterator<StreamEvent>; passedThrough: boolean }> {
     const failures: UpstreamError[] = [];
     for (const route of this.ctx.routes) {
       const t0 = Date.now();
-      const it = adapterFor(route).stream({ ...this.ctx.request, model: route.upstreamModel }, targetFor(route, this.ctx.passHeaders), signal)[Symbol.asyncIterator]();
+      const req = { ...this.ctx.request, model: route.upstreamModel };
+      const target = targetFor(route, this.ctx.passHeaders);
+      let it: AsyncIterator<StreamEvent>;
+      try {
+        const native = this.passThroughFor(route, req, target);
+        it = (native ? native.stream(this.ctx.native!, req, target, signal) : adapterFor(route).stream(req, target, signal))[Symbol.asyncIterator]();
+      } catch (err) {
+        failures.push(asUpstreamError(route, err));
+        if (!failures.at(-1)!.retryable || signal.aborted) break;
+        continue;
+      }
       try {
         const first = await it.next();
         this.route = route;
         recordLatency(route.id, Date.now() - t0);
-        return { route, first: first.done ? undefined : first.value, rest: it };
+        // an upstream that ignored `stream` and answered in one piece is replayed as events, not frames
+        const firstEvent = first.done ? undefined : first.value;
+        return { route, first: firstEvent, rest: it, passedThrough: firstEvent?.type === 'native' };
       } catch (err) {
         const e = asUpstreamError(route, err);
         failures.push(e);
@@ -198,7 +239,9 @@ export class InferenceCall {
     const billed = usage ?? estimatedUsage(this.ctx.promptTokenEstimate, producedText);
     const cost = costOfUsage(route, billed);
     let s: Settlement | undefined;
-    if (this.holdId) s = await settle({ holdId: this.holdId, usd: cost, reason: `${this.ctx.surface} ${this.ctx.modelId} via ${route.provider.id}` });
+    const reason = `${this.ctx.surface} ${this.ctx.modelId} via ${route.provider.id}`;
+    if (this.leased) s = settleLeased(this.leased, { usd: cost, requestId: this.ctx.requestId, apiKeyId: this.ctx.caller.keyId, reason });
+    else if (this.holdId) s = await settle({ holdId: this.holdId, usd: cost, reason });
     const currency = s?.currency ?? 'USD';
     const charged = s?.charged ?? 0n;
     const bill: Bill = {
@@ -214,18 +257,19 @@ export class InferenceCall {
     void recordRequest({
       id: this.ctx.requestId, accountId: this.ctx.caller.accountId, apiKeyId: this.ctx.caller.keyId, surface: this.ctx.surface,
       model: this.ctx.modelId, providerId: route.provider.id, status, inputTokens: billed.promptTokens,
-      outputTokens: billed.completionTokens, currency, cost: charged, holdId: this.holdId ?? null, errorCode: null, startedAt: new Date(this.started),
+      outputTokens: billed.completionTokens, currency, cost: charged, holdId: this.holdId ?? this.leased?.lease.id ?? null, errorCode: null, startedAt: new Date(this.started),
     });
     return { usage: billed, bill };
   }
 
   /** Nothing was produced: give the reservation back and record the failure. */
   async fail(code: string): Promise<void> {
-    if (this.holdId) await release(this.holdId);
+    if (this.leased) releaseLeased(this.leased);
+    else if (this.holdId) await release(this.holdId);
     void recordRequest({
       id: this.ctx.requestId, accountId: this.ctx.caller.accountId, apiKeyId: this.ctx.caller.keyId, surface: this.ctx.surface,
       model: this.ctx.modelId, providerId: this.route?.provider.id ?? null, status: 'failed', inputTokens: null, outputTokens: null,
-      currency: null, cost: null, holdId: this.holdId ?? null, errorCode: code, startedAt: new Date(this.started),
+      currency: null, cost: null, holdId: this.holdId ?? this.leased?.lease.id ?? null, errorCode: code, startedAt: new Date(this.started),
     });
   }
 }

@@ -9,7 +9,7 @@ import { planRoute, type ProviderPreferences, type RequestNeeds } from '../routi
 import { estimatePromptTokens, likelyPromptTokens } from '../billing/pricing.js';
 import { RequestError } from './errors.js';
 import { InferenceCall } from './execute.js';
-import type { InferenceRequest } from './types.js';
+import type { InferenceRequest, NativeRequest } from './types.js';
 
 /** The output cap when the caller sets none and the catalog knows none. */
 const DEFAULT_MAX_OUTPUT = 4096;
@@ -38,13 +38,18 @@ export interface PrepareInput {
   prefs: ProviderPreferences;
   holdTtlSeconds?: number;
   passHeaders?: Record<string, Record<string, string>>;
+  /** the caller's body, passed through to routes whose upstream speaks its format */
+  native?: NativeRequest;
+  /** the caller forced pay-as-you-go (`X-Billing-Mode`, completions' `billing_mode`) */
+  forcePaygo?: boolean;
 }
 
 export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
   // A `subscription_only` key may spend only what a subscription covers. This gateway has no
   // subscriptions yet, so such a key cannot make paid requests: refuse before anything is held.
   if (p.caller.billingMode === 'subscription_only') {
-    throw new RequestError(402, 'subscription_required', 'This API key is limited to subscription billing, and no subscription covers this request. Use a pay-as-you-go key.', null);
+    const why = p.forcePaygo ? 'the request asks for pay-as-you-go billing, which this key may not use' : 'no subscription covers this request';
+    throw new RequestError(402, 'subscription_required', `This API key is limited to subscription billing, and ${why}. Use a pay-as-you-go key.`, null);
   }
   const routes = planRoute(catalog(), p.model, p.caller, p.prefs, p.needs);
   const draft = { ...p.request, model: '', maxTokens: p.request.maxTokens ?? 0 };
@@ -69,6 +74,7 @@ export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
     caller: p.caller, requestId: p.requestId, surface: p.surface, modelId: p.model.id, routes, request, promptTokenEstimate: promptTokens,
     holdTtlSeconds: p.holdTtlSeconds,
     passHeaders: p.passHeaders,
+    native: p.native,
   });
   await call.reserve();
   return call;

@@ -5,11 +5,28 @@
 
 export type Role = 'system' | 'user' | 'assistant' | 'tool';
 
+/**
+ * A prompt-cache breakpoint (Anthropic's `cache_control`, also accepted on chat content parts as
+ * OpenRouter does): the prompt up to and including the part it marks may be cached. Upstreams
+ * that cache automatically (OpenAI) or not at all ignore it.
+ */
+export interface CacheControl {
+  type: 'ephemeral';
+  ttl?: '5m' | '1h';
+}
+
 export type ContentPart =
-  | { type: 'text'; text: string }
+  | { type: 'text'; text: string; cacheControl?: CacheControl }
   /** `url` is http(s) or a data: URL; `data` is base64 with its `mediaType` */
-  | { type: 'image'; url?: string; data?: string; mediaType?: string; detail?: 'auto' | 'low' | 'high' }
-  | { type: 'document'; data: string; mediaType: string; title?: string };
+  | { type: 'image'; url?: string; data?: string; mediaType?: string; detail?: 'auto' | 'low' | 'high'; cacheControl?: CacheControl }
+  | { type: 'document'; data: string; mediaType: string; title?: string; cacheControl?: CacheControl };
+
+/**
+ * A block of a model's reasoning as its upstream signed it (Anthropic): sent back unchanged in
+ * the assistant turn, it lets thinking stay on across a tool loop. `redacted` is the opaque data
+ * of a `redacted_thinking` block.
+ */
+export type ThinkingBlock = { text: string; signature: string } | { redacted: string };
 
 export interface ToolCall {
   id: string;
@@ -23,6 +40,8 @@ export interface Message {
   content: ContentPart[];
   /** assistant turns that called tools */
   toolCalls?: ToolCall[];
+  /** assistant turns: the signed reasoning that preceded the content (Anthropic thinking blocks) */
+  thinking?: ThinkingBlock[];
   /** tool results: which call this answers */
   toolCallId?: string;
   name?: string;
@@ -33,6 +52,7 @@ export interface ToolSpec {
   description?: string;
   /** JSON Schema of the arguments */
   parameters?: Record<string, unknown>;
+  cacheControl?: CacheControl;
 }
 
 export type ToolChoice = 'auto' | 'none' | 'required' | { name: string };
@@ -67,6 +87,12 @@ export interface Sampling {
   /** return log probabilities of the output tokens; `topLogprobs` alternatives each */
   logprobs?: boolean;
   topLogprobs?: number;
+  /**
+   * Self-hosted servers' own controls (legacy completions: `top_a`, `tfs`, `mirostat_mode`,
+   * `min_tokens`, `stop_token_ids`, ...), by their wire names. Sent only to upstreams whose quirks
+   * list the name (vLLM, llama.cpp server); every other upstream never sees them.
+   */
+  vendor?: Record<string, unknown>;
 }
 
 export interface InferenceRequest {
@@ -114,11 +140,17 @@ export interface InferenceResult {
   reasoning?: string;
   toolCalls: ToolCall[];
   finishReason: FinishReason;
+  /** the stop sequence that ended the answer, when the upstream says which */
+  stopSequence?: string;
+  /** the reasoning as signed blocks, when the upstream signs it (Anthropic) */
+  thinkingBlocks?: ThinkingBlock[];
   /** null when the upstream did not report usage (the caller then counts it) */
   usage: Usage | null;
   logprobs?: TokenLogprob[];
   /** the upstream's own id for the generation, when it gives one */
   upstreamId?: string;
+  /** pass-through: the upstream's answer exactly as it came (see NativeRequest) */
+  native?: Record<string, unknown>;
 }
 
 /** What a streaming adapter yields, in order; `finish` and `usage` come last (either order). */
@@ -127,7 +159,28 @@ export type StreamEvent =
   | { type: 'reasoning'; text: string }
   /** the first delta of a call carries id and name; later ones only more argument text */
   | { type: 'tool_call'; index: number; id?: string; name?: string; argumentsDelta: string }
-  | { type: 'finish'; reason: FinishReason }
-  | { type: 'usage'; usage: Usage };
+  /** a thinking block is complete: its signature (or, for a redacted block, its data) */
+  | { type: 'reasoning_signature'; signature: string }
+  | { type: 'reasoning_redacted'; data: string }
+  | { type: 'finish'; reason: FinishReason; stopSequence?: string }
+  | { type: 'usage'; usage: Usage }
+  /**
+   * Pass-through: one SSE frame of the upstream's own stream, as it came (`json`: its data,
+   * parsed). Native frames come before the events derived from them; a surface that relays
+   * the native frames ignores the derived ones, which exist for billing.
+   */
+  | { type: 'native'; event?: string; data: string; json?: any }; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/**
+ * The caller's body in a wire format some upstreams speak natively. When the route's adapter
+ * speaks it, the body goes upstream as the caller wrote it, with only the gateway's edits
+ * (upstream model name, output cap, stream usage, vendor quirks); other routes get the
+ * translated internal request. `body` has had the gateway-only fields removed by its surface.
+ */
+export type NativeFormat = 'anthropic-messages' | 'openai-chat';
+export interface NativeRequest {
+  format: NativeFormat;
+  body: Record<string, unknown>;
+}
 
 export const emptyUsage = (): Usage => ({ promptTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, completionTokens: 0, reasoningTokens: 0 });

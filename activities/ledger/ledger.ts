@@ -314,9 +314,10 @@ export async function release(holdId: string, status: 'released' | 'expired' = '
   const { rowCount } = await db().requestPool.query(
     `WITH h AS (
        UPDATE balance_holds SET status = $2::"HoldStatus", closed_at = now()
-       WHERE id = $1 AND status = 'active' RETURNING account_id, currency, amount
+       WHERE id = $1 AND status = 'active' RETURNING account_id, currency, amount - COALESCE(charged, 0) AS unused
      )
-     UPDATE balances bal SET held = bal.held - h.amount, updated_at = now()
+     -- a credit lease (leases.ts) has already paid part of its amount: only the rest is held
+     UPDATE balances bal SET held = bal.held - h.unused, updated_at = now()
      FROM h WHERE bal.account_id = h.account_id AND bal.currency = h.currency`,
     [holdId, status],
   );

@@ -1,7 +1,7 @@
 // The shape of a text-to-speech adapter, beside (not inside) the chat ProviderAdapter: speech has
 // no messages, tokens or events, only text in and audio bytes out. One implementation per
-// protocol: the built-in local engine, OpenAI's /audio/speech, ElevenLabs' text-to-speech.
-// Failures are UpstreamError, exactly as for chat adapters.
+// protocol: the built-in local engine, OpenAI's /audio/speech, ElevenLabs' text-to-speech (and
+// ElevenLabs Music, for `kind: 'music'`). Failures are UpstreamError, exactly as for chat adapters.
 import type { Route } from '../catalog/catalog.js';
 import { UpstreamError, type ProviderTarget } from './types.js';
 import { localSpeechAdapter } from './local/speech.js';
@@ -28,6 +28,17 @@ export interface SpeechRequest {
   format: SpeechFormat;
   speed?: number;
   instructions?: string;
+  /** 'music': `input` is a music prompt, `voice` is unused, `durationSeconds` is the length asked for */
+  kind?: 'speech' | 'music';
+  durationSeconds?: number;
+  /** ElevenLabs-style voice controls (0..1 each), for models that have them */
+  voiceSettings?: VoiceSettings;
+}
+
+export interface VoiceSettings {
+  stability?: number;
+  similarity_boost?: number;
+  style?: number;
 }
 
 export interface SpeechAudio {

@@ -1,7 +1,7 @@
 // The fixed shape of a provider adapter (one folder per upstream protocol under
 // activities/providers/). Routing, billing and streaming never special-case a provider: they
 // only see this interface and UpstreamError.
-import type { InferenceRequest, InferenceResult, StreamEvent } from '../inference/types.js';
+import type { InferenceRequest, InferenceResult, NativeFormat, NativeRequest, StreamEvent } from '../inference/types.js';
 
 /** Everything an adapter needs to reach one route of one provider. */
 export interface ProviderTarget {
@@ -26,6 +26,24 @@ export interface ProviderAdapter {
    * Later failures are thrown from later `next()` calls. Aborting `signal` ends the upstream call.
    */
   stream(req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): AsyncIterable<StreamEvent>;
+  /** the caller's own wire format, sent as it is (pass-through), when this upstream speaks it */
+  native?: NativePassThrough;
+}
+
+/**
+ * Pass-through for an upstream that speaks a surface's wire format. Same contract as complete()
+ * and stream(), with the caller's body instead of a translation; `req` is the translated request,
+ * for what the gateway decides (upstream model, output cap, reasoning from suffixes). The result
+ * carries `native` (the upstream's answer as it came); the stream yields each upstream frame as a
+ * `native` event followed by the events derived from it (for billing), and yields nothing until
+ * the first content arrives, so a failure before it can still fall back.
+ */
+export interface NativePassThrough {
+  readonly format: NativeFormat;
+  /** whether this request can go as written (false: the translated path serves it) */
+  accepts(req: InferenceRequest, target: ProviderTarget): boolean;
+  complete(native: NativeRequest, req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): Promise<InferenceResult>;
+  stream(native: NativeRequest, req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): AsyncIterable<StreamEvent>;
 }
 
 /**

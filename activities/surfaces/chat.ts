@@ -5,7 +5,7 @@
 import { Ajv } from 'ajv';
 import type { ModelInfo } from '../catalog/catalog.js';
 import { RequestError } from '../inference/errors.js';
-import type { ContentPart, InferenceRequest, Message, ReasoningEffort, ResponseFormat, ToolCall, ToolChoice, ToolSpec } from '../inference/types.js';
+import type { CacheControl, ContentPart, InferenceRequest, Message, ReasoningEffort, ResponseFormat, ToolCall, ToolChoice, ToolSpec } from '../inference/types.js';
 import type { ModelName } from '../routing/suffixes.js';
 import type { ProviderPreferences, RequestNeeds } from '../routing/planRoute.js';
 import { QUANTIZATION_BITS } from '../routing/planRoute.js';
@@ -100,6 +100,15 @@ export function parseResponseFormat(raw: any): ResponseFormat | undefined {
   return { type: 'json_schema', name: js.name, schema, strict: js.strict === true, description: js.description };
 }
 
+/** `cache_control` on a block, tool or system block: a prompt-cache breakpoint, carried to the upstream. */
+export function cacheControlOf(raw: any, where: string): { cacheControl?: CacheControl } {
+  const c = raw?.cache_control;
+  if (c === undefined || c === null) return {};
+  if (typeof c !== 'object' || c.type !== 'ephemeral') throw bad('invalid_parameter_value', `${where}.cache_control must be {type: 'ephemeral'} (optionally with ttl '5m' or '1h').`, `${where}.cache_control`);
+  if (c.ttl !== undefined && c.ttl !== '5m' && c.ttl !== '1h') throw bad('invalid_parameter_value', `${where}.cache_control.ttl must be '5m' or '1h'.`, `${where}.cache_control.ttl`);
+  return { cacheControl: c.ttl ? { type: 'ephemeral', ttl: c.ttl } : { type: 'ephemeral' } };
+}
+
 function textOf(content: any, at: string): string {
   if (content === null || content === undefined) return '';
   if (typeof content === 'string') return content;
@@ -118,7 +127,7 @@ function parts(content: any, at: string): ContentPart[] {
     const where = `${at}.content[${i}]`;
     if (p.type === 'text') {
       if (typeof p.text !== 'string') throw bad('invalid_parameter_value', `${where}.text must be a string.`, `${where}.text`);
-      return { type: 'text', text: p.text };
+      return { type: 'text', text: p.text, ...cacheControlOf(p, where) };
     }
     if (p.type === 'image_url') {
       const url = typeof p.image_url === 'string' ? p.image_url : p.image_url?.url;
@@ -126,7 +135,8 @@ function parts(content: any, at: string): ContentPart[] {
         throw bad('invalid_parameter_value', `${where}.image_url.url must be an http(s) URL or a data:image/... URL.`, `${where}.image_url.url`);
       }
       const m = /^data:(image\/[a-z0-9.+-]+);base64,(.*)$/is.exec(url);
-      return m ? { type: 'image', data: m[2], mediaType: m[1].toLowerCase(), detail: p.image_url?.detail } : { type: 'image', url, detail: p.image_url?.detail };
+      const cache = cacheControlOf(p, where);
+      return m ? { type: 'image', data: m[2], mediaType: m[1].toLowerCase(), detail: p.image_url?.detail, ...cache } : { type: 'image', url, detail: p.image_url?.detail, ...cache };
     }
     throw new RequestError(400, 'unsupported_input_modality', `${where} has type '${p.type}'; chat completions here take 'text' and 'image_url' parts.`, `${where}.type`);
   });
@@ -141,7 +151,8 @@ export function toMessages(raw: any[]): Message[] {
     switch (m.role) {
       case 'system':
       case 'developer':
-        out.push({ role: 'system', content: [{ type: 'text', text: textOf(m.content, at) }] });
+        // parts stay parts only when one is a cache breakpoint (as OpenRouter takes them for Anthropic)
+        out.push({ role: 'system', content: Array.isArray(m.content) && m.content.some((p: any) => p?.cache_control) ? parts(m.content, at) : [{ type: 'text', text: textOf(m.content, at) }] });
         break;
       case 'user':
         out.push({ role: 'user', content: parts(m.content, at), name: m.name });

@@ -7,13 +7,17 @@
 // suffixes, the sampling controls the internal request knows, reasoning options. Only the
 // prompt and the legacy `logprobs` count are this surface's own.
 //
-// Not forwarded: `top_a`, `tfs`, `eta_cutoff`, `epsilon_cutoff`, `typical_p`, `mirostat_mode`,
-// `mirostat_tau`, `mirostat_eta`, `min_tokens`, `stop_token_ids`, `include_stop_str_in_output`,
-// `ignore_eos`, `no_repeat_ngram_size`, `custom_token_bans`, `prompt_logprobs`. The internal
-// request has no field for them and no adapter can send them, so they are validated and then
-// have no effect; this is documented here and in the schema rather than pretended otherwise.
-// `billing_mode` is validated: every request here is pay-as-you-go already (the gateway has no
-// subscriptions), so an accepted value changes nothing.
+// Self-hosted servers' own controls (`top_a`, `tfs`, `eta_cutoff`, `epsilon_cutoff`, `typical_p`,
+// `mirostat_*`, `min_tokens`, `stop_token_ids`, `include_stop_str_in_output`, `ignore_eos`,
+// `no_repeat_ngram_size`, `custom_token_bans`) ride in `sampling.vendor` under these names. An
+// OpenAI-compatible upstream gets those its quirks list (vllm: min_tokens, stop_token_ids,
+// include_stop_str_in_output, ignore_eos; llamacpp: mirostat_* as `mirostat`, `mirostat_tau`,
+// `mirostat_eta`, typical_p, tfs as `tfs_z`, ignore_eos; an operator adds more with the catalog
+// option `vendor_sampling`); every other upstream, hosted APIs included, never sees them: they
+// are validated and then dropped there. `prompt_logprobs` is validated and never forwarded (the
+// answer has no place for prompt log probabilities).
+// `billing_mode` (or the `X-Billing-Mode` header, read by the route) forces pay-as-you-go; see
+// api/billingMode.ts.
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import type { ModelInfo } from '../catalog/catalog.js';
 import type { Bill } from '../inference/execute.js';
@@ -30,6 +34,12 @@ const bad = (message: string, param: string) => new RequestError(400, 'invalid_p
 const CHAT_FIELDS = [
   'provider', 'max_tokens', 'temperature', 'top_p', 'top_k', 'min_p', 'frequency_penalty', 'presence_penalty',
   'repetition_penalty', 'seed', 'stop', 'logit_bias', 'user',
+] as const;
+
+/** Self-hosted servers' sampling controls, forwarded where the upstream's quirks accept them. */
+export const VENDOR_SAMPLING_FIELDS = [
+  'top_a', 'tfs', 'eta_cutoff', 'epsilon_cutoff', 'typical_p', 'mirostat_mode', 'mirostat_tau', 'mirostat_eta', 'min_tokens',
+  'stop_token_ids', 'include_stop_str_in_output', 'ignore_eos', 'no_repeat_ngram_size', 'custom_token_bans',
 ] as const;
 
 export interface CompletionsPlanInput {
@@ -68,8 +78,13 @@ export function completionsToInternal(body: any, model: ModelInfo, name: ModelNa
   const chat = chatToInternal(chatBody, model, name);
   // the placeholder user turn above only let chat's translation run; the prompt goes as a prompt
   const { messages: _placeholder, ...rest } = chat.request;
+  const vendor: Record<string, unknown> = {};
+  for (const f of VENDOR_SAMPLING_FIELDS) if (body[f] !== undefined && body[f] !== null) vendor[f] = body[f];
   return {
-    request: { ...rest, messages: [], prompt, sampling: { ...rest.sampling, ...logprobsOf(body.logprobs) } },
+    request: {
+      ...rest, messages: [], prompt,
+      sampling: { ...rest.sampling, ...logprobsOf(body.logprobs), ...(Object.keys(vendor).length ? { vendor } : {}) },
+    },
     needs: chat.needs,
     prefs: chat.prefs,
     includeUsage: body.stream_options?.include_usage === true,

@@ -4,10 +4,10 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import type { ModelInfo } from '../catalog/catalog.js';
 import { RequestError } from '../inference/errors.js';
-import type { ContentPart, Message, ReasoningEffort, ReasoningOptions, ResponseFormat, ToolCall, ToolChoice, ToolSpec } from '../inference/types.js';
+import type { ContentPart, Message, ReasoningEffort, ReasoningOptions, ResponseFormat, ThinkingBlock, ToolCall, ToolChoice, ToolSpec } from '../inference/types.js';
 import type { ModelName } from '../routing/suffixes.js';
 import type { ProviderPreferences } from '../routing/planRoute.js';
-import { toolSpecLimit, type ChatPlanInput } from './chat.js';
+import { cacheControlOf, toolSpecLimit, type ChatPlanInput } from './chat.js';
 
 const bad = (code: string, message: string, param: string | null = null) => new RequestError(400, code, message, param);
 const invalid = (message: string, param: string | null = null) => bad('invalid_parameter_value', message, param);
@@ -17,14 +17,13 @@ export const IMAGE_MEDIA_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image
 /** Anthropic's floor for a thinking budget. */
 export const MIN_THINKING_BUDGET = 1024;
 
-function textBlocks(raw: any, at: string): string {
-  if (typeof raw === 'string') return raw;
-  return (raw as any[])
-    .map((b, i) => {
-      if (b.type !== 'text' || typeof b.text !== 'string') throw invalid(`${at}[${i}] must be a text block here.`, `${at}[${i}]`);
-      return b.text;
-    })
-    .join('\n');
+/** The system prompt as text parts: one part for a string, one per block (each may be a cache breakpoint). */
+function systemParts(raw: any): ContentPart[] {
+  if (typeof raw === 'string') return raw ? [{ type: 'text', text: raw }] : [];
+  return (raw as any[]).map((b, i): ContentPart => {
+    if (b.type !== 'text' || typeof b.text !== 'string') throw invalid(`system[${i}] must be a text block here.`, `system[${i}]`);
+    return { type: 'text', text: b.text, ...cacheControlOf(b, `system[${i}]`) };
+  }).filter((p) => p.type !== 'text' || p.text !== '');
 }
 
 function imagePart(b: any, where: string): ContentPart {
@@ -64,11 +63,11 @@ function part(b: any, where: string): ContentPart | null {
   switch (b.type) {
     case 'text':
       if (typeof b.text !== 'string') throw invalid(`${where}.text must be a string.`, `${where}.text`);
-      return { type: 'text', text: b.text };
+      return { type: 'text', text: b.text, ...cacheControlOf(b, where) };
     case 'image':
-      return imagePart(b, where);
+      return { ...imagePart(b, where), ...cacheControlOf(b, where) };
     case 'document':
-      return documentPart(b, where);
+      return { ...documentPart(b, where), ...cacheControlOf(b, where) };
     case 'thinking':
     case 'redacted_thinking':
       return null;
@@ -87,6 +86,9 @@ function toolResultParts(b: any, where: string): ContentPart[] {
   else if (Array.isArray(c)) parts = c.map((x: any, k: number) => part(x, `${where}.content[${k}]`)).filter((p): p is ContentPart => p !== null);
   else throw invalid(`${where}.content must be a string or an array of blocks.`, `${where}.content`);
   if (b.is_error === true) parts = [{ type: 'text', text: 'Error:' }, ...parts];
+  // a breakpoint on the tool_result block covers its whole content: carried on its last part
+  const { cacheControl } = cacheControlOf(b, where);
+  if (cacheControl && parts.length) parts[parts.length - 1] = { ...parts[parts.length - 1], cacheControl };
   return parts;
 }
 
@@ -101,20 +103,27 @@ export function toMessages(raw: any[]): Message[] {
     if (m.role === 'assistant') {
       const content: ContentPart[] = [];
       const toolCalls: ToolCall[] = [];
+      const thinking: ThinkingBlock[] = [];
       blocks.forEach((b, j) => {
         const where = `${at}.content[${j}]`;
-        if (b.type === 'tool_use') {
+        // signed reasoning is kept, to be sent back to an upstream that checks it (Anthropic);
+        // an unsigned block (from an upstream that does not sign) is the model's scratch text: dropped
+        if (b.type === 'thinking' && typeof b.signature === 'string' && b.signature && typeof b.thinking === 'string') {
+          thinking.push({ text: b.thinking, signature: b.signature });
+        } else if (b.type === 'redacted_thinking' && typeof b.data === 'string' && b.data) {
+          thinking.push({ redacted: b.data });
+        } else if (b.type === 'tool_use') {
           if (typeof b.id !== 'string' || typeof b.name !== 'string') throw invalid(`${where} needs 'id' and 'name'.`, where);
           toolCalls.push({ id: b.id, name: b.name, arguments: JSON.stringify(b.input ?? {}) });
           issued.add(b.id);
         } else if (b.type === 'text') {
           if (typeof b.text !== 'string') throw invalid(`${where}.text must be a string.`, `${where}.text`);
-          if (b.text) content.push({ type: 'text', text: b.text });
+          if (b.text) content.push({ type: 'text', text: b.text, ...cacheControlOf(b, where) });
         } else if (b.type !== 'thinking' && b.type !== 'redacted_thinking') {
           throw invalid(`${where} has type '${b.type}'; assistant turns take text, thinking and tool_use blocks.`, `${where}.type`);
         }
       });
-      out.push({ role: 'assistant', content, toolCalls: toolCalls.length ? toolCalls : undefined });
+      out.push({ role: 'assistant', content, toolCalls: toolCalls.length ? toolCalls : undefined, ...(thinking.length ? { thinking } : {}) });
       return;
     }
     const content: ContentPart[] = [];
@@ -150,7 +159,7 @@ export function parseTools(raw: any): ToolSpec[] | undefined {
     if (names.has(t.name)) throw bad('invalid_tool_spec', `Two tools are named '${t.name}'.`, `${at}.name`);
     names.add(t.name);
     if (!t.input_schema) throw bad('invalid_tool_spec', `${at}.input_schema is required (a JSON Schema object).`, `${at}.input_schema`);
-    return { name: t.name, description: t.description, parameters: t.input_schema };
+    return { name: t.name, description: t.description, parameters: t.input_schema, ...cacheControlOf(t, at) };
   });
 }
 
@@ -193,8 +202,8 @@ export interface MessagesPlanInput extends ChatPlanInput {
 /** The whole messages body in internal form, plus what routing needs to know about it. */
 export function messagesToInternal(body: any, model: ModelInfo, name: ModelName): MessagesPlanInput {
   const conversation = toMessages(body.messages);
-  const system = body.system === undefined ? '' : textBlocks(body.system, 'system');
-  const messages: Message[] = system ? [{ role: 'system', content: [{ type: 'text', text: system }] }, ...conversation] : conversation;
+  const system = body.system === undefined ? [] : systemParts(body.system);
+  const messages: Message[] = system.length ? [{ role: 'system', content: system }, ...conversation] : conversation;
   if (!conversation.length) throw invalid("'messages' must contain at least one non-empty turn.", 'messages');
 
   let tools = parseTools(body.tools);

@@ -15,11 +15,18 @@ export interface MessageMeta {
 
 export type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'refusal';
 
-export function stopReason(finish: FinishReason, toolCalls: number): StopReason {
+/** `stopSequence`: the stop sequence that ended the answer, when the upstream said which. */
+export function stopReason(finish: FinishReason, toolCalls: number, stopSequence?: string): StopReason {
   if (finish === 'length') return 'max_tokens';
   if (finish === 'content_filter') return 'refusal';
   if (finish === 'tool_calls' || toolCalls > 0) return 'tool_use';
-  return 'end_turn';
+  return stopSequence !== undefined ? 'stop_sequence' : 'end_turn';
+}
+
+/** `stop_reason` and `stop_sequence` together, as Anthropic reports them. */
+function stopFields(finish: FinishReason, toolCalls: number, stopSequence?: string) {
+  const reason = stopReason(finish, toolCalls, stopSequence);
+  return { stop_reason: reason, stop_sequence: reason === 'stop_sequence' ? stopSequence! : null };
 }
 
 export function messageUsage(u: Usage) {
@@ -46,7 +53,11 @@ function toolInput(call: ToolCall): unknown {
 
 export function toMessage(r: InferenceResult, usage: Usage, bill: Bill, meta: MessageMeta) {
   const content: Array<Record<string, unknown>> = [];
-  if (meta.showReasoning && r.reasoning) content.push({ type: 'thinking', thinking: r.reasoning, signature: '' });
+  // signed blocks as the upstream gave them (a caller sends them back to keep thinking on in a tool
+  // loop); reasoning from upstreams that do not sign it has an empty signature
+  if (meta.showReasoning && r.thinkingBlocks?.length) {
+    for (const t of r.thinkingBlocks) content.push('redacted' in t ? { type: 'redacted_thinking', data: t.redacted } : { type: 'thinking', thinking: t.text, signature: t.signature });
+  } else if (meta.showReasoning && r.reasoning) content.push({ type: 'thinking', thinking: r.reasoning, signature: '' });
   if (r.content || (!r.toolCalls.length && !content.length)) content.push({ type: 'text', text: r.content });
   for (const c of r.toolCalls) content.push({ type: 'tool_use', id: c.id, name: c.name, input: toolInput(c) });
   return {
@@ -55,8 +66,7 @@ export function toMessage(r: InferenceResult, usage: Usage, bill: Bill, meta: Me
     role: 'assistant',
     model: meta.model,
     content,
-    stop_reason: stopReason(r.finishReason, r.toolCalls.length),
-    stop_sequence: null,
+    ...stopFields(r.finishReason, r.toolCalls.length, r.stopSequence),
     usage: messageUsage(usage),
     provider: meta.provider,
     ...billingFields(bill),
@@ -72,7 +82,7 @@ export type Frame = [event: string, data: Record<string, unknown>];
  */
 export class MessageStreamer {
   private index = -1;
-  private open: { kind: 'text' | 'thinking' | 'tool'; toolIndex?: number } | null = null;
+  private open: { kind: 'text' | 'thinking' | 'redacted' | 'tool'; toolIndex?: number } | null = null;
   private toolCalls = 0;
 
   constructor(private readonly meta: MessageMeta) {}
@@ -96,7 +106,7 @@ export class MessageStreamer {
     return [['content_block_stop', { type: 'content_block_stop', index: this.index }]];
   }
 
-  private begin(kind: 'text' | 'thinking' | 'tool', block: Record<string, unknown>, toolIndex?: number): Frame[] {
+  private begin(kind: 'text' | 'thinking' | 'redacted' | 'tool', block: Record<string, unknown>, toolIndex?: number): Frame[] {
     const frames = this.close();
     this.index++;
     this.open = { kind, toolIndex };
@@ -123,6 +133,11 @@ export class MessageStreamer {
         frames.push(this.delta({ type: 'thinking_delta', thinking: e.text }));
         return frames;
       }
+      case 'reasoning_signature':
+        // closes the open thinking block; the caller needs it to send the block back
+        return this.meta.showReasoning && this.open?.kind === 'thinking' ? [this.delta({ type: 'signature_delta', signature: e.signature }), ...this.close()] : [];
+      case 'reasoning_redacted':
+        return this.meta.showReasoning ? [...this.begin('redacted', { type: 'redacted_thinking', data: e.data }), ...this.close()] : [];
       case 'tool_call': {
         const same = this.open?.kind === 'tool' && this.open.toolIndex === e.index;
         const frames: Frame[] = [];
@@ -139,12 +154,12 @@ export class MessageStreamer {
   }
 
   /** Close the open block; then message_delta (stop reason, usage, pricing) and message_stop. */
-  end(finish: FinishReason, usage: Usage, bill: Bill): Frame[] {
+  end(finish: FinishReason, usage: Usage, bill: Bill, stopSequence?: string): Frame[] {
     return [
       ...this.close(),
       ['message_delta', {
         type: 'message_delta',
-        delta: { stop_reason: stopReason(finish, this.toolCalls), stop_sequence: null },
+        delta: stopFields(finish, this.toolCalls, stopSequence),
         usage: messageUsage(usage),
         ...billingFields(bill),
       }],

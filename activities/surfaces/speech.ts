@@ -1,20 +1,26 @@
-// Text to speech, synchronously (POST /api/v1/audio/speech): check the request against the
-// speech model's catalog options, plan the routes with the one planner, reserve the price of the
-// input characters, call the first route that answers (falling back before any audio reached the
-// caller), and settle. Billing is per input character: for category `speech` the route price
-// `input` is USD per 1M characters. Streaming is billed once the first audio chunk has arrived;
-// a provider that fails before any audio costs nothing.
+// Text to speech and music, the one call behind POST /api/v1/audio/speech, POST /api/tts and the
+// `speechJob` workflow's activity: check the request against the model's catalog options, plan
+// the routes with the one planner, reserve the price, call the first route that answers (falling
+// back before any audio reached the caller), and settle. The same SpeechCall runs in the API
+// (synchronous answers) and in a worker (asynchronous jobs, which adopt the API's reservation).
+//
+// Billing units: category `speech` bills input characters, category `music` the seconds of music
+// asked for (ElevenLabs meters music by length). The route price `input` is USD per
+// `billing_per` units (model option; default 1M characters for speech, 1 second for music), e.g.
+// `billing_per: 60` on a music model = the route price is USD per minute, charged by the second. Streaming is billed once the first audio chunk has arrived; a provider that fails
+// before any audio costs nothing.
 import type { ModelInfo, Route } from '../catalog/catalog.js';
 import { catalog } from '../catalog/catalog.js';
 import type { Caller } from '../accounts/keys.js';
 import { planRoute } from '../routing/planRoute.js';
-import { InsufficientFunds, release, reserve, settle, type Settlement } from '../ledger/ledger.js';
-import { costOfTokens, formatAmount, toDisplayNumber } from '../ledger/money.js';
+import { InsufficientFunds, release, reserve, settle, type Hold, type Settlement } from '../ledger/ledger.js';
+import { ceilDiv, formatAmount, toDisplayNumber } from '../ledger/money.js';
 import { targetFor } from '../inference/execute.js';
 import { recordRequest } from '../inference/records.js';
 import { RequestError } from '../inference/errors.js';
+import { resolveModel } from '../inference/prepare.js';
 import { UpstreamError } from '../providers/types.js';
-import { speechAdapterFor, type SpeechFormat, type SpeechRequest } from '../providers/speech.js';
+import { speechAdapterFor, type SpeechFormat, type SpeechRequest, type VoiceSettings } from '../providers/speech.js';
 
 export interface SpeechBody {
   model: string;
@@ -24,17 +30,50 @@ export interface SpeechBody {
   speed?: number;
   instructions?: string;
   stream?: boolean;
+  /** voice controls, for models with `voice_settings: true` (ignored by the others) */
+  stability?: number;
+  similarity_boost?: number;
+  style?: number;
+  /** music models: seconds of music to compose (ignored by speech models) */
+  duration?: number;
 }
 
 export interface SpeechPlan {
   model: ModelInfo;
+  kind: 'speech' | 'music';
   input: string;
-  /** Unicode code points of `input`: what is billed */
+  /** Unicode code points of `input` */
   chars: number;
+  /** what is billed: characters (speech) or seconds (music), see billingUnit() */
+  units: number;
   voice: string;
   format: SpeechFormat;
   speed?: number;
   instructions?: string;
+  voiceSettings?: VoiceSettings;
+  durationSeconds?: number;
+}
+
+/** What a speech or music model bills, and per how many of them its route price `input` is given. */
+export function billingUnit(model: ModelInfo): { unit: 'character' | 'second'; per: bigint } {
+  const per = model.options.billing_per;
+  const unit = model.category === 'music' ? 'second' : 'character';
+  return { unit, per: typeof per === 'number' && Number.isInteger(per) && per > 0 ? BigInt(per) : unit === 'second' ? 1n : 1_000_000n };
+}
+
+/** A speech or music model by name: /audio/speech and /api/tts serve both categories. */
+export function resolveSpeechModel(requested: string): ModelInfo {
+  const found = catalog().model(requested);
+  const wrong = (id: string, category: string) =>
+    new RequestError(400, 'invalid_model', `Model '${id}' is a ${category} model; this endpoint needs a speech or music model (GET /api/v1/audio/voices lists them).`, 'model');
+  if (found && found.category !== 'speech' && found.category !== 'music') throw wrong(found.id, found.category);
+  try {
+    return resolveModel(requested, found?.category ?? 'speech').model;
+  } catch (err) {
+    // a name with a suffix that resolves to another category
+    if (err instanceof RequestError && err.code === 'invalid_parameter_value') throw new RequestError(400, 'invalid_model', err.message, 'model');
+    throw err;
+  }
 }
 
 const ALL_FORMATS = ['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm'];
@@ -59,6 +98,25 @@ export function planSpeech(model: ModelInfo, body: SpeechBody): SpeechPlan {
     format = asked as SpeechFormat;
   }
 
+  const kind = model.category === 'music' ? 'music' : 'speech';
+  const chars = [...body.input].length;
+  const max = Number(o.max_input_chars ?? 4096);
+  if (chars > max) {
+    const what = kind === 'music' ? 'The music prompt' : 'Input';
+    throw new RequestError(400, 'input_too_long', `${what} is ${chars} characters; '${model.id}' accepts at most ${max}. ${kind === 'music' ? 'Shorten the prompt.' : 'Split the text into several requests.'}`, 'input');
+  }
+
+  if (kind === 'music') {
+    // `voice` is ignored for music (any string is accepted); the length decides the price.
+    const min = Number(o.min_seconds ?? 3);
+    const maxSeconds = Number(o.max_seconds ?? 300);
+    const seconds = body.duration ?? Number(o.default_seconds ?? 30);
+    if (!Number.isInteger(seconds) || seconds < min || seconds > maxSeconds) {
+      throw new RequestError(400, 'invalid_parameter_value', `'${model.id}' composes between ${min} and ${maxSeconds} seconds of music (whole seconds); duration was ${seconds}.`, 'duration');
+    }
+    return { model, kind, input: body.input, chars, units: seconds, voice: '', format, durationSeconds: seconds };
+  }
+
   const voices = strings(o.voices);
   const voice = body.voice ?? voices[0];
   if (!voice) throw new RequestError(400, 'missing_required_parameter', "Missing required parameter: 'voice'.", 'voice');
@@ -66,13 +124,13 @@ export function planSpeech(model: ModelInfo, body: SpeechBody): SpeechPlan {
   if (!voices.some((v) => v.toLowerCase() === voice.toLowerCase()) && !pattern?.test(voice)) {
     throw new RequestError(400, 'invalid_voice', `Voice '${voice}' is not available for '${model.id}'. Voices: ${voices.join(', ')}${pattern ? ', or a voice id' : ''}.`, 'voice');
   }
-
-  const chars = [...body.input].length;
-  const max = Number(o.max_input_chars ?? 4096);
-  if (chars > max) {
-    throw new RequestError(400, 'input_too_long', `Input is ${chars} characters; '${model.id}' accepts at most ${max}. Split the text into several requests.`, 'input');
+  // Voice controls reach only the models that have them; the others ignore them, as tts-1 ignores `instructions`.
+  let voiceSettings: VoiceSettings | undefined;
+  if (o.voice_settings === true) {
+    const v = { stability: body.stability, similarity_boost: body.similarity_boost, style: body.style };
+    if (Object.values(v).some((x) => x !== undefined)) voiceSettings = Object.fromEntries(Object.entries(v).filter(([, x]) => x !== undefined));
   }
-  return { model, input: body.input, chars, voice, format, speed: body.speed, instructions: o.instructions === true ? body.instructions : undefined };
+  return { model, kind, input: body.input, chars, units: chars, voice, format, speed: body.speed, instructions: o.instructions === true ? body.instructions : undefined, voiceSettings };
 }
 
 /** The voice as this route's upstream names it (`voice_map`), else as given. */
@@ -90,6 +148,32 @@ export interface SpeechBill {
   cost: number;
   paymentSource: 'USD' | 'XNO';
   characters: number;
+  /** music: the seconds billed */
+  seconds?: number;
+  /** what is left to spend afterwards, in the paying currency (unknown when nothing was reserved) */
+  remainingBalance?: number;
+  /** exact amounts, for the job record */
+  chargedUnits: bigint;
+  costUnits: bigint;
+}
+
+/** A failure of every route; `retryable` = trying again later may succeed (timeouts, 429, 5xx, a cut stream). */
+export class SpeechFailure extends RequestError {
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    readonly retryable: boolean,
+    extra: { retryAfterSeconds?: number } = {},
+  ) {
+    super(status, code, message, null, extra);
+  }
+}
+
+export interface CollectedSpeech {
+  route: Route;
+  contentType: string;
+  audio: Buffer;
 }
 
 export interface OpenedSpeech {
@@ -112,36 +196,62 @@ function callerStatus(upstream: number): number {
 export class SpeechCall {
   private holdId?: string;
   private route?: Route;
-  private readonly routes: Route[];
+  readonly routes: Route[];
   private readonly started = Date.now();
 
+  /**
+   * `routes`: a provider name (the X-Provider header) to plan with, or, for a job resumed in a
+   * worker, the ids of the routes the API planned (in order).
+   */
   constructor(
     private readonly caller: Caller,
     private readonly requestId: string,
     readonly plan: SpeechPlan,
-    explicitProvider?: string,
+    routes?: string | { routeIds: string[] },
   ) {
     if (caller.billingMode === 'subscription_only') {
       throw new RequestError(402, 'subscription_required', 'This API key is limited to subscription billing, and no subscription covers this request. Use a pay-as-you-go key.', null);
     }
-    this.routes = planRoute(catalog(), plan.model, caller, explicitProvider ? { explicit: explicitProvider } : {}, {
-      tools: false, images: false, structuredOutput: false, caching: false,
-    });
+    if (typeof routes === 'object') {
+      const ids = routes.routeIds;
+      this.routes = plan.model.routes.filter((r) => ids.includes(r.id)).sort((a, b) => ids.indexOf(a.id) - ids.indexOf(b.id));
+    } else {
+      this.routes = planRoute(catalog(), plan.model, caller, routes ? { explicit: routes } : {}, {
+        tools: false, images: false, structuredOutput: false, caching: false,
+      });
+    }
   }
 
   costOn(route: Route): bigint {
-    return costOfTokens(this.plan.chars, route.price.input);
+    return ceilDiv(BigInt(this.plan.units) * route.price.input, billingUnit(this.plan.model).per);
   }
 
-  /** Hold the price of the input on the dearest route it may end up on. */
-  async reserve(): Promise<void> {
-    const worst = this.routes.reduce((m, r) => (this.costOn(r) > m ? this.costOn(r) : m), 0n);
-    if (worst === 0n) return;
+  /** the reservation (if anything was reserved) */
+  get reservation(): string | undefined {
+    return this.holdId;
+  }
+
+  /** A worker resuming a job takes over the reservation the API made. */
+  adoptReservation(holdId: string | undefined): void {
+    this.holdId = holdId;
+  }
+
+  /** the dearest price this request may end up costing, in nano-USD */
+  worstCost(): bigint {
+    return this.routes.reduce((m, r) => (this.costOn(r) > m ? this.costOn(r) : m), 0n);
+  }
+
+  /** Hold the price of the input on the dearest route it may end up on (`ttlSeconds`: for jobs that outlive a request). */
+  async reserve(opts: { ttlSeconds?: number } = {}): Promise<Hold | undefined> {
+    const worst = this.worstCost();
+    if (worst === 0n) return undefined;
     try {
       const hold = await reserve({
         accountId: this.caller.accountId, usd: worst, idempotencyKey: `hold:${this.requestId}`, requestId: this.requestId, apiKeyId: this.caller.keyId,
+        ttlSeconds: opts.ttlSeconds,
       });
       this.holdId = hold.id;
+      return hold;
     } catch (err) {
       if (err instanceof InsufficientFunds) {
         throw new RequestError(
@@ -161,7 +271,8 @@ export class SpeechCall {
     for (const route of this.routes) {
       const req: SpeechRequest = {
         model: route.upstreamModel, input: this.plan.input, voice: upstreamVoice(route, this.plan.voice), format: this.plan.format,
-        speed: this.plan.speed, instructions: this.plan.instructions,
+        speed: this.plan.speed, instructions: this.plan.instructions, kind: this.plan.kind, durationSeconds: this.plan.durationSeconds,
+        voiceSettings: this.plan.voiceSettings,
       };
       try {
         const out = await speechAdapterFor(route).synthesize(req, targetFor(route), signal);
@@ -178,35 +289,59 @@ export class SpeechCall {
       }
     }
     const last = failures[failures.length - 1];
+    if (!last) throw new SpeechFailure(503, 'model_not_available', `Model '${this.plan.model.id}' has no configured provider here.`, false);
+    const retryable = failures.every((f) => f.retryable);
     if (failures.length === 1) {
       const status = last.status === 400 && last.opts.code === 'unsupported_format' ? 400 : callerStatus(last.status);
       const code = last.opts.code ?? (status === 400 ? 'upstream_rejected_request' : status === 429 ? 'rate_limit_exceeded' : 'upstream_error');
-      throw new RequestError(status, code, last.message, null, { retryAfterSeconds: last.opts.retryAfterSeconds });
+      throw new SpeechFailure(status, code, last.message, retryable, { retryAfterSeconds: last.opts.retryAfterSeconds });
     }
-    throw new RequestError(502, 'all_fallbacks_failed', `Every provider failed: ${failures.map((f) => f.message).join('; ')}`);
+    throw new SpeechFailure(502, 'all_fallbacks_failed', `Every provider failed: ${failures.map((f) => f.message).join('; ')}`, retryable);
   }
 
-  /** Charge the input characters on the route that answered. */
+  /**
+   * The whole audio in one buffer (non-streaming answers, hosted files, jobs). Throws a
+   * SpeechFailure when no route answered or the audio broke off; nothing has been charged then,
+   * and the caller decides whether to fail() the call (release) or let a retry have it.
+   */
+  async collect(signal: AbortSignal): Promise<CollectedSpeech> {
+    const opened = await this.open(signal);
+    const parts = [opened.first];
+    try {
+      for (let r = await opened.rest.next(); !r.done; r = await opened.rest.next()) parts.push(r.value);
+    } catch (err) {
+      const e = err as { message?: string };
+      throw new SpeechFailure(502, 'upstream_error', `${opened.route.provider.id} broke off the audio: ${e.message ?? 'error'}. Nothing was charged; retry the request.`, !signal.aborted);
+    }
+    return { route: opened.route, contentType: opened.contentType, audio: Buffer.concat(parts) };
+  }
+
+  /** Charge the billed units on the route that answered. Idempotent per reservation (a retried job settles once). */
   async settle(): Promise<SpeechBill> {
     const route = this.route!;
     const cost = this.costOn(route);
     let s: Settlement | undefined;
-    if (this.holdId) s = await settle({ holdId: this.holdId, usd: cost, reason: `speech ${this.plan.model.id} via ${route.provider.id}` });
+    if (this.holdId) s = await settle({ holdId: this.holdId, usd: cost, reason: `${this.plan.kind} ${this.plan.model.id} via ${route.provider.id}` });
     const currency = s?.currency ?? 'USD';
     const charged = s?.charged ?? 0n;
     recordRequest({
-      id: this.requestId, accountId: this.caller.accountId, apiKeyId: this.caller.keyId, surface: 'speech', model: this.plan.model.id,
+      id: this.requestId, accountId: this.caller.accountId, apiKeyId: this.caller.keyId, surface: this.plan.kind, model: this.plan.model.id,
       providerId: route.provider.id, status: 'completed', inputTokens: this.plan.chars, outputTokens: 0, currency, cost: charged,
       holdId: this.holdId ?? null, errorCode: null, startedAt: new Date(this.started),
     });
-    return { amount: toDisplayNumber(charged, currency), currency, cost: toDisplayNumber(cost, 'USD'), paymentSource: currency, characters: this.plan.chars };
+    return {
+      amount: toDisplayNumber(charged, currency), currency, cost: toDisplayNumber(cost, 'USD'), paymentSource: currency, characters: this.plan.chars,
+      ...(this.plan.kind === 'music' ? { seconds: this.plan.units } : {}),
+      ...(s ? { remainingBalance: toDisplayNumber(s.available, currency) } : {}),
+      chargedUnits: charged, costUnits: cost,
+    };
   }
 
   /** No audio reached the caller: give the hold back. */
   async fail(code: string): Promise<void> {
     if (this.holdId) await release(this.holdId);
     recordRequest({
-      id: this.requestId, accountId: this.caller.accountId, apiKeyId: this.caller.keyId, surface: 'speech', model: this.plan.model.id,
+      id: this.requestId, accountId: this.caller.accountId, apiKeyId: this.caller.keyId, surface: this.plan.kind, model: this.plan.model.id,
       providerId: this.route?.provider.id ?? null, status: 'failed', inputTokens: null, outputTokens: null, currency: null, cost: null,
       holdId: this.holdId ?? null, errorCode: code, startedAt: new Date(this.started),
     });

@@ -3,6 +3,7 @@
 import Router from '@koa/router';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
+import { billingMode } from '../middleware/billingMode.js';
 import { validateBody } from '../validate.js';
 import { v1 } from './paths.js';
 import { chatRequestSchema } from '../schemas/chat.js';
@@ -11,11 +12,12 @@ import { asApiError, renderError } from '../errors.js';
 import type { Caller } from '../../activities/accounts/keys.js';
 import { chatToInternal } from '../../activities/surfaces/chat.js';
 import { ChatChunker, toChatCompletion, type ChatMeta } from '../../activities/surfaces/chatResponse.js';
+import { ChatRelay, chatPassThroughBody, passedThroughCompletion } from '../../activities/surfaces/chatPassthrough.js';
 import { prepareCall, resolveModel } from '../../activities/inference/prepare.js';
 
 export const chatRouter = new Router();
 
-chatRouter.post(v1('/chat/completions'), surface('openai'), authenticate, validateBody(chatRequestSchema), async (ctx) => {
+chatRouter.post(v1('/chat/completions'), surface('openai'), authenticate, billingMode, validateBody(chatRequestSchema), async (ctx) => {
   const body = ctx.request.body as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
   const caller = ctx.state.caller as Caller;
   const { model, name } = resolveModel(body.model);
@@ -23,7 +25,12 @@ chatRouter.post(v1('/chat/completions'), surface('openai'), authenticate, valida
   const header = ctx.get('x-provider').trim();
   if (header) input.prefs.explicit = header;
 
-  const call = await prepareCall({ caller, requestId: ctx.state.requestId, surface: 'chat', model, request: input.request, needs: input.needs, prefs: input.prefs });
+  // routes to an OpenAI-compatible upstream get the caller's own body (pass-through); others the translation
+  const call = await prepareCall({
+    caller, requestId: ctx.state.requestId, surface: 'chat', model, request: input.request, needs: input.needs, prefs: input.prefs,
+    forcePaygo: ctx.state.forcePaygo === true,
+    native: chatPassThroughBody(body),
+  });
   const meta: ChatMeta = {
     id: `chatcmpl-${String(ctx.state.requestId).slice(4)}`,
     created: Math.floor(Date.now() / 1000),
@@ -33,7 +40,22 @@ chatRouter.post(v1('/chat/completions'), surface('openai'), authenticate, valida
     maxToolCalls: input.maxToolCalls,
   };
   if (body.stream) {
-    return streamOnce(ctx, call, (sse, route) => {
+    return streamOnce(ctx, call, (sse, route, passedThrough) => {
+      if (passedThrough) {
+        const relay = new ChatRelay({ model: model.id, provider: route.provider.id }, input.includeUsage);
+        return {
+          async event(e) {
+            const data = e.type === 'native' ? relay.chunk(e) : null;
+            if (data !== null) await sse.data(data);
+          },
+          empty: (err) => sse.data(renderError(asApiError(err), 'openai')),
+          async end({ usage, bill, failure }) {
+            if (failure) await sse.data(renderError(asApiError(failure), 'openai'));
+            else for (const data of relay.final(usage, bill)) await sse.data(data);
+            await sse.data('[DONE]');
+          },
+        };
+      }
       const chunker = new ChatChunker({ ...meta, provider: route.provider.id });
       return {
         start: () => sse.data(chunker.first()),
@@ -51,5 +73,7 @@ chatRouter.post(v1('/chat/completions'), surface('openai'), authenticate, valida
     });
   }
   const { result, route, usage, bill } = await completeOnce(ctx, call);
-  ctx.body = toChatCompletion(result, usage, bill, { ...meta, provider: route.provider.id });
+  ctx.body = result.native
+    ? passedThroughCompletion(result.native, usage, bill, { model: model.id, provider: route.provider.id })
+    : toChatCompletion(result, usage, bill, { ...meta, provider: route.provider.id });
 });

@@ -5,6 +5,7 @@
 import Router from '@koa/router';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
+import { billingMode } from '../middleware/billingMode.js';
 import { validateBody } from '../validate.js';
 import { v1 } from './paths.js';
 import { completionsRequestSchema } from '../schemas/completions.js';
@@ -16,7 +17,7 @@ import { prepareCall, resolveModel } from '../../activities/inference/prepare.js
 
 export const completionsRouter = new Router();
 
-completionsRouter.post(v1('/completions'), surface('openai'), authenticate, validateBody(completionsRequestSchema), async (ctx) => {
+completionsRouter.post(v1('/completions'), surface('openai'), authenticate, billingMode, validateBody(completionsRequestSchema), async (ctx) => {
   const body = ctx.request.body as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
   const caller = ctx.state.caller as Caller;
   const { model, name } = resolveModel(body.model);
@@ -24,7 +25,8 @@ completionsRouter.post(v1('/completions'), surface('openai'), authenticate, vali
   const header = ctx.get('x-provider').trim();
   if (header) input.prefs.explicit = header;
 
-  const call = await prepareCall({ caller, requestId: ctx.state.requestId, surface: 'completions', model, request: input.request, needs: input.needs, prefs: input.prefs });
+  const forcePaygo = ctx.state.forcePaygo === true || body.billing_mode !== undefined || body.billingMode !== undefined;
+  const call = await prepareCall({ caller, requestId: ctx.state.requestId, surface: 'completions', model, request: input.request, needs: input.needs, prefs: input.prefs, forcePaygo });
   const meta: CompletionMeta = {
     id: `cmpl-${String(ctx.state.requestId).slice(4)}`,
     created: Math.floor(Date.now() / 1000),

@@ -6,6 +6,7 @@
 import Router from '@koa/router';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
+import { billingMode } from '../middleware/billingMode.js';
 import { validateBody } from '../validate.js';
 import { v1 } from './paths.js';
 import { countTokensRequestSchema, messagesRequestSchema } from '../schemas/messages.js';
@@ -15,6 +16,7 @@ import { asApiError, renderError } from '../errors.js';
 import type { Caller } from '../../activities/accounts/keys.js';
 import { messagesToInternal } from '../../activities/surfaces/messages.js';
 import { MessageStreamer, toMessage, type Frame, type MessageMeta } from '../../activities/surfaces/messagesResponse.js';
+import { MessagesRelay, messagesPassThroughBody, passedThroughMessage } from '../../activities/surfaces/messagesPassthrough.js';
 import { prepareCall, resolveModel } from '../../activities/inference/prepare.js';
 import { RequestError } from '../../activities/inference/errors.js';
 import { targetFor } from '../../activities/inference/execute.js';
@@ -27,7 +29,7 @@ import { countTokens as anthropicCountTokens } from '../../activities/providers/
 
 export const messagesRouter = new Router();
 
-messagesRouter.post(v1('/messages'), surface('message'), authenticate, validateBody(messagesRequestSchema), async (ctx) => {
+messagesRouter.post(v1('/messages'), surface('message'), authenticate, billingMode, validateBody(messagesRequestSchema), async (ctx) => {
   const body = ctx.request.body as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
   const caller = ctx.state.caller as Caller;
   const { model, name } = resolveModel(body.model);
@@ -39,7 +41,10 @@ messagesRouter.post(v1('/messages'), surface('message'), authenticate, validateB
   const beta = ctx.get('anthropic-beta').trim();
   const call = await prepareCall({
     caller, requestId: ctx.state.requestId, surface: 'messages', model, request: input.request, needs: input.needs, prefs: input.prefs,
+    forcePaygo: ctx.state.forcePaygo === true,
     passHeaders: beta ? { anthropic: { 'anthropic-beta': beta } } : undefined,
+    // routes to Anthropic get the caller's own body (pass-through); others the translation
+    native: messagesPassThroughBody(body),
   });
   const meta: MessageMeta = {
     id: `msg_${String(ctx.state.requestId).slice(4)}`,
@@ -49,7 +54,22 @@ messagesRouter.post(v1('/messages'), surface('message'), authenticate, validateB
   };
   if (body.stream) {
     const errorFrame = (err: RequestError) => renderError(asApiError(err), 'message');
-    return streamOnce(ctx, call, (sse, route) => {
+    return streamOnce(ctx, call, (sse, route, passedThrough) => {
+      if (passedThrough) {
+        const relay = new MessagesRelay({ model: model.id });
+        return {
+          async event(e) {
+            const frame = e.type === 'native' ? relay.frame(e) : null;
+            if (frame) await sse.data(frame[1], frame[0]);
+          },
+          empty: (err) => sse.data(errorFrame(err), 'error'),
+          // Mid-stream failures end with an `event: error` frame and no message_stop, as Anthropic's own do.
+          async end({ usage, bill, failure }) {
+            if (failure) return sse.data(errorFrame(failure), 'error');
+            for (const [event, data] of relay.end(usage, bill)) await sse.data(data, event);
+          },
+        };
+      }
       const streamer = new MessageStreamer({ ...meta, provider: route.provider.id });
       const send = async (frames: Frame[]) => {
         for (const [event, data] of frames) await sse.data(data, event);
@@ -62,8 +82,8 @@ messagesRouter.post(v1('/messages'), surface('message'), authenticate, validateB
           await sse.data(errorFrame(err), 'error');
         },
         // Mid-stream failures end with an `event: error` frame and no message_stop.
-        async end({ finish, usage, bill, failure }) {
-          if (!failure) return send(streamer.end(finish, usage, bill));
+        async end({ finish, stopSequence, usage, bill, failure }) {
+          if (!failure) return send(streamer.end(finish, usage, bill, stopSequence));
           await send(streamer.abort());
           await sse.data(errorFrame(failure), 'error');
         },
@@ -71,7 +91,9 @@ messagesRouter.post(v1('/messages'), surface('message'), authenticate, validateB
     });
   }
   const { result, route, usage, bill } = await completeOnce(ctx, call);
-  ctx.body = toMessage(result, usage, bill, { ...meta, provider: route.provider.id });
+  ctx.body = result.native
+    ? passedThroughMessage(result.native, usage, bill, { model: model.id, provider: route.provider.id })
+    : toMessage(result, usage, bill, { ...meta, provider: route.provider.id });
 });
 
 /**

@@ -9,6 +9,7 @@ import { notFound } from '../errors.js';
 import { v1 } from './paths.js';
 import { catalog, type ModelInfo, type Route } from '../../activities/catalog/catalog.js';
 import { formatAmount } from '../../activities/ledger/money.js';
+import { billingUnit } from '../../activities/surfaces/speech.js';
 
 const CAPABILITIES = ['vision', 'reasoning', 'tool_calling', 'parallel_tool_calls', 'structured_output', 'pdf_upload', 'video_input'];
 
@@ -19,6 +20,33 @@ const perThousand = (p: bigint) => Number(`${formatAmount(p, 'USD')}e-3`);
 
 function defaultRoute(m: ModelInfo): Route | undefined {
   return m.routes.find((r) => r.available) ?? m.routes[0];
+}
+
+/**
+ * A model's price in the unit it is billed in. Token models: `prompt` / `completion` per 1M
+ * tokens. Models billed by something else name it instead of borrowing token field names:
+ * speech `{input, unit:'per_million_characters'}`; music `{input, unit:'per_minute', billed_by:
+ * 'second'}` (or per N seconds, from the model's `billing_per`); video `{per_second,
+ * unit:'per_second'}` (a video route's price is USD per second of output).
+ */
+function pricingOf(m: ModelInfo, r: Route | undefined) {
+  if (m.category === 'speech' || m.category === 'music') {
+    const { unit, per } = billingUnit(m);
+    const input = r ? perMillion(r.price.input) : null;
+    if (unit === 'character') {
+      return { input, currency: 'USD', unit: per === 1_000_000n ? 'per_million_characters' : `per_${per}_characters`, billed_by: 'character' };
+    }
+    return { input, currency: 'USD', unit: per === 60n ? 'per_minute' : per === 1n ? 'per_second' : `per_${per}_seconds`, billed_by: 'second' };
+  }
+  if (m.category === 'video') {
+    return { per_second: r ? perMillion(r.price.input) : null, currency: 'USD', unit: 'per_second', billed_by: 'second' };
+  }
+  return {
+    prompt: r ? perMillion(r.price.input) : null,
+    completion: r ? perMillion(r.price.output) : null,
+    currency: 'USD',
+    unit: 'per_million_tokens',
+  };
 }
 
 function summary(m: ModelInfo) {
@@ -34,12 +62,7 @@ function detailed(m: ModelInfo) {
     context_length: m.contextLength,
     max_output_tokens: m.maxOutputTokens,
     capabilities: Object.fromEntries(CAPABILITIES.map((c) => [c, m.capabilities[c] ?? false])),
-    pricing: {
-      prompt: r ? perMillion(r.price.input) : null,
-      completion: r ? perMillion(r.price.output) : null,
-      currency: 'USD',
-      unit: 'per_million_tokens',
-    },
+    pricing: pricingOf(m, r),
     architecture: { input_modalities: m.inputModalities, output_modalities: m.outputModalities },
     supported_endpoints: m.supportedEndpoints,
     supported_batch_endpoints: m.supportedBatchEndpoints,

@@ -1,5 +1,6 @@
-// POST /api/v1/audio/speech (and /v1/...): OpenAI-style text to speech, binary audio out, OpenAI
-// error envelope. Non-streaming: the whole audio, then the charge, then the answer (with
+// POST /api/v1/audio/speech (and /v1/...): OpenAI-style text to speech (and music: `input` is the
+// prompt, `voice` is ignored, optional `duration` in seconds), binary audio out, OpenAI error
+// envelope. GET /api/v1/audio/voices lists each speech model's voices. Non-streaming: the whole audio, then the charge, then the answer (with
 // Content-Length). Streaming: the charge once the first audio chunk has arrived, then chunked
 // transfer (no Content-Length); a provider failing before any audio is a JSON error and costs
 // nothing. Billing headers: X-Cost (USD), X-Charged (in X-Payment-Source's currency), X-Characters.
@@ -12,30 +13,25 @@ import { validateBody } from '../validate.js';
 import { v1 } from './paths.js';
 import { speechRequestSchema } from '../schemas/speech.js';
 import type { Caller } from '../../activities/accounts/keys.js';
-import { resolveModel } from '../../activities/inference/prepare.js';
-import { RequestError } from '../../activities/inference/errors.js';
-import { planSpeech, SpeechCall, type SpeechBill, type SpeechBody } from '../../activities/surfaces/speech.js';
+import { catalog } from '../../activities/catalog/catalog.js';
+import { planSpeech, resolveSpeechModel, SpeechCall, type SpeechBill, type SpeechBody } from '../../activities/surfaces/speech.js';
+import { validateQuery } from '../validate.js';
+import { notFound } from '../errors.js';
 
 export const speechRouter = new Router();
 
-function billingHeaders(ctx: Context, bill: SpeechBill): void {
+export function billingHeaders(ctx: Context, bill: SpeechBill): void {
   ctx.set('X-Cost', String(bill.cost));
   ctx.set('X-Charged', String(bill.amount));
   ctx.set('X-Payment-Source', bill.paymentSource);
   ctx.set('X-Characters', String(bill.characters));
+  if (bill.seconds !== undefined) ctx.set('X-Seconds', String(bill.seconds));
 }
 
 speechRouter.post(v1('/audio/speech'), surface('openai'), authenticate, validateBody(speechRequestSchema), async (ctx) => {
   const body = ctx.request.body as SpeechBody;
   const caller = ctx.state.caller as Caller;
-  let model;
-  try {
-    ({ model } = resolveModel(body.model, 'speech'));
-  } catch (err) {
-    if (err instanceof RequestError && err.code === 'invalid_parameter_value') throw new RequestError(400, 'invalid_model', err.message, 'model');
-    throw err;
-  }
-  const plan = planSpeech(model, body);
+  const plan = planSpeech(resolveSpeechModel(body.model), body);
   const call = new SpeechCall(caller, ctx.state.requestId, plan, ctx.get('x-provider').trim() || undefined);
   await call.reserve();
 
@@ -43,28 +39,28 @@ speechRouter.post(v1('/audio/speech'), surface('openai'), authenticate, validate
   ctx.res.once('close', () => {
     if (!ctx.res.writableFinished) abort.abort(new Error('client disconnected'));
   });
+
+  if (!body.stream) {
+    let out;
+    try {
+      out = await call.collect(abort.signal);
+    } catch (err) {
+      // no audio reached the caller: nothing is charged
+      await call.fail((err as { code?: string }).code ?? 'error');
+      throw err;
+    }
+    billingHeaders(ctx, await call.settle());
+    ctx.type = out.contentType;
+    ctx.body = out.audio;
+    return;
+  }
+
   let opened;
   try {
     opened = await call.open(abort.signal);
   } catch (err) {
     await call.fail((err as { code?: string }).code ?? 'error');
     throw err;
-  }
-
-  if (!body.stream) {
-    const parts = [opened.first];
-    try {
-      for (let r = await opened.rest.next(); !r.done; r = await opened.rest.next()) parts.push(r.value);
-    } catch (err) {
-      // the audio broke before the caller got any of it: nothing is charged
-      await call.fail('upstream_error');
-      const e = err as { message?: string; status?: number };
-      throw new RequestError(502, 'upstream_error', `${opened.route.provider.id} broke off the audio: ${e.message ?? 'error'}. Nothing was charged; retry the request.`);
-    }
-    billingHeaders(ctx, await call.settle());
-    ctx.type = opened.contentType;
-    ctx.body = Buffer.concat(parts);
-    return;
   }
 
   // Streaming: the first chunk is here, so the audio is billed now.
@@ -82,3 +78,34 @@ speechRouter.post(v1('/audio/speech'), surface('openai'), authenticate, validate
     { objectMode: false },
   );
 });
+
+// GET /api/v1/audio/voices[?model=]: the voices each usable speech model accepts (by name; the
+// models with `custom_voice_ids` also take a provider voice id), music models with none (their
+// `voice` is ignored). Public, like the model list. One shape with or without `model`: a list of models, each with its voices.
+speechRouter.get(
+  v1('/audio/voices'),
+  surface('openai'),
+  validateQuery({ type: 'object', properties: { model: { type: 'string', minLength: 1 } } }),
+  (ctx) => {
+    const asked = ctx.state.query.model as string | undefined;
+    let models = [...catalog().usable('speech'), ...catalog().usable('music')];
+    if (asked) {
+      const m = catalog().model(asked);
+      if (!m || (m.category !== 'speech' && m.category !== 'music')) throw notFound('model_not_found', `'${asked}' is not a speech or music model. GET /api/v1/audio/voices without a model lists them.`);
+      models = [m];
+    }
+    ctx.body = {
+      object: 'list',
+      data: models.map((m) => ({
+        model: m.id,
+        category: m.category,
+        voices: m.category === 'music' ? [] : ((m.options.voices ?? []) as string[]),
+        default_voice: m.category === 'music' ? null : ((m.options.voices as string[] | undefined)?.[0] ?? null),
+        custom_voice_ids: typeof m.options.voice_id_pattern === 'string',
+        voice_settings: m.options.voice_settings === true,
+        formats: (m.options.formats ?? []) as string[],
+        max_input_chars: Number(m.options.max_input_chars ?? 4096),
+      })),
+    };
+  },
+);

@@ -8,8 +8,9 @@
 // text-generation-webui) and have no field in the internal request: `top_a`, `tfs`,
 // `eta_cutoff`, `epsilon_cutoff`, `typical_p`, `mirostat_*`, `min_tokens`, `stop_token_ids`,
 // `include_stop_str_in_output`, `ignore_eos`, `no_repeat_ngram_size`, `custom_token_bans`,
-// `prompt_logprobs`. They are validated (a bad value is a 400, as the spec requires) but NOT
-// forwarded to any provider: no adapter has a way to send them yet. See activities/surfaces/completions.ts.
+// `prompt_logprobs`. They are validated (a bad value is a 400, as the spec requires), then
+// forwarded only to self-hosted upstreams whose quirks accept them (vLLM, llama.cpp server) and
+// dropped for every other upstream. See activities/surfaces/completions.ts.
 import { providerPreferencesSchema, samplingSchema } from './chat.js';
 
 const nonNegative = { type: 'number', minimum: 0 } as const;
@@ -34,7 +35,7 @@ export const completionsRequestSchema = {
     // legacy API: how many alternatives per token (0-5); `true` is read as 0 (only the chosen token's)
     logprobs: { anyOf: [{ type: 'null' }, { type: 'integer', minimum: 0, maximum: 5 }, { type: 'boolean' }] },
     ...samplingSchema,
-    // accepted and validated, not forwarded (see the top of this file)
+    // validated; forwarded only where the upstream's quirks accept them (see the top of this file)
     top_a: nonNegative,
     tfs: unit,
     eta_cutoff: nonNegative,

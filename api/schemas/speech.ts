@@ -1,6 +1,13 @@
 // The OpenAI-style speech request, as Ajv checks it. Types and ranges only: whether the voice,
 // the format and the length suit the chosen model is checked in activities/surfaces/speech.ts,
 // with the spec's speech codes (invalid_voice, unsupported_format, input_too_long).
+/** ElevenLabs-style voice controls, 0..1 each; ignored by models without them. */
+export const voiceControls = {
+  stability: { type: 'number', minimum: 0, maximum: 1 },
+  similarity_boost: { type: 'number', minimum: 0, maximum: 1 },
+  style: { type: 'number', minimum: 0, maximum: 1 },
+} as const;
+
 export const speechRequestSchema = {
   type: 'object',
   required: ['model', 'input'],
@@ -13,5 +20,8 @@ export const speechRequestSchema = {
     instructions: { type: 'string', maxLength: 4096 },
     stream: { type: 'boolean' },
     stream_format: { type: 'string' },
+    // extensions: voice controls (models with voice_settings) and the length of music
+    ...voiceControls,
+    duration: { type: 'integer', minimum: 1, maximum: 3600 },
   },
 } as const;

@@ -2,12 +2,16 @@
 // balance equals the sum of its ledger entries, and `held` equals the sum of its active holds.
 import assert from 'node:assert/strict';
 import { db } from '../../activities/db.js';
+import { flushLeases } from '../../activities/ledger/leases.js';
+import { balances } from '../../activities/ledger/ledger.js';
 
 export async function assertBooksBalance(accountId?: string): Promise<void> {
+  // charges taken from credit leases are written every few milliseconds; write them now
+  await flushLeases();
   const { rows } = await db().pool.query(
     `SELECT b.account_id, b.currency, b.amount, b.held,
             (SELECT COALESCE(SUM(e.amount), 0) FROM ledger_entries e WHERE e.account_id = b.account_id AND e.currency = b.currency) AS entries,
-            (SELECT COALESCE(SUM(h.amount), 0) FROM balance_holds h WHERE h.account_id = b.account_id AND h.currency = b.currency AND h.status = 'active') AS holds
+            (SELECT COALESCE(SUM(h.amount - COALESCE(h.charged, 0)), 0) FROM balance_holds h WHERE h.account_id = b.account_id AND h.currency = b.currency AND h.status = 'active') AS holds
      FROM balances b WHERE $1::uuid IS NULL OR b.account_id = $1::uuid`,
     [accountId ?? null],
   );
@@ -16,4 +20,13 @@ export async function assertBooksBalance(accountId?: string): Promise<void> {
     assert.equal(r.held, r.holds, `held ${r.account_id}/${r.currency} = ${r.held} but its active holds sum to ${r.holds}`);
     assert.ok(BigInt(r.amount) >= 0n && BigInt(r.held) >= 0n && BigInt(r.held) <= BigInt(r.amount), `balance out of bounds: ${JSON.stringify(r)}`);
   }
+}
+
+/**
+ * The account's balances once this process's credit leases have written their charges and given
+ * back what requests no longer need (in production both happen within milliseconds to seconds).
+ */
+export async function settledBalances(accountId: string) {
+  await flushLeases({ close: true });
+  return (await balances(accountId))!;
 }

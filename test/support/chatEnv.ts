@@ -4,9 +4,8 @@
 import { startApi, newAccount } from './api.js';
 import { startOpenAIUpstream, type OpenAIUpstream } from './upstreams/openai.js';
 import { loadCatalog } from '../../activities/catalog/catalog.js';
-import { balances } from '../../activities/ledger/ledger.js';
 import type { KeyRestrictions } from '../../activities/accounts/keys.js';
-import { assertBooksBalance } from './books.js';
+import { assertBooksBalance, settledBalances } from './books.js';
 
 export interface ChatBench {
   base: string;
@@ -41,7 +40,7 @@ export async function startChatBench(): Promise<ChatBench> {
         headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...headers },
         body: typeof body === 'string' ? body : JSON.stringify(body),
       }),
-    usd: async (accountId) => (await balances(accountId))!.USD,
+    usd: async (accountId) => (await settledBalances(accountId)).USD,
     async close() {
       await api.close();
       await openai.close();

@@ -9,6 +9,7 @@ import { loadCatalog } from '../../activities/catalog/catalog.js';
 import { createTestDatabase } from './database.js';
 import { stopTemporal } from './temporal.js';
 import { flushRequestRecords } from '../../activities/inference/records.js';
+import { flushLeases } from '../../activities/ledger/leases.js';
 
 let drop: (() => Promise<void>) | undefined;
 
@@ -26,6 +27,7 @@ before(async function (this: Mocha.Context) {
 after(async function (this: Mocha.Context) {
     this.timeout(60_000);
     await stopTemporal();
+    await flushLeases({ close: true });
     await flushRequestRecords();
     await closeDatabase();
     await drop?.();

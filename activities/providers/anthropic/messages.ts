@@ -1,7 +1,7 @@
 // Our conversation as Anthropic's `system` + `messages`: system turns move to the top level, tool
 // results become user turns of `tool_result` blocks, tool calls become `tool_use` blocks, and
 // consecutive turns of one role are merged, because Anthropic wants user and assistant to alternate.
-import type { ContentPart, Message, ToolCall } from '../../inference/types.js';
+import type { CacheControl, ContentPart, Message, ToolCall } from '../../inference/types.js';
 
 export type Block = Record<string, unknown> & { type: string };
 export interface AnthropicMessage {
@@ -10,16 +10,18 @@ export interface AnthropicMessage {
 }
 
 export interface Conversation {
-  system?: string | Array<{ type: 'text'; text: string }>;
+  system?: string | Array<{ type: 'text'; text: string; cache_control?: CacheControl }>;
   messages: AnthropicMessage[];
 }
 
+const cached = (p: { cacheControl?: CacheControl }) => (p.cacheControl ? { cache_control: p.cacheControl } : {});
+
 export function toConversation(messages: Message[], prompt?: string): Conversation {
-  const system: string[] = [];
+  const system: Array<{ type: 'text'; text: string; cache_control?: CacheControl }> = [];
   const turns: AnthropicMessage[] = [];
   for (const m of messages) {
     if (m.role === 'system') {
-      system.push(...textsOf(m.content));
+      for (const p of m.content) if (p.type === 'text' && p.text !== '') system.push({ type: 'text', text: p.text, ...cached(p) });
       continue;
     }
     const turn = toTurn(m);
@@ -34,10 +36,9 @@ export function toConversation(messages: Message[], prompt?: string): Conversati
     else turns.push({ role: 'user', content: [{ type: 'text', text: prompt }] });
   }
   trimFinalAssistant(turns);
-  return {
-    system: system.length === 0 ? undefined : system.length === 1 ? system[0] : system.map((text) => ({ type: 'text' as const, text })),
-    messages: turns,
-  };
+  // one plain system text goes as a string; blocks only when there are several or one is a cache breakpoint
+  const plain = system.length === 1 && !system[0].cache_control;
+  return { system: system.length === 0 ? undefined : plain ? system[0].text : system, messages: turns };
 }
 
 function toTurn(m: Message): AnthropicMessage {
@@ -47,8 +48,11 @@ function toTurn(m: Message): AnthropicMessage {
     return { role: 'user', content: [{ type: 'tool_result', tool_use_id: m.toolCallId ?? '', ...(content.length ? { content } : {}) }] };
   }
   if (m.role === 'assistant') {
-    // assistants only write text; anything else in an assistant turn is not sendable
-    const content: Block[] = textsOf(m.content).map((text) => ({ type: 'text', text }));
+    // signed thinking first, as Anthropic returned it; then text (assistants only write text) and tool calls
+    const content: Block[] = (m.thinking ?? []).map((t): Block => ('redacted' in t
+      ? { type: 'redacted_thinking', data: t.redacted }
+      : { type: 'thinking', thinking: t.text, signature: t.signature }));
+    for (const p of m.content) if (p.type === 'text' && p.text !== '') content.push({ type: 'text', text: p.text, ...cached(p) });
     for (const call of m.toolCalls ?? []) content.push({ type: 'tool_use', id: call.id, name: call.name, input: toolInput(call) });
     return { role: 'assistant', content };
   }
@@ -72,7 +76,7 @@ export function toolInput(call: ToolCall): Record<string, unknown> {
 }
 
 function toolResultContent(parts: ContentPart[]): string | Block[] {
-  if (parts.every((p) => p.type === 'text')) return textsOf(parts).join('\n');
+  if (parts.every((p) => p.type === 'text' && !p.cacheControl)) return textsOf(parts).join('\n');
   return parts.flatMap(toBlock);
 }
 
@@ -81,9 +85,9 @@ function textsOf(parts: ContentPart[]): string[] {
 }
 
 function toBlock(p: ContentPart): Block[] {
-  if (p.type === 'text') return p.text === '' ? [] : [{ type: 'text', text: p.text }];
-  if (p.type === 'image') return [{ type: 'image', source: imageSource(p) }];
-  return [documentBlock(p)];
+  if (p.type === 'text') return p.text === '' ? [] : [{ type: 'text', text: p.text, ...cached(p) }];
+  if (p.type === 'image') return [{ type: 'image', source: imageSource(p), ...cached(p) }];
+  return [{ ...documentBlock(p), ...cached(p) }];
 }
 
 function imageSource(p: Extract<ContentPart, { type: 'image' }>): Record<string, unknown> {

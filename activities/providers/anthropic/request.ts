@@ -27,6 +27,7 @@ export function toMessagesRequest(req: InferenceRequest, opts: { stream?: boolea
     name: t.name,
     ...(t.description ? { description: t.description } : {}),
     input_schema: t.parameters && Object.keys(t.parameters).length > 0 ? { type: 'object', ...t.parameters } : { type: 'object', properties: {} },
+    ...(t.cacheControl ? { cache_control: t.cacheControl } : {}),
   }));
   let toolChoice: Record<string, unknown> | undefined = toolChoiceFor(req);
   if (json) {
@@ -40,10 +41,11 @@ export function toMessagesRequest(req: InferenceRequest, opts: { stream?: boolea
   if (tools.length === 0) toolChoice = undefined; // Anthropic rejects a tool_choice without tools
 
   // Anthropic rejects thinking together with a forced tool, and inside a tool loop whose
-  // assistant turn does not start with its (signed) thinking block, which our conversation
-  // shape does not carry. Forced tools and tool loops win: thinking is left off for that call.
+  // assistant turn does not start with its signed thinking block (a caller that sent the block
+  // back, signature and all, keeps thinking on). Forced tools and unsigned tool loops win:
+  // thinking is left off for that call.
   const forcesTool = toolChoice?.type === 'tool' || toolChoice?.type === 'any';
-  const thinking = forcesTool || inToolLoop(messages) ? undefined : thinkingFor(req);
+  const thinking = forcesTool || inUnsignedToolLoop(messages) ? undefined : thinkingFor(req);
 
   const body: Record<string, unknown> = {
     model: req.model,
@@ -96,8 +98,11 @@ function jsonToolFor(format: ResponseFormat | undefined): { tool: JsonTool; spec
   };
 }
 
-/** The conversation ends with tool results answering the assistant's tool calls. */
-function inToolLoop(messages: AnthropicMessage[]): boolean {
+/** The conversation ends with tool results answering an assistant turn that holds no signed thinking. */
+function inUnsignedToolLoop(messages: AnthropicMessage[]): boolean {
   const last = messages[messages.length - 1];
-  return last?.role === 'user' && last.content.some((b) => b.type === 'tool_result');
+  if (last?.role !== 'user' || !last.content.some((b) => b.type === 'tool_result')) return false;
+  const asked = messages[messages.length - 2];
+  const first = asked?.role === 'assistant' ? asked.content[0] : undefined;
+  return first?.type !== 'thinking' && first?.type !== 'redacted_thinking';
 }

@@ -1,6 +1,6 @@
 // A Messages API answer (`type:"message"`) as an InferenceResult, plus the two mappings the
 // stream shares: stop reasons and usage.
-import type { FinishReason, InferenceResult, ToolCall, Usage } from '../../inference/types.js';
+import type { FinishReason, InferenceResult, ThinkingBlock, ToolCall, Usage } from '../../inference/types.js';
 import type { JsonTool, MessagesPlan } from './request.js';
 
 export const STOP_REASONS: Record<string, FinishReason> = {
@@ -54,29 +54,40 @@ interface ContentBlock {
   type: string;
   text?: string;
   thinking?: string;
+  signature?: string;
+  data?: string;
   id?: string;
   name?: string;
   input?: unknown;
 }
 
-export function fromMessage(msg: { id?: string; content: ContentBlock[]; stop_reason?: string | null; usage?: AnthropicUsage }, plan: MessagesPlan): InferenceResult {
+export function fromMessage(
+  msg: { id?: string; content: ContentBlock[]; stop_reason?: string | null; stop_sequence?: string | null; usage?: AnthropicUsage },
+  plan: MessagesPlan,
+): InferenceResult {
   let content = '';
   let reasoning = '';
   let json: string | undefined;
   const toolCalls: ToolCall[] = [];
+  const thinkingBlocks: ThinkingBlock[] = [];
   for (const block of msg.content) {
     if (block.type === 'text') content += block.text ?? '';
-    else if (block.type === 'thinking') reasoning += block.thinking ?? '';
+    else if (block.type === 'thinking') {
+      reasoning += block.thinking ?? '';
+      if (typeof block.signature === 'string' && block.signature) thinkingBlocks.push({ text: block.thinking ?? '', signature: block.signature });
+    } else if (block.type === 'redacted_thinking' && typeof block.data === 'string') thinkingBlocks.push({ redacted: block.data });
     else if (block.type === 'tool_use' && plan.jsonTool && block.name === plan.jsonTool.name) json = jsonToolText(plan.jsonTool, block.input);
     else if (block.type === 'tool_use') toolCalls.push({ id: String(block.id), name: String(block.name), arguments: JSON.stringify(block.input ?? {}) });
-    // redacted_thinking, server tool blocks and future block types carry nothing for our callers
+    // server tool blocks and future block types carry nothing for our callers
   }
   return {
     // a JSON-mode answer must parse, so any text the model wrote before the call is dropped
     content: json ?? content,
     ...(reasoning && !plan.hideReasoning ? { reasoning } : {}),
+    ...(thinkingBlocks.length && !plan.hideReasoning ? { thinkingBlocks } : {}),
     toolCalls,
     finishReason: finishReasonOf(msg.stop_reason, toolCalls.length > 0),
+    ...(msg.stop_reason === 'stop_sequence' && typeof msg.stop_sequence === 'string' ? { stopSequence: msg.stop_sequence } : {}),
     usage: toUsage(msg.usage),
     ...(msg.id ? { upstreamId: msg.id } : {}),
   };

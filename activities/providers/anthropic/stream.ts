@@ -15,82 +15,120 @@ type BlockKind =
   | { kind: 'tool'; index: number }
   | { kind: 'json'; buffered: string };
 
-export async function* toStreamEvents(frames: AsyncIterable<SseFrame>, plan: MessagesPlan, providerId: string): AsyncGenerator<StreamEvent> {
-  const blocks = new Map<number, BlockKind>();
-  let toolCalls = 0;
-  let stopReason: unknown;
-  let usage: AnthropicUsage | undefined;
+/**
+ * Reads a Messages API stream one frame at a time: the events each frame stands for, and whether
+ * the message is complete (message_stop). Used by the translated stream (toStreamEvents) and by
+ * the pass-through (native.ts), which relays the frames and bills from these events.
+ */
+export class MessageStreamDecoder {
+  private readonly blocks = new Map<number, BlockKind>();
+  private toolCalls = 0;
+  private stopReason: unknown;
+  private stopSequence: unknown;
+  private usage: AnthropicUsage | undefined;
+  /** message_stop arrived */
+  done = false;
+  /** the last frame's data, parsed (undefined for pings and error frames) */
+  last: unknown;
 
-  for await (const frame of frames) {
+  constructor(private readonly plan: MessagesPlan, private readonly providerId: string) {}
+
+  push(frame: SseFrame): StreamEvent[] {
+    const { plan, providerId } = this;
+    this.last = undefined;
     if (frame.event === 'error') throw streamErrorFrame(providerId, frame.data);
-    if (frame.event === 'ping' || frame.data === '') continue;
+    if (frame.event === 'ping' || frame.data === '') return [];
     let ev: any; // eslint-disable-line @typescript-eslint/no-explicit-any
     try {
       ev = JSON.parse(frame.data);
     } catch {
       throw new UpstreamError(`${providerId} sent a stream event that is not JSON`, 502, true, { code: 'upstream_bad_response', providerId, upstreamBody: frame.data.slice(0, 2000) });
     }
+    this.last = ev;
+    const out: StreamEvent[] = [];
     switch (frame.event ?? ev?.type) {
       case 'error':
         throw streamErrorFrame(providerId, frame.data);
       case 'message_start':
-        usage = { ...ev.message?.usage };
+        this.usage = { ...ev.message?.usage };
         break;
       case 'content_block_start': {
         const b = ev.content_block ?? {};
         if (b.type === 'tool_use' && plan.jsonTool && b.name === plan.jsonTool.name) {
-          blocks.set(ev.index, { kind: 'json', buffered: '' });
+          this.blocks.set(ev.index, { kind: 'json', buffered: '' });
         } else if (b.type === 'tool_use') {
-          const index = toolCalls++;
-          blocks.set(ev.index, { kind: 'tool', index });
-          yield { type: 'tool_call', index, id: b.id, name: b.name, argumentsDelta: '' };
+          const index = this.toolCalls++;
+          this.blocks.set(ev.index, { kind: 'tool', index });
+          out.push({ type: 'tool_call', index, id: b.id, name: b.name, argumentsDelta: '' });
         } else if (b.type === 'text' || b.type === 'thinking') {
-          blocks.set(ev.index, { kind: b.type });
+          this.blocks.set(ev.index, { kind: b.type });
           // a block may start with content already in it
-          if (b.type === 'text' && b.text) yield { type: 'text', text: b.text };
-          if (b.type === 'thinking' && b.thinking && !plan.hideReasoning) yield { type: 'reasoning', text: b.thinking };
+          if (b.type === 'text' && b.text) out.push({ type: 'text', text: b.text });
+          if (b.type === 'thinking' && b.thinking && !plan.hideReasoning) out.push({ type: 'reasoning', text: b.thinking });
+        } else if (b.type === 'redacted_thinking' && typeof b.data === 'string' && !plan.hideReasoning) {
+          this.blocks.set(ev.index, { kind: 'ignored' });
+          out.push({ type: 'reasoning_redacted', data: b.data });
         } else {
-          blocks.set(ev.index, { kind: 'ignored' });
+          this.blocks.set(ev.index, { kind: 'ignored' });
         }
         break;
       }
       case 'content_block_delta': {
-        const block = blocks.get(ev.index);
+        const block = this.blocks.get(ev.index);
         const d = ev.delta ?? {};
-        if (d.type === 'text_delta' && d.text) yield { type: 'text', text: d.text };
-        else if (d.type === 'thinking_delta' && d.thinking && !plan.hideReasoning) yield { type: 'reasoning', text: d.thinking };
+        if (d.type === 'text_delta' && d.text) out.push({ type: 'text', text: d.text });
+        else if (d.type === 'thinking_delta' && d.thinking && !plan.hideReasoning) out.push({ type: 'reasoning', text: d.thinking });
+        // the signature closes a thinking block: a caller needs it to send the block back
+        else if (d.type === 'signature_delta' && d.signature && !plan.hideReasoning) out.push({ type: 'reasoning_signature', signature: d.signature });
         else if (d.type === 'input_json_delta' && block?.kind === 'tool' && d.partial_json) {
-          yield { type: 'tool_call', index: block.index, argumentsDelta: d.partial_json };
+          out.push({ type: 'tool_call', index: block.index, argumentsDelta: d.partial_json });
         } else if (d.type === 'input_json_delta' && block?.kind === 'json' && d.partial_json) {
           // JSON mode: the tool input IS the answer text. A wrapped schema is unwrapped at the end.
           if (plan.jsonTool?.wrapped) block.buffered += d.partial_json;
-          else yield { type: 'text', text: d.partial_json };
+          else out.push({ type: 'text', text: d.partial_json });
         }
-        // signature_delta and citations carry nothing our callers can use
+        // citations carry nothing our callers can use
         break;
       }
       case 'content_block_stop': {
-        const block = blocks.get(ev.index);
-        if (block?.kind === 'json' && plan.jsonTool?.wrapped) yield { type: 'text', text: wrappedText(plan, block.buffered) };
+        const block = this.blocks.get(ev.index);
+        if (block?.kind === 'json' && plan.jsonTool?.wrapped) out.push({ type: 'text', text: wrappedText(plan, block.buffered) });
         break;
       }
       case 'message_delta':
-        if (ev.delta?.stop_reason) stopReason = ev.delta.stop_reason;
+        if (ev.delta?.stop_reason) this.stopReason = ev.delta.stop_reason;
+        if (typeof ev.delta?.stop_sequence === 'string') this.stopSequence = ev.delta.stop_sequence;
         // output_tokens is cumulative; newer answers may also restate the input side here
-        if (ev.usage) usage = { ...usage, ...definedOnly(ev.usage) };
+        if (ev.usage) this.usage = { ...this.usage, ...definedOnly(ev.usage) };
         break;
       case 'message_stop': {
-        yield { type: 'finish', reason: finishReasonOf(stopReason, toolCalls > 0) };
-        const u = toUsage(usage);
-        if (u) yield { type: 'usage', usage: u };
-        return;
+        this.done = true;
+        const finish = finishReasonOf(this.stopReason, this.toolCalls > 0);
+        out.push({ type: 'finish', reason: finish, ...(this.stopReason === 'stop_sequence' && typeof this.stopSequence === 'string' ? { stopSequence: this.stopSequence } : {}) });
+        const u = toUsage(this.usage);
+        if (u) out.push({ type: 'usage', usage: u });
+        break;
       }
       default:
         // Anthropic may add event types; unknown ones are skipped, as its docs ask
         break;
     }
+    return out;
   }
-  throw new UpstreamError(`${providerId} stream ended before message_stop`, 502, true, { code: 'upstream_stream_cut', providerId });
+
+  /** The stream ended without message_stop. */
+  cut(): UpstreamError {
+    return new UpstreamError(`${this.providerId} stream ended before message_stop`, 502, true, { code: 'upstream_stream_cut', providerId: this.providerId });
+  }
+}
+
+export async function* toStreamEvents(frames: AsyncIterable<SseFrame>, plan: MessagesPlan, providerId: string): AsyncGenerator<StreamEvent> {
+  const decoder = new MessageStreamDecoder(plan, providerId);
+  for await (const frame of frames) {
+    yield* decoder.push(frame);
+    if (decoder.done) return;
+  }
+  throw decoder.cut();
 }
 
 /**

@@ -23,6 +23,12 @@ export interface OpenAIQuirks {
   promptEndpoint: 'completions' | 'chat';
   /** top-level body fields removed before sending (`drop_params`): what the vendor answers 400 to */
   dropParams: string[];
+  /**
+   * Self-hosted servers' own sampling controls it accepts (`vendor_sampling`): the name the
+   * legacy completions surface takes -> the name this server reads. Controls not listed are
+   * dropped for this vendor.
+   */
+  vendorSampling: Record<string, string>;
   /** OpenRouter's app attribution headers (`http_referer`, `x_title`) */
   httpReferer?: string;
   appTitle?: string;
@@ -38,6 +44,16 @@ export const genericQuirks: OpenAIQuirks = {
   messageNames: true,
   promptEndpoint: 'completions',
   dropParams: [],
+  vendorSampling: {},
+};
+
+/** vLLM's extra SamplingParams (docs.vllm.ai, "Extra Parameters"), same names on chat and completions. */
+const VLLM_SAMPLING = {
+  min_tokens: 'min_tokens', stop_token_ids: 'stop_token_ids', include_stop_str_in_output: 'include_stop_str_in_output', ignore_eos: 'ignore_eos',
+};
+/** llama.cpp server's native sampling options, which its OpenAI endpoints read too; its mirostat switch is `mirostat`, tail-free `tfs_z`. */
+const LLAMACPP_SAMPLING = {
+  mirostat_mode: 'mirostat', mirostat_tau: 'mirostat_tau', mirostat_eta: 'mirostat_eta', typical_p: 'typical_p', tfs: 'tfs_z', ignore_eos: 'ignore_eos',
 };
 
 /** Per catalog provider id: only the differences from `genericQuirks`. */
@@ -53,8 +69,8 @@ export const vendorQuirks: Record<string, Partial<OpenAIQuirks>> = {
   groq: { promptEndpoint: 'chat', messageNames: false, dropParams: ['logprobs', 'top_logprobs', 'logit_bias'] },
   deepinfra: { extendedSampling: true },
   fireworks: { extendedSampling: true },
-  vllm: { extendedSampling: true },
-  llamacpp: { extendedSampling: true },
+  vllm: { extendedSampling: true, vendorSampling: VLLM_SAMPLING },
+  llamacpp: { extendedSampling: true, vendorSampling: LLAMACPP_SAMPLING },
   // Its OpenAI layer ignores top_k & co. (they belong to its native API): not worth sending.
   ollama: {},
 };
@@ -83,6 +99,7 @@ export function quirksFor(providerId: string, options: Record<string, unknown>):
     messageNames: pick(o, 'message_names', providerId, isBool, 'true or false'),
     promptEndpoint: pick(o, 'prompt_endpoint', providerId, oneOf('completions', 'chat'), '"completions" or "chat"'),
     dropParams: pick(o, 'drop_params', providerId, (v) => Array.isArray(v) && v.every(isString), 'a list of parameter names'),
+    vendorSampling: pick(o, 'vendor_sampling', providerId, (v) => !!v && typeof v === 'object' && !Array.isArray(v) && Object.values(v).every(isString), 'a map of parameter name to the name the server reads'),
     httpReferer: pick(o, 'http_referer', providerId, isString, 'a URL'),
     appTitle: pick(o, 'x_title', providerId, isString, 'text'),
   };

@@ -98,13 +98,18 @@ function samplingFields(req: InferenceRequest, q: OpenAIQuirks, legacy: boolean)
     if (s.minP !== undefined) b.min_p = s.minP;
     if (s.repetitionPenalty !== undefined) b.repetition_penalty = s.repetitionPenalty;
   }
+  // self-hosted servers' own controls, only those this vendor reads, under its names
+  for (const [name, value] of Object.entries(s.vendor ?? {})) {
+    const wire = q.vendorSampling[name];
+    if (wire && value !== undefined && value !== null) b[wire] = value;
+  }
   return b;
 }
 
 // Both OpenAI and OpenRouter name the top level "xhigh"; our "max" is the most either accepts.
 const wireEffort = (e: ReasoningEffort): string => (e === 'max' ? 'xhigh' : e);
 
-function reasoningFields(r: ReasoningOptions | undefined, q: OpenAIQuirks): Body {
+export function reasoningFields(r: ReasoningOptions | undefined, q: OpenAIQuirks): Body {
   if (!r || q.reasoningStyle === 'none') return {};
   if (q.reasoningStyle === 'reasoning_effort') return r.effort ? { reasoning_effort: wireEffort(r.effort) } : {};
   // OpenRouter takes an effort OR a token budget, not both: the explicit budget wins.

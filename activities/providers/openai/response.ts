@@ -109,6 +109,10 @@ function badResponse(providerId: string, json: unknown, what: string): UpstreamE
   return new UpstreamError(`${providerId} sent ${what}`, 502, true, { code: 'upstream_bad_response', providerId, upstreamBody: JSON.stringify(json).slice(0, 2000) });
 }
 
+/** vLLM says which stop string ended the text (`stop_reason`; a number is a stop token id). */
+const stopSequenceOf = (choice: any): { stopSequence?: string } =>
+  (typeof choice?.stop_reason === 'string' && choice.stop_reason ? { stopSequence: choice.stop_reason } : {});
+
 export function fromChatResponse(providerId: string, json: any, excludeReasoning: boolean): InferenceResult {
   const failed = bodyError(providerId, json);
   if (failed) throw failed;
@@ -123,6 +127,7 @@ export function fromChatResponse(providerId: string, json: any, excludeReasoning
     ...(reasoning ? { reasoning } : {}),
     toolCalls,
     finishReason: toFinishReason(choice.finish_reason, toolCalls.length > 0),
+    ...stopSequenceOf(choice),
     usage: toUsage(json.usage),
     ...(logprobs ? { logprobs } : {}),
     ...(typeof json.id === 'string' ? { upstreamId: json.id } : {}),
@@ -139,6 +144,7 @@ export function fromCompletionResponse(providerId: string, json: any): Inference
     content: typeof choice.text === 'string' ? choice.text : '',
     toolCalls: [],
     finishReason: toFinishReason(choice.finish_reason, false),
+    ...stopSequenceOf(choice),
     usage: toUsage(json.usage),
     ...(logprobs ? { logprobs } : {}),
     ...(typeof json.id === 'string' ? { upstreamId: json.id } : {}),
@@ -151,7 +157,7 @@ export function resultEvents(r: InferenceResult): StreamEvent[] {
   if (r.reasoning) out.push({ type: 'reasoning', text: r.reasoning });
   if (r.content) out.push({ type: 'text', text: r.content, ...(r.logprobs ? { logprobs: r.logprobs } : {}) });
   r.toolCalls.forEach((c, index) => out.push({ type: 'tool_call', index, id: c.id, name: c.name, argumentsDelta: c.arguments }));
-  out.push({ type: 'finish', reason: r.finishReason });
+  out.push({ type: 'finish', reason: r.finishReason, ...(r.stopSequence !== undefined ? { stopSequence: r.stopSequence } : {}) });
   if (r.usage) out.push({ type: 'usage', usage: r.usage });
   return out;
 }
@@ -165,6 +171,7 @@ export class StreamDecoder {
   /** a choice carried a finish_reason: the generation is complete even if `[DONE]` never comes */
   finished = false;
   private finishRaw: unknown;
+  private stopSequence: { stopSequence?: string } = {};
   private usage: Usage | null = null;
   /** upstream tool-call key -> our dense index, in order of first appearance */
   private calls = new Map<string, number>();
@@ -185,13 +192,14 @@ export class StreamDecoder {
     if (choice.finish_reason) {
       this.finished = true;
       this.finishRaw = choice.finish_reason;
+      this.stopSequence = stopSequenceOf(choice);
     }
     return out;
   }
 
   /** The closing events, once the stream ended properly. */
   end(): StreamEvent[] {
-    const out: StreamEvent[] = [{ type: 'finish', reason: toFinishReason(this.finishRaw, this.calls.size > 0) }];
+    const out: StreamEvent[] = [{ type: 'finish', reason: toFinishReason(this.finishRaw, this.calls.size > 0), ...this.stopSequence }];
     if (this.usage) out.push({ type: 'usage', usage: this.usage });
     return out;
   }

@@ -3,7 +3,8 @@
 // bodies, named SSE events and error shapes, and the request checks (400s) whose violation a
 // translation bug would cause. It answers from the request ("Echo: <last user text>", the forced
 // tool's call with an input that fits its schema, a thinking block when thinking is on) and honours
-// max_tokens, unless a test scripts the next reply. Every request is recorded for assertions.
+// max_tokens and stop_sequences (stop_reason "stop_sequence" naming the one that matched), unless a
+// test scripts the next reply. Every request is recorded for assertions.
 //
 //   const up = await startAnthropicUpstream();          // key "sk-ant-loopback-key"
 //   target = { providerId: 'anthropic', baseUrl: up.url, apiKey: up.apiKey, options: {} }
@@ -181,13 +182,21 @@ interface WireMessage {
 function buildMessage(body: any, script: AnthropicReply, nextId: (p: string) => string): WireMessage {
   const content: WireMessage['content'] = [];
   const reasoning = script.reasoning ?? (body.thinking?.type === 'enabled' ? `Thinking about "${lastUserText(body)}".` : undefined);
-  if (reasoning) content.push({ type: 'thinking', thinking: reasoning, signature: Buffer.from(`sig:${reasoning}`).toString('base64') });
+  if (reasoning) content.push({ type: 'thinking', thinking: reasoning, signature: signatureOf(reasoning) });
   const calls = script.toolCalls ?? forcedToolCall(body);
   let text = script.text ?? (calls.length ? '' : `Echo: ${lastUserText(body)}`);
   // the output cap: a text answer longer than max_tokens (~4 characters a token) is cut there
   const room = body.max_tokens * 4 - (reasoning ?? '').length;
+  // stop_sequences: the text ends before the first one it contains, which the answer names
+  let stopSequence: string | null = null;
+  for (const seq of Array.isArray(body.stop_sequences) ? body.stop_sequences : []) {
+    const at = typeof seq === 'string' && seq ? text.indexOf(seq) : -1;
+    if (at !== -1 && (stopSequence === null || at < text.indexOf(stopSequence))) stopSequence = seq;
+  }
+  if (stopSequence !== null) text = text.slice(0, text.indexOf(stopSequence));
   const capped = calls.length === 0 && text.length > room;
   if (capped) text = text.slice(0, Math.max(0, room));
+  if (capped) stopSequence = null;
   if (text) content.push({ type: 'text', text });
   for (const c of calls) content.push({ type: 'tool_use', id: c.id ?? nextId('toolu'), name: c.name, input: c.input });
   const out = (reasoning ?? '') + text + calls.map((c) => JSON.stringify(c.input)).join('');
@@ -197,8 +206,8 @@ function buildMessage(body: any, script: AnthropicReply, nextId: (p: string) => 
     role: 'assistant',
     model: body.model,
     content,
-    stop_reason: script.stopReason ?? (capped ? 'max_tokens' : calls.length ? 'tool_use' : 'end_turn'),
-    stop_sequence: null,
+    stop_reason: script.stopReason ?? (capped ? 'max_tokens' : calls.length ? 'tool_use' : stopSequence !== null ? 'stop_sequence' : 'end_turn'),
+    stop_sequence: stopSequence,
     ...(script.usage === null ? {} : {
       usage: {
         input_tokens: estimateInput(body),
@@ -235,7 +244,7 @@ function streamFrames(m: WireMessage): string[] {
     }
     frames.push(['content_block_stop', { type: 'content_block_stop', index }]);
   });
-  frames.push(['message_delta', { type: 'message_delta', delta: { stop_reason: m.stop_reason, stop_sequence: null }, ...(m.usage ? { usage: { output_tokens } } : {}) }]);
+  frames.push(['message_delta', { type: 'message_delta', delta: { stop_reason: m.stop_reason, stop_sequence: m.stop_sequence }, ...(m.usage ? { usage: { output_tokens } } : {}) }]);
   frames.push(['message_stop', { type: 'message_stop' }]);
   return frames.map(([event, data]) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
 }
@@ -311,6 +320,15 @@ function anthropicBodyProblem(body: any): string | undefined {
     if (body.top_k !== undefined) return `\`top_k\` must be unset when thinking is enabled. ${DOCS}#feature-compatibility`;
     if (body.top_p !== undefined && body.top_p < 0.95) return `\`top_p\` must be greater than or equal to 0.95 or unset when thinking is enabled. ${DOCS}#feature-compatibility`;
     if (body.tool_choice?.type === 'tool' || body.tool_choice?.type === 'any') return 'Thinking may not be enabled when tool_choice forces tool use.';
+    // in a tool loop, the assistant turn being answered must start with its thinking block
+    const msgs: any[] = body.messages;
+    const last = msgs[msgs.length - 1];
+    const asked = msgs[msgs.length - 2];
+    const answersTools = last?.role === 'user' && Array.isArray(last.content) && last.content.some((b: any) => b.type === 'tool_result');
+    const opener = asked?.role === 'assistant' && Array.isArray(asked.content) ? asked.content[0]?.type : undefined;
+    if (answersTools && opener !== 'thinking' && opener !== 'redacted_thinking') {
+      return `messages.${msgs.length - 2}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${opener ?? 'text'}\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block (preceeding the lastmost set of \`tool_use\` and \`tool_result\` blocks). ${DOCS}`;
+    }
   }
   return toolsProblem(body);
 }
@@ -344,6 +362,8 @@ function messagesProblem(body: any): string | undefined {
       if (b.type === 'text' && !b.text) return 'messages: text content blocks must be non-empty';
       if (b.type === 'text' && finalAssistant && j === blocks.length - 1 && /\s$/.test(b.text)) return 'messages: final assistant content cannot end with trailing whitespace';
       if (b.type === 'tool_use' && m.role !== 'assistant') return `messages.${i}.content.${j}: tool_use blocks can only be in assistant messages`;
+      // thinking blocks sent back must carry the signature this server gave them
+      if (b.type === 'thinking' && b.signature !== signatureOf(String(b.thinking))) return `messages.${i}.content.${j}: Invalid \`signature\` in \`thinking\` block`;
       if (b.type === 'tool_use' && (b.input === null || typeof b.input !== 'object' || Array.isArray(b.input))) return `messages.${i}.content.${j}.tool_use.input: Input should be a valid dictionary`;
       if (b.type === 'tool_result') {
         const prev = i > 0 ? msgs[i - 1] : undefined;
@@ -371,6 +391,9 @@ function toolsProblem(body: any): string | undefined {
   if (choice && tools.length === 0 && choice.type !== 'none') return 'tool_choice may only be specified while providing tools.';
   return undefined;
 }
+
+/** The loopback's signature of a thinking text (Anthropic's is opaque and verified the same way). */
+const signatureOf = (thinking: string) => Buffer.from(`sig:${thinking}`).toString('base64');
 
 function lastUserText(body: any): string {
   const msgs: any[] = body.messages ?? [];

@@ -3,9 +3,13 @@
 //   response_format, speed, instructions}; answers the audio bytes chunked (Transfer-Encoding:
 //   chunked, no Content-Length), errors as {"error":{message,type,param,code}}.
 // - ElevenLabs: POST {base}/v1/text-to-speech/{voice_id}/stream?output_format=..., header
-//   `xi-api-key`, JSON {text, model_id}; audio/mpeg chunked, errors as {"detail":{status,message}}.
+//   `xi-api-key`, JSON {text, model_id, voice_settings?}; audio/mpeg chunked, errors as
+//   {"detail":{status,message}}; FastAPI-style 422 {"detail":[{loc,msg,type}]} for a bad body.
+//   Music: POST {base}/v1/music?output_format=..., JSON {prompt, music_length_ms (3000..600000),
+//   model_id?}; the composed song as audio/mpeg with a `song-id` header.
 // The "audio" is deterministic bytes that start like the real thing (ID3 for mp3, RIFF for wav).
-// Scriptable per request: an error status, a cut after N chunks, a delay. Requests are recorded.
+// Scriptable per request: an error status, a cut after N chunks, a delay, a hang (headers never
+// sent until the caller gives up). Requests are recorded, with whether the caller aborted.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -19,12 +23,16 @@ export interface SpeechReply {
   chunks?: number;
   /** destroy the connection after this many chunks (0 = after the headers, before any audio) */
   cutAfter?: number;
+  /** wait this long before answering */
+  delayMs?: number;
+  /** never answer (until the caller closes the connection) */
+  hang?: boolean;
 }
 
 export interface SpeechUpstream {
   url: string;
   apiKey: string;
-  requests: Array<{ path: string; headers: http.IncomingHttpHeaders; body: any; query: URLSearchParams }>;
+  requests: Array<{ path: string; headers: http.IncomingHttpHeaders; body: any; query: URLSearchParams; aborted: boolean }>;
   script(...replies: SpeechReply[]): void;
   close(): Promise<void>;
 }
@@ -67,7 +75,11 @@ async function start(kind: 'openai' | 'elevenlabs'): Promise<SpeechUpstream> {
       } catch {
         // left null
       }
-      requests.push({ path: u.pathname, headers: req.headers, body, query: u.searchParams });
+      const record = { path: u.pathname, headers: req.headers, body, query: u.searchParams, aborted: false };
+      requests.push(record);
+      res.on('close', () => {
+        if (!res.writableFinished) record.aborted = true;
+      });
       const fail = (status: number, message: string, code: string) => {
         res.writeHead(status, { 'content-type': 'application/json' });
         res.end(JSON.stringify(kind === 'openai'
@@ -85,15 +97,38 @@ async function start(kind: 'openai' | 'elevenlabs'): Promise<SpeechUpstream> {
         if (!CONTENT_TYPES[format]) return fail(400, `Invalid response_format '${format}'.`, 'invalid_value');
       } else {
         const m = /^\/v1\/text-to-speech\/([^/]+)\/stream$/.exec(u.pathname);
-        if (req.method !== 'POST' || !m) return fail(404, 'Not Found', 'not_found');
+        const music = u.pathname === '/v1/music';
+        if (req.method !== 'POST' || (!m && !music)) return fail(404, 'Not Found', 'not_found');
         if (req.headers['xi-api-key'] !== apiKey) return fail(401, 'Invalid API key', 'invalid_api_key');
-        if (!body || typeof body.text !== 'string' || typeof body.model_id !== 'string') return fail(422, 'text and model_id are required', 'invalid_request');
+        const invalid = (loc: string, msg: string) => {
+          res.writeHead(422, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ detail: [{ loc: ['body', loc], msg, type: 'value_error' }] }));
+        };
+        if (music) {
+          if (!body || typeof body.prompt !== 'string' || !body.prompt) return invalid('prompt', 'Field required');
+          const ms = body.music_length_ms;
+          if (ms !== undefined && (!Number.isInteger(ms) || ms < 3000 || ms > 600000)) return invalid('music_length_ms', 'Input should be between 3000 and 600000');
+          if (body.model_id !== undefined && body.model_id !== 'music_v1') return invalid('model_id', "Input should be 'music_v1'");
+        } else {
+          if (!body || typeof body.text !== 'string' || typeof body.model_id !== 'string') return fail(422, 'text and model_id are required', 'invalid_request');
+          const vs = body.voice_settings;
+          if (vs !== undefined) {
+            for (const k of ['stability', 'similarity_boost', 'style']) {
+              if (vs[k] !== undefined && (typeof vs[k] !== 'number' || vs[k] < 0 || vs[k] > 1)) return invalid(`voice_settings.${k}`, 'Input should be between 0 and 1');
+            }
+            if (vs.speed !== undefined && (vs.speed < 0.7 || vs.speed > 1.2)) return invalid('voice_settings.speed', 'Input should be between 0.7 and 1.2');
+          }
+        }
         const of = u.searchParams.get('output_format') ?? 'mp3_44100_128';
         format = of.split('_')[0];
       }
       const reply = queue.shift() ?? {};
+      if (reply.hang) return; // the caller's abort (or close()) ends it
+      if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
+      if (res.destroyed) return;
       if (reply.status) return fail(reply.status, reply.message ?? 'The server had an error while processing your request.', reply.status >= 500 ? 'server_error' : 'rate_limited');
-      res.writeHead(200, { 'content-type': CONTENT_TYPES[format] ?? 'audio/mpeg', 'transfer-encoding': 'chunked' });
+      const extra: Record<string, string> = u.pathname === '/v1/music' ? { 'song-id': `song_${requests.length}` } : {};
+      res.writeHead(200, { 'content-type': CONTENT_TYPES[format] ?? 'audio/mpeg', 'transfer-encoding': 'chunked', ...extra });
       res.flushHeaders();
       const chunks = fakeAudio(format, reply.chunks ?? 3);
       for (let i = 0; i < chunks.length; i++) {

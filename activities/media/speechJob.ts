@@ -1,0 +1,163 @@
+// Asynchronous speech and music (POST /api/tts answering 202): one `media_jobs` row per job
+// (kind 'speech', id `tts_<hex>`, which is also the workflow id and the request id of its
+// reservation, charge and request record), and the activities the `speechJob` workflow runs.
+//
+// The API has planned the routes, reserved the worst case (for SPEECH_JOB_HOLD_SECONDS, longer
+// than the workflow can run, so the hold sweeper never releases a live job's money) and stored
+// the row as `pending`. runSpeechJob makes the audio with the same SpeechCall the synchronous
+// routes use, hosts it, settles, and marks the row `completed`; a request the providers refuse
+// marks it `error` and releases the reservation. Failures worth another try (timeouts, 429,
+// 5xx, a cut stream, a worker that died or shut down mid-call) are left to Temporal's retry
+// policy (workflows/speechJob.ts); when it gives up, closeSpeechJob releases and records the
+// error. Retries never charge twice: the charge settles the one reservation, and a settled hold
+// stays settled (ledger.settle is idempotent per hold).
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { db } from '../db.js';
+import { catalog } from '../catalog/catalog.js';
+import { release } from '../ledger/ledger.js';
+import type { Caller } from '../accounts/keys.js';
+import { RequestError } from '../inference/errors.js';
+import { recordRequest } from '../inference/records.js';
+import { SpeechCall, SpeechFailure, type SpeechPlan } from '../surfaces/speech.js';
+import { storeHostedFile } from './hostedFiles.js';
+
+/** A speech job's reservation outlives any run of its workflow (3 attempts of at most 15 minutes, plus backoff). */
+export const SPEECH_JOB_HOLD_SECONDS = 2 * 3600;
+
+type StoredCaller = Omit<Caller, 'dailyUsdLimit'> & { dailyUsdLimit: string | null };
+
+/** What the API stores in `media_jobs.request` so a worker can rebuild the call. */
+export interface SpeechJobRequest {
+  caller: StoredCaller;
+  modelId: string;
+  routeIds: string[];
+  plan: Omit<SpeechPlan, 'model'>;
+}
+
+/** What `media_jobs.result` holds once the audio exists (the status route shows it). */
+export interface SpeechJobResult {
+  contentType: string;
+  bytes: number;
+  cost: number;
+  amount: number;
+  paymentSource: string;
+  characters: number;
+  seconds?: number;
+  fileExpiresAt: string;
+}
+
+export interface SpeechJobView {
+  id: string;
+  accountId: string;
+  model: string;
+  status: string;
+  error: string | null;
+  outputFileId: string | null;
+  result: SpeechJobResult | null;
+}
+
+/** Stores a reserved call as a pending job. */
+export async function createSpeechJob(jobId: string, caller: Caller, call: SpeechCall, hold: { currency: string; amount: bigint } | undefined): Promise<void> {
+  const { model, ...plan } = call.plan;
+  const request: SpeechJobRequest = {
+    caller: { ...caller, dailyUsdLimit: caller.dailyUsdLimit?.toString() ?? null },
+    modelId: model.id,
+    routeIds: call.routes.map((r) => r.id),
+    plan,
+  };
+  const first = call.routes[0];
+  await db().prisma.mediaJob.create({
+    data: {
+      id: jobId, kind: 'speech', accountId: caller.accountId, apiKeyId: caller.keyId, model: model.id,
+      providerId: first?.provider.id ?? '', upstreamModel: first?.upstreamModel ?? '', status: 'pending',
+      request: request as object, holdId: call.reservation ?? null,
+      currency: (hold?.currency as 'USD' | 'XNO' | undefined) ?? null, precharge: hold ? hold.amount.toString() : null,
+    },
+  });
+}
+
+/** The job as the status route shows it, or undefined when there is no such speech job. */
+export async function loadSpeechJob(id: string): Promise<SpeechJobView | undefined> {
+  const row = await db().prisma.mediaJob.findUnique({ where: { id } });
+  if (!row || row.kind !== 'speech') return undefined;
+  return {
+    id: row.id, accountId: row.accountId, model: row.model, status: row.status, error: row.error, outputFileId: row.outputFileId,
+    result: (row.result as SpeechJobResult | null) ?? null,
+  };
+}
+
+/** The workflow engine would not take the job: nothing was charged, nothing stays behind. */
+export async function abandonSpeechJob(jobId: string): Promise<void> {
+  await db().prisma.mediaJob.deleteMany({ where: { id: jobId, status: 'pending' } });
+}
+
+async function markError(jobId: string, message: string): Promise<void> {
+  await db().prisma.mediaJob.updateMany({ where: { id: jobId, status: 'pending' }, data: { status: 'error', error: message, completedAt: new Date() } });
+}
+
+/** Makes, hosts and bills the audio. Returns the terminal status; throws to have Temporal try again. */
+export async function runSpeechJob(jobId: string): Promise<string> {
+  const row = await db().prisma.mediaJob.findUnique({ where: { id: jobId } });
+  if (!row) throw ApplicationFailure.nonRetryable(`speech job ${jobId} is not stored`, 'SpeechJobMissing');
+  if (row.status !== 'pending') return row.status; // a retry after the work was done
+  const job = row.request as unknown as SpeechJobRequest;
+  const caller: Caller = { ...job.caller, dailyUsdLimit: job.caller.dailyUsdLimit === null ? null : BigInt(job.caller.dailyUsdLimit) };
+  const model = catalog().model(job.modelId);
+  if (!model) {
+    if (row.holdId) await release(row.holdId);
+    await markError(jobId, `Model '${job.modelId}' is no longer in the catalog. Nothing was charged.`);
+    return 'error';
+  }
+  const call = new SpeechCall(caller, jobId, { ...job.plan, model } as SpeechPlan, { routeIds: job.routeIds });
+  call.adoptReservation(row.holdId ?? undefined);
+
+  const ctx = Context.current();
+  const beat = setInterval(() => ctx.heartbeat(), 1000);
+  try {
+    const out = await call.collect(ctx.cancellationSignal);
+    // Hosted before it is charged: a crash in between leaves an unreferenced file (swept after
+    // its retention), never a charge without audio.
+    const file = await storeHostedFile({ accountId: row.accountId, jobId, contentType: out.contentType, data: out.audio });
+    const bill = await call.settle();
+    const result: SpeechJobResult = {
+      contentType: out.contentType, bytes: out.audio.length, cost: bill.cost, amount: bill.amount, paymentSource: bill.paymentSource,
+      characters: bill.characters, ...(bill.seconds !== undefined ? { seconds: bill.seconds } : {}), fileExpiresAt: file.expiresAt.toISOString(),
+    };
+    await db().prisma.mediaJob.update({
+      where: { id: jobId },
+      data: {
+        status: 'completed', providerId: out.route.provider.id, upstreamModel: out.route.upstreamModel, currency: bill.currency,
+        cost: bill.chargedUnits.toString(), paymentSource: bill.paymentSource, outputFileId: file.id, result: result as object, completedAt: new Date(),
+      },
+    });
+    return 'completed';
+  } catch (err) {
+    // Cancelled, or this worker is shutting down: the reservation stays for the next attempt.
+    if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason ?? err;
+    if (err instanceof SpeechFailure && err.retryable) {
+      throw ApplicationFailure.create({ message: err.message, type: 'SpeechUpstreamFailure', nonRetryable: false });
+    }
+    if (err instanceof RequestError) {
+      // The providers refused the request itself (bad key, rejected input): trying again cannot help.
+      await call.fail(err.code);
+      await markError(jobId, err.message);
+      return 'error';
+    }
+    throw err; // unexpected: let Temporal retry the activity
+  } finally {
+    clearInterval(beat);
+  }
+}
+
+/** Temporal gave up on the job: give the reservation back and record why. Idempotent. */
+export async function closeSpeechJob(jobId: string, message: string): Promise<void> {
+  const row = await db().prisma.mediaJob.findUnique({ where: { id: jobId } });
+  if (!row || row.status !== 'pending') return;
+  if (row.holdId) await release(row.holdId);
+  const job = row.request as unknown as SpeechJobRequest;
+  recordRequest({
+    id: jobId, accountId: row.accountId, apiKeyId: row.apiKeyId, surface: job.plan.kind, model: row.model, providerId: null, status: 'failed',
+    inputTokens: null, outputTokens: null, currency: null, cost: null, holdId: row.holdId, errorCode: 'upstream_error', startedAt: row.createdAt,
+  });
+  await markError(jobId, `${message} Nothing was charged.`);
+}

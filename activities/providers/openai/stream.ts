@@ -1,0 +1,96 @@
+// Reading an OpenAI-protocol event stream: `data:` chunks until `[DONE]`, decoded into events,
+// with read failures mapped (the caller aborting, a deadline, a cut). Used by the translated
+// stream and by the pass-through, which also relays each chunk as it came (`relay`).
+import type { StreamEvent } from '../../inference/types.js';
+import { readJson, transportError, type UpstreamResponse } from '../http.js';
+import { parseSse } from '../sse.js';
+import { UpstreamError } from '../types.js';
+import { StreamDecoder, bodyError, fromChatResponse, fromCompletionResponse, resultEvents } from './response.js';
+
+/**
+ * http.ts maps a plain abort to 499, but a deadline (`AbortSignal.timeout`, the natural per-attempt
+ * limit) aborts with a TimeoutError, which it would call a failure to connect. It is a timeout:
+ * retryable 504, so the router falls back.
+ */
+export function deadlineOr(providerId: string, err: unknown, signal: AbortSignal): UpstreamError {
+  if (signal.aborted && (signal.reason as Error | undefined)?.name === 'TimeoutError') {
+    return new UpstreamError(`${providerId} did not answer in time`, 504, true, { code: 'upstream_timeout', providerId });
+  }
+  return transportError(providerId, err);
+}
+
+/** A failure while reading a stream that had started: the caller aborting, or the upstream stopping midway. */
+function readError(providerId: string, err: unknown, signal: AbortSignal): UpstreamError {
+  if (err instanceof UpstreamError) return err;
+  const mapped = deadlineOr(providerId, err, signal);
+  if (signal.aborted || mapped.opts.code === 'upstream_timeout') return mapped;
+  return streamCut(providerId, (err as Error).message);
+}
+
+const streamCut = (providerId: string, why: string) =>
+  new UpstreamError(`${providerId} stream was cut: ${why}`, 502, true, { code: 'upstream_stream_cut', providerId });
+
+const CONTENT = new Set<StreamEvent['type']>(['text', 'reasoning', 'tool_call']);
+
+export interface ReadOptions {
+  legacy: boolean;
+  excludeReasoning: boolean;
+  /**
+   * Pass-through: yield each chunk as a `native` event before the events derived from it, and
+   * nothing until the first content (or the finish), so a failure before it can still fall back.
+   */
+  relay: boolean;
+}
+
+export async function* readStream(res: UpstreamResponse, providerId: string, signal: AbortSignal, opts: ReadOptions): AsyncGenerator<StreamEvent> {
+  if (String(res.headers['content-type'] ?? '').includes('application/json')) {
+    // a server (or proxy) that ignored `stream: true` answered in one piece: replay it as events
+    const json = await readJson(providerId, res).catch((err) => { throw deadlineOr(providerId, err, signal); });
+    yield* resultEvents(opts.legacy ? fromCompletionResponse(providerId, json) : fromChatResponse(providerId, json, opts.excludeReasoning));
+    return;
+  }
+  const decoder = new StreamDecoder(providerId, opts.legacy, opts.excludeReasoning);
+  let held: StreamEvent[] | undefined = opts.relay ? [] : undefined;
+  let done = false;
+  try {
+    for await (const frame of parseSse(res.body)) {
+      if (frame.data === '[DONE]') {
+        done = true;
+        break;
+      }
+      if (frame.data === '') continue;
+      let chunk: unknown;
+      try {
+        chunk = JSON.parse(frame.data);
+      } catch {
+        throw new UpstreamError(`${providerId} sent a stream event that is not JSON`, 502, true, {
+          code: 'upstream_bad_response', providerId, upstreamBody: frame.data.slice(0, 2000),
+        });
+      }
+      // some servers name their error frames instead of (or besides) putting `error` in the data
+      if (frame.event === 'error') throw bodyError(providerId, chunk) ?? bodyError(providerId, { error: chunk })!;
+      const events = decoder.push(chunk);
+      if (!opts.relay) {
+        yield* events;
+        continue;
+      }
+      events.unshift({ type: 'native', event: frame.event, data: frame.data, json: chunk });
+      if (held && !decoder.finished && !events.some((e) => CONTENT.has(e.type))) {
+        held.push(...events);
+        continue;
+      }
+      if (held) events.unshift(...held);
+      held = undefined;
+      yield* events;
+    }
+  } catch (err) {
+    throw readError(providerId, err, signal);
+  } finally {
+    // the consumer stopped early or something failed: free the upstream connection now
+    if (!done) res.body.destroy();
+  }
+  // A finish_reason without `[DONE]` is complete enough (some servers omit it); neither is a cut.
+  if (!done && !decoder.finished) throw streamCut(providerId, 'it ended before [DONE]');
+  if (held) yield* held;
+  yield* decoder.end();
+}

@@ -1,0 +1,84 @@
+// Chat completions passed through to an OpenAI-compatible upstream (see
+// providers/openai/native.ts): the caller's body with the gateway's own fields taken out, and the
+// upstream's answer or chunks shown as they came, plus the gateway's additions: the model name the
+// caller asked for, `provider`, and the pricing extension (top level in JSON; on the final chunk
+// when streaming, as on the translated path). The usage chunk the gateway asked for on the
+// caller's behalf is not shown unless the caller asked for it too.
+/* eslint-disable @typescript-eslint/no-explicit-any */
+import type { Bill } from '../inference/execute.js';
+import type { NativeRequest, StreamEvent, Usage } from '../inference/types.js';
+import { pricingField, pricingJson, usageJson, type ChatMeta } from './chatResponse.js';
+import { renamed } from './passthrough.js';
+
+/** Body fields only the gateway reads: routing preferences, caching requirement, tool-call cap. */
+const GATEWAY_FIELDS = ['provider', 'caching', 'max_tool_calls'];
+
+/**
+ * The caller's body for a pass-through, or undefined when the answer needs the gateway's hand
+ * (`max_tool_calls` trims tool calls). Messages are cleaned as the translation cleans them: tool
+ * results answering no earlier call and the deprecated `function` role are dropped (spec).
+ */
+export function chatPassThroughBody(body: Record<string, any>): NativeRequest | undefined {
+  if (body.max_tool_calls !== undefined) return undefined;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(body)) if (!GATEWAY_FIELDS.includes(k)) out[k] = v;
+  // spec: tool_choice 'none' drops the tools
+  if (body.tool_choice === 'none') {
+    delete out.tools;
+    delete out.tool_choice;
+    delete out.parallel_tool_calls;
+  }
+  const issued = new Set<string>();
+  out.messages = (body.messages as any[]).filter((m) => {
+    if (m.role === 'assistant') for (const c of m.tool_calls ?? []) issued.add(c.id);
+    if (m.role === 'function') return false;
+    return m.role !== 'tool' || issued.has(m.tool_call_id);
+  });
+  return { format: 'openai-chat', body: out };
+}
+
+const money = (bill: Bill) => ({ [pricingField()]: pricingJson(bill), cost: bill.cost, paymentSource: bill.paymentSource, remainingBalance: bill.remainingBalance });
+
+/** A passed-through `chat.completion`: the upstream's, renamed, with provider and pricing. */
+export function passedThroughCompletion(raw: Record<string, any>, usage: Usage, bill: Bill, meta: Pick<ChatMeta, 'model' | 'provider'>) {
+  return { ...raw, model: meta.model, provider: meta.provider, usage: raw.usage ?? usageJson(usage), ...money(bill) };
+}
+
+type NativeEvent = Extract<StreamEvent, { type: 'native' }>;
+
+/**
+ * Relays the chunks of one passed-through stream. Chunks before the finish go out at once,
+ * renamed and with `provider` beside the model (as translated chunks have it); the finishing chunk and what follows it are held until the call is settled, so the
+ * last one shown can carry the bill.
+ */
+export class ChatRelay {
+  private tail: NativeEvent[] = [];
+
+  constructor(private readonly meta: Pick<ChatMeta, 'model' | 'provider'>, private readonly callerWantsUsage: boolean) {}
+
+  /** The data to write now for one upstream chunk, or null when it is held. */
+  chunk(e: NativeEvent): string | null {
+    if (this.tail.length || e.json?.choices?.some?.((c: any) => c?.finish_reason)) {
+      this.tail.push(e);
+      return null;
+    }
+    if (isUsageOnly(e.json)) {
+      this.tail.push(e); // some servers send usage before the finish
+      return null;
+    }
+    return renamed(e.data, e.json, this.meta.model, this.meta.provider);
+  }
+
+  /** The held chunks, the last one with the bill (a chunk of its own if none is left). */
+  final(usage: Usage, bill: Bill): string[] {
+    const shown = this.tail.filter((e) => this.callerWantsUsage || !isUsageOnly(e.json));
+    const last = shown.pop();
+    const out = shown.map((e) => renamed(e.data, e.json, this.meta.model, this.meta.provider));
+    const base = last?.json ?? { object: 'chat.completion.chunk', choices: [] };
+    const usageShown = this.callerWantsUsage ? { usage: base.usage ?? usageJson(usage) } : {};
+    out.push(JSON.stringify({ ...base, model: this.meta.model, provider: this.meta.provider, ...usageShown, ...money(bill) }));
+    return out;
+  }
+}
+
+const isUsageOnly = (j: any) => Array.isArray(j?.choices) && j.choices.length === 0 && !!j.usage;

@@ -1,0 +1,29 @@
+// What a pass-through answer shows the caller, shared by the surfaces that relay an upstream's
+// own frames (chatPassthrough.ts, messagesPassthrough.ts): the upstream's bytes, with the model
+// renamed to the one the caller asked for. The rename edits the text in place when it can find
+// it, so the rest of the frame stays byte-for-byte what the upstream sent.
+/* eslint-disable @typescript-eslint/no-explicit-any */
+
+/**
+ * `data` with its `model` (at the top level of `json`, or inside `json.message`) shown as
+ * `model`, and `provider` (chat chunks carry it) written right after it.
+ */
+export function renamed(data: string, json: any, model: string, provider?: string): string {
+  const upstream = json?.model ?? json?.message?.model;
+  if (typeof upstream !== 'string' || (upstream === model && provider === undefined)) return safeData(data, json);
+  const exact = `"model":${JSON.stringify(upstream)}`;
+  const at = data.indexOf(exact);
+  const added = provider === undefined ? '' : `,"provider":${JSON.stringify(provider)}`;
+  if (at !== -1 && !data.includes('\n') && (provider === undefined || json.provider === undefined)) {
+    return data.slice(0, at) + `"model":${JSON.stringify(model)}${added}` + data.slice(at + exact.length);
+  }
+  // spaced or multi-line JSON, or a provider field of its own: written anew
+  const extra = provider === undefined ? {} : { provider };
+  if (typeof json?.model === 'string') return JSON.stringify({ ...json, model, ...extra });
+  return JSON.stringify({ ...json, message: { ...json.message, model } });
+}
+
+/** An SSE data payload must be one line to be written as one `data:` line. */
+function safeData(data: string, json: unknown): string {
+  return data.includes('\n') && json !== undefined ? JSON.stringify(json) : data;
+}

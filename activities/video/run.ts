@@ -1,0 +1,264 @@
+// The activities of the `videoJob` workflow (workflows/videoJob.ts). Each takes only the job id,
+// reads the job row, does one step and records it, and is safe to run again after a crash:
+//   submitVideoJob  sends the job to the provider once (the provider's request id is stored; a
+//                   retry that finds it does nothing), or records the provider's refusal;
+//   pollVideoJob    asks the provider's status and keeps the row current (status, provider
+//                   label, progress, ETA); never moves a terminal row backwards;
+//   finishVideoJob  fetches the output, hosts the file(s), settles the duration's price and marks
+//                   the job completed — or records the job's own failure (NSFW included);
+//   closeVideoJob   failed / cancelled / timed out: asks the provider to stop when it may still
+//                   run, releases the pre-charge, records why.
+// Money moves only through the hold made at submission: settle and release are idempotent per
+// hold, so however often these run, the account is charged once or not at all.
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { db } from '../db.js';
+import { catalog } from '../catalog/catalog.js';
+import { providerEnv } from '../config.js';
+import { release, settle } from '../ledger/ledger.js';
+import { UpstreamError, type ProviderTarget } from '../providers/types.js';
+import { falCancel, falResult, falStatus, falSubmit, jobFailure, type FalJobFailure } from '../providers/fal/queue.js';
+import { safeFetch, MediaFetchError } from '../media/safeFetch.js';
+import { storeHostedFile } from '../media/hostedFiles.js';
+import { isTerminal, loadVideoJob, videoSettings, type VideoJobRequest, type VideoJobResult, type VideoJobRow, type VideoStatus } from './jobs.js';
+
+/** What the workflow learns from one step. */
+export type VideoStep = VideoStatus;
+
+const STATUS_MAP: Record<string, VideoStatus> = {
+  IN_QUEUE: 'queued', IN_PROGRESS: 'processing', COMPLETED: 'completed', FAILED: 'failed', CANCELED: 'cancelled', CANCELLED: 'cancelled',
+};
+
+/** A provider status label as the spec's normalized status. */
+export function normalizeStatus(label: string): VideoStatus {
+  return STATUS_MAP[label.toUpperCase()] ?? 'unknown';
+}
+
+const FRIENDLY = {
+  nsfw: 'Your prompt or image was flagged by the provider\'s content filter, so no video was made. Nothing was charged; rephrase the prompt or use a different image.',
+  failed: 'The video could not be generated. Nothing was charged; you can try again.',
+  timeout: 'The video took too long to generate and was stopped. Nothing was charged; you can try again.',
+  cancelled: 'The video was cancelled. Nothing was charged.',
+};
+
+async function job(id: string): Promise<VideoJobRow> {
+  const row = await loadVideoJob(id);
+  // A job row is written before its workflow starts and never deleted while it runs.
+  if (!row) throw ApplicationFailure.nonRetryable(`video job ${id} is not stored`, 'VideoJobMissing');
+  return row;
+}
+
+const request = (row: VideoJobRow) => row.request as unknown as VideoJobRequest;
+
+function target(row: VideoJobRow): ProviderTarget {
+  const provider = catalog().providers.find((p) => p.id === row.providerId);
+  const env = providerEnv(row.providerId);
+  return { providerId: row.providerId, baseUrl: env.baseUrl ?? provider?.baseUrl ?? '', apiKey: env.apiKey, options: provider?.options ?? {} };
+}
+
+/** Update a job that is not finished yet (a late poll must not undo a cancellation). */
+async function updateOpen(id: string, data: Record<string, unknown>): Promise<boolean> {
+  const { count } = await db().prisma.mediaJob.updateMany({ where: { id, status: { notIn: ['completed', 'failed', 'cancelled'] } }, data });
+  return count > 0;
+}
+
+/** Upstream trouble that retrying cannot fix (our credentials, a 4xx that is not the job's fault) stops the retries. */
+function rethrow(err: unknown): never {
+  if (err instanceof UpstreamError && !err.retryable) throw ApplicationFailure.nonRetryable(err.message, 'VideoProviderError');
+  throw err;
+}
+
+export async function submitVideoJob(id: string): Promise<VideoStep> {
+  const row = await job(id);
+  if (isTerminal(row.status)) return row.status as VideoStep;
+  if (row.providerRequestId) return row.status as VideoStep; // submitted by an earlier attempt
+  const req = request(row);
+  let requestId: string;
+  try {
+    requestId = await falSubmit(target(row), req.submitPath, req.input, Context.current().cancellationSignal);
+  } catch (err) {
+    // The provider refused the job itself (bad input it checks, content policy): record it, stop.
+    if (err instanceof UpstreamError && err.status >= 400 && err.status < 500 && err.status !== 401 && err.status !== 403 && err.status !== 408 && err.status !== 429) {
+      await recordFailure(row, jobFailure(err));
+      return 'failed';
+    }
+    rethrow(err);
+  }
+  await updateOpen(id, { providerRequestId: requestId, status: 'queued', providerStatus: 'IN_QUEUE', progress: 0, etaSeconds: req.typicalSeconds });
+  return 'queued';
+}
+
+/** One status check. `completed` means the provider finished: the workflow then runs finishVideoJob. */
+export async function pollVideoJob(id: string): Promise<VideoStep> {
+  const row = await job(id);
+  if (isTerminal(row.status)) return row.status as VideoStep;
+  const req = request(row);
+  let reply;
+  try {
+    reply = await falStatus(target(row), row.upstreamModel, row.providerRequestId!, Context.current().cancellationSignal);
+  } catch (err) {
+    rethrow(err);
+  }
+  let status = normalizeStatus(reply.status);
+  if (status === 'completed' && reply.error) status = 'failed';
+  if (status === 'failed' || status === 'cancelled') {
+    // the provider ended it: the result route says why (fal answers the error there)
+    const failure: FalJobFailure = reply.error
+      ? { message: `${row.providerId}: ${reply.error}`, type: reply.errorType, nsfw: /content[_ ]policy|nsfw/i.test(`${reply.errorType} ${reply.error}`) }
+      : { message: `${row.providerId} reports the job ${reply.status}`, type: null, nsfw: false };
+    if (status === 'cancelled') await closeRow(row, 'cancelled', failure.message, FRIENDLY.cancelled, false);
+    else await recordFailure(row, failure);
+    return status;
+  }
+  const elapsed = (Date.now() - row.createdAt.getTime()) / 1000;
+  const { progress, eta } = estimate(status, reply.logs, reply.queuePosition, elapsed, req.typicalSeconds);
+  // `completed` stays `processing` on the row until the output is stored and paid for
+  await updateOpen(id, { status: status === 'completed' ? 'processing' : status, providerStatus: reply.status, progress, etaSeconds: eta });
+  return status;
+}
+
+/**
+ * Progress and ETA. fal reports no percentage, so: the last "NN%" a runner logged when there is
+ * one, else the time elapsed against the model's typical run (`typical_seconds`), capped at 95
+ * until the job is really done.
+ */
+export function estimate(status: VideoStatus, logs: string[], queuePosition: number | null, elapsed: number, typical: number): { progress: number; eta: number } {
+  if (status === 'completed') return { progress: 100, eta: 0 };
+  if (status === 'queued') return { progress: 0, eta: Math.round(typical * (1 + (queuePosition ?? 0) * 0.1)) };
+  for (let i = logs.length - 1; i >= 0; i--) {
+    const m = /(\d{1,3}(?:\.\d+)?)\s*%/.exec(logs[i]);
+    if (m && Number(m[1]) <= 100) {
+      const p = Math.min(99, Math.floor(Number(m[1])));
+      return { progress: p, eta: p > 0 ? Math.max(1, Math.round((elapsed * (100 - p)) / p)) : Math.round(typical) };
+    }
+  }
+  return { progress: Math.min(95, Math.floor((elapsed / typical) * 100)), eta: Math.max(1, Math.round(typical - elapsed)) };
+}
+
+export async function finishVideoJob(id: string): Promise<VideoStep> {
+  const row = await job(id);
+  if (isTerminal(row.status)) return row.status as VideoStep;
+  const req = request(row);
+  const t = target(row);
+  const signal = Context.current().cancellationSignal;
+  let result;
+  try {
+    result = await falResult(t, row.upstreamModel, row.providerRequestId!, signal);
+  } catch (err) {
+    rethrow(err);
+  }
+  if (!result.ok) {
+    await recordFailure(row, result.failure);
+    return 'failed';
+  }
+  const out = result.output;
+  // Some fal pipelines flag instead of refusing: `has_nsfw_concepts: [true]` means the output is
+  // blanked or unfit to hand out, so the job fails as NSFW and is not charged.
+  const flags = Array.isArray(out.has_nsfw_concepts) ? out.has_nsfw_concepts : [out.has_nsfw_concepts];
+  if (flags.some((f) => f === true)) {
+    await recordFailure(row, { message: `${row.providerId} flagged the output as NSFW (has_nsfw_concepts)`, type: 'content_policy_violation', nsfw: true });
+    return 'failed';
+  }
+  const videos = outputVideos(out);
+  if (videos.length === 0) {
+    await recordFailure(row, { message: `${row.providerId} finished the job without a video in its result`, type: 'empty_response', nsfw: false });
+    return 'failed';
+  }
+
+  // Host each output (once: a retry finds the files an earlier attempt stored).
+  const stored = await db().pool.query<{ id: string; expires_at: Date; content_type: string; byte_size: number }>(
+    `SELECT id, expires_at, content_type, byte_size FROM hosted_files WHERE job_id = $1 ORDER BY created_at, id`,
+    [id],
+  ).then((r) => r.rows);
+  const hosted: VideoJobResult['videos'] = [];
+  for (let i = 0; i < videos.length; i++) {
+    const requested = req.durationSeconds;
+    const seconds = Math.min(requested, Math.ceil(videos[i].duration ?? requested));
+    if (stored[i]) {
+      hosted.push({ fileId: stored[i].id, expiresAt: stored[i].expires_at.toISOString(), contentType: stored[i].content_type, bytes: Number(stored[i].byte_size), seconds });
+      continue;
+    }
+    let media;
+    try {
+      media = await safeFetch(videos[i].url, { signal, maxBytes: videoSettings.maxBytes(), timeoutMs: 300_000, errorCode: 'video_download_failed' });
+    } catch (err) {
+      if (err instanceof MediaFetchError && (err.reason === 'too_large' || err.reason === 'bad_url' || err.reason === 'forbidden_address')) {
+        await recordFailure(row, { message: `the finished video could not be kept: ${err.message}`, type: 'video_download_failed', nsfw: false });
+        return 'failed';
+      }
+      throw err; // network trouble: Temporal retries the activity
+    }
+    Context.current().heartbeat();
+    const contentType = videos[i].contentType ?? (media.mediaType.startsWith('video/') ? media.mediaType : 'video/mp4');
+    const file = await storeHostedFile({ accountId: row.accountId, jobId: id, contentType, data: media.data });
+    hosted.push({ fileId: file.id, expiresAt: file.expiresAt.toISOString(), contentType, bytes: media.data.length, seconds });
+  }
+
+  // Settle the duration actually produced (never more than was held).
+  const billedSeconds = hosted.reduce((n, v) => n + v.seconds, 0);
+  const usd = BigInt(req.perSecond) * BigInt(billedSeconds);
+  let charged = 0n;
+  if (row.holdId) {
+    const s = await settle({ holdId: row.holdId, usd, reason: `video ${row.model} (${billedSeconds} s) via ${row.providerId}, job ${id}` });
+    charged = s.charged;
+  }
+  const cached: VideoJobResult = { videos: hosted, billedSeconds, details: pick(out, ['seed', 'prompt', 'timings']) };
+  await db().prisma.mediaJob.updateMany({
+    where: { id, status: { notIn: ['completed', 'failed', 'cancelled'] } },
+    data: {
+      status: 'completed', providerStatus: 'COMPLETED', progress: 100, etaSeconds: 0, cost: charged.toString(), outputFileId: hosted[0].fileId,
+      outputUrl: videos[0].url, result: cached as object, completedAt: new Date(),
+    },
+  });
+  return 'completed';
+}
+
+/** The job ended without a video: release the pre-charge and record why (idempotent). */
+export async function closeVideoJob(id: string, how: 'failed' | 'cancelled' | 'timeout', message?: string): Promise<VideoStep> {
+  const row = await job(id);
+  if (isTerminal(row.status)) return row.status as VideoStep;
+  if (row.providerRequestId) {
+    // stop the provider's work (best effort: it may have finished, or be unreachable)
+    await falCancel(target(row), row.upstreamModel, row.providerRequestId, AbortSignal.timeout(15_000)).catch((err) => {
+      console.warn(`[video] could not cancel ${id} at ${row.providerId}: ${(err as Error).message}`);
+    });
+  }
+  if (how === 'cancelled') await closeRow(row, 'cancelled', 'cancelled by the caller', FRIENDLY.cancelled, false);
+  else if (how === 'timeout') await closeRow(row, 'failed', message ?? 'the job did not finish in time', FRIENDLY.timeout, false);
+  else await closeRow(row, 'failed', message ?? 'the job failed', FRIENDLY.failed, false);
+  return how === 'cancelled' ? 'cancelled' : 'failed';
+}
+
+async function recordFailure(row: VideoJobRow, f: FalJobFailure): Promise<void> {
+  await closeRow(row, 'failed', f.message, f.nsfw ? FRIENDLY.nsfw : FRIENDLY.failed, f.nsfw);
+}
+
+async function closeRow(row: VideoJobRow, status: 'failed' | 'cancelled', error: string, friendly: string, nsfw: boolean): Promise<void> {
+  if (row.holdId) await release(row.holdId);
+  await db().prisma.mediaJob.updateMany({
+    where: { id: row.id, status: { notIn: ['completed', 'failed', 'cancelled'] } },
+    data: { status, error, userFriendlyError: friendly, isNsfwError: nsfw, cost: '0', etaSeconds: null, completedAt: new Date() },
+  });
+}
+
+interface OutputVideo {
+  url: string;
+  contentType?: string;
+  duration?: number;
+}
+
+/** fal's outputs: `{video:{url,content_type,...}}`, or several as `{videos:[...]}` (Midjourney-style). */
+function outputVideos(out: Record<string, unknown>): OutputVideo[] {
+  const list = Array.isArray(out.videos) ? out.videos : out.video ? [out.video] : [];
+  return list
+    .filter((v): v is Record<string, unknown> => !!v && typeof v === 'object' && typeof (v as { url?: unknown }).url === 'string')
+    .map((v) => ({
+      url: v.url as string,
+      contentType: typeof v.content_type === 'string' ? v.content_type : undefined,
+      duration: typeof v.duration === 'number' && v.duration > 0 ? v.duration : undefined,
+    }));
+}
+
+function pick(o: Record<string, unknown>, keys: string[]): Record<string, unknown> | undefined {
+  const out = Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]]));
+  return Object.keys(out).length ? out : undefined;
+}

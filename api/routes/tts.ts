@@ -1,0 +1,137 @@
+// POST /api/tts and GET /api/tts/status: the legacy speech surface (key in `x-api-key` or
+// Bearer, legacy error envelope), on the same SpeechCall as /api/v1/audio/speech, so there is
+// one way to plan, reserve and bill audio. Three answers, decided in this order:
+//  - 202 {runId, model, status:'pending'}: the model is marked `async` in the catalog (music), or
+//    the text is longer than SWITCHYARD_TTS_SYNC_MAX_CHARS (default 2000). The worst case is
+//    reserved now and the `speechJob` workflow (id = runId) makes, hosts and bills the audio;
+//    poll GET /api/tts/status?runId= (about every 3 s).
+//  - 200 JSON {audioUrl, ...billing}: the caller prefers JSON (`Accept: application/json` ranked
+//    above audio). The audio is hosted (signed URL valid about an hour, file deleted after 24 h).
+//  - 200 binary audio with billing headers, as /api/v1/audio/speech answers (the default).
+// Status: `pending`, `completed` (with a freshly signed `audioUrl`) or `error` (with `error`).
+// Another account's job is a 403 (the spec's "non-owned job"); a `model` that is not the job's
+// is a 400 (it is optional: the runId alone identifies the job).
+import { randomBytes } from 'node:crypto';
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { surface } from '../middleware/surface.js';
+import { authenticate } from '../middleware/auth.js';
+import { validateBody, validateQuery } from '../validate.js';
+import { ApiError } from '../errors.js';
+import { ttsRequestSchema, ttsStatusQuerySchema } from '../schemas/tts.js';
+import { billingHeaders } from './speech.js';
+import type { Caller } from '../../activities/accounts/keys.js';
+import { config } from '../../activities/config.js';
+import { catalog } from '../../activities/catalog/catalog.js';
+import { temporal } from '../../activities/temporalClient.js';
+import { planSpeech, resolveSpeechModel, SpeechCall, type SpeechBill, type SpeechBody } from '../../activities/surfaces/speech.js';
+import { signedUrl, storeHostedFile } from '../../activities/media/hostedFiles.js';
+import { abandonSpeechJob, createSpeechJob, loadSpeechJob, SPEECH_JOB_HOLD_SECONDS } from '../../activities/media/speechJob.js';
+
+export const ttsRouter = new Router();
+
+type TtsBody = Omit<SpeechBody, 'input' | 'stream'> & { text: string };
+
+/** Where this caller reached the API (Koa 3's ctx.origin is the Origin header, not this). */
+const publicOrigin = (ctx: Context) => `${ctx.protocol}://${ctx.host}`;
+
+/** the billing part of a JSON answer */
+function billingFields(bill: SpeechBill) {
+  return {
+    cost: bill.cost, amount: bill.amount, paymentSource: bill.paymentSource,
+    ...(bill.remainingBalance !== undefined ? { remainingBalance: bill.remainingBalance } : {}),
+    characters: bill.characters, ...(bill.seconds !== undefined ? { seconds: bill.seconds } : {}),
+  };
+}
+
+ttsRouter.post('/api/tts', surface('legacy'), authenticate, validateBody(ttsRequestSchema), async (ctx) => {
+  const { text, ...rest } = ctx.request.body as TtsBody;
+  const caller = ctx.state.caller as Caller;
+  const model = resolveSpeechModel(rest.model);
+  const plan = planSpeech(model, { ...rest, input: text });
+  const explicit = ctx.get('x-provider').trim() || undefined;
+
+  if (model.options.async === true || plan.chars > config.ttsSyncMaxChars) {
+    ctx.status = 202;
+    ctx.body = await startSpeechJob(caller, plan, explicit);
+    return;
+  }
+
+  const call = new SpeechCall(caller, ctx.state.requestId, plan, explicit);
+  await call.reserve();
+  const abort = new AbortController();
+  ctx.res.once('close', () => {
+    if (!ctx.res.writableFinished) abort.abort(new Error('client disconnected'));
+  });
+  let out;
+  try {
+    out = await call.collect(abort.signal);
+  } catch (err) {
+    await call.fail((err as { code?: string }).code ?? 'error');
+    throw err;
+  }
+
+  if (ctx.accepts('audio/*', 'application/json') === 'application/json') {
+    let file;
+    try {
+      file = await storeHostedFile({ accountId: caller.accountId, contentType: out.contentType, data: out.audio });
+    } catch (err) {
+      await call.fail('storage_error');
+      throw err;
+    }
+    const bill = await call.settle();
+    ctx.body = {
+      audioUrl: await signedUrl(file.id, publicOrigin(ctx), file.expiresAt), contentType: out.contentType, model: model.id,
+      expiresAt: file.expiresAt.toISOString(), ...billingFields(bill),
+    };
+    return;
+  }
+  billingHeaders(ctx, await call.settle());
+  ctx.type = out.contentType;
+  ctx.body = out.audio;
+});
+
+async function startSpeechJob(caller: Caller, plan: ReturnType<typeof planSpeech>, explicit: string | undefined) {
+  const runId = `tts_${randomBytes(12).toString('hex')}`;
+  const call = new SpeechCall(caller, runId, plan, explicit);
+  const hold = await call.reserve({ ttlSeconds: SPEECH_JOB_HOLD_SECONDS });
+  try {
+    await createSpeechJob(runId, caller, call, hold);
+    const client = await temporal();
+    await client.workflow.start('speechJob', {
+      workflowId: runId, taskQueue: config.taskQueue, args: [runId],
+      searchAttributes: { SwitchyardAccountId: [caller.accountId] },
+    });
+  } catch (err) {
+    await call.fail('job_unavailable');
+    await abandonSpeechJob(runId).catch(() => undefined);
+    console.error(`[tts] could not start speech job ${runId}:`, err);
+    throw new ApiError(503, 'job_unavailable', 'Asynchronous speech is unavailable right now (the workflow engine did not accept the job). Nothing was charged; retry later, or send a shorter text.');
+  }
+  return { runId, model: plan.model.id, status: 'pending' };
+}
+
+ttsRouter.get('/api/tts/status', surface('legacy'), authenticate, validateQuery(ttsStatusQuerySchema), async (ctx: Context) => {
+  const caller = ctx.state.caller as Caller;
+  const { runId, model } = ctx.state.query as { runId: string; model?: string };
+  const job = await loadSpeechJob(runId);
+  if (!job) throw new ApiError(404, 'not_found', `No speech job '${runId}'. Use the runId that POST /api/tts answered with 202.`);
+  if (job.accountId !== caller.accountId) throw new ApiError(403, 'forbidden', `Speech job '${runId}' belongs to another account.`);
+  if (model !== undefined && catalog().model(model)?.id !== job.model) {
+    throw new ApiError(400, 'invalid_parameter_value', `Speech job '${runId}' was made with model '${job.model}', not '${model}'.`, { param: 'model' });
+  }
+  const base = { runId: job.id, model: job.model };
+  if (job.status === 'completed' && job.outputFileId && job.result) {
+    const expiresAt = new Date(job.result.fileExpiresAt);
+    const { fileExpiresAt: _, bytes: __, ...fields } = job.result;
+    ctx.body = expiresAt.getTime() > Date.now()
+      ? { ...base, status: 'completed', audioUrl: await signedUrl(job.outputFileId, publicOrigin(ctx), expiresAt), expiresAt: expiresAt.toISOString(), ...fields }
+      : { ...base, status: 'completed', audioUrl: null, error: 'The audio was deleted: hosted outputs are kept 24 hours.', ...fields };
+    return;
+  }
+  if (job.status === 'error') {
+    ctx.body = { ...base, status: 'error', error: job.error ?? 'The job failed.' };
+    return;
+  }
+  ctx.body = { ...base, status: 'pending' };
+});

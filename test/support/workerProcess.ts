@@ -1,0 +1,54 @@
+// The project's worker in a process of its own, so a test can kill it mid-job (SIGKILL: no
+// graceful shutdown, no chance to report) and start another. It serves the task queue in
+// TEMPORAL_TASK_QUEUE on TEMPORAL_ADDRESS, against DATABASE_URL, with the provider settings in
+// its environment; it prints "ready" once it polls.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const { connectDatabase } = await import('../../activities/db.js');
+  const { loadCatalog } = await import('../../activities/catalog/catalog.js');
+  const { createWorker } = await import('../../bin/worker.js');
+  connectDatabase(process.env.DATABASE_URL!, 5);
+  await loadCatalog();
+  const worker = await createWorker(process.env.TEMPORAL_ADDRESS!);
+  const running = worker.run();
+  console.log('ready');
+  await running;
+}
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  kill(): Promise<void>;
+}
+
+/** Starts a worker process and waits until it polls. */
+export async function startWorkerProcess(env: Record<string, string>): Promise<WorkerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx/esm', fileURLToPath(import.meta.url)], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let log = '';
+  child.stderr!.on('data', (d) => (log += d));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`worker process did not start in time:\n${log}`)), 90_000);
+    child.stdout!.on('data', (d) => {
+      if (String(d).includes('ready')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`worker process exited with ${code}:\n${log}`));
+    });
+  });
+  return {
+    child,
+    kill: () => new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGKILL');
+    }),
+  };
+}
