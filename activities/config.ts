@@ -47,6 +47,8 @@ export interface Config {
   xnoUsdRate: string | undefined;
   /** POST /api/tts: inputs longer than this (characters) become an asynchronous job (202) */
   ttsSyncMaxChars: number;
+  /** send a surface's body as written to upstreams that speak its format (false: always translate) */
+  passThrough: boolean;
 }
 
 export function loadConfig(): Config {
@@ -68,6 +70,7 @@ export function loadConfig(): Config {
     keyCacheTtlMs: int('SWITCHYARD_KEY_CACHE_TTL_MS', 5000),
     xnoUsdRate: str('SWITCHYARD_XNO_USD_RATE'),
     ttsSyncMaxChars: int('SWITCHYARD_TTS_SYNC_MAX_CHARS', 2000),
+    passThrough: str('SWITCHYARD_PASS_THROUGH') !== '0',
   };
 }
 

@@ -1,5 +1,8 @@
 // `npm run bench`: the gateway's added latency and its throughput, side by side with a bare
 // pass-through proxy in front of the same loopback upstream, for non-streaming and streaming chat.
+// The gateway runs twice: as configured (chat to an OpenAI-compatible upstream is passed through)
+// and with SWITCHYARD_PASS_THROUGH=0 (the same request translated both ways), to show what the
+// pass-through saves.
 // The gateway runs as in production (`bin/api.ts`, its own process) with authentication, the
 // ledger (reserve + settle per request) and request records on, against the machine's
 // PostgreSQL. Prints a table; the README records a run.
@@ -61,6 +64,25 @@ async function latency(origin: string, path: string, body: string, key?: string)
   return { p50: percentile(times, 50), p99: percentile(times, 99) };
 }
 
+/** Two gateways' latency, request by request in turn, so drift and noise on the machine hit both alike. */
+async function latencyPair(a: string, b: string, path: string, body: string, key: string) {
+  const pools = [new Pool(a, { connections: 1 }), new Pool(b, { connections: 1 })];
+  for (let i = 0; i < 200; i++) for (const pool of pools) await once(pool, path, body, key); // warm-up
+  const times: number[][] = [[], []];
+  for (let i = 0; i < SAMPLES; i++) {
+    for (const [k, pool] of pools.entries()) {
+      const t0 = process.hrtime.bigint();
+      await once(pool, path, body, key);
+      times[k].push(Number(process.hrtime.bigint() - t0) / 1e6);
+    }
+  }
+  await Promise.all(pools.map((p) => p.close()));
+  return times.map((t) => {
+    t.sort((x, y) => x - y);
+    return { p50: percentile(t, 50), p99: percentile(t, 99) };
+  });
+}
+
 async function throughput(origin: string, path: string, body: string, keys?: string[]) {
   const pool = new Pool(origin, { connections: CONCURRENCY });
   const until = Date.now() + SECONDS * 1000;
@@ -74,6 +96,24 @@ async function throughput(origin: string, path: string, body: string, keys?: str
   }));
   await pool.close();
   return done / SECONDS;
+}
+
+/** Two gateways' throughput in alternating one-second windows, so load from elsewhere on the machine hits both alike. */
+async function throughputPair(a: string, b: string, path: string, body: string, keys: string[]) {
+  const pools = [new Pool(a, { connections: CONCURRENCY }), new Pool(b, { connections: CONCURRENCY })];
+  const done = [0, 0];
+  for (let w = 0; w < SECONDS * 2; w++) {
+    const k = w % 2;
+    const until = Date.now() + 1000;
+    await Promise.all(Array.from({ length: CONCURRENCY }, async (_, i) => {
+      while (Date.now() < until) {
+        await once(pools[k], path, body, keys[i % keys.length]);
+        done[k]++;
+      }
+    }));
+  }
+  await Promise.all(pools.map((p) => p.close()));
+  return done.map((n) => n / SECONDS);
 }
 
 async function main() {
@@ -100,9 +140,9 @@ async function main() {
     const upPort = await startProcess('./upstream.ts', [], {}, /"port":(\d+)/);
     const upstream = `http://127.0.0.1:${upPort}`;
     const proxyPort = await startProcess('./proxy.ts', [`${upstream}/v1`], {}, /"port":(\d+)/);
-    const gatewayPort = await startProcess('../bin/api.ts', [], {
-      DATABASE_URL: databaseUrl, PORT: '0', OPENAI_API_KEY: 'sk-bench', OPENAI_BASE_URL: `${upstream}/v1`, HOST: '127.0.0.1',
-    }, /listening on 127\.0\.0\.1:(\d+)/, process.env.BENCH_PROFILE === '1');
+    const gatewayEnv = { DATABASE_URL: databaseUrl, PORT: '0', OPENAI_API_KEY: 'sk-bench', OPENAI_BASE_URL: `${upstream}/v1`, HOST: '127.0.0.1' };
+    const gatewayPort = await startProcess('../bin/api.ts', [], gatewayEnv, /listening on 127\.0\.0\.1:(\d+)/, process.env.BENCH_PROFILE === '1');
+    const translatedPort = await startProcess('../bin/api.ts', [], { ...gatewayEnv, SWITCHYARD_PASS_THROUGH: '0' }, /listening on 127\.0\.0\.1:(\d+)/);
 
     const rows: string[][] = [];
     for (const stream of [false, true]) {
@@ -110,13 +150,14 @@ async function main() {
       const label = stream ? 'streaming' : 'non-streaming';
       const direct = await latency(upstream, '/v1/chat/completions', body);
       const proxy = await latency(`http://127.0.0.1:${proxyPort}`, '/api/v1/chat/completions', body);
-      const gateway = await latency(`http://127.0.0.1:${gatewayPort}`, '/api/v1/chat/completions', body, key);
+      const [gateway, translated] = await latencyPair(`http://127.0.0.1:${gatewayPort}`, `http://127.0.0.1:${translatedPort}`, '/api/v1/chat/completions', body, key);
       const proxyRps = await throughput(`http://127.0.0.1:${proxyPort}`, '/api/v1/chat/completions', body);
-      const gatewayRps = await throughput(`http://127.0.0.1:${gatewayPort}`, '/api/v1/chat/completions', body, keys);
+      const [gatewayRps, translatedRps] = await throughputPair(`http://127.0.0.1:${gatewayPort}`, `http://127.0.0.1:${translatedPort}`, '/api/v1/chat/completions', body, keys);
       const f = (n: number) => n.toFixed(2);
       rows.push([label, 'upstream direct', f(direct.p50), f(direct.p99), '', '', '']);
       rows.push([label, 'bare proxy', f(proxy.p50), f(proxy.p99), f(proxy.p50 - direct.p50), f(proxy.p99 - direct.p99), proxyRps.toFixed(0)]);
-      rows.push([label, 'gateway', f(gateway.p50), f(gateway.p99), f(gateway.p50 - direct.p50), f(gateway.p99 - direct.p99), gatewayRps.toFixed(0)]);
+      rows.push([label, 'gateway (pass-through)', f(gateway.p50), f(gateway.p99), f(gateway.p50 - direct.p50), f(gateway.p99 - direct.p99), gatewayRps.toFixed(0)]);
+      rows.push([label, 'gateway (translated)', f(translated.p50), f(translated.p99), f(translated.p50 - direct.p50), f(translated.p99 - direct.p99), translatedRps.toFixed(0)]);
       rows.push([label, 'gateway vs proxy', '', '', f(gateway.p50 - proxy.p50), f(gateway.p99 - proxy.p99), `${((gatewayRps / proxyRps) * 100).toFixed(0)}%`]);
     }
     const header = ['mode', 'path', 'p50 ms', 'p99 ms', 'added p50', 'added p99', `req/s @${CONCURRENCY}`];

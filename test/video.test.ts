@@ -7,10 +7,13 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, writeFileSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from '@temporalio/worker';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { closeVideoJob, finishVideoJob, pollVideoJob, submitVideoJob } from '../activities/video/run.js';
 import { findTemporalCli } from '../temporal-dev/index.js';
+import { loadHistoryJson } from './support/replayHistory.js';
 import { startApi, newAccount } from './support/api.js';
 import { useTemporal } from './support/temporal.js';
 import { startFalUpstream, type FalUpstream } from './support/upstreams/fal.js';
@@ -66,8 +69,13 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
   };
   const submit = (key: string, body: Record<string, unknown>) => call(key, 'POST', '/api/generate-video', body);
   const status = (key: string, id: string) => call(key, 'GET', `/api/video/status?requestId=${id}`);
-  const settled = (key: string, id: string, ms = 30_000) =>
-    until(() => status(key, id), (r) => ['completed', 'failed', 'cancelled'].includes(r.body?.data?.status), ms, `job ${id} to end`);
+  /** The job's record is terminal and its workflow closed (so its money has moved). */
+  const settled = async (key: string, id: string, ms = 30_000) => {
+    await until(() => status(key, id), (r) => ['completed', 'failed', 'cancelled'].includes(r.body?.data?.status), ms, `job ${id} to end`);
+    const handle = (await useTemporal()).client.workflow.getHandle(id);
+    await until(() => handle.describe(), (x) => x.status.name !== 'RUNNING', 15_000, `workflow ${id} to close`);
+    return status(key, id);
+  };
   const usd = async (accountId: string) => (await balances(accountId))!.USD;
 
   before(async () => {
@@ -114,12 +122,15 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
 
     const seen = new Set<string>();
     let progress = -1;
-    const done = await until(() => status(key, r.body.runId), (s) => {
+    await until(() => status(key, r.body.runId), (s) => {
       seen.add(s.body.data.status);
       if (s.body.data.status === 'processing') progress = Math.max(progress, s.body.data.progress);
       return s.body.data.status === 'completed';
     }, 30_000, 'completion');
+    const done = await settled(key, r.body.runId);
     assert.ok(seen.has('queued') || seen.has('processing'), `saw ${[...seen]}`);
+    // the runner's "NN%" logs became the record's progress while it ran
+    if (seen.has('processing')) assert.ok(progress > 0 && progress < 100, `progress ${progress}`);
     const d = done.body.data;
     assert.equal(done.body.requestId, r.body.runId);
     assert.equal(done.body.model, T2V);
@@ -160,7 +171,7 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     // the workflow: found by id and by the owner's search attribute, timers between polls
     const t = await useTemporal();
     const handle = t.client.workflow.getHandle(r.body.runId);
-    const desc = await handle.describe();
+    const desc = await until(() => handle.describe(), (x) => x.status.name !== 'RUNNING', 10_000, 'the workflow to close');
     assert.equal(desc.type, 'videoJob');
     assert.equal(desc.status.name, 'COMPLETED');
     assert.deepEqual(desc.searchAttributes.SwitchyardAccountId, [accountId]);
@@ -185,7 +196,9 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
   it('a recorded videoJob history replays deterministically', async function () {
     this.timeout(120_000);
     assert.ok(existsSync(FIXTURE), `missing ${FIXTURE} (record it with RECORD_VIDEO_HISTORY=1)`);
-    const history = JSON.parse(readFileSync(FIXTURE, 'utf8'));
+    const history = loadHistoryJson(FIXTURE);
+    assert.ok(history.events!.some((e) => e.timerStartedEventAttributes), 'the recording polls with workflow timers');
+    // throws DeterminismViolationError if workflows/videoJob.ts no longer makes the same commands
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS }, history, 'vid_recorded');
   });
 
@@ -370,6 +383,45 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     }
   });
 
+  it('a finish racing a close (deadline, cancel) settles or releases, never both, and charges at most once', async () => {
+    // The workflow never runs these at once; the activities must still be safe if they do.
+    const t = await useTemporal();
+    const { key, accountId } = await newAccount('10');
+    const start = await usd(accountId);
+    const run = <A extends unknown[], R>(fn: (...a: A) => Promise<R>, ...args: A) => new MockActivityEnvironment().run(fn as any, ...args) as Promise<R>;
+    for (let i = 0; i < 6; i++) {
+      const mainQueue = config.taskQueue;
+      config.taskQueue = `video-nobody-${process.pid}`; // no worker polls it: the activities are driven here
+      let r;
+      try {
+        r = await submit(key, { model: T2V, prompt: `race close ${i}`, duration: '5' });
+      } finally {
+        config.taskQueue = mainQueue;
+      }
+      const id = r.body.runId;
+      fal.script({ queuePolls: 0, progressPolls: 0, duration: 3 });
+      assert.equal(await run(submitVideoJob, id), 'queued');
+      assert.equal(await run(pollVideoJob, id), 'completed');
+      const results = await Promise.all([
+        run(finishVideoJob, id), run(closeVideoJob, id, 'cancelled' as const), run(finishVideoJob, id), run(closeVideoJob, id, 'timeout' as const, 'deadline'),
+      ]);
+      const d = (await status(key, id)).body.data;
+      assert.ok(results.every((x) => x === d.status), `${results} vs ${d.status}`);
+      const charges = await chargesFor(id);
+      if (d.status === 'completed') assert.deepEqual(charges, [-price(T2V, 3)]);
+      else assert.deepEqual(charges, []);
+      // a late retry of either changes nothing
+      await run(finishVideoJob, id);
+      await run(closeVideoJob, id, 'failed' as const);
+      assert.deepEqual(await chargesFor(id), charges);
+      await t.client.workflow.getHandle(id).terminate('driven by the test');
+    }
+    const bal = await usd(accountId);
+    assert.equal(bal.held, 0n);
+    const { rows } = await db().pool.query(`SELECT COALESCE(SUM(cost), 0) AS spent FROM media_jobs WHERE account_id = $1`, [accountId]);
+    assert.equal(bal.amount, start.amount - BigInt(rows[0].spent));
+  });
+
   it('retries a provider that stumbles on submit (5xx) and submits the job exactly once', async () => {
     const { key, accountId } = await newAccount('10');
     fal.script({ submitErrors: [{ status: 503 }, { status: 500 }], queuePolls: 0, progressPolls: 0 });
@@ -480,7 +532,7 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
       const charge = price(T2V, 4);
       assert.deepEqual(await chargesFor(r.body.runId), [-charge]);
       assert.deepEqual(await usd(accountId), { amount: parseAmount('10', 'USD') - charge, held: 0n, available: parseAmount('10', 'USD') - charge });
-      const desc = await t.client.workflow.getHandle(r.body.runId).describe();
+      const desc = await until(() => t.client.workflow.getHandle(r.body.runId).describe(), (x) => x.status.name !== 'RUNNING', 10_000, 'the workflow to close');
       assert.equal(desc.status.name, 'COMPLETED');
       assert.equal(desc.taskQueue, queue);
     } finally {

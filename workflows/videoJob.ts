@@ -7,7 +7,7 @@
 //   cancelled (POST /api/generate-video/cancel) → the provider is asked to stop, released, cancelled.
 // A worker that dies mid-job loses nothing: the next worker replays this history and carries on
 // from the last completed step; every activity is idempotent, so nothing is charged twice.
-import { ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, proxyActivities, sleep } from '@temporalio/workflow';
+import { ActivityCancellationType, ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, proxyActivities, sleep } from '@temporalio/workflow';
 import type * as activities from '../activities/index.js';
 
 export interface VideoJobInput {
@@ -20,10 +20,14 @@ export interface VideoJobInput {
 
 // Short calls to the provider and the database: retried with backoff when the provider or the
 // network stumbles; a non-retryable failure (our credentials, a refused call) ends the job.
-const { submitVideoJob, pollVideoJob, closeVideoJob } = proxyActivities<typeof activities>({
+const SHORT = {
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 8 },
-});
+} as const;
+const { pollVideoJob, closeVideoJob } = proxyActivities<typeof activities>(SHORT);
+// A cancellation that arrives mid-submit waits for the submit to finish, so the provider's
+// request id is on record and closeVideoJob can tell the provider to stop.
+const { submitVideoJob } = proxyActivities<typeof activities>({ ...SHORT, cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED });
 
 // Downloading and hosting the output can take a while (up to SWITCHYARD_VIDEO_MAX_BYTES).
 const { finishVideoJob } = proxyActivities<typeof activities>({

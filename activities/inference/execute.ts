@@ -4,7 +4,7 @@
 // (chat, messages, responses, completions) call this and only translate.
 import type { Route } from '../catalog/catalog.js';
 import type { Caller } from '../accounts/keys.js';
-import { providerEnv } from '../config.js';
+import { config, providerEnv } from '../config.js';
 import { InsufficientFunds, release, reserve, settle, type Hold, type Settlement } from '../ledger/ledger.js';
 import { releaseLeased, reserveFromLease, settleLeased, type LeasedFunds } from '../ledger/leases.js';
 import { formatAmount, toDisplayNumber } from '../ledger/money.js';
@@ -164,7 +164,7 @@ export class InferenceCall {
    */
   private passThroughFor(route: Route, req: InferenceRequest, target: ProviderTarget): NativePassThrough | undefined {
     const native = adapterFor(route).native;
-    if (!this.ctx.native || native?.format !== this.ctx.native.format) return undefined;
+    if (!config.passThrough || !this.ctx.native || native?.format !== this.ctx.native.format) return undefined;
     return native.accepts(req, target) ? native : undefined;
   }
 

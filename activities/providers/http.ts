@@ -26,7 +26,7 @@ export interface UpstreamResponse {
 export async function send(
   providerId: string,
   url: string,
-  init: { method?: 'GET' | 'POST'; headers: Record<string, string>; body?: string; signal: AbortSignal },
+  init: { method?: 'GET' | 'POST' | 'PUT' | 'DELETE'; headers: Record<string, string>; body?: string; signal: AbortSignal },
 ): Promise<UpstreamResponse> {
   try {
     const res = await request(url, {

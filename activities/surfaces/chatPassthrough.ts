@@ -53,17 +53,18 @@ type NativeEvent = Extract<StreamEvent, { type: 'native' }>;
  */
 export class ChatRelay {
   private tail: NativeEvent[] = [];
+  private usageChunks: NativeEvent[] = [];
 
   constructor(private readonly meta: Pick<ChatMeta, 'model' | 'provider'>, private readonly callerWantsUsage: boolean) {}
 
   /** The data to write now for one upstream chunk, or null when it is held. */
   chunk(e: NativeEvent): string | null {
-    if (this.tail.length || e.json?.choices?.some?.((c: any) => c?.finish_reason)) {
-      this.tail.push(e);
+    if (isUsageOnly(e.json)) {
+      this.usageChunks.push(e); // shown last, and only when the caller asked for usage
       return null;
     }
-    if (isUsageOnly(e.json)) {
-      this.tail.push(e); // some servers send usage before the finish
+    if (this.tail.length || e.json?.choices?.some?.((c: any) => c?.finish_reason)) {
+      this.tail.push(e);
       return null;
     }
     return renamed(e.data, e.json, this.meta.model, this.meta.provider);
@@ -71,7 +72,7 @@ export class ChatRelay {
 
   /** The held chunks, the last one with the bill (a chunk of its own if none is left). */
   final(usage: Usage, bill: Bill): string[] {
-    const shown = this.tail.filter((e) => this.callerWantsUsage || !isUsageOnly(e.json));
+    const shown = [...this.tail, ...(this.callerWantsUsage ? this.usageChunks : [])];
     const last = shown.pop();
     const out = shown.map((e) => renamed(e.data, e.json, this.meta.model, this.meta.provider));
     const base = last?.json ?? { object: 'chat.completion.chunk', choices: [] };

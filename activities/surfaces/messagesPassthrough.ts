@@ -50,7 +50,9 @@ export class MessagesRelay {
   end(usage: Usage, bill: Bill): RawFrame[] {
     const d = this.delta?.json ?? { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null } };
     return [
-      ['message_delta', JSON.stringify({ ...d, usage: d.usage ?? messageUsage(usage), ...billingFields(bill) })],
+      // the upstream's usage, completed with the input side it gave in message_start (as Anthropic's
+      // newer answers restate it here), so the bill beside it explains itself
+      ['message_delta', JSON.stringify({ ...d, usage: { ...messageUsage(usage), ...d.usage }, ...billingFields(bill) })],
       ['message_stop', this.stop?.data ?? '{"type":"message_stop"}'],
     ];
   }

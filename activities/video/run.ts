@@ -101,7 +101,7 @@ export async function pollVideoJob(id: string): Promise<VideoStep> {
   let status = normalizeStatus(reply.status);
   if (status === 'completed' && reply.error) status = 'failed';
   if (status === 'failed' || status === 'cancelled') {
-    // the provider ended it: the result route says why (fal answers the error there)
+    // the provider ended it (fal: COMPLETED with `error`; bridges: FAILED / CANCELED)
     const failure: FalJobFailure = reply.error
       ? { message: `${row.providerId}: ${reply.error}`, type: reply.errorType, nsfw: /content[_ ]policy|nsfw/i.test(`${reply.errorType} ${reply.error}`) }
       : { message: `${row.providerId} reports the job ${reply.status}`, type: null, nsfw: false };
@@ -111,8 +111,9 @@ export async function pollVideoJob(id: string): Promise<VideoStep> {
   }
   const elapsed = (Date.now() - row.createdAt.getTime()) / 1000;
   const { progress, eta } = estimate(status, reply.logs, reply.queuePosition, elapsed, req.typicalSeconds);
-  // `completed` stays `processing` on the row until the output is stored and paid for
-  await updateOpen(id, { status: status === 'completed' ? 'processing' : status, providerStatus: reply.status, progress, etaSeconds: eta });
+  // `completed` stays `processing` (at most 99%) on the row until the output is stored and paid for
+  const stored = status === 'completed' ? { status: 'processing', progress: 99, etaSeconds: 1 } : { status, progress, etaSeconds: eta };
+  await updateOpen(id, { ...stored, providerStatus: reply.status });
   return status;
 }
 
@@ -136,7 +137,7 @@ export function estimate(status: VideoStatus, logs: string[], queuePosition: num
 
 export async function finishVideoJob(id: string): Promise<VideoStep> {
   const row = await job(id);
-  if (isTerminal(row.status)) return row.status as VideoStep;
+  if (isTerminal(row.status)) return finishMoney(row);
   const req = request(row);
   const t = target(row);
   const signal = Context.current().cancellationSignal;
@@ -193,51 +194,77 @@ export async function finishVideoJob(id: string): Promise<VideoStep> {
     hosted.push({ fileId: file.id, expiresAt: file.expiresAt.toISOString(), contentType, bytes: media.data.length, seconds });
   }
 
-  // Settle the duration actually produced (never more than was held).
+  // Claim the job as completed (one conditional update: a close racing us either won already, so
+  // its release stands and nothing is charged, or loses here), then settle the seconds produced.
   const billedSeconds = hosted.reduce((n, v) => n + v.seconds, 0);
-  const usd = BigInt(req.perSecond) * BigInt(billedSeconds);
-  let charged = 0n;
-  if (row.holdId) {
-    const s = await settle({ holdId: row.holdId, usd, reason: `video ${row.model} (${billedSeconds} s) via ${row.providerId}, job ${id}` });
-    charged = s.charged;
-  }
   const cached: VideoJobResult = { videos: hosted, billedSeconds, details: pick(out, ['seed', 'prompt', 'timings']) };
   await db().prisma.mediaJob.updateMany({
     where: { id, status: { notIn: ['completed', 'failed', 'cancelled'] } },
     data: {
-      status: 'completed', providerStatus: 'COMPLETED', progress: 100, etaSeconds: 0, cost: charged.toString(), outputFileId: hosted[0].fileId,
+      // the charge the settlement below will make (it corrects the figure if the ledger differs)
+      cost: expectedCharge(row, BigInt(req.perSecond) * BigInt(billedSeconds)).toString(),
+      status: 'completed', providerStatus: 'COMPLETED', progress: 100, etaSeconds: 0, outputFileId: hosted[0].fileId,
       outputUrl: videos[0].url, result: cached as object, completedAt: new Date(),
     },
   });
-  return 'completed';
+  return finishMoney(await job(id));
+}
+
+/** What settling `usd` on the job's hold charges, in the hold's currency (as ledger.settle computes it). */
+function expectedCharge(row: VideoJobRow, usd: bigint): bigint {
+  const held = BigInt(row.precharge?.toString() ?? '0');
+  const quoted = BigInt(request(row).maxUsd);
+  if (!row.holdId || quoted === 0n) return 0n;
+  const charge = row.currency === 'XNO' ? (usd * held + quoted - 1n) / quoted : usd;
+  return charge < held ? charge : held;
+}
+
+/**
+ * The money side of a finished job, idempotent: a completed job's hold is settled to the seconds
+ * it delivered (never more than was held; a second settle returns the first), a failed or
+ * cancelled one's hold released. Runs again on every retry, so a crash between recording the
+ * outcome and moving the money is repaired by the next attempt.
+ */
+async function finishMoney(row: VideoJobRow): Promise<VideoStep> {
+  if (!row.holdId) return row.status as VideoStep;
+  if (row.status === 'completed') {
+    const req = request(row);
+    const billedSeconds = (row.result as unknown as VideoJobResult).billedSeconds;
+    const s = await settle({ holdId: row.holdId, usd: BigInt(req.perSecond) * BigInt(billedSeconds), reason: `video ${row.model} (${billedSeconds} s) via ${row.providerId}, job ${row.id}` });
+    if (row.cost?.toString() !== s.charged.toString()) await db().prisma.mediaJob.update({ where: { id: row.id }, data: { cost: s.charged.toString() } });
+  } else if (row.status === 'failed' || row.status === 'cancelled') {
+    await release(row.holdId);
+  }
+  return row.status as VideoStep;
 }
 
 /** The job ended without a video: release the pre-charge and record why (idempotent). */
 export async function closeVideoJob(id: string, how: 'failed' | 'cancelled' | 'timeout', message?: string): Promise<VideoStep> {
   const row = await job(id);
-  if (isTerminal(row.status)) return row.status as VideoStep;
+  if (isTerminal(row.status)) return finishMoney(row);
   if (row.providerRequestId) {
     // stop the provider's work (best effort: it may have finished, or be unreachable)
     await falCancel(target(row), row.upstreamModel, row.providerRequestId, AbortSignal.timeout(15_000)).catch((err) => {
       console.warn(`[video] could not cancel ${id} at ${row.providerId}: ${(err as Error).message}`);
     });
   }
-  if (how === 'cancelled') await closeRow(row, 'cancelled', 'cancelled by the caller', FRIENDLY.cancelled, false);
-  else if (how === 'timeout') await closeRow(row, 'failed', message ?? 'the job did not finish in time', FRIENDLY.timeout, false);
-  else await closeRow(row, 'failed', message ?? 'the job failed', FRIENDLY.failed, false);
-  return how === 'cancelled' ? 'cancelled' : 'failed';
+  // the outcome that stands: ours, or a finish's that got there first
+  if (how === 'cancelled') return closeRow(row, 'cancelled', 'cancelled by the caller', FRIENDLY.cancelled, false);
+  if (how === 'timeout') return closeRow(row, 'failed', message ?? 'the job did not finish in time', FRIENDLY.timeout, false);
+  return closeRow(row, 'failed', message ?? 'the job failed', FRIENDLY.failed, false);
 }
 
 async function recordFailure(row: VideoJobRow, f: FalJobFailure): Promise<void> {
   await closeRow(row, 'failed', f.message, f.nsfw ? FRIENDLY.nsfw : FRIENDLY.failed, f.nsfw);
 }
 
-async function closeRow(row: VideoJobRow, status: 'failed' | 'cancelled', error: string, friendly: string, nsfw: boolean): Promise<void> {
-  if (row.holdId) await release(row.holdId);
+/** Claim the job as ended without a video, then release its pre-charge (unless a finish won the claim). */
+async function closeRow(row: VideoJobRow, status: 'failed' | 'cancelled', error: string, friendly: string, nsfw: boolean): Promise<VideoStep> {
   await db().prisma.mediaJob.updateMany({
     where: { id: row.id, status: { notIn: ['completed', 'failed', 'cancelled'] } },
     data: { status, error, userFriendlyError: friendly, isNsfwError: nsfw, cost: '0', etaSeconds: null, completedAt: new Date() },
   });
+  return finishMoney(await job(row.id));
 }
 
 interface OutputVideo {

@@ -12,6 +12,7 @@
 // Another account's job is a 403 (the spec's "non-owned job"); a `model` that is not the job's
 // is a 400 (it is optional: the runId alone identifies the job).
 import { randomBytes } from 'node:crypto';
+import { publicOrigin } from './paths.js';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { surface } from '../middleware/surface.js';
@@ -32,8 +33,6 @@ export const ttsRouter = new Router();
 
 type TtsBody = Omit<SpeechBody, 'input' | 'stream'> & { text: string };
 
-/** Where this caller reached the API (Koa 3's ctx.origin is the Origin header, not this). */
-const publicOrigin = (ctx: Context) => `${ctx.protocol}://${ctx.host}`;
 
 /** the billing part of a JSON answer */
 function billingFields(bill: SpeechBill) {

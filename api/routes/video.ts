@@ -8,6 +8,7 @@
 //   GET  /api/generate-video/content  the finished video's bytes (`variant=video`)
 //   POST /api/generate-video/cancel   cancel a running job through its workflow (the spec names no
 //                                     path; this one mirrors OpenAI's POST .../{id}/cancel verbs)
+import { publicOrigin } from './paths.js';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { surface } from '../middleware/surface.js';
@@ -33,8 +34,6 @@ import type { VideoJobInput } from '../../workflows/videoJob.js';
 
 export const videoRouter = new Router();
 
-/** Where the caller reached us, for signed output URLs (Koa 3's ctx.origin is the Origin header). */
-const origin = (ctx: Context) => `${ctx.protocol}://${ctx.host}`;
 
 const NO_NEEDS = { tools: false, images: false, structuredOutput: false, caching: false };
 
@@ -95,7 +94,7 @@ videoRouter.get('/api/video/status', surface('legacy'), authenticate, statusQuer
   const q = ctx.state.query as { requestId?: string; runId?: string };
   const row = await ownedJob(ctx, q.requestId ?? q.runId);
   ctx.set('Cache-Control', 'no-store');
-  ctx.body = { requestId: row.id, model: row.model, data: await videoStatusData(row, origin(ctx)) };
+  ctx.body = { requestId: row.id, model: row.model, data: await videoStatusData(row, publicOrigin(ctx)) };
 });
 
 videoRouter.get('/api/generate-video/status', surface('legacy'), authenticate, statusQuery, async (ctx) => {
@@ -104,7 +103,7 @@ videoRouter.get('/api/generate-video/status', surface('legacy'), authenticate, s
   ctx.set('Deprecation', 'true');
   ctx.set('Link', '</api/video/status>; rel="successor-version"');
   ctx.set('Cache-Control', 'no-store');
-  const data = await videoStatusData(row, origin(ctx));
+  const data = await videoStatusData(row, publicOrigin(ctx));
   // The legacy flow shows the provider's own labels (IN_QUEUE, IN_PROGRESS, COMPLETED, ...).
   const label = videoStatusLabel(row);
   ctx.body = { requestId: row.id, model: row.model, status: label, videoUrl: data.videoUrl, data: { ...data, status: label, normalizedStatus: data.status } };
@@ -127,7 +126,7 @@ videoRouter.get(
     const data = await Promise.all(
       rows.map(async (row) => ({
         runId: row.id, id: row.id, model: row.model, conversationUUID: row.conversationUuid,
-        prompt: (row.request as { prompt?: string | null }).prompt ?? null, ...(await videoStatusData(row, origin(ctx))),
+        prompt: (row.request as { prompt?: string | null }).prompt ?? null, ...(await videoStatusData(row, publicOrigin(ctx))),
       })),
     );
     ctx.body = { object: 'list', data, count: data.length };
@@ -214,7 +213,7 @@ videoRouter.post('/api/generate-video/cancel', surface('legacy'), authenticate, 
     for (let i = 0; i < 100; i++) {
       const now = await loadVideoJob(row.id);
       if (now && isTerminal(now.status)) {
-        ctx.body = { requestId: now.id, model: now.model, data: await videoStatusData(now, origin(ctx)) };
+        ctx.body = { requestId: now.id, model: now.model, data: await videoStatusData(now, publicOrigin(ctx)) };
         return;
       }
       await new Promise((r) => setTimeout(r, 100));
@@ -222,5 +221,5 @@ videoRouter.post('/api/generate-video/cancel', surface('legacy'), authenticate, 
   }
   const now = (await loadVideoJob(row.id)) ?? row;
   ctx.status = isTerminal(now.status) ? 200 : 202;
-  ctx.body = { requestId: now.id, model: now.model, data: await videoStatusData(now, origin(ctx)) };
+  ctx.body = { requestId: now.id, model: now.model, data: await videoStatusData(now, publicOrigin(ctx)) };
 });

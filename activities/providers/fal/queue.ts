@@ -96,7 +96,7 @@ export async function falResult(target: ProviderTarget, model: string, requestId
 export async function falCancel(target: ProviderTarget, model: string, requestId: string, signal: AbortSignal): Promise<'requested' | 'already_completed' | 'not_found'> {
   const url = `${trimBase(target)}/${appId(model)}/requests/${encodeURIComponent(requestId)}/cancel`;
   // (`send` is typed for the GET/POST the text providers use; undici takes any method)
-  const res = await send(target.providerId, url, { method: 'PUT' as 'POST', headers: headers(target, false), signal });
+  const res = await send(target.providerId, url, { method: 'PUT', headers: headers(target, false), signal });
   const text = await res.body.text().catch(() => '');
   if (res.status === 404) return 'not_found';
   if (res.status >= 200 && res.status < 300) return 'requested';
