@@ -7,6 +7,7 @@
 // ledger (reserve + settle per request) and request records on, against the machine's
 // PostgreSQL. Prints a table; the README records a run.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
@@ -23,6 +24,17 @@ const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 2000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
 const children: ChildProcess[] = [];
+const pidOfPort = new Map<string, number>();
+
+/**
+ * CPU time (user + system, ms) a child process has used: the cost per request that neighbours on
+ * a shared machine disturb far less than they disturb wall-clock throughput.
+ */
+function cpuMs(port: string): number {
+  const stat = readFileSync(`/proc/${pidOfPort.get(port)}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in 1/100 s ticks
+}
 
 function startProcess(script: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp, profile = false): Promise<string> {
   // BENCH_PROFILE=1 (bench/profile-gateway.sh) writes a CPU profile of the gateway to .data/prof
@@ -34,7 +46,10 @@ function startProcess(script: string, args: string[], env: NodeJS.ProcessEnv, re
     child.stdout!.on('data', (d) => {
       out += d;
       const m = ready.exec(out);
-      if (m) resolve(m[1]);
+      if (m) {
+        pidOfPort.set(m[1], child.pid!);
+        resolve(m[1]);
+      }
     });
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code}: ${out}`)));
   });
@@ -151,16 +166,23 @@ async function main() {
       const direct = await latency(upstream, '/v1/chat/completions', body);
       const proxy = await latency(`http://127.0.0.1:${proxyPort}`, '/api/v1/chat/completions', body);
       const [gateway, translated] = await latencyPair(`http://127.0.0.1:${gatewayPort}`, `http://127.0.0.1:${translatedPort}`, '/api/v1/chat/completions', body, key);
+      let cpu0 = cpuMs(proxyPort);
       const proxyRps = await throughput(`http://127.0.0.1:${proxyPort}`, '/api/v1/chat/completions', body);
+      const proxyCpu = (cpuMs(proxyPort) - cpu0) / (proxyRps * SECONDS);
+      cpu0 = cpuMs(gatewayPort);
+      const cpu1 = cpuMs(translatedPort);
       const [gatewayRps, translatedRps] = await throughputPair(`http://127.0.0.1:${gatewayPort}`, `http://127.0.0.1:${translatedPort}`, '/api/v1/chat/completions', body, keys);
+      const gatewayCpu = (cpuMs(gatewayPort) - cpu0) / (gatewayRps * SECONDS);
+      const translatedCpu = (cpuMs(translatedPort) - cpu1) / (translatedRps * SECONDS);
+      const us = (ms: number) => (ms * 1000).toFixed(0);
       const f = (n: number) => n.toFixed(2);
-      rows.push([label, 'upstream direct', f(direct.p50), f(direct.p99), '', '', '']);
-      rows.push([label, 'bare proxy', f(proxy.p50), f(proxy.p99), f(proxy.p50 - direct.p50), f(proxy.p99 - direct.p99), proxyRps.toFixed(0)]);
-      rows.push([label, 'gateway (pass-through)', f(gateway.p50), f(gateway.p99), f(gateway.p50 - direct.p50), f(gateway.p99 - direct.p99), gatewayRps.toFixed(0)]);
-      rows.push([label, 'gateway (translated)', f(translated.p50), f(translated.p99), f(translated.p50 - direct.p50), f(translated.p99 - direct.p99), translatedRps.toFixed(0)]);
-      rows.push([label, 'gateway vs proxy', '', '', f(gateway.p50 - proxy.p50), f(gateway.p99 - proxy.p99), `${((gatewayRps / proxyRps) * 100).toFixed(0)}%`]);
+      rows.push([label, 'upstream direct', f(direct.p50), f(direct.p99), '', '', '', '']);
+      rows.push([label, 'bare proxy', f(proxy.p50), f(proxy.p99), f(proxy.p50 - direct.p50), f(proxy.p99 - direct.p99), proxyRps.toFixed(0), us(proxyCpu)]);
+      rows.push([label, 'gateway (pass-through)', f(gateway.p50), f(gateway.p99), f(gateway.p50 - direct.p50), f(gateway.p99 - direct.p99), gatewayRps.toFixed(0), us(gatewayCpu)]);
+      rows.push([label, 'gateway (translated)', f(translated.p50), f(translated.p99), f(translated.p50 - direct.p50), f(translated.p99 - direct.p99), translatedRps.toFixed(0), us(translatedCpu)]);
+      rows.push([label, 'gateway vs proxy', '', '', f(gateway.p50 - proxy.p50), f(gateway.p99 - proxy.p99), `${((gatewayRps / proxyRps) * 100).toFixed(0)}%`, `${(gatewayCpu / proxyCpu).toFixed(1)}x`]);
     }
-    const header = ['mode', 'path', 'p50 ms', 'p99 ms', 'added p50', 'added p99', `req/s @${CONCURRENCY}`];
+    const header = ['mode', 'path', 'p50 ms', 'p99 ms', 'added p50', 'added p99', `req/s @${CONCURRENCY}`, 'CPU µs/req'];
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
     const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i])).join('  ');
     console.log(`\nconcurrency 1: ${SAMPLES} requests each; throughput: ${CONCURRENCY} concurrent for ${SECONDS}s, over ${keys.length} account(s)\n`);

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { gzipSync } from 'node:zlib';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { startApi } from './support/api.js';
 import { config } from '../activities/config.js';
 
@@ -46,6 +46,28 @@ describe('API basics', () => {
       assert.ok(bomb.length < config.bodyLimitBytes / 100);
       const res2 = await post(bomb, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
       assert.equal(res2.status, 413);
+    });
+
+    it('reads gzip, deflate and br bodies, and answers a corrupt one with a 400', async () => {
+      const body = Buffer.from(JSON.stringify({ hello: 'world' }));
+      for (const [encoding, data] of [['gzip', gzipSync(body)], ['deflate', deflateSync(body)], ['br', brotliCompressSync(body)]] as const) {
+        const res = await post(data, { 'content-type': 'application/json', 'content-encoding': encoding });
+        // the body parsed; the route then asks for a key
+        assert.equal(res.status, 401, encoding);
+      }
+      const corrupt = await post(Buffer.from('not gzip at all'), { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+      assert.equal(corrupt.status, 400);
+      const json = await corrupt.json();
+      assert.equal(json.code, 'invalid_body');
+      assert.match(json.message, /could not be decompressed as gzip/);
+    });
+
+    it('a body that is JSON but not an object is a 400', async () => {
+      for (const body of ['"text"', '42', 'null']) {
+        const res = await post(body);
+        assert.equal(res.status, 400, body);
+        assert.equal((await res.json()).code, 'invalid_json');
+      }
     });
 
     it('an unknown Content-Encoding is a 415 with a clear message', async () => {

@@ -1,27 +1,107 @@
-// JSON request bodies, with the size limit applied after decompression (gzip, deflate, br are
-// inflated by the parser) and every parser failure turned into a clear 4xx instead of a 500.
-import { bodyParser } from '@koa/bodyparser';
+// JSON request bodies, with the size limit applied after decompression (gzip, deflate, br) and
+// every failure turned into a clear 4xx instead of a 500.
+//
+// Hand-written rather than a generic body parser because it sits on every request's critical
+// path: one content-type test, the raw bytes collected as they arrive (through a decompressor
+// only when the request is compressed), one parse. Measured against @koa/bodyparser on the
+// chat benchmark it takes about a third of the time (README, Benchmarks).
+import type { IncomingMessage } from 'node:http';
+import type { Readable, Transform } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import bourne from '@hapi/bourne';
 import type { Middleware } from 'koa';
 import { ApiError } from '../errors.js';
 
+declare module 'koa' {
+  interface Request {
+    /** the parsed JSON body (`{}` when there is none); routes validate it with Ajv before use */
+    body?: unknown;
+  }
+}
+
+const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+// JSON, and what clients send JSON as: curl's -d says form encoding, some say text/plain.
+const JSON_TYPES = /^\s*(application\/(json|[^\s;]+\+json|x-www-form-urlencoded)|text\/plain)\s*(;|$)/i;
+// Only objects and arrays are request bodies (as strict JSON body parsers have it).
+const OBJECT_OR_ARRAY = /^[\x20\x09\x0a\x0d]*[[{]/;
+
 export function jsonBody(limitBytes: number): Middleware {
-  return bodyParser({
-    enableTypes: ['json'],
-    jsonLimit: limitBytes,
-    // curl's -d sends form encoding by default, and some clients send no type at all; a JSON
-    // API should still understand them. (The list is merged by index into the parser's own
-    // defaults, so it restates the JSON types first.)
-    extendTypes: { json: ['application/json', 'application/*+json', 'application/x-www-form-urlencoded', 'text/plain'] },
-    detectJSON: (ctx) => !ctx.get('content-type') && Number(ctx.get('content-length') || 0) > 0,
-    onError(error) {
-      const status = (error as { status?: number }).status ?? 400;
-      if (status === 413) {
-        throw new ApiError(413, 'request_too_large', `Request body is larger than the limit of ${limitBytes} bytes (measured after decompression).`);
-      }
-      if (status === 415) {
-        throw new ApiError(415, 'unsupported_content_encoding', `Unsupported Content-Encoding; use gzip, deflate, br or none.`);
-      }
-      throw new ApiError(400, 'invalid_json', `Request body is not valid JSON: ${error.message}`);
-    },
+  const tooLarge = () => new ApiError(413, 'request_too_large', `Request body is larger than the limit of ${limitBytes} bytes (measured after decompression).`);
+  return async (ctx, next) => {
+    if (!PARSED_METHODS.has(ctx.method)) return next();
+    const type = ctx.get('content-type');
+    const length = Number(ctx.get('content-length') || 0);
+    // no content type: JSON if there is a body at all
+    if (type ? !JSON_TYPES.test(type) : !(length > 0)) {
+      ctx.request.body = {};
+      return next();
+    }
+    const encoding = (ctx.get('content-encoding') || 'identity').trim().toLowerCase();
+    if (encoding === 'identity' && length > limitBytes) throw tooLarge();
+    const text = await readBody(ctx.req, encoding, limitBytes, tooLarge);
+    if (!text) {
+      ctx.request.body = {};
+      return next();
+    }
+    if (!OBJECT_OR_ARRAY.test(text)) throw new ApiError(400, 'invalid_json', 'Request body is not valid JSON: it must be a JSON object.');
+    try {
+      ctx.request.body = bourne.parse(text, { protoAction: 'error' });
+    } catch (err) {
+      throw new ApiError(400, 'invalid_json', `Request body is not valid JSON: ${(err as Error).message}`);
+    }
+    return next();
+  };
+}
+
+function decoder(encoding: string): Transform | null {
+  switch (encoding) {
+    case 'gzip':
+    case 'x-gzip':
+      return createGunzip();
+    case 'deflate':
+      return createInflate();
+    case 'br':
+      return createBrotliDecompress();
+    default:
+      return null;
+  }
+}
+
+/** The body as text, inflated if need be; rejects past `limit` bytes (after inflating). */
+function readBody(req: IncomingMessage, encoding: string, limit: number, tooLarge: () => ApiError): Promise<string> {
+  let source: Readable = req;
+  let inflate: Transform | null = null;
+  if (encoding !== 'identity') {
+    inflate = decoder(encoding);
+    if (!inflate) {
+      return Promise.reject(new ApiError(415, 'unsupported_content_encoding', `Unsupported Content-Encoding "${encoding}"; use gzip, deflate, br or none.`));
+    }
+    source = req.pipe(inflate);
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    const finish = (err: Error | null, text?: string) => {
+      if (done) return;
+      done = true;
+      if (inflate) req.unpipe(inflate);
+      if (err) {
+        // stop reading (and inflating) what nobody will use; the connection closes after the answer
+        inflate?.destroy();
+        req.resume();
+        reject(err);
+      } else resolve(text!);
+    };
+    source.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) return finish(tooLarge());
+      chunks.push(chunk);
+    });
+    source.once('end', () => finish(null, chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8')));
+    source.once('error', (err) =>
+      finish(source === req ? new ApiError(400, 'invalid_body', 'The request body could not be read.') : new ApiError(400, 'invalid_body', `The request body could not be decompressed as ${encoding}: ${err.message}`)),
+    );
+    req.once('aborted', () => finish(new ApiError(400, 'invalid_body', 'The request body ended early.')));
   });
 }
