@@ -423,6 +423,12 @@ describe('pass-through and translation fidelity', function () {
       const msg = await post('/api/v1/messages', { model: HAIKU, max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }, { 'x-billing-mode': 'free' });
       assert.equal(msg.status, 400);
       assert.equal((await msg.json()).type, 'error');
+      const resp = await post('/api/v1/responses', { model: 'openai/gpt-4o-mini', input: 'hi' }, { 'X-Billing-Mode': 'credits' });
+      assert.equal(resp.status, 400);
+      assert.equal((await resp.json()).error.param, 'X-Billing-Mode');
+      const talk = await post('/api/talk-to-gpt', { model: 'openai/gpt-4o-mini', prompt: 'hi' }, { 'X-Billing-Mode': 'credits' });
+      assert.equal(talk.status, 400);
+      assert.match((await talk.json()).message, /X-Billing-Mode/);
       assert.equal(await usd(), before);
     });
 

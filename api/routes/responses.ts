@@ -25,13 +25,14 @@ import { temporal } from '../../activities/temporalClient.js';
 import { config } from '../../activities/config.js';
 import { db } from '../../activities/db.js';
 import { prepareCall, resolveModel } from '../../activities/inference/prepare.js';
+import { billingMode } from '../middleware/billingMode.js';
 import type { InferenceCall } from '../../activities/inference/execute.js';
 
 export const responsesRouter = new Router();
 
 const notFound = (id: string) => new ApiError(404, 'response_not_found', `No response with id '${id}' (it may belong to another account, have expired, or have been stored with store: false).`, { param: 'response_id' });
 
-responsesRouter.post(v1('/responses'), surface('openai'), authenticate, validateBody(responsesRequestSchema), async (ctx) => {
+responsesRouter.post(v1('/responses'), surface('openai'), authenticate, billingMode, validateBody(responsesRequestSchema), async (ctx) => {
   const body = ctx.request.body as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
   const caller = ctx.state.caller as Caller;
   if (body.background === true && body.stream === true) {
@@ -52,6 +53,7 @@ responsesRouter.post(v1('/responses'), surface('openai'), authenticate, validate
   if (header) input.prefs.explicit = header;
 
   const call = await prepareCall({
+    forcePaygo: ctx.state.forcePaygo === true,
     caller, requestId: ctx.state.requestId, surface: 'responses', model, request: input.request, needs: input.needs, prefs: input.prefs,
     holdTtlSeconds: body.background === true ? BACKGROUND_HOLD_SECONDS : undefined,
   });
