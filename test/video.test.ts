@@ -5,8 +5,9 @@
 // worker SIGKILLed mid-job and restarted, and a recorded history replayed for determinism. The
 // books balance after each test.
 /* eslint-disable @typescript-eslint/no-explicit-any */
+import { startWorkerProcess } from './support/workerProcess.js';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from '@temporalio/worker';
@@ -485,23 +486,7 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     this.timeout(150_000);
     const t = await useTemporal();
     const queue = `video-kill-${process.pid}`;
-    const startWorker = async (): Promise<ChildProcess> => {
-      const child = spawn(process.execPath, ['--import', 'tsx/esm', fileURLToPath(new URL('./support/videoWorker.ts', import.meta.url))], {
-        env: { ...process.env, TEMPORAL_ADDRESS: t.address, TEMPORAL_TASK_QUEUE: queue, DATABASE_URL: config.databaseUrl },
-        cwd: fileURLToPath(new URL('..', import.meta.url)), stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let err = '';
-      child.stderr!.on('data', (c) => (err += c));
-      await new Promise<void>((resolve, reject) => {
-        child.stdout!.on('data', (c) => String(c).includes('ready') && resolve());
-        child.once('exit', (code) => reject(new Error(`worker exited early (${code}): ${err.slice(-2000)}`)));
-      });
-      return child;
-    };
-    const kill = (child: ChildProcess) => new Promise<void>((resolve) => {
-      child.once('exit', () => resolve());
-      child.kill('SIGKILL');
-    });
+    const startWorker = () => startWorkerProcess({ TEMPORAL_ADDRESS: t.address, TEMPORAL_TASK_QUEUE: queue, DATABASE_URL: config.databaseUrl! });
 
     const { key, accountId } = await newAccount('10');
     fal.script({ queuePolls: 1, progressPolls: 1, gate: true, duration: 4 });
@@ -517,7 +502,7 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     assert.equal(r.status, 202);
     const job = await until(async () => fal.jobs.find((j) => j.input.prompt === 'survive the crash'), Boolean, 20_000, 'submit');
     await until(async () => job!.polls, (p) => p >= 3, 20_000, 'polling in progress');
-    await kill(first);
+    await first.kill();
     fal.release(job!.id); // the provider finishes while no worker is running
     const pollsAtKill = job!.polls;
     await new Promise((res) => setTimeout(res, 1000));
@@ -536,8 +521,7 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
       assert.equal(desc.status.name, 'COMPLETED');
       assert.equal(desc.taskQueue, queue);
     } finally {
-      first.kill('SIGTERM');
-      await new Promise((res) => first.once('exit', res));
+      await first.kill();
     }
   });
 

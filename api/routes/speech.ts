@@ -5,6 +5,7 @@
 // transfer (no Content-Length); a provider failing before any audio is a JSON error and costs
 // nothing. Billing headers: X-Cost (USD), X-Charged (in X-Payment-Source's currency), X-Characters.
 import { Readable } from 'node:stream';
+import { clientAbortSignal } from './clientAbort.js';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { surface } from '../middleware/surface.js';
@@ -35,15 +36,12 @@ speechRouter.post(v1('/audio/speech'), surface('openai'), authenticate, validate
   const call = new SpeechCall(caller, ctx.state.requestId, plan, ctx.get('x-provider').trim() || undefined);
   await call.reserve();
 
-  const abort = new AbortController();
-  ctx.res.once('close', () => {
-    if (!ctx.res.writableFinished) abort.abort(new Error('client disconnected'));
-  });
+  const signal = clientAbortSignal(ctx);
 
   if (!body.stream) {
     let out;
     try {
-      out = await call.collect(abort.signal);
+      out = await call.collect(signal);
     } catch (err) {
       // no audio reached the caller: nothing is charged
       await call.fail((err as { code?: string }).code ?? 'error');
@@ -57,7 +55,7 @@ speechRouter.post(v1('/audio/speech'), surface('openai'), authenticate, validate
 
   let opened;
   try {
-    opened = await call.open(abort.signal);
+    opened = await call.open(signal);
   } catch (err) {
     await call.fail((err as { code?: string }).code ?? 'error');
     throw err;

@@ -13,6 +13,7 @@
 // is a 400 (it is optional: the runId alone identifies the job).
 import { randomBytes } from 'node:crypto';
 import { publicOrigin } from './paths.js';
+import { clientAbortSignal } from './clientAbort.js';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { surface } from '../middleware/surface.js';
@@ -58,13 +59,10 @@ ttsRouter.post('/api/tts', surface('legacy'), authenticate, validateBody(ttsRequ
 
   const call = new SpeechCall(caller, ctx.state.requestId, plan, explicit);
   await call.reserve();
-  const abort = new AbortController();
-  ctx.res.once('close', () => {
-    if (!ctx.res.writableFinished) abort.abort(new Error('client disconnected'));
-  });
+  const signal = clientAbortSignal(ctx);
   let out;
   try {
-    out = await call.collect(abort.signal);
+    out = await call.collect(signal);
   } catch (err) {
     await call.fail((err as { code?: string }).code ?? 'error');
     throw err;
