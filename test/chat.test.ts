@@ -125,6 +125,20 @@ describe('chat completions', function () {
       assert.ok(chunks.every((c) => c.object === 'chat.completion.chunk'));
     });
 
+    it('keeps the upstream connection alive across streams (read to [DONE], then drained, not destroyed)', async () => {
+      const { key } = await b.account('1');
+      const before = b.openai.requests.length;
+      for (let i = 0; i < 3; i++) {
+        // the body's end comes after [DONE]: a reader that stopped and destroyed it would lose the connection
+        b.openai.script({ text: 'hello there', endDelayMs: 30 });
+        const res = await b.post(key, { ...hello, stream: true });
+        assert.equal((await readSse(res)).at(-1), '[DONE]');
+        await new Promise((r) => setTimeout(r, 60)); // the drain finishes in the background
+      }
+      const ports = new Set(b.openai.requests.slice(before).map((r) => r.remotePort));
+      assert.equal(ports.size, 1, `three streams used ${ports.size} upstream connections`);
+    });
+
     it('streams tool-call deltas by index', async () => {
       const { key } = await b.account();
       b.openai.script({ toolCalls: [{ id: 'call_9', name: 'lookup', arguments: '{"q":"switchyard gateway"}' }] });

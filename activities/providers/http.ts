@@ -95,3 +95,21 @@ export async function readJson(providerId: string, res: UpstreamResponse): Promi
     throw new UpstreamError(`${providerId} sent a body that is not JSON`, 502, true, { code: 'upstream_bad_response', providerId, upstreamBody: text.slice(0, 2000) });
   }
 }
+
+/**
+ * A stream read up to its terminal marker (`[DONE]`, `message_stop`), which comes just before the
+ * body's own end: read the rest (normally only the chunked-encoding end) in the background so the
+ * keep-alive connection returns to the pool. Destroying the body there instead would close the
+ * connection after every stream (and build an AbortError, with its stack, for each). An upstream
+ * that never ends the body loses the connection after a while.
+ */
+export function drainForReuse(res: UpstreamResponse): void {
+  res.body.dump({ limit: Number.MAX_SAFE_INTEGER, signal: AbortSignal.timeout(10_000) }).catch(() => {});
+}
+
+/** Stopped early or failed: drop the connection. Its destroy error is noise (the failure was already thrown). */
+export function discard(res: UpstreamResponse): void {
+  if (res.body.destroyed) return;
+  res.body.on('error', () => {});
+  res.body.destroy();
+}

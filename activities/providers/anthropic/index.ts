@@ -7,7 +7,8 @@ import { anthropicPassThrough } from './native.js';
 import { toMessagesRequest } from './request.js';
 import { fromMessage } from './response.js';
 import { readFrames, toStreamEvents } from './stream.js';
-import { abortAware, discard, drainForReuse, post } from './transport.js';
+import { abortAware, post } from './transport.js';
+import { discard, drainForReuse } from '../http.js';
 
 export { ANTHROPIC_VERSION } from './transport.js';
 

@@ -11,7 +11,8 @@ import type { MessagesPlan } from './request.js';
 import { fromMessage } from './response.js';
 import { MessageStreamDecoder, readFrames } from './stream.js';
 import { samplingFor, thinkingFor } from './thinking.js';
-import { abortAware, discard, drainForReuse, post } from './transport.js';
+import { abortAware, post } from './transport.js';
+import { discard, drainForReuse } from '../http.js';
 
 /** Nothing is hidden or rewritten in a passed-through answer. */
 const PLAN: MessagesPlan = { body: {}, hideReasoning: false };

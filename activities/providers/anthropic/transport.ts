@@ -24,21 +24,6 @@ export async function post(target: ProviderTarget, path: string, body: unknown, 
   return res;
 }
 
-/**
- * Read what follows message_stop (normally only the chunked-encoding end) in the background, so
- * the connection returns to the pool; an upstream that never ends the body loses it after a while.
- */
-export function drainForReuse(res: UpstreamResponse): void {
-  res.body.dump({ limit: Number.MAX_SAFE_INTEGER, signal: AbortSignal.timeout(10_000) }).catch(() => {});
-}
-
-/** Stopped early or failed: drop the connection. Its destroy error is noise (the failure was already thrown). */
-export function discard(res: UpstreamResponse): void {
-  if (res.body.destroyed) return;
-  res.body.on('error', () => {});
-  res.body.destroy();
-}
-
 /** The catalog's base is the bare host; one that already ends in /v1 is accepted too. */
 function endpoint(baseUrl: string, path: string): string {
   const base = baseUrl.replace(/\/+$/, '');

@@ -2,7 +2,7 @@
 // with read failures mapped (the caller aborting, a deadline, a cut). Used by the translated
 // stream and by the pass-through, which also relays each chunk as it came (`relay`).
 import type { StreamEvent } from '../../inference/types.js';
-import { readJson, transportError, type UpstreamResponse } from '../http.js';
+import { discard, drainForReuse, readJson, transportError, type UpstreamResponse } from '../http.js';
 import { parseSse } from '../sse.js';
 import { UpstreamError } from '../types.js';
 import { StreamDecoder, bodyError, fromChatResponse, fromCompletionResponse, resultEvents } from './response.js';
@@ -53,7 +53,9 @@ export async function* readStream(res: UpstreamResponse, providerId: string, sig
   let held: StreamEvent[] | undefined = opts.relay ? [] : undefined;
   let done = false;
   try {
-    for await (const frame of parseSse(res.body)) {
+    // Reading stops at [DONE], before the body's own end: iterate without destroying on return
+    // (see drainForReuse), so the upstream connection is kept alive for the next request.
+    for await (const frame of parseSse(res.body.iterator({ destroyOnReturn: false }))) {
       if (frame.data === '[DONE]') {
         done = true;
         break;
@@ -86,8 +88,9 @@ export async function* readStream(res: UpstreamResponse, providerId: string, sig
   } catch (err) {
     throw readError(providerId, err, signal);
   } finally {
-    // the consumer stopped early or something failed: free the upstream connection now
-    if (!done) res.body.destroy();
+    // complete: let the connection go back to the pool; stopped early or failed: drop it
+    if (done) drainForReuse(res);
+    else discard(res);
   }
   // A finish_reason without `[DONE]` is complete enough (some servers omit it); neither is a cut.
   if (!done && !decoder.finished) throw streamCut(providerId, 'it ended before [DONE]');

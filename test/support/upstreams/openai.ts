@@ -49,6 +49,8 @@ export interface UpstreamReply {
   omitDone?: boolean;
   /** stream: pause between events */
   eventDelayMs?: number;
+  /** stream: send `[DONE]` at once but end the body only this much later (a proxy flushing late) */
+  endDelayMs?: number;
   /** answer a stream request in one JSON piece, as servers that ignore `stream` do */
   ignoreStream?: boolean;
 }
@@ -63,6 +65,8 @@ export interface RecordedRequest {
   body: any;
   /** the client went away before the answer was complete */
   aborted: boolean;
+  /** the client's side of the TCP connection: the same port again = a kept-alive connection reused */
+  remotePort: number | undefined;
 }
 
 export interface OpenAIUpstreamOptions {
@@ -176,7 +180,7 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
       } catch {
         body = undefined;
       }
-      const rec: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, aborted: false };
+      const rec: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, aborted: false, remotePort: req.socket.remotePort };
       requests.push(rec);
       res.on('close', () => {
         if (!res.writableFinished) rec.aborted = true;
@@ -383,6 +387,12 @@ async function streamAnswer(res: http.ServerResponse, body: any, answer: ReturnT
     }
     res.write(`data: ${JSON.stringify(events[i])}\n\n`);
     if (reply.eventDelayMs) await sleep(reply.eventDelayMs);
+  }
+  if (reply.endDelayMs && !reply.omitDone) {
+    res.write('data: [DONE]\n\n');
+    await sleep(reply.endDelayMs);
+    res.end();
+    return;
   }
   res.end(reply.omitDone ? undefined : 'data: [DONE]\n\n');
 }
