@@ -8,20 +8,25 @@ export const voiceControls = {
   style: { type: 'number', minimum: 0, maximum: 1 },
 } as const;
 
+/** What both speech routes take besides the text and the model (/v1/audio/speech and /api/tts). */
+export const speechOptions = {
+  voice: { type: 'string', minLength: 1 },
+  response_format: { type: 'string' },
+  speed: { type: 'number', minimum: 0.25, maximum: 4 },
+  instructions: { type: 'string', maxLength: 4096 },
+  // extensions: voice controls (models with voice_settings) and the length of music
+  ...voiceControls,
+  duration: { type: 'integer', minimum: 1, maximum: 3600 },
+} as const;
+
 export const speechRequestSchema = {
   type: 'object',
   required: ['model', 'input'],
   properties: {
     model: { type: 'string', minLength: 1 },
     input: { type: 'string', minLength: 1 },
-    voice: { type: 'string', minLength: 1 },
-    response_format: { type: 'string' },
-    speed: { type: 'number', minimum: 0.25, maximum: 4 },
-    instructions: { type: 'string', maxLength: 4096 },
     stream: { type: 'boolean' },
     stream_format: { type: 'string' },
-    // extensions: voice controls (models with voice_settings) and the length of music
-    ...voiceControls,
-    duration: { type: 'integer', minimum: 1, maximum: 3600 },
+    ...speechOptions,
   },
 } as const;
