@@ -5,7 +5,6 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import { requestId } from './middleware/requestId.js';
 import { handleErrors } from './middleware/errors.js';
-import { ApiError } from './errors.js';
 import { modelsRouter } from './routes/models.js';
 import { balanceRouter } from './routes/balance.js';
 import { chatRouter } from './routes/chat.js';
@@ -30,15 +29,16 @@ export function createApp(): Koa {
     ctx.body = { status: 'ok' };
   });
 
+  // One router for every route: each surface's router is flattened into it, so a request is
+  // matched once (not once per surface, with an allowedMethods pass after each). Route files
+  // therefore must not use router-level middleware (`router.use`): flattened, it would run for
+  // every route mounted after it.
+  const routes = new Router();
   for (const router of [health, modelsRouter, balanceRouter, chatRouter, messagesRouter, responsesRouter, completionsRouter, talkToGptRouter, speechRouter, ttsRouter, mediaRouter, videoRouter]) {
-    app.use(router.routes());
-    app.use(
-      router.allowedMethods({
-        throw: true,
-        methodNotAllowed: () => new ApiError(405, 'method_not_allowed', 'This route does not accept that HTTP method.'),
-        notImplemented: () => new ApiError(501, 'not_implemented', 'This HTTP method is not supported.'),
-      }),
-    );
+    routes.use(router.routes());
   }
+  app.use(routes.routes());
+  // answers 405 (with Allow) and 501 without a body; handleErrors gives them our envelope
+  app.use(routes.allowedMethods());
   return app;
 }

@@ -73,8 +73,7 @@ export async function streamOnce(
   } finally {
     ctx.res.off('close', onClientGone);
   }
-  const sse = new SseWriter(ctx);
-  sse.signal.addEventListener('abort', () => abort.abort(new Error('client disconnected')));
+  const sse = new SseWriter(ctx, onClientGone);
   const surface = surfaceFor(sse, opened.route, opened.passedThrough);
 
   let produced = '';

@@ -36,10 +36,15 @@ function cpuMs(port: string): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in 1/100 s ticks
 }
 
+/** The Node flags `npm run api` runs the gateway with (package.json), so the bench runs it the same way. */
+const apiNodeFlags = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts.api as string)
+  .split(/\s+/).filter((t) => t.startsWith('--'));
+
 function startProcess(script: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp, profile = false): Promise<string> {
   // BENCH_PROFILE=1 (bench/profile-gateway.sh) writes a CPU profile of the gateway to .data/prof
   const prof = profile ? ['--cpu-prof', '--cpu-prof-dir=.data/prof'] : [];
-  const child = spawn(process.execPath, [...prof, '--import', 'tsx/esm', fileURLToPath(new URL(script, import.meta.url)), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const nodeFlags = script.endsWith('bin/api.ts') ? apiNodeFlags : [];
+  const child = spawn(process.execPath, [...nodeFlags, ...prof, '--import', 'tsx/esm', fileURLToPath(new URL(script, import.meta.url)), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   return new Promise((resolve, reject) => {
     let out = '';
@@ -160,7 +165,8 @@ async function main() {
     const translatedPort = await startProcess('../bin/api.ts', [], { ...gatewayEnv, SWITCHYARD_PASS_THROUGH: '0' }, /listening on 127\.0\.0\.1:(\d+)/);
 
     const rows: string[][] = [];
-    for (const stream of [false, true]) {
+    // BENCH_ONLY=non-streaming|streaming runs one mode (handy with bench/profile-gateway.sh)
+    for (const stream of [false, true].filter((s) => !process.env.BENCH_ONLY || process.env.BENCH_ONLY === (s ? 'streaming' : 'non-streaming'))) {
       const body = JSON.stringify({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'Say something about gateways.' }], stream, max_tokens: 64 });
       const label = stream ? 'streaming' : 'non-streaming';
       const direct = await latency(upstream, '/v1/chat/completions', body);

@@ -23,6 +23,16 @@ describe('API basics', () => {
     assert.equal(body.error.code, 'not_found');
   });
 
+  it('answers a known route with the wrong method with a 405 naming the allowed ones', async () => {
+    const res = await fetch(`${api.base}/api/v1/chat/completions`);
+    assert.equal(res.status, 405);
+    assert.match(res.headers.get('allow') ?? '', /POST/);
+    assert.equal((await res.json()).error.code, 'method_not_allowed');
+    // routes of surfaces mounted later still answer (one router holds them all)
+    assert.equal((await fetch(`${api.base}/api/v1/models`, { method: 'DELETE' })).status, 405);
+    assert.equal((await fetch(`${api.base}/api/v1/models`)).status, 200);
+  });
+
   describe('bad bodies', () => {
     const post = (body: BodyInit, headers: Record<string, string> = { 'content-type': 'application/json' }) =>
       fetch(`${api.base}/api/check-balance`, { method: 'POST', body, headers });

@@ -25,7 +25,6 @@ export interface RequestRecordInput {
 
 const FLUSH_MS = 100;
 const MAX_BATCH = 500;
-const COLUMNS = 15;
 
 let buffer: Array<RequestRecordInput & { finishedAt: Date }> = [];
 let timer: NodeJS.Timeout | undefined;
@@ -52,18 +51,21 @@ export function flushRequestRecords(): Promise<void> {
 }
 
 async function write(batch: Array<RequestRecordInput & { finishedAt: Date }>): Promise<void> {
-  const values: unknown[] = [];
-  const rows = batch.map((r, i) => {
-    values.push(r.id, r.accountId, r.apiKeyId, r.surface, r.model, r.providerId, r.status, r.inputTokens, r.outputTokens, r.currency, r.cost?.toString() ?? null, r.holdId, r.errorCode, r.startedAt, r.finishedAt);
-    const p = (k: number) => `$${i * COLUMNS + k}`;
-    return `(${p(1)}, ${p(2)}::uuid, ${p(3)}::uuid, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)}, ${p(8)}::int, ${p(9)}::int, ${p(10)}::"Currency", ${p(11)}::numeric, ${p(12)}::uuid, ${p(13)}, ${p(14)}::timestamptz, ${p(15)}::timestamptz)`;
-  });
+  // One column array per field: the statement text never changes, so PostgreSQL plans it once
+  // (a named statement) however many rows a batch has.
+  const col = <T>(f: (r: RequestRecordInput & { finishedAt: Date }) => T) => batch.map(f);
   try {
-    await db().pool.query(
-      `INSERT INTO request_records (id, account_id, api_key_id, surface, model, provider_id, status, input_tokens, output_tokens, currency, cost, hold_id, error_code, started_at, finished_at)
-       VALUES ${rows.join(', ')} ON CONFLICT (id) DO NOTHING`,
-      values,
-    );
+    await db().pool.query({
+      name: 'request_records_insert',
+      text: `INSERT INTO request_records (id, account_id, api_key_id, surface, model, provider_id, status, input_tokens, output_tokens, currency, cost, hold_id, error_code, started_at, finished_at)
+       SELECT * FROM unnest($1::text[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::int[], $10::"Currency"[], $11::numeric[], $12::uuid[], $13::text[], $14::timestamptz[], $15::timestamptz[])
+       ON CONFLICT (id) DO NOTHING`,
+      values: [
+        col((r) => r.id), col((r) => r.accountId), col((r) => r.apiKeyId), col((r) => r.surface), col((r) => r.model), col((r) => r.providerId),
+        col((r) => r.status), col((r) => r.inputTokens), col((r) => r.outputTokens), col((r) => r.currency), col((r) => r.cost?.toString() ?? null),
+        col((r) => r.holdId), col((r) => r.errorCode), col((r) => r.startedAt.toISOString()), col((r) => r.finishedAt.toISOString()),
+      ],
+    });
   } catch (err) {
     console.error(`[records] could not record ${batch.length} request(s): ${(err as Error).message}`);
   }

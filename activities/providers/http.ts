@@ -101,11 +101,15 @@ export async function readJson(providerId: string, res: UpstreamResponse): Promi
  * body's own end: read the rest (normally only the chunked-encoding end) in the background so the
  * keep-alive connection returns to the pool. Destroying the body there instead would close the
  * connection after every stream (and build an AbortError, with its stack, for each). An upstream
- * that never ends the body loses the connection after a while.
+ * that sends more than DRAIN_LIMIT after its marker loses the connection at once; one that goes
+ * silent instead loses it at the agent's bodyTimeout. (No timer of our own per stream: an
+ * `AbortSignal.timeout` each was a measurable share of a stream's cost.)
  */
 export function drainForReuse(res: UpstreamResponse): void {
-  res.body.dump({ limit: Number.MAX_SAFE_INTEGER, signal: AbortSignal.timeout(10_000) }).catch(() => {});
+  res.body.dump({ limit: DRAIN_LIMIT }).catch(() => {});
 }
+
+const DRAIN_LIMIT = 64 * 1024;
 
 /** Stopped early or failed: drop the connection. Its destroy error is noise (the failure was already thrown). */
 export function discard(res: UpstreamResponse): void {

@@ -72,10 +72,10 @@ function detailed(m: ModelInfo) {
 }
 
 export const modelsRouter = new Router();
-modelsRouter.use(surface('openai'));
 
 modelsRouter.get(
   v1('/models'),
+  surface('openai'),
   validateQuery({ type: 'object', properties: { detailed: { type: 'boolean', default: false } } }),
   (ctx) => {
     const models = catalog().usable().filter((m) => m.category !== 'embedding');
@@ -83,7 +83,7 @@ modelsRouter.get(
   },
 );
 
-modelsRouter.get(v1('/embedding-models'), (ctx) => {
+modelsRouter.get(v1('/embedding-models'), surface('openai'), (ctx) => {
   ctx.body = {
     object: 'list',
     data: catalog()
@@ -105,7 +105,7 @@ modelsRouter.get(v1('/embedding-models'), (ctx) => {
 });
 
 // Ids contain "/": clients send it encoded (%2F), and a raw "/" is accepted as well.
-modelsRouter.get('/api/models/*canonicalId/providers', (ctx) => {
+modelsRouter.get('/api/models/*canonicalId/providers', surface('openai'), (ctx) => {
   const raw = ctx.params.canonicalId as unknown as string | string[];
   const id = Array.isArray(raw) ? raw.join('/') : raw;
   const m = catalog().model(id);
