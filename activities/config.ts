@@ -78,7 +78,15 @@ export function loadConfig(): Config {
 export const config: Config = loadConfig();
 
 /** Upstream credentials follow the usual convention: `<PROVIDER>_API_KEY`, `<PROVIDER>_BASE_URL`. */
+// Read on every call (operators and tests may change them while running); only the names are kept.
+const envNames = new Map<string, { apiKey: string; baseUrl: string }>();
+
 export function providerEnv(providerId: string): { apiKey?: string; baseUrl?: string } {
-  const prefix = providerId.toUpperCase().replace(/[^A-Z0-9]/g, '_');
-  return { apiKey: str(`${prefix}_API_KEY`), baseUrl: str(`${prefix}_BASE_URL`) };
+  let names = envNames.get(providerId);
+  if (!names) {
+    const prefix = providerId.toUpperCase().replace(/[^A-Z0-9]/g, '_');
+    names = { apiKey: `${prefix}_API_KEY`, baseUrl: `${prefix}_BASE_URL` };
+    envNames.set(providerId, names);
+  }
+  return { apiKey: str(names.apiKey), baseUrl: str(names.baseUrl) };
 }

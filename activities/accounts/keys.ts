@@ -10,8 +10,13 @@ import type { BillingMode, KeyStatus } from '../../prisma/generated/client.js';
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 const LEGACY_KEY = new RegExp(`^${UUID}$`, 'i');
 
+// Built once per service name (tests change it), not once per request.
+let pattern: { service: string; re: RegExp } | undefined;
 function keyPattern(): RegExp {
-  return new RegExp(`^sk-${config.serviceName.replace(/[^a-z0-9]/g, '\\$&')}-${UUID}$`, 'i');
+  if (pattern?.service !== config.serviceName) {
+    pattern = { service: config.serviceName, re: new RegExp(`^sk-${config.serviceName.replace(/[^a-z0-9]/g, '\\$&')}-${UUID}$`, 'i') };
+  }
+  return pattern.re;
 }
 
 export function generateKey(): string {

@@ -56,13 +56,18 @@ export interface CallContext {
   native?: NativeRequest;
 }
 
+/** A route's options over its provider's, merged once per route (a catalog reload makes new routes). */
+const mergedOptions = new WeakMap<Route, Record<string, unknown>>();
+
 export function targetFor(route: Route, passHeaders?: Record<string, Record<string, string>>): ProviderTarget {
   const env = providerEnv(route.provider.id);
+  let options = mergedOptions.get(route);
+  if (!options) mergedOptions.set(route, (options = { ...route.provider.options, ...route.options }));
   return {
     providerId: route.provider.id,
     baseUrl: env.baseUrl ?? route.provider.baseUrl ?? '',
     apiKey: env.apiKey,
-    options: { ...route.provider.options, ...route.options },
+    options,
     headers: passHeaders?.[route.provider.protocol],
   };
 }

@@ -89,7 +89,18 @@ const oneOf = (...xs: string[]) => (v: unknown) => xs.includes(v as string);
 
 /** The quirks for one call: generic, then the vendor's row, then the catalog's options. */
 export function quirksFor(providerId: string, options: Record<string, unknown>): OpenAIQuirks {
-  const o = options ?? {};
+  // A route's options object lives as long as the route (execute.ts targetFor): work them out once.
+  if (!options) return quirksOf(providerId, {});
+  let known = memo.get(options);
+  if (!known) memo.set(options, (known = new Map()));
+  let q = known.get(providerId);
+  if (!q) known.set(providerId, (q = quirksOf(providerId, options)));
+  return q;
+}
+
+const memo = new WeakMap<object, Map<string, OpenAIQuirks>>();
+
+function quirksOf(providerId: string, o: Record<string, unknown>): OpenAIQuirks {
   const fromCatalog: Partial<OpenAIQuirks> = {
     maxTokensField: pick(o, 'max_tokens_field', providerId, oneOf('max_tokens', 'max_completion_tokens'), '"max_tokens" or "max_completion_tokens"'),
     extendedSampling: pick(o, 'extended_sampling', providerId, isBool, 'true or false'),
