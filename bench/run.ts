@@ -3,12 +3,15 @@
 // The gateway runs twice: as configured (chat to an OpenAI-compatible upstream is passed through)
 // and with SWITCHYARD_PASS_THROUGH=0 (the same request translated both ways), to show what the
 // pass-through saves.
+// A third gateway runs as `npm run api` with one process per core (SWITCHYARD_API_PROCESSES;
+// BENCH_API_PROCESSES overrides the count), measured for throughput only.
 // The gateway runs as in production (`bin/api.ts`, its own process) with authentication, the
 // ledger (reserve + settle per request) and request records on, against the machine's
 // PostgreSQL. Prints a table; the README records a run.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import pg from 'pg';
@@ -31,9 +34,16 @@ const pidOfPort = new Map<string, number>();
  * a shared machine disturb far less than they disturb wall-clock throughput.
  */
 function cpuMs(port: string): number {
-  const stat = readFileSync(`/proc/${pidOfPort.get(port)}/stat`, 'utf8');
+  return processCpuMs(pidOfPort.get(port)!);
+}
+
+/** A process's CPU time and its children's (an API supervisor's processes). */
+function processCpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in 1/100 s ticks
+  const own = ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in 1/100 s ticks
+  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  return children.reduce((sum, child) => sum + processCpuMs(child), own);
 }
 
 /** The Node flags `npm run api` runs the gateway with (package.json), so the bench runs it the same way. */
@@ -163,6 +173,12 @@ async function main() {
     const gatewayEnv = { DATABASE_URL: databaseUrl, PORT: '0', OPENAI_API_KEY: 'sk-bench', OPENAI_BASE_URL: `${upstream}/v1`, HOST: '127.0.0.1' };
     const gatewayPort = await startProcess('../bin/api.ts', [], gatewayEnv, /listening on 127\.0\.0\.1:(\d+)/, process.env.BENCH_PROFILE === '1');
     const translatedPort = await startProcess('../bin/api.ts', [], { ...gatewayEnv, SWITCHYARD_PASS_THROUGH: '0' }, /listening on 127\.0\.0\.1:(\d+)/);
+    // The same gateway as `npm run api` with SWITCHYARD_API_PROCESSES: one process per core.
+    // Not an equal-resources comparison with the one-process proxy; it shows what a box gets.
+    const processes = Number(process.env.BENCH_API_PROCESSES ?? availableParallelism());
+    const clusterPort = processes > 1
+      ? await startProcess('../bin/api.ts', [], { ...gatewayEnv, SWITCHYARD_API_PROCESSES: String(processes) }, /listening on 127\.0\.0\.1:(\d+)/)
+      : undefined;
 
     const rows: string[][] = [];
     // BENCH_ONLY=non-streaming|streaming runs one mode (handy with bench/profile-gateway.sh)
@@ -186,6 +202,15 @@ async function main() {
       rows.push([label, 'bare proxy', f(proxy.p50), f(proxy.p99), f(proxy.p50 - direct.p50), f(proxy.p99 - direct.p99), proxyRps.toFixed(0), us(proxyCpu)]);
       rows.push([label, 'gateway (pass-through)', f(gateway.p50), f(gateway.p99), f(gateway.p50 - direct.p50), f(gateway.p99 - direct.p99), gatewayRps.toFixed(0), us(gatewayCpu)]);
       rows.push([label, 'gateway (translated)', f(translated.p50), f(translated.p99), f(translated.p50 - direct.p50), f(translated.p99 - direct.p99), translatedRps.toFixed(0), us(translatedCpu)]);
+      if (clusterPort) {
+        const warm = new Pool(`http://127.0.0.1:${clusterPort}`, { connections: CONCURRENCY });
+        await Promise.all(Array.from({ length: 500 }, () => once(warm, '/api/v1/chat/completions', body, key)));
+        await warm.close();
+        cpu0 = cpuMs(clusterPort);
+        const clusterRps = await throughput(`http://127.0.0.1:${clusterPort}`, '/api/v1/chat/completions', body, keys);
+        const clusterCpu = (cpuMs(clusterPort) - cpu0) / (clusterRps * SECONDS);
+        rows.push([label, `gateway, ${processes} processes`, '', '', '', '', `${clusterRps.toFixed(0)} (${((clusterRps / proxyRps) * 100).toFixed(0)}%)`, us(clusterCpu)]);
+      }
       rows.push([label, 'gateway vs proxy', '', '', f(gateway.p50 - proxy.p50), f(gateway.p99 - proxy.p99), `${((gatewayRps / proxyRps) * 100).toFixed(0)}%`, `${(gatewayCpu / proxyCpu).toFixed(1)}x`]);
     }
     const header = ['mode', 'path', 'p50 ms', 'p99 ms', 'added p50', 'added p99', `req/s @${CONCURRENCY}`, 'CPU µs/req'];

@@ -1,24 +1,99 @@
 // `npm run api`: the API alone, for production (run as many as you like behind a load
 // balancer, beside `npm run worker`). Needs DATABASE_URL; migrations are applied by whichever
 // process starts first (they take an advisory lock).
+//
+// One Node process serves on one core. SWITCHYARD_API_PROCESSES=N (or `auto`, one per core)
+// makes this a supervisor of N API processes sharing the port (node:cluster): it migrates and
+// syncs the catalog once, starts them, replaces one that dies, and stops them all on
+// SIGINT/SIGTERM. Each process is an ordinary API process (its own credit leases, key cache and
+// rate-limit counters, as with several `npm run api`).
+import cluster from 'node:cluster';
+import { availableParallelism } from 'node:os';
 import { config } from '../activities/config.js';
-import { startCatalogRefresh } from '../activities/catalog/catalog.js';
+import { loadCatalog, startCatalogRefresh } from '../activities/catalog/catalog.js';
 import { createApp } from '../api/app.js';
 import { closeTemporalClient } from '../activities/temporalClient.js';
 import { closeLocalModels } from '../activities/providers/local/index.js';
 import { flushRequestRecords } from '../activities/inference/records.js';
 import { flushLeases } from '../activities/ledger/leases.js';
-import { openDatabase, prepareCatalog } from './boot.js';
+import { openDatabase, prepareCatalog, type Log } from './boot.js';
 
-const log = (m: string) => console.log(`[api] ${m}`);
+const log: Log = (m) => console.log(`[api${cluster.isWorker ? ` ${process.pid}` : ''}] ${m}`);
 if (!config.databaseUrl) {
   console.error('[api] DATABASE_URL is required here; `npm start` runs everything with an embedded database for local use.');
   process.exit(1);
 }
-const database = await openDatabase({ migrate: true, log });
-await prepareCatalog(log);
-startCatalogRefresh();
-const server = createApp().listen(config.port, config.host, () => log(`listening on ${config.host}:${(server.address() as { port: number }).port}`));
-const stop = () => server.close(() => void flushLeases({ close: true }).then(() => flushRequestRecords()).then(() => closeLocalModels()).then(() => closeTemporalClient()).then(() => database.stop()).then(() => process.exit(0)));
-process.on('SIGINT', stop);
-process.on('SIGTERM', stop);
+
+/** SWITCHYARD_API_PROCESSES: a count, or `auto` for one per core. */
+function processCount(): number {
+  const raw = (process.env.SWITCHYARD_API_PROCESSES ?? '1').trim().toLowerCase();
+  if (raw === 'auto') return availableParallelism();
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) {
+    console.error(`[api] SWITCHYARD_API_PROCESSES must be a whole number of at least 1, or "auto"; got "${raw}"`);
+    process.exit(1);
+  }
+  return n;
+}
+
+const processes = cluster.isPrimary ? processCount() : 1;
+if (cluster.isPrimary && processes > 1) await supervise(processes);
+else await serve();
+
+/** Prepare the database once, then run `count` API processes until told to stop. */
+async function supervise(count: number): Promise<void> {
+  const database = await openDatabase({ migrate: true, log });
+  await prepareCatalog(log);
+  await database.stop();
+
+  let stopping = false;
+  /** restarts in the last minute: a process that dies at once, every time, is not restarted forever */
+  const restarts: number[] = [];
+  const fork = () => cluster.fork({ SWITCHYARD_API_PREPARED: '1' });
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) {
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+      return;
+    }
+    const now = Date.now();
+    while (restarts.length && now - restarts[0] > 60_000) restarts.shift();
+    if (restarts.length >= count * 3) {
+      console.error(`[api] API processes keep dying (last: ${worker.process.pid}, ${signal ?? `exit ${code}`}); giving up`);
+      stopAll();
+      return;
+    }
+    restarts.push(now);
+    console.error(`[api] API process ${worker.process.pid} ended (${signal ?? `exit ${code}`}); starting another`);
+    fork();
+  });
+  const stopAll = () => {
+    if (stopping) return;
+    stopping = true;
+    const workers = Object.values(cluster.workers ?? {});
+    if (workers.length === 0) process.exit(0);
+    for (const w of workers) w?.process.kill('SIGTERM');
+  };
+  process.on('SIGINT', stopAll);
+  process.on('SIGTERM', stopAll);
+  log(`starting ${count} API processes`);
+  for (let i = 0; i < count; i++) fork();
+}
+
+/** One API process: this one alone, or one of a supervisor's. */
+async function serve(): Promise<void> {
+  // A supervisor has migrated and synced the catalog already; its processes only read.
+  const prepared = cluster.isWorker && process.env.SWITCHYARD_API_PREPARED === '1';
+  const database = await openDatabase({ migrate: !prepared, log });
+  if (prepared) await loadCatalog();
+  else await prepareCatalog(log);
+  startCatalogRefresh();
+  const server = createApp().listen(config.port, config.host, () => log(`listening on ${config.host}:${(server.address() as { port: number }).port}`));
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    server.close(() => void flushLeases({ close: true }).then(() => flushRequestRecords()).then(() => closeLocalModels()).then(() => closeTemporalClient()).then(() => database.stop()).then(() => process.exit(0)));
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+}
