@@ -3,6 +3,8 @@
 // The gateway runs twice: as configured (chat to an OpenAI-compatible upstream is passed through)
 // and with SWITCHYARD_PASS_THROUGH=0 (the same request translated both ways), to show what the
 // pass-through saves.
+// bench/koa-floor.ts (the gateway's framework with a route that only forwards) is measured for
+// throughput too: it splits the distance between proxy and gateway into framework and gateway work.
 // A third gateway runs as `npm run api` with one process per core (SWITCHYARD_API_PROCESSES;
 // BENCH_API_PROCESSES overrides the count), measured for throughput only.
 // The gateway runs as in production (`bin/api.ts`, its own process) with authentication, the
@@ -170,6 +172,7 @@ async function main() {
     const upPort = await startProcess('./upstream.ts', [], {}, /"port":(\d+)/);
     const upstream = `http://127.0.0.1:${upPort}`;
     const proxyPort = await startProcess('./proxy.ts', [`${upstream}/v1`], {}, /"port":(\d+)/);
+    const floorPort = await startProcess('./koa-floor.ts', [`${upstream}/v1`], {}, /"port":(\d+)/);
     const gatewayEnv = { DATABASE_URL: databaseUrl, PORT: '0', OPENAI_API_KEY: 'sk-bench', OPENAI_BASE_URL: `${upstream}/v1`, HOST: '127.0.0.1' };
     const gatewayPort = await startProcess('../bin/api.ts', [], gatewayEnv, /listening on 127\.0\.0\.1:(\d+)/, process.env.BENCH_PROFILE === '1');
     const translatedPort = await startProcess('../bin/api.ts', [], { ...gatewayEnv, SWITCHYARD_PASS_THROUGH: '0' }, /listening on 127\.0\.0\.1:(\d+)/);
@@ -191,6 +194,9 @@ async function main() {
       let cpu0 = cpuMs(proxyPort);
       const proxyRps = await throughput(`http://127.0.0.1:${proxyPort}`, '/api/v1/chat/completions', body);
       const proxyCpu = (cpuMs(proxyPort) - cpu0) / (proxyRps * SECONDS);
+      cpu0 = cpuMs(floorPort);
+      const floorRps = await throughput(`http://127.0.0.1:${floorPort}`, '/api/v1/chat/completions', body);
+      const floorCpu = (cpuMs(floorPort) - cpu0) / (floorRps * SECONDS);
       cpu0 = cpuMs(gatewayPort);
       const cpu1 = cpuMs(translatedPort);
       const [gatewayRps, translatedRps] = await throughputPair(`http://127.0.0.1:${gatewayPort}`, `http://127.0.0.1:${translatedPort}`, '/api/v1/chat/completions', body, keys);
@@ -200,6 +206,7 @@ async function main() {
       const f = (n: number) => n.toFixed(2);
       rows.push([label, 'upstream direct', f(direct.p50), f(direct.p99), '', '', '', '']);
       rows.push([label, 'bare proxy', f(proxy.p50), f(proxy.p99), f(proxy.p50 - direct.p50), f(proxy.p99 - direct.p99), proxyRps.toFixed(0), us(proxyCpu)]);
+      rows.push([label, 'Koa floor', '', '', '', '', `${floorRps.toFixed(0)} (${((floorRps / proxyRps) * 100).toFixed(0)}%)`, us(floorCpu)]);
       rows.push([label, 'gateway (pass-through)', f(gateway.p50), f(gateway.p99), f(gateway.p50 - direct.p50), f(gateway.p99 - direct.p99), gatewayRps.toFixed(0), us(gatewayCpu)]);
       rows.push([label, 'gateway (translated)', f(translated.p50), f(translated.p99), f(translated.p50 - direct.p50), f(translated.p99 - direct.p99), translatedRps.toFixed(0), us(translatedCpu)]);
       if (clusterPort) {
