@@ -37,7 +37,12 @@ export function estimatePromptTokens(req: InferenceRequest): number {
 
 /** A middle estimate, for deciding whether a prompt fits a context window (4 bytes per token). */
 export function likelyPromptTokens(req: InferenceRequest): number {
-  return Math.ceil((estimatePromptTokens(req) * 3) / 4);
+  return likelyFromEstimate(estimatePromptTokens(req));
+}
+
+/** likelyPromptTokens from an estimatePromptTokens already made. */
+export function likelyFromEstimate(estimate: number): number {
+  return Math.ceil((estimate * 3) / 4);
 }
 
 /** The worst a request can cost on a route: every prompt token uncached, every output token used. */

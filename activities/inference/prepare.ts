@@ -6,7 +6,7 @@ import { catalog, type ModelInfo } from '../catalog/catalog.js';
 import type { Caller } from '../accounts/keys.js';
 import { parseModelName, type ModelName } from '../routing/suffixes.js';
 import { planRoute, type ProviderPreferences, type RequestNeeds } from '../routing/planRoute.js';
-import { estimatePromptTokens, likelyPromptTokens } from '../billing/pricing.js';
+import { estimatePromptTokens, likelyFromEstimate } from '../billing/pricing.js';
 import { RequestError } from './errors.js';
 import { InferenceCall } from './execute.js';
 import type { InferenceRequest, NativeRequest } from './types.js';
@@ -54,7 +54,7 @@ export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
   const routes = planRoute(catalog(), p.model, p.caller, p.prefs, p.needs);
   const draft = { ...p.request, model: '', maxTokens: p.request.maxTokens ?? 0 };
   const promptTokens = estimatePromptTokens(draft);
-  const likely = likelyPromptTokens(draft);
+  const likely = likelyFromEstimate(promptTokens);
   const context = p.model.contextLength;
   if (context && likely + (p.request.maxTokens ?? 0) > context) {
     throw new RequestError(

@@ -73,7 +73,7 @@ export const anthropicPassThrough: NativePassThrough = {
           events.unshift(...held);
           held = undefined;
         }
-        yield* events;
+        for (const e of events) yield e;
         if (decoder.done) {
           complete = true;
           return;

@@ -125,7 +125,7 @@ export class MessageStreamDecoder {
 export async function* toStreamEvents(frames: AsyncIterable<SseFrame>, plan: MessagesPlan, providerId: string): AsyncGenerator<StreamEvent> {
   const decoder = new MessageStreamDecoder(plan, providerId);
   for await (const frame of frames) {
-    yield* decoder.push(frame);
+    for (const e of decoder.push(frame)) yield e;
     if (decoder.done) return;
   }
   throw decoder.cut();

@@ -42,6 +42,8 @@ export interface ReadOptions {
   relay: boolean;
 }
 
+// Events are yielded one by one rather than with `yield*` over an array: that wraps the array in
+// an async iterator, one more await per event on the hottest loop of a stream.
 export async function* readStream(res: UpstreamResponse, providerId: string, signal: AbortSignal, opts: ReadOptions): AsyncGenerator<StreamEvent> {
   if (String(res.headers['content-type'] ?? '').includes('application/json')) {
     // a server (or proxy) that ignored `stream: true` answered in one piece: replay it as events
@@ -73,7 +75,7 @@ export async function* readStream(res: UpstreamResponse, providerId: string, sig
       if (frame.event === 'error') throw bodyError(providerId, chunk) ?? bodyError(providerId, { error: chunk })!;
       const events = decoder.push(chunk);
       if (!opts.relay) {
-        yield* events;
+        for (const e of events) yield e;
         continue;
       }
       events.unshift({ type: 'native', event: frame.event, data: frame.data, json: chunk });
@@ -83,7 +85,7 @@ export async function* readStream(res: UpstreamResponse, providerId: string, sig
       }
       if (held) events.unshift(...held);
       held = undefined;
-      yield* events;
+      for (const e of events) yield e;
     }
   } catch (err) {
     throw readError(providerId, err, signal);
@@ -94,6 +96,6 @@ export async function* readStream(res: UpstreamResponse, providerId: string, sig
   }
   // A finish_reason without `[DONE]` is complete enough (some servers omit it); neither is a cut.
   if (!done && !decoder.finished) throw streamCut(providerId, 'it ended before [DONE]');
-  if (held) yield* held;
-  yield* decoder.end();
+  if (held) for (const e of held) yield e;
+  for (const e of decoder.end()) yield e;
 }
