@@ -1,15 +1,18 @@
 // `npm run bench`: the gateway's added latency and its throughput, side by side with a bare
 // pass-through proxy in front of the same loopback upstream, for non-streaming and streaming chat.
-// The gateway runs twice: as configured (chat to an OpenAI-compatible upstream is passed through)
-// and with SWITCHYARD_PASS_THROUGH=0 (the same request translated both ways), to show what the
-// pass-through saves.
-// bench/koa-floor.ts (the gateway's framework with a route that only forwards) is measured for
-// throughput too: it splits the distance between proxy and gateway into framework and gateway work.
-// A third gateway runs as `npm run api` with one process per core (SWITCHYARD_API_PROCESSES;
-// BENCH_API_PROCESSES overrides the count), measured for throughput only.
-// The gateway runs as in production (`bin/api.ts`, its own process) with authentication, the
-// ledger (reserve + settle per request) and request records on, against the machine's
-// PostgreSQL. Prints a table; the README records a run.
+// Targets:
+// - the bare proxy (bench/proxy.ts): the baseline;
+// - the Koa floor (bench/koa-floor.ts): the gateway's framework with a route that only forwards,
+//   which splits the distance between proxy and gateway into framework and gateway work;
+// - the gateway as configured (chat to an OpenAI-compatible upstream is passed through) and with
+//   SWITCHYARD_PASS_THROUGH=0 (the same request translated both ways);
+// - the gateway as `npm run api` with one process per core (SWITCHYARD_API_PROCESSES;
+//   BENCH_API_PROCESSES overrides the count), for throughput only.
+// The gateways run as in production (`bin/api.ts`, their own processes, the Node flags of
+// `npm run api`) with authentication, the ledger and request records on, against the machine's
+// PostgreSQL. Every measurement takes the targets in turn (request by request at concurrency 1,
+// one-second windows under load), so noise on a shared machine hits all of them alike. Prints a
+// table; the README records a run.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -82,32 +85,23 @@ async function once(pool: Pool, path: string, body: string, key?: string): Promi
   if (res.statusCode !== 200) throw new Error(`${path} answered ${res.statusCode}: ${text.slice(0, 300)}`);
 }
 
-async function latency(origin: string, path: string, body: string, key?: string) {
-  const pool = new Pool(origin, { connections: 1 });
-  for (let i = 0; i < 200; i++) await once(pool, path, body, key); // warm-up
-  const times: number[] = [];
-  for (let i = 0; i < SAMPLES; i++) {
-    const t0 = process.hrtime.bigint();
-    await once(pool, path, body, key);
-    times.push(Number(process.hrtime.bigint() - t0) / 1e6);
-  }
-  await pool.close();
-  times.sort((a, b) => a - b);
-  return { p50: percentile(times, 50), p99: percentile(times, 99) };
-}
-
-/** Two gateways' latency, request by request in turn, so drift and noise on the machine hit both alike. */
-async function latencyPair(a: string, b: string, path: string, body: string, key: string) {
-  const pools = [new Pool(a, { connections: 1 }), new Pool(b, { connections: 1 })];
-  for (let i = 0; i < 200; i++) for (const pool of pools) await once(pool, path, body, key); // warm-up
-  const times: number[][] = [[], []];
-  for (let i = 0; i < SAMPLES; i++) {
-    for (const [k, pool] of pools.entries()) {
+/**
+ * Latency at concurrency 1 of several targets, request by request in turn (direct, proxy,
+ * gateway, ...), so drift and noise on the machine hit all of them alike and the differences
+ * ("added" latency) compare like with like.
+ */
+async function latencies(targets: Array<{ origin: string; path: string; key?: string }>, body: string) {
+  const pools = targets.map((t) => new Pool(t.origin, { connections: 1 }));
+  const round = async (times?: number[][]) => {
+    for (const [k, t] of targets.entries()) {
       const t0 = process.hrtime.bigint();
-      await once(pool, path, body, key);
-      times[k].push(Number(process.hrtime.bigint() - t0) / 1e6);
+      await once(pools[k], t.path, body, t.key);
+      times?.[k].push(Number(process.hrtime.bigint() - t0) / 1e6);
     }
-  }
+  };
+  for (let i = 0; i < 200; i++) await round(); // warm-up
+  const times: number[][] = targets.map(() => []);
+  for (let i = 0; i < SAMPLES; i++) await round(times);
   await Promise.all(pools.map((p) => p.close()));
   return times.map((t) => {
     t.sort((x, y) => x - y);
@@ -115,37 +109,30 @@ async function latencyPair(a: string, b: string, path: string, body: string, key
   });
 }
 
-async function throughput(origin: string, path: string, body: string, keys?: string[]) {
-  const pool = new Pool(origin, { connections: CONCURRENCY });
-  const until = Date.now() + SECONDS * 1000;
-  let done = 0;
-  await Promise.all(Array.from({ length: CONCURRENCY }, async (_, i) => {
-    const key = keys?.[i % keys.length];
-    while (Date.now() < until) {
-      await once(pool, path, body, key);
-      done++;
-    }
-  }));
-  await pool.close();
-  return done / SECONDS;
-}
-
-/** Two gateways' throughput in alternating one-second windows, so load from elsewhere on the machine hits both alike. */
-async function throughputPair(a: string, b: string, path: string, body: string, keys: string[]) {
-  const pools = [new Pool(a, { connections: CONCURRENCY }), new Pool(b, { connections: CONCURRENCY })];
-  const done = [0, 0];
-  for (let w = 0; w < SECONDS * 2; w++) {
-    const k = w % 2;
+/**
+ * Requests per second at CONCURRENCY, and CPU µs per request, of several targets measured in
+ * alternating one-second windows (SECONDS windows each), so load from elsewhere on the machine
+ * hits all of them alike. A target's CPU is counted only during its own windows.
+ */
+async function throughputs(targets: Array<{ port: string; keys?: string[] }>, path: string, body: string) {
+  const pools = targets.map((t) => new Pool(`http://127.0.0.1:${t.port}`, { connections: CONCURRENCY }));
+  const done = targets.map(() => 0);
+  const cpu = targets.map(() => 0);
+  for (let w = 0; w < SECONDS * targets.length; w++) {
+    const k = w % targets.length;
+    const keys = targets[k].keys;
+    const cpu0 = cpuMs(targets[k].port);
     const until = Date.now() + 1000;
     await Promise.all(Array.from({ length: CONCURRENCY }, async (_, i) => {
       while (Date.now() < until) {
-        await once(pools[k], path, body, keys[i % keys.length]);
+        await once(pools[k], path, body, keys?.[i % keys.length]);
         done[k]++;
       }
     }));
+    cpu[k] += cpuMs(targets[k].port) - cpu0;
   }
   await Promise.all(pools.map((p) => p.close()));
-  return done.map((n) => n / SECONDS);
+  return targets.map((_, k) => ({ rps: done[k] / SECONDS, cpuUs: (cpu[k] * 1000) / done[k] }));
 }
 
 async function main() {
@@ -188,37 +175,36 @@ async function main() {
     for (const stream of [false, true].filter((s) => !process.env.BENCH_ONLY || process.env.BENCH_ONLY === (s ? 'streaming' : 'non-streaming'))) {
       const body = JSON.stringify({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'Say something about gateways.' }], stream, max_tokens: 64 });
       const label = stream ? 'streaming' : 'non-streaming';
-      const direct = await latency(upstream, '/v1/chat/completions', body);
-      const proxy = await latency(`http://127.0.0.1:${proxyPort}`, '/api/v1/chat/completions', body);
-      const [gateway, translated] = await latencyPair(`http://127.0.0.1:${gatewayPort}`, `http://127.0.0.1:${translatedPort}`, '/api/v1/chat/completions', body, key);
-      let cpu0 = cpuMs(proxyPort);
-      const proxyRps = await throughput(`http://127.0.0.1:${proxyPort}`, '/api/v1/chat/completions', body);
-      const proxyCpu = (cpuMs(proxyPort) - cpu0) / (proxyRps * SECONDS);
-      cpu0 = cpuMs(floorPort);
-      const floorRps = await throughput(`http://127.0.0.1:${floorPort}`, '/api/v1/chat/completions', body);
-      const floorCpu = (cpuMs(floorPort) - cpu0) / (floorRps * SECONDS);
-      cpu0 = cpuMs(gatewayPort);
-      const cpu1 = cpuMs(translatedPort);
-      const [gatewayRps, translatedRps] = await throughputPair(`http://127.0.0.1:${gatewayPort}`, `http://127.0.0.1:${translatedPort}`, '/api/v1/chat/completions', body, keys);
-      const gatewayCpu = (cpuMs(gatewayPort) - cpu0) / (gatewayRps * SECONDS);
-      const translatedCpu = (cpuMs(translatedPort) - cpu1) / (translatedRps * SECONDS);
-      const us = (ms: number) => (ms * 1000).toFixed(0);
-      const f = (n: number) => n.toFixed(2);
-      rows.push([label, 'upstream direct', f(direct.p50), f(direct.p99), '', '', '', '']);
-      rows.push([label, 'bare proxy', f(proxy.p50), f(proxy.p99), f(proxy.p50 - direct.p50), f(proxy.p99 - direct.p99), proxyRps.toFixed(0), us(proxyCpu)]);
-      rows.push([label, 'Koa floor', '', '', '', '', `${floorRps.toFixed(0)} (${((floorRps / proxyRps) * 100).toFixed(0)}%)`, us(floorCpu)]);
-      rows.push([label, 'gateway (pass-through)', f(gateway.p50), f(gateway.p99), f(gateway.p50 - direct.p50), f(gateway.p99 - direct.p99), gatewayRps.toFixed(0), us(gatewayCpu)]);
-      rows.push([label, 'gateway (translated)', f(translated.p50), f(translated.p99), f(translated.p50 - direct.p50), f(translated.p99 - direct.p99), translatedRps.toFixed(0), us(translatedCpu)]);
+      const [direct, proxy, floor, gateway, translated] = await latencies([
+        { origin: upstream, path: '/v1/chat/completions' },
+        { origin: `http://127.0.0.1:${proxyPort}`, path: '/api/v1/chat/completions' },
+        { origin: `http://127.0.0.1:${floorPort}`, path: '/api/v1/chat/completions' },
+        { origin: `http://127.0.0.1:${gatewayPort}`, path: '/api/v1/chat/completions', key },
+        { origin: `http://127.0.0.1:${translatedPort}`, path: '/api/v1/chat/completions', key },
+      ], body);
       if (clusterPort) {
+        // its second process may still be starting: warm both before measuring
         const warm = new Pool(`http://127.0.0.1:${clusterPort}`, { connections: CONCURRENCY });
         await Promise.all(Array.from({ length: 500 }, () => once(warm, '/api/v1/chat/completions', body, key)));
         await warm.close();
-        cpu0 = cpuMs(clusterPort);
-        const clusterRps = await throughput(`http://127.0.0.1:${clusterPort}`, '/api/v1/chat/completions', body, keys);
-        const clusterCpu = (cpuMs(clusterPort) - cpu0) / (clusterRps * SECONDS);
-        rows.push([label, `gateway, ${processes} processes`, '', '', '', '', `${clusterRps.toFixed(0)} (${((clusterRps / proxyRps) * 100).toFixed(0)}%)`, us(clusterCpu)]);
       }
-      rows.push([label, 'gateway vs proxy', '', '', f(gateway.p50 - proxy.p50), f(gateway.p99 - proxy.p99), `${((gatewayRps / proxyRps) * 100).toFixed(0)}%`, `${(gatewayCpu / proxyCpu).toFixed(1)}x`]);
+      const [proxyT, floorT, gatewayT, translatedT, clusterT] = await throughputs([
+        { port: proxyPort },
+        { port: floorPort },
+        { port: gatewayPort, keys },
+        { port: translatedPort, keys },
+        ...(clusterPort ? [{ port: clusterPort, keys }] : []),
+      ], '/api/v1/chat/completions', body);
+      const us = (n: number) => n.toFixed(0);
+      const share = (t: { rps: number }) => `${t.rps.toFixed(0)} (${((t.rps / proxyT.rps) * 100).toFixed(0)}%)`;
+      const f = (n: number) => n.toFixed(2);
+      rows.push([label, 'upstream direct', f(direct.p50), f(direct.p99), '', '', '', '']);
+      rows.push([label, 'bare proxy', f(proxy.p50), f(proxy.p99), f(proxy.p50 - direct.p50), f(proxy.p99 - direct.p99), proxyT.rps.toFixed(0), us(proxyT.cpuUs)]);
+      rows.push([label, 'Koa floor', f(floor.p50), f(floor.p99), f(floor.p50 - direct.p50), f(floor.p99 - direct.p99), share(floorT), us(floorT.cpuUs)]);
+      rows.push([label, 'gateway (pass-through)', f(gateway.p50), f(gateway.p99), f(gateway.p50 - direct.p50), f(gateway.p99 - direct.p99), share(gatewayT), us(gatewayT.cpuUs)]);
+      rows.push([label, 'gateway (translated)', f(translated.p50), f(translated.p99), f(translated.p50 - direct.p50), f(translated.p99 - direct.p99), share(translatedT), us(translatedT.cpuUs)]);
+      if (clusterT) rows.push([label, `gateway, ${processes} processes`, '', '', '', '', share(clusterT), us(clusterT.cpuUs)]);
+      rows.push([label, 'gateway vs proxy', '', '', f(gateway.p50 - proxy.p50), f(gateway.p99 - proxy.p99), `${((gatewayT.rps / proxyT.rps) * 100).toFixed(0)}%`, `${(gatewayT.cpuUs / proxyT.cpuUs).toFixed(1)}x`]);
     }
     const header = ['mode', 'path', 'p50 ms', 'p99 ms', 'added p50', 'added p99', `req/s @${CONCURRENCY}`, 'CPU µs/req'];
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));

@@ -7,7 +7,7 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import type { Bill } from '../inference/execute.js';
 import type { NativeRequest, StreamEvent, Usage } from '../inference/types.js';
-import { pricingField, pricingJson, usageJson, type ChatMeta } from './chatResponse.js';
+import { usageJson, withBill, type ChatMeta } from './chatResponse.js';
 import { renamed } from './passthrough.js';
 
 /** Body fields only the gateway reads: routing preferences, caching requirement, tool-call cap. */
@@ -37,11 +37,15 @@ export function chatPassThroughBody(body: Record<string, any>): NativeRequest | 
   return { format: 'openai-chat', body: out };
 }
 
-const money = (bill: Bill) => ({ [pricingField()]: pricingJson(bill), cost: bill.cost, paymentSource: bill.paymentSource, remainingBalance: bill.remainingBalance });
-
-/** A passed-through `chat.completion`: the upstream's, renamed, with provider and pricing. */
+/**
+ * A passed-through `chat.completion`: the upstream's, renamed, with provider and pricing. `raw` is
+ * this request's own parsed answer and is completed in place (see withBill).
+ */
 export function passedThroughCompletion(raw: Record<string, any>, usage: Usage, bill: Bill, meta: Pick<ChatMeta, 'model' | 'provider'>) {
-  return { ...raw, model: meta.model, provider: meta.provider, usage: raw.usage ?? usageJson(usage), ...money(bill) };
+  raw.model = meta.model;
+  raw.provider = meta.provider;
+  raw.usage ??= usageJson(usage);
+  return withBill(raw, bill);
 }
 
 type NativeEvent = Extract<StreamEvent, { type: 'native' }>;
@@ -75,9 +79,12 @@ export class ChatRelay {
     const shown = [...this.tail, ...(this.callerWantsUsage ? this.usageChunks : [])];
     const last = shown.pop();
     const out = shown.map((e) => renamed(e.data, e.json, this.meta.model, this.meta.provider));
+    // the last chunk is this stream's own parsed object: completed in place
     const base = last?.json ?? { object: 'chat.completion.chunk', choices: [] };
-    const usageShown = this.callerWantsUsage ? { usage: base.usage ?? usageJson(usage) } : {};
-    out.push(JSON.stringify({ ...base, model: this.meta.model, provider: this.meta.provider, ...usageShown, ...money(bill) }));
+    base.model = this.meta.model;
+    base.provider = this.meta.provider;
+    if (this.callerWantsUsage) base.usage ??= usageJson(usage);
+    out.push(JSON.stringify(withBill(base, bill)));
     return out;
   }
 }

@@ -21,6 +21,21 @@ export function pricingJson(b: Bill) {
   return { amount: b.amount, currency: b.currency, cost: b.cost, paymentSource: b.paymentSource, inputTokens: b.inputTokens, outputTokens: b.outputTokens };
 }
 
+/**
+ * `body` with the bill after its own fields, as every surface shows it: the pricing extension,
+ * `cost`, `paymentSource`, `remainingBalance`. The fields are assigned to `body` (the caller's own,
+ * freshly built or parsed object) rather than spread into a copy: under load, copying an answer
+ * with a computed key into a new object cost about a tenth of a chat request's CPU.
+ */
+export function withBill<T extends object>(body: T, bill: Bill): T {
+  const b = body as Record<string, unknown>;
+  b[pricingField()] = pricingJson(bill);
+  b.cost = bill.cost;
+  b.paymentSource = bill.paymentSource;
+  b.remainingBalance = bill.remainingBalance;
+  return body;
+}
+
 function logprobsJson(lp: TokenLogprob[] | undefined) {
   if (!lp) return null;
   return {
@@ -51,7 +66,7 @@ export function toChatCompletion(r: InferenceResult, usage: Usage, bill: Bill, m
     message.reasoning_content = r.reasoning;
   }
   if (toolCalls.length) message.tool_calls = toolCallsJson(toolCalls);
-  return {
+  return withBill({
     id: meta.id,
     object: 'chat.completion',
     created: meta.created,
@@ -60,11 +75,7 @@ export function toChatCompletion(r: InferenceResult, usage: Usage, bill: Bill, m
     system_fingerprint: null,
     choices: [{ index: 0, message, finish_reason: r.finishReason, logprobs: logprobsJson(r.logprobs) }],
     usage: usageJson(usage),
-    [pricingField()]: pricingJson(bill),
-    cost: bill.cost,
-    paymentSource: bill.paymentSource,
-    remainingBalance: bill.remainingBalance,
-  };
+  }, bill);
 }
 
 /** Builds the chunk frames of one streamed completion, in the order the spec's Events table gives. */
@@ -111,12 +122,6 @@ export class ChatChunker {
   /** The last frame: finish_reason, and usage (when asked) and the pricing extension. */
   final(finish: FinishReason, usage: Usage, bill: Bill, includeUsage: boolean) {
     const reason = finish === 'stop' && this.toolCalls > 0 ? 'tool_calls' : finish;
-    return this.chunk({}, reason, {
-      ...(includeUsage ? { usage: usageJson(usage) } : {}),
-      [pricingField()]: pricingJson(bill),
-      cost: bill.cost,
-      paymentSource: bill.paymentSource,
-      remainingBalance: bill.remainingBalance,
-    });
+    return this.chunk({}, reason, withBill(includeUsage ? { usage: usageJson(usage) } : {}, bill));
   }
 }

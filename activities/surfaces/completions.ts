@@ -26,7 +26,7 @@ import type { FinishReason, InferenceRequest, InferenceResult, TokenLogprob, Usa
 import type { ModelName } from '../routing/suffixes.js';
 import type { ProviderPreferences, RequestNeeds } from '../routing/planRoute.js';
 import { chatToInternal } from './chat.js';
-import { pricingField, pricingJson, usageJson } from './chatResponse.js';
+import { usageJson, withBill } from './chatResponse.js';
 
 const bad = (message: string, param: string) => new RequestError(400, 'invalid_parameter_value', message, param);
 
@@ -132,13 +132,9 @@ export interface CompletionMeta {
   promptLength: number;
 }
 
-function money(bill: Bill) {
-  return { [pricingField()]: pricingJson(bill), cost: bill.cost, paymentSource: bill.paymentSource, remainingBalance: bill.remainingBalance };
-}
-
 export function toTextCompletion(r: InferenceResult, usage: Usage, bill: Bill, meta: CompletionMeta) {
   const logprobs = meta.topLogprobs !== undefined && r.logprobs ? legacyLogprobs(r.logprobs, meta.topLogprobs, meta.promptLength) : null;
-  return {
+  return withBill({
     id: meta.id,
     object: 'text_completion',
     created: meta.created,
@@ -147,8 +143,7 @@ export function toTextCompletion(r: InferenceResult, usage: Usage, bill: Bill, m
     system_fingerprint: null,
     choices: [{ text: r.content, index: 0, logprobs, finish_reason: r.finishReason }],
     usage: usageJson(usage),
-    ...money(bill),
-  };
+  }, bill);
 }
 
 /** The frames of one streamed completion: text frames as they come, then one final frame. */
@@ -177,6 +172,6 @@ export class CompletionChunker {
 
   /** The last frame: finish_reason, usage (when asked) and the pricing extension. */
   final(finish: FinishReason, usage: Usage, bill: Bill, includeUsage: boolean) {
-    return this.frame('', null, finish, { ...(includeUsage ? { usage: usageJson(usage) } : {}), ...money(bill) });
+    return this.frame('', null, finish, withBill(includeUsage ? { usage: usageJson(usage) } : {}, bill));
   }
 }

@@ -6,7 +6,8 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import type { Bill } from '../inference/execute.js';
 import type { NativeRequest, StreamEvent, Usage } from '../inference/types.js';
-import { billingFields, messageUsage, type MessageMeta } from './messagesResponse.js';
+import { messageUsage, type MessageMeta } from './messagesResponse.js';
+import { withBill } from './chatResponse.js';
 import { renamed } from './passthrough.js';
 
 /** Body fields only the gateway reads. */
@@ -19,7 +20,10 @@ export function messagesPassThroughBody(body: Record<string, any>): NativeReques
 }
 
 export function passedThroughMessage(raw: Record<string, any>, usage: Usage, bill: Bill, meta: Pick<MessageMeta, 'model' | 'provider'>) {
-  return { ...raw, model: meta.model, usage: raw.usage ?? messageUsage(usage), provider: meta.provider, ...billingFields(bill) };
+  raw.model = meta.model;
+  raw.usage ??= messageUsage(usage);
+  raw.provider = meta.provider;
+  return withBill(raw, bill); // this request's own parsed answer, completed in place
 }
 
 type NativeEvent = Extract<StreamEvent, { type: 'native' }>;
@@ -52,7 +56,7 @@ export class MessagesRelay {
     return [
       // the upstream's usage, completed with the input side it gave in message_start (as Anthropic's
       // newer answers restate it here), so the bill beside it explains itself
-      ['message_delta', JSON.stringify({ ...d, usage: { ...messageUsage(usage), ...d.usage }, ...billingFields(bill) })],
+      ['message_delta', JSON.stringify(withBill({ ...d, usage: { ...messageUsage(usage), ...d.usage } }, bill))],
       ['message_stop', this.stop?.data ?? '{"type":"message_stop"}'],
     ];
   }

@@ -4,7 +4,7 @@
 // and writes (the internal promptTokens includes them).
 import type { Bill } from '../inference/execute.js';
 import type { FinishReason, InferenceResult, StreamEvent, ToolCall, Usage } from '../inference/types.js';
-import { pricingField, pricingJson } from './chatResponse.js';
+import { withBill } from './chatResponse.js';
 
 export interface MessageMeta {
   id: string;
@@ -38,10 +38,6 @@ export function messageUsage(u: Usage) {
   };
 }
 
-export function billingFields(bill: Bill) {
-  return { [pricingField()]: pricingJson(bill), cost: bill.cost, paymentSource: bill.paymentSource, remainingBalance: bill.remainingBalance };
-}
-
 function toolInput(call: ToolCall): unknown {
   try {
     const v = JSON.parse(call.arguments || '{}');
@@ -60,7 +56,7 @@ export function toMessage(r: InferenceResult, usage: Usage, bill: Bill, meta: Me
   } else if (meta.showReasoning && r.reasoning) content.push({ type: 'thinking', thinking: r.reasoning, signature: '' });
   if (r.content || (!r.toolCalls.length && !content.length)) content.push({ type: 'text', text: r.content });
   for (const c of r.toolCalls) content.push({ type: 'tool_use', id: c.id, name: c.name, input: toolInput(c) });
-  return {
+  return withBill({
     id: meta.id,
     type: 'message',
     role: 'assistant',
@@ -69,8 +65,7 @@ export function toMessage(r: InferenceResult, usage: Usage, bill: Bill, meta: Me
     ...stopFields(r.finishReason, r.toolCalls.length, r.stopSequence),
     usage: messageUsage(usage),
     provider: meta.provider,
-    ...billingFields(bill),
-  };
+  }, bill);
 }
 
 export type Frame = [event: string, data: Record<string, unknown>];
@@ -157,12 +152,11 @@ export class MessageStreamer {
   end(finish: FinishReason, usage: Usage, bill: Bill, stopSequence?: string): Frame[] {
     return [
       ...this.close(),
-      ['message_delta', {
+      ['message_delta', withBill({
         type: 'message_delta',
         delta: stopFields(finish, this.toolCalls, stopSequence),
         usage: messageUsage(usage),
-        ...billingFields(bill),
-      }],
+      }, bill)],
       ['message_stop', { type: 'message_stop' }],
     ];
   }

@@ -11,7 +11,7 @@ import type { Bill } from '../inference/execute.js';
 import type { FinishReason, InferenceResult, StreamEvent, Usage } from '../inference/types.js';
 import type { ModelName } from '../routing/suffixes.js';
 import { chatToInternal, type ChatPlanInput } from './chat.js';
-import { pricingField, pricingJson } from './chatResponse.js';
+import { withBill } from './chatResponse.js';
 
 const bad = (code: string, message: string, param: string | null = null) => new RequestError(400, code, message, param);
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -185,10 +185,6 @@ export function responsesUsage(u: Usage) {
     output_tokens_details: { reasoning_tokens: u.reasoningTokens },
     total_tokens: u.promptTokens + u.completionTokens,
   };
-}
-
-export function billingFields(bill: Bill) {
-  return { [pricingField()]: pricingJson(bill), cost: bill.cost, paymentSource: bill.paymentSource, remainingBalance: bill.remainingBalance };
 }
 
 function statusOf(finish: FinishReason): { status: ResponseStatus; incomplete: { reason: string } | null } {
@@ -395,7 +391,7 @@ export class ResponseStreamer {
     finish(this.res, reason, usage, this.text);
     const response = this.snapshot();
     const type = this.res.status === 'incomplete' ? 'response.incomplete' : 'response.completed';
-    frames.push(this.frame(type, { response: { ...response, ...billingFields(bill) } }));
+    frames.push(this.frame(type, { response: withBill({ ...response }, bill) }));
     return { frames, response };
   }
 
@@ -406,7 +402,7 @@ export class ResponseStreamer {
     this.res.status = 'failed';
     this.res.error = { code, message };
     const response = this.snapshot();
-    frames.push(this.frame('response.failed', { response: { ...response, ...billingFields(bill) } }));
+    frames.push(this.frame('response.failed', { response: withBill({ ...response }, bill) }));
     return { frames, response };
   }
 }

@@ -16,10 +16,11 @@ import { completeOnce, streamOnce } from '../inference.js';
 import { ApiError } from '../errors.js';
 import type { Caller } from '../../activities/accounts/keys.js';
 import {
-  assistantTurn, billingFields, newId, responsesToInternal, responseShell, ResponseStreamer, toResponse,
+  assistantTurn, newId, responsesToInternal, responseShell, ResponseStreamer, toResponse,
   type ChatMessage, type Frame, type ResponseMeta, type ResponseObject,
 } from '../../activities/surfaces/responses.js';
 import { deleteResponse, loadResponse, retentionDays, saveResponse } from '../../activities/surfaces/responsesStore.js';
+import { withBill } from '../../activities/surfaces/chatResponse.js';
 import type { BackgroundJob } from '../../activities/responses/background.js';
 import { temporal } from '../../activities/temporalClient.js';
 import { config } from '../../activities/config.js';
@@ -78,7 +79,7 @@ responsesRouter.post(v1('/responses'), surface('openai'), authenticate, billingM
   const { result, route, usage, bill } = await completeOnce(ctx, call);
   const response = toResponse(result, usage, { ...meta, provider: route.provider.id });
   await store(response, assistantTurn(result));
-  ctx.body = { ...response, ...billingFields(bill) };
+  ctx.body = withBill({ ...response }, bill);
 });
 
 /**
