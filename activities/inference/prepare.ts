@@ -52,8 +52,7 @@ export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
     throw new RequestError(402, 'subscription_required', `This API key is limited to subscription billing, and ${why}. Use a pay-as-you-go key.`, null);
   }
   const routes = planRoute(catalog(), p.model, p.caller, p.prefs, p.needs);
-  const draft = { ...p.request, model: '', maxTokens: p.request.maxTokens ?? 0 };
-  const promptTokens = estimatePromptTokens(draft);
+  const promptTokens = estimatePromptTokens(p.request);
   const likely = likelyFromEstimate(promptTokens);
   const context = p.model.contextLength;
   if (context && likely + (p.request.maxTokens ?? 0) > context) {

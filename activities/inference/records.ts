@@ -26,12 +26,16 @@ export interface RequestRecordInput {
 const FLUSH_MS = 100;
 const MAX_BATCH = 500;
 
-let buffer: Array<RequestRecordInput & { finishedAt: Date }> = [];
+type Row = RequestRecordInput & { finishedAt?: Date };
+
+let buffer: Row[] = [];
 let timer: NodeJS.Timeout | undefined;
 let inflight: Promise<void> = Promise.resolve();
 
+/** Buffer one record. The record is kept as given (stamped with its finish time), not copied. */
 export function recordRequest(r: RequestRecordInput): void {
-  buffer.push({ ...r, finishedAt: new Date() });
+  (r as Row).finishedAt = new Date();
+  buffer.push(r);
   if (buffer.length >= MAX_BATCH) void flushRequestRecords();
   else if (!timer) {
     timer = setTimeout(() => void flushRequestRecords(), FLUSH_MS);
@@ -50,10 +54,10 @@ export function flushRequestRecords(): Promise<void> {
   return inflight;
 }
 
-async function write(batch: Array<RequestRecordInput & { finishedAt: Date }>): Promise<void> {
+async function write(batch: Row[]): Promise<void> {
   // One column array per field: the statement text never changes, so PostgreSQL plans it once
   // (a named statement) however many rows a batch has.
-  const col = <T>(f: (r: RequestRecordInput & { finishedAt: Date }) => T) => batch.map(f);
+  const col = <T>(f: (r: Row) => T) => batch.map(f);
   try {
     await db().pool.query({
       name: 'request_records_insert',
@@ -63,7 +67,7 @@ async function write(batch: Array<RequestRecordInput & { finishedAt: Date }>): P
       values: [
         col((r) => r.id), col((r) => r.accountId), col((r) => r.apiKeyId), col((r) => r.surface), col((r) => r.model), col((r) => r.providerId),
         col((r) => r.status), col((r) => r.inputTokens), col((r) => r.outputTokens), col((r) => r.currency), col((r) => r.cost?.toString() ?? null),
-        col((r) => r.holdId), col((r) => r.errorCode), col((r) => r.startedAt.toISOString()), col((r) => r.finishedAt.toISOString()),
+        col((r) => r.holdId), col((r) => r.errorCode), col((r) => r.startedAt.toISOString()), col((r) => r.finishedAt!.toISOString()),
       ],
     });
   } catch (err) {

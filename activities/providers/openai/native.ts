@@ -68,7 +68,9 @@ export const openaiPassThrough: NativePassThrough = {
   async complete(native: NativeRequest, req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): Promise<InferenceResult> {
     const res = await post(native, req, target, signal, false);
     const json = await readJson(target.providerId, res).catch((err) => { throw deadlineOr(target.providerId, err, signal); });
-    return { ...fromChatResponse(target.providerId, json, false), native: json };
+    const result: InferenceResult = fromChatResponse(target.providerId, json, false);
+    result.native = json;
+    return result;
   },
 
   async *stream(native: NativeRequest, req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): AsyncGenerator<StreamEvent> {
