@@ -42,8 +42,13 @@ export function formatAmount(units: bigint, currency: Currency): string {
  * rounded by JSON's number type; the books themselves never are.
  */
 export function toDisplayNumber(units: bigint, currency: Currency): number {
+  // Below 2^53 units, and with a power of ten a double holds exactly (up to 1e22), both operands
+  // are exact and one IEEE division rounds correctly, as parsing the decimal text would. XNO's
+  // 1e30 is not exact: it goes through the text.
+  if (DECIMALS[currency] <= 22 && units < SAFE && units > -SAFE) return Number(units) / 10 ** DECIMALS[currency];
   return Number(formatAmount(units, currency));
 }
+const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 /** Ceiling division for non-negative bigints: charges round up, never down. */
 export function ceilDiv(a: bigint, b: bigint): bigint {
