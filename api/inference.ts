@@ -44,10 +44,11 @@ export async function completeOnce(
 /** What a streaming surface writes; streamOnce decides when. */
 export interface StreamSurface {
   /** frames before the first event */
-  start?(): Promise<void>;
-  event(e: StreamEvent): Promise<void>;
+  start?(): Promise<void> | undefined;
+  /** a promise only when there is something to wait for (a full socket) */
+  event(e: StreamEvent): Promise<void> | undefined;
   /** nothing was produced: nothing is charged, and the caller is told */
-  empty(error: RequestError): Promise<void>;
+  empty(error: RequestError): Promise<void> | undefined;
   /** after settlement; `failure` = the stream broke after it began; `stopSequence` = the one that ended it, when known */
   end(outcome: { finish: FinishReason; stopSequence?: string; usage: Usage; bill: Bill; failure?: RequestError }): Promise<void>;
 }
@@ -81,7 +82,8 @@ export async function streamOnce(
   let stopSequence: string | undefined;
   let usage: Usage | null = null;
   let failure: unknown;
-  const take = async (e: StreamEvent) => {
+  // not async: an event that needs no waiting costs no promise
+  const take = (e: StreamEvent): Promise<void> | undefined => {
     if (e.type === 'text' || e.type === 'reasoning') produced += e.text;
     else if (e.type === 'tool_call') produced += e.argumentsDelta;
     else if (e.type === 'finish') {
@@ -89,7 +91,7 @@ export async function streamOnce(
       stopSequence = e.stopSequence;
     }
     else if (e.type === 'usage') usage = e.usage;
-    await surface.event(e);
+    return surface.event(e);
   };
   await surface.start?.();
   try {
@@ -97,7 +99,8 @@ export async function streamOnce(
     for (;;) {
       const next = await opened.rest.next();
       if (next.done) break;
-      await take(next.value);
+      const full = take(next.value);
+      if (full) await full;
     }
   } catch (err) {
     failure = err;

@@ -32,9 +32,13 @@ export class SseWriter {
     return this.gone;
   }
 
-  /** One `data:` frame (objects as JSON); resolves once the socket can take more. */
-  async data(payload: unknown, event?: string): Promise<void> {
-    if (this.closed) return;
+  /**
+   * One `data:` frame (objects as JSON). Returns a promise only when the socket is full (it
+   * resolves once the socket can take more); nothing to wait for otherwise, so the common case
+   * costs no promise.
+   */
+  data(payload: unknown, event?: string): Promise<void> | undefined {
+    if (this.closed) return undefined;
     const text = `${event ? `event: ${event}\n` : ''}data: ${typeof payload === 'string' ? payload : JSON.stringify(payload)}\n\n`;
     // Frames written in one turn of the event loop (say, the events of one upstream packet) leave
     // in one write: a system call per frame cost more than everything else the relay does.
@@ -43,17 +47,16 @@ export class SseWriter {
       this.ctx.res.cork();
       process.nextTick(this.uncork);
     }
-    if (!this.ctx.res.write(text)) {
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          this.ctx.res.off('drain', done);
-          this.ctx.res.off('close', done);
-          resolve();
-        };
-        this.ctx.res.on('drain', done);
-        this.ctx.res.on('close', done);
-      });
-    }
+    if (this.ctx.res.write(text)) return undefined;
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        this.ctx.res.off('drain', done);
+        this.ctx.res.off('close', done);
+        resolve();
+      };
+      this.ctx.res.on('drain', done);
+      this.ctx.res.on('close', done);
+    });
   }
 
   private readonly uncork = () => {

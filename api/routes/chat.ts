@@ -44,9 +44,9 @@ chatRouter.post(v1('/chat/completions'), surface('openai'), authenticate, billin
       if (passedThrough) {
         const relay = new ChatRelay({ model: model.id, provider: route.provider.id }, input.includeUsage);
         return {
-          async event(e) {
+          event(e) {
             const data = e.type === 'native' ? relay.chunk(e) : null;
-            if (data !== null) await sse.data(data);
+            return data === null ? undefined : sse.data(data);
           },
           empty: (err) => sse.data(renderError(asApiError(err), 'openai')),
           async end({ usage, bill, failure }) {
@@ -59,9 +59,9 @@ chatRouter.post(v1('/chat/completions'), surface('openai'), authenticate, billin
       const chunker = new ChatChunker({ ...meta, provider: route.provider.id });
       return {
         start: () => sse.data(chunker.first()),
-        async event(e) {
+        event(e) {
           const frame = chunker.event(e);
-          if (frame) await sse.data(frame);
+          return frame ? sse.data(frame) : undefined;
         },
         empty: (err) => sse.data(renderError(asApiError(err), 'openai')),
         async end({ finish, usage, bill, failure }) {

@@ -3,7 +3,7 @@
 // stream and by the pass-through, which also relays each chunk as it came (`relay`).
 import type { StreamEvent } from '../../inference/types.js';
 import { discard, drainForReuse, readJson, transportError, type UpstreamResponse } from '../http.js';
-import { parseSse } from '../sse.js';
+import { sseBatches } from '../sse.js';
 import { UpstreamError } from '../types.js';
 import { StreamDecoder, bodyError, fromChatResponse, fromCompletionResponse, resultEvents } from './response.js';
 
@@ -57,35 +57,37 @@ export async function* readStream(res: UpstreamResponse, providerId: string, sig
   try {
     // Reading stops at [DONE], before the body's own end: iterate without destroying on return
     // (see drainForReuse), so the upstream connection is kept alive for the next request.
-    for await (const frame of parseSse(res.body.iterator({ destroyOnReturn: false }))) {
-      if (frame.data === '[DONE]') {
-        done = true;
-        break;
-      }
-      if (frame.data === '') continue;
-      let chunk: unknown;
-      try {
-        chunk = JSON.parse(frame.data);
-      } catch {
-        throw new UpstreamError(`${providerId} sent a stream event that is not JSON`, 502, true, {
-          code: 'upstream_bad_response', providerId, upstreamBody: frame.data.slice(0, 2000),
-        });
-      }
-      // some servers name their error frames instead of (or besides) putting `error` in the data
-      if (frame.event === 'error') throw bodyError(providerId, chunk) ?? bodyError(providerId, { error: chunk })!;
-      const events = decoder.push(chunk);
-      if (!opts.relay) {
+    reading: for await (const frames of sseBatches(res.body.iterator({ destroyOnReturn: false }))) {
+      for (const frame of frames) {
+        if (frame.data === '[DONE]') {
+          done = true;
+          break reading;
+        }
+        if (frame.data === '') continue;
+        let chunk: unknown;
+        try {
+          chunk = JSON.parse(frame.data);
+        } catch {
+          throw new UpstreamError(`${providerId} sent a stream event that is not JSON`, 502, true, {
+            code: 'upstream_bad_response', providerId, upstreamBody: frame.data.slice(0, 2000),
+          });
+        }
+        // some servers name their error frames instead of (or besides) putting `error` in the data
+        if (frame.event === 'error') throw bodyError(providerId, chunk) ?? bodyError(providerId, { error: chunk })!;
+        const events = decoder.push(chunk);
+        if (!opts.relay) {
+          for (const e of events) yield e;
+          continue;
+        }
+        events.unshift({ type: 'native', event: frame.event, data: frame.data, json: chunk });
+        if (held && !decoder.finished && !events.some((e) => CONTENT.has(e.type))) {
+          held.push(...events);
+          continue;
+        }
+        if (held) events.unshift(...held);
+        held = undefined;
         for (const e of events) yield e;
-        continue;
       }
-      events.unshift({ type: 'native', event: frame.event, data: frame.data, json: chunk });
-      if (held && !decoder.finished && !events.some((e) => CONTENT.has(e.type))) {
-        held.push(...events);
-        continue;
-      }
-      if (held) events.unshift(...held);
-      held = undefined;
-      for (const e of events) yield e;
     }
   } catch (err) {
     throw readError(providerId, err, signal);
