@@ -1,0 +1,180 @@
+// What the benchmark scripts share: child processes (started as in production, their CPU time
+// read from /proc), the bench database with funded accounts, and the two measurements (latency at
+// concurrency 1 and throughput under load), each taking its targets in turn so noise on a shared
+// machine hits all of them alike.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { Pool } from 'undici';
+import pg from 'pg';
+import { applyMigrations } from '../prisma/migrate.js';
+import { connectDatabase, closeDatabase } from '../activities/db.js';
+import { createAccount } from '../activities/accounts/accounts.js';
+import { createKey } from '../activities/accounts/keys.js';
+import { credit } from '../activities/ledger/ledger.js';
+import { parseAmount } from '../activities/ledger/money.js';
+
+const ADMIN = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+export const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 2000);
+export const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+export const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
+const children: ChildProcess[] = [];
+const pidOfPort = new Map<string, number>();
+
+/**
+ * CPU time (user + system, ms) a child process has used: the cost per request that neighbours on
+ * a shared machine disturb far less than they disturb wall-clock throughput.
+ */
+export function cpuMs(port: string): number {
+  return processCpuMs(pidOfPort.get(port)!);
+}
+
+/** A process's CPU time and its children's (an API supervisor's processes). */
+function processCpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const own = ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in 1/100 s ticks
+  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  return children.reduce((sum, child) => sum + processCpuMs(child), own);
+}
+
+/** The Node flags `npm run api` runs the gateway with (package.json), so the bench runs it the same way. */
+const apiNodeFlags = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts.api as string)
+  .split(/\s+/).filter((t) => t.startsWith('--'));
+
+/**
+ * Start a script (relative to bench/, or an absolute path) and resolve with the port it prints
+ * (the first group of `ready`). The gateway's entry (`bin/api.ts`, of this checkout or another)
+ * runs with `npm run api`'s Node flags.
+ */
+export function startProcess(script: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp, profile = false): Promise<string> {
+  // BENCH_PROFILE=1 (bench/profile-gateway.sh) writes a CPU profile of the gateway to .data/prof
+  const prof = profile ? ['--cpu-prof', '--cpu-prof-dir=.data/prof'] : [];
+  const nodeFlags = script.endsWith('bin/api.ts') ? apiNodeFlags : [];
+  const child = spawn(process.execPath, [...nodeFlags, ...prof, '--import', 'tsx/esm', script.startsWith('/') ? script : fileURLToPath(new URL(script, import.meta.url)), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const m = ready.exec(out);
+      if (m) {
+        pidOfPort.set(m[1], child.pid!);
+        resolve(m[1]);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}: ${out}`)));
+  });
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+export async function once(pool: Pool, path: string, body: string, key?: string): Promise<void> {
+  const res = await pool.request({ method: 'POST', path, body, headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) } });
+  const text = await res.body.text();
+  if (res.statusCode !== 200) throw new Error(`${path} answered ${res.statusCode}: ${text.slice(0, 300)}`);
+}
+
+/**
+ * Latency at concurrency 1 of several targets, request by request in turn (direct, proxy,
+ * gateway, ...), so drift and noise on the machine hit all of them alike and the differences
+ * ("added" latency) compare like with like.
+ */
+export async function latencies(targets: Array<{ origin: string; path: string; key?: string }>, body: string) {
+  const pools = targets.map((t) => new Pool(t.origin, { connections: 1 }));
+  const round = async (times?: number[][]) => {
+    for (const [k, t] of targets.entries()) {
+      const t0 = process.hrtime.bigint();
+      await once(pools[k], t.path, body, t.key);
+      times?.[k].push(Number(process.hrtime.bigint() - t0) / 1e6);
+    }
+  };
+  for (let i = 0; i < 200; i++) await round(); // warm-up
+  const times: number[][] = targets.map(() => []);
+  for (let i = 0; i < SAMPLES; i++) await round(times);
+  await Promise.all(pools.map((p) => p.close()));
+  return times.map((t) => {
+    t.sort((x, y) => x - y);
+    return { p50: percentile(t, 50), p99: percentile(t, 99) };
+  });
+}
+
+/**
+ * Requests per second at CONCURRENCY, and CPU µs per request, of several targets measured in
+ * alternating one-second windows (SECONDS windows each), so load from elsewhere on the machine
+ * hits all of them alike. A target's CPU is counted only during its own windows.
+ */
+export async function throughputs(targets: Array<{ port: string; keys?: string[] }>, path: string, body: string) {
+  const pools = targets.map((t) => new Pool(`http://127.0.0.1:${t.port}`, { connections: CONCURRENCY }));
+  const done = targets.map(() => 0);
+  const cpu = targets.map(() => 0);
+  for (let w = 0; w < SECONDS * targets.length; w++) {
+    const k = w % targets.length;
+    const keys = targets[k].keys;
+    const cpu0 = cpuMs(targets[k].port);
+    const until = Date.now() + 1000;
+    await Promise.all(Array.from({ length: CONCURRENCY }, async (_, i) => {
+      while (Date.now() < until) {
+        await once(pools[k], path, body, keys?.[i % keys.length]);
+        done[k]++;
+      }
+    }));
+    cpu[k] += cpuMs(targets[k].port) - cpu0;
+  }
+  await Promise.all(pools.map((p) => p.close()));
+  return targets.map((_, k) => ({ rps: done[k] / SECONDS, cpuUs: (cpu[k] * 1000) / done[k] }));
+}
+
+/** Stop every process started here. */
+export function stopProcesses(signal: NodeJS.Signals = 'SIGINT'): void {
+  for (const c of children) c.kill(signal);
+}
+
+/**
+ * A fresh database on the machine's PostgreSQL, migrated, with BENCH_ACCOUNTS (default 1) funded
+ * accounts and a key each, for the duration of `run`; dropped afterwards. One account by default
+ * (its balance row is the hot spot); BENCH_ACCOUNTS=64 spreads the load as real traffic is.
+ */
+export async function withBenchDatabase(run: (db: { url: string; keys: string[] }) => Promise<void>): Promise<void> {
+  const name = `switchyard_bench_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: ADMIN });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(ADMIN);
+  url.pathname = `/${name}`;
+  try {
+    await applyMigrations(url.toString());
+    connectDatabase(url.toString(), 2);
+    const keys: string[] = [];
+    for (let i = 0; i < Number(process.env.BENCH_ACCOUNTS ?? 1); i++) {
+      const account = await createAccount(`bench-${i}`);
+      await credit({ accountId: account.id, currency: 'USD', amount: parseAmount('100000', 'USD'), reason: 'bench', idempotencyKey: `bench:${account.id}` });
+      keys.push((await createKey(account.id)).key);
+    }
+    await run({ url: url.toString(), keys });
+  } finally {
+    stopProcesses();
+    await closeDatabase();
+    await new Promise((r) => setTimeout(r, 300));
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  }
+}
+
+/** A chat request body for the bench's model. */
+export const chatBody = (stream: boolean) =>
+  JSON.stringify({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'Say something about gateways.' }], stream, max_tokens: 64 });
+
+/** The modes to run: BENCH_ONLY=non-streaming|streaming picks one. */
+export const modes = () => [false, true].filter((s) => !process.env.BENCH_ONLY || process.env.BENCH_ONLY === (s ? 'streaming' : 'non-streaming'));
+
+/** Columns padded to their widest cell. */
+export function printTable(header: string[], rows: string[][]): void {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i])).join('  ');
+  console.log(line(header));
+  for (const r of rows) console.log(line(r));
+}
