@@ -16,6 +16,8 @@ import { closeTemporalClient } from '../activities/temporalClient.js';
 import { closeLocalModels } from '../activities/providers/local/index.js';
 import { flushRequestRecords } from '../activities/inference/records.js';
 import { flushLeases } from '../activities/ledger/leases.js';
+import { forgetKeys } from '../activities/accounts/keys.js';
+import { listenForKeyChanges } from '../activities/accounts/keyChanges.js';
 import { openDatabase, prepareCatalog, type Log } from './boot.js';
 
 const log: Log = (m) => console.log(`[api${cluster.isWorker ? ` ${process.pid}` : ''}] ${m}`);
@@ -87,12 +89,14 @@ async function serve(): Promise<void> {
   if (prepared) await loadCatalog();
   else await prepareCatalog(log);
   startCatalogRefresh();
+  // keys revoked elsewhere (the CLI, other API processes) are forgotten here at once
+  const keyChanges = listenForKeyChanges(database.url, forgetKeys);
   const server = createApp().listen(config.port, config.host, () => log(`listening on ${config.host}:${(server.address() as { port: number }).port}`));
   let stopping = false;
   const stop = () => {
     if (stopping) return;
     stopping = true;
-    server.close(() => void flushLeases({ close: true }).then(() => flushRequestRecords()).then(() => closeLocalModels()).then(() => closeTemporalClient()).then(() => database.stop()).then(() => process.exit(0)));
+    server.close(() => void keyChanges.stop().then(() => flushLeases({ close: true })).then(() => flushRequestRecords()).then(() => closeLocalModels()).then(() => closeTemporalClient()).then(() => database.stop()).then(() => process.exit(0)));
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);

@@ -11,6 +11,8 @@ import { closeTemporalClient } from '../activities/temporalClient.js';
 import { closeLocalModels } from '../activities/providers/local/index.js';
 import { flushRequestRecords } from '../activities/inference/records.js';
 import { flushLeases } from '../activities/ledger/leases.js';
+import { forgetKeys } from '../activities/accounts/keys.js';
+import { listenForKeyChanges } from '../activities/accounts/keyChanges.js';
 import { findTemporalCli, startDevServer, ensureSearchAttributes } from '../temporal-dev/index.js';
 import { createWorker, ensureSchedules, SEARCH_ATTRIBUTES } from './worker.js';
 import { ensureLocalAccount, openDatabase, prepareCatalog, type Log } from './boot.js';
@@ -28,6 +30,12 @@ async function main() {
   await prepareCatalog(log);
   startCatalogRefresh();
   stops.unshift(['catalog refresh', async () => stopCatalogRefresh()]);
+  // With DATABASE_URL, keys revoked elsewhere (the CLI) are forgotten at once. The embedded
+  // database serves one connection, and the CLI cannot reach it while this runs.
+  if (!database.embedded) {
+    const keyChanges = listenForKeyChanges(database.url, forgetKeys);
+    stops.unshift(['key-change listener', () => keyChanges.stop()]);
+  }
   const local = await ensureLocalAccount(log);
 
   let address = config.temporalAddress;

@@ -1,10 +1,11 @@
 // API keys: `sk-<service>-<uuid>` (and legacy bare UUIDs). Only a sha256 of the key and a short
 // display prefix are stored. Resolution is on every request's path, so resolved keys are kept
-// in memory for a few seconds (config.keyCacheTtlMs); revoking through this module evicts at
-// once, and other processes see it when their entry expires.
+// in memory for a few seconds (config.keyCacheTtlMs); changing a key through this module evicts
+// it here at once and announces it to the other processes (keyChanges.ts), which evict it too.
 import { createHash, randomUUID } from 'node:crypto';
 import { db } from '../db.js';
 import { config } from '../config.js';
+import { announceKeyChanges } from './keyChanges.js';
 import type { BillingMode, KeyStatus } from '../../prisma/generated/client.js';
 
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
@@ -89,12 +90,14 @@ export async function revokeKey(idOrPrefix: string): Promise<number> {
   const keys = await db().prisma.apiKey.findMany({ where, select: { id: true, hash: true } });
   await db().prisma.apiKey.updateMany({ where: { id: { in: keys.map((k) => k.id) } }, data: { status: 'revoked', revokedAt: new Date() } });
   for (const k of keys) cache.delete(k.hash);
+  await announceKeyChanges(keys.map((k) => k.hash));
   return keys.length;
 }
 
 export async function setKeyStatus(keyId: string, status: KeyStatus): Promise<void> {
   const k = await db().prisma.apiKey.update({ where: { id: keyId }, data: { status } });
   cache.delete(k.hash);
+  await announceKeyChanges([k.hash]);
 }
 
 // ---- resolution, cached ----
@@ -159,4 +162,10 @@ export function intersectAllowLists(...lists: string[][]): string[] | null {
 /** Forget every cached resolution (tests; operators after bulk changes). */
 export function clearKeyCache(): void {
   cache.clear();
+}
+
+/** Forget these keys' cached resolutions (by hash), or all of them (null): see keyChanges.ts. */
+export function forgetKeys(hashes: string[] | null): void {
+  if (hashes === null) cache.clear();
+  else for (const h of hashes) cache.delete(h);
 }

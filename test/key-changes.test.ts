@@ -1,0 +1,84 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { config } from '../activities/config.js';
+import { createAccount } from '../activities/accounts/accounts.js';
+import { createKey, displayPrefix, forgetKeys, resolveKey } from '../activities/accounts/keys.js';
+import { listenForKeyChanges, type KeyChangeListener } from '../activities/accounts/keyChanges.js';
+
+const run = promisify(execFile);
+const ops = fileURLToPath(new URL('../bin/ops.ts', import.meta.url));
+
+/** `npm run ops -- keys revoke <prefix>` in a process of its own, as an operator would. */
+async function revokeElsewhere(key: string): Promise<void> {
+  const r = await run(process.execPath, ['--import', 'tsx/esm', ops, 'keys', 'revoke', displayPrefix(key)], { env: { ...process.env, DATABASE_URL: config.databaseUrl } });
+  assert.match(r.stdout, /1 key\(s\) revoked/);
+}
+
+async function until(test: () => Promise<boolean>, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await test()) return true;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return test();
+}
+
+const revoked = async (key: string) => {
+  const r = await resolveKey(key);
+  return r.caller === null && r.reason === 'revoked';
+};
+
+describe('key changes reach every process (LISTEN/NOTIFY)', function () {
+  this.timeout(60_000);
+  const ttl = config.keyCacheTtlMs;
+  let listener: KeyChangeListener | undefined;
+  // a long cache TTL, so only the announcement can make this process see the change in time
+  before(() => (config.keyCacheTtlMs = 10 * 60_000));
+  after(async () => {
+    config.keyCacheTtlMs = ttl;
+    await listener?.stop();
+  });
+
+  const freshKey = async () => {
+    const account = await createAccount(`key-changes-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
+    const { key } = await createKey(account.id);
+    assert.ok((await resolveKey(key)).caller, 'the key resolves (and is now cached)');
+    return key;
+  };
+
+  it('a key revoked by another process is refused here at once, not when the cache entry expires', async () => {
+    listener = listenForKeyChanges(config.databaseUrl!, forgetKeys);
+    await new Promise((r) => setTimeout(r, 300)); // listening
+    const key = await freshKey();
+    await revokeElsewhere(key);
+    assert.ok(await until(() => revoked(key), 3000), 'the revocation arrived');
+  });
+
+  it('a listener whose connection is cut reconnects and hears the next change', async () => {
+    const key = await freshKey();
+    const { db } = await import('../activities/db.js');
+    const cut = await db().pool.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN switchyard_key_changes'`,
+    );
+    assert.equal(cut.rowCount, 1, 'one listening session was cut');
+    // back within a second or so; on its return it forgets every cached key (announcements may have been missed)
+    assert.ok(await until(async () => (await db().pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN switchyard_key_changes'`)).rowCount === 1, 5000), 'listening again');
+    const other = await freshKey();
+    await revokeElsewhere(other);
+    assert.ok(await until(() => revoked(other), 3000), 'the revocation after the reconnect arrived');
+    assert.ok((await resolveKey(key)).caller, 'an unchanged key still works');
+  });
+
+  it('without a listener the cached key is still trusted (what the listener is for)', async () => {
+    await listener?.stop();
+    listener = undefined;
+    const key = await freshKey();
+    await revokeElsewhere(key);
+    await new Promise((r) => setTimeout(r, 500));
+    assert.ok((await resolveKey(key)).caller, 'still served from the cache');
+    forgetKeys(null);
+    assert.ok(await revoked(key));
+  });
+});
