@@ -3,5 +3,6 @@
 export { releaseExpiredHolds } from './ledger/ledger.js';
 export { runBackgroundResponse, closeBackgroundResponse } from './responses/background.js';
 export { deleteExpiredHostedFiles } from './media/hostedFiles.js';
+export { deleteExpiredResponses } from './surfaces/responsesStore.js';
 export { submitVideoJob, pollVideoJob, finishVideoJob, closeVideoJob } from './video/run.js';
 export { runSpeechJob, closeSpeechJob } from './media/speechJob.js';

@@ -34,6 +34,8 @@ export const SCHEDULES = [
   { scheduleId: 'switchyard-hold-sweeper', workflowType: 'sweepExpiredHolds', every: '1 minute' },
   // hosted audio and video past their retention (24 hours by default)
   { scheduleId: 'switchyard-hosted-file-sweeper', workflowType: 'sweepHostedFiles', every: '10 minutes' },
+  // stored Responses API responses past their retention (7 days by default)
+  { scheduleId: 'switchyard-stored-response-sweeper', workflowType: 'sweepStoredResponses', every: '1 hour' },
 ] as const;
 
 /** Idempotent: creates the schedules that do not exist yet. */

@@ -2,5 +2,6 @@
 export { sweepExpiredHolds } from './holdSweeper.js';
 export { backgroundResponse } from './backgroundResponse.js';
 export { sweepHostedFiles } from './hostedFileSweeper.js';
+export { sweepStoredResponses } from './storedResponseSweeper.js';
 export { videoJob } from './videoJob.js';
 export { speechJob } from './speechJob.js';

@@ -1,6 +1,7 @@
 // Stored responses of the Responses API: kept SWITCHYARD_RESPONSE_RETENTION_DAYS (0-365, default
 // 7; 0 keeps nothing), only ever visible to the account that made them. Expired rows answer as
-// missing and are deleted when met (and an account's expired rows whenever it stores a new one).
+// missing and are deleted when met (and an account's expired rows whenever it stores a new one);
+// the rest go with the hourly sweeper (workflows/storedResponseSweeper.ts).
 import { db } from '../db.js';
 import type { ChatMessage, ResponseObject } from './responses.js';
 
@@ -43,6 +44,15 @@ export async function loadResponse(accountId: string, id: string): Promise<Store
     return undefined;
   }
   return { id: row.id, accountId: row.accountId, status: row.status, request: row.request as unknown as StoredRequest, response: row.response as unknown as ResponseObject };
+}
+
+/** Activity: delete up to `limit` expired responses, oldest first; returns how many. */
+export async function deleteExpiredResponses(limit: number): Promise<number> {
+  const r = await db().pool.query(
+    `DELETE FROM stored_responses WHERE id IN (SELECT id FROM stored_responses WHERE expires_at <= now() ORDER BY expires_at LIMIT $1)`,
+    [limit],
+  );
+  return r.rowCount ?? 0;
 }
 
 export async function deleteResponse(accountId: string, id: string): Promise<boolean> {
