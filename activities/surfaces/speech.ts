@@ -337,6 +337,19 @@ export class SpeechCall {
     };
   }
 
+  /**
+   * `attempt`'s result; if it fails, nothing reached the caller: the reservation is released (with
+   * the failure's code, or `code`) and the error thrown on.
+   */
+  async orRelease<T>(attempt: Promise<T>, code?: string): Promise<T> {
+    try {
+      return await attempt;
+    } catch (err) {
+      await this.fail(code ?? (err as { code?: string }).code ?? 'error');
+      throw err;
+    }
+  }
+
   /** No audio reached the caller: give the hold back. */
   async fail(code: string): Promise<void> {
     if (this.holdId) await release(this.holdId);

@@ -39,27 +39,15 @@ speechRouter.post(v1('/audio/speech'), surface('openai'), authenticate, validate
   const signal = clientAbortSignal(ctx);
 
   if (!body.stream) {
-    let out;
-    try {
-      out = await call.collect(signal);
-    } catch (err) {
-      // no audio reached the caller: nothing is charged
-      await call.fail((err as { code?: string }).code ?? 'error');
-      throw err;
-    }
+    // no audio reached the caller on a failure: nothing is charged
+    const out = await call.orRelease(call.collect(signal));
     billingHeaders(ctx, await call.settle());
     ctx.type = out.contentType;
     ctx.body = out.audio;
     return;
   }
 
-  let opened;
-  try {
-    opened = await call.open(signal);
-  } catch (err) {
-    await call.fail((err as { code?: string }).code ?? 'error');
-    throw err;
-  }
+  const opened = await call.orRelease(call.open(signal));
 
   // Streaming: the first chunk is here, so the audio is billed now.
   billingHeaders(ctx, await call.settle());

@@ -60,22 +60,10 @@ ttsRouter.post('/api/tts', surface('legacy'), authenticate, validateBody(ttsRequ
   const call = new SpeechCall(caller, ctx.state.requestId, plan, explicit);
   await call.reserve();
   const signal = clientAbortSignal(ctx);
-  let out;
-  try {
-    out = await call.collect(signal);
-  } catch (err) {
-    await call.fail((err as { code?: string }).code ?? 'error');
-    throw err;
-  }
+  const out = await call.orRelease(call.collect(signal));
 
   if (ctx.accepts('audio/*', 'application/json') === 'application/json') {
-    let file;
-    try {
-      file = await storeHostedFile({ accountId: caller.accountId, contentType: out.contentType, data: out.audio });
-    } catch (err) {
-      await call.fail('storage_error');
-      throw err;
-    }
+    const file = await call.orRelease(storeHostedFile({ accountId: caller.accountId, contentType: out.contentType, data: out.audio }), 'storage_error');
     const bill = await call.settle();
     ctx.body = {
       audioUrl: await signedUrl(file.id, publicOrigin(ctx), file.expiresAt), contentType: out.contentType, model: model.id,
