@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { Pool } from 'undici';
 import { useChatBench, readSse, type ChatBench } from './support/chatEnv.js';
 import { assertBooksBalance } from './support/books.js';
 import { db } from '../activities/db.js';
@@ -180,6 +181,47 @@ describe('chat completions', function () {
       const bal = await b.usd(accountId);
       assert.equal(bal.held, 0n);
       assert.ok(bal.amount < parseAmount('1', 'USD'));
+    });
+  });
+
+  describe('a caller who leaves a non-streaming request', () => {
+    it('aborts the upstream call and is charged nothing, also on a connection that served requests before', async () => {
+      const { key, accountId } = await b.account('1');
+      const warnings: Error[] = [];
+      const onWarning = (w: Error) => warnings.push(w);
+      process.on('warning', onWarning);
+      // one keep-alive connection: the abort signal is per connection, so it is reused here
+      const pool = new Pool(b.base, { connections: 1 });
+      try {
+        const post = (signal?: AbortSignal) => pool.request({
+          method: 'POST', path: '/api/v1/chat/completions', signal,
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify(hello),
+        });
+        for (let i = 0; i < 30; i++) {
+          const res = await post();
+          assert.equal(res.statusCode, 200);
+          await res.body.text();
+        }
+        const before = await b.usd(accountId);
+        b.openai.script({ hang: true });
+        const ac = new AbortController();
+        const seen = b.openai.requests.length;
+        const pending = post(ac.signal).catch((err) => err);
+        for (let i = 0; i < 100 && b.openai.requests.length === seen; i++) await new Promise((r) => setTimeout(r, 20));
+        assert.equal(b.openai.requests.length, seen + 1, 'the request reached the upstream');
+        ac.abort();
+        await pending;
+        for (let i = 0; i < 50 && !b.openai.last().aborted; i++) await new Promise((r) => setTimeout(r, 20));
+        assert.equal(b.openai.last().aborted, true, 'upstream request aborted');
+        for (let i = 0; i < 50 && (await b.usd(accountId)).held !== before.held; i++) await new Promise((r) => setTimeout(r, 20));
+        const after = await b.usd(accountId);
+        assert.equal(after.amount, before.amount, 'nothing charged');
+        assert.equal(after.held, before.held, 'the reservation was released');
+      } finally {
+        await pool.destroy();
+        process.off('warning', onWarning);
+      }
+      assert.deepEqual(warnings.map((w) => w.name), [], 'no listener piled up on the reused signal');
     });
   });
 
