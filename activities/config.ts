@@ -77,10 +77,10 @@ export function loadConfig(): Config {
 /** The process-wide configuration. Tests and the launcher may replace fields before start-up. */
 export const config: Config = loadConfig();
 
-/** Upstream credentials follow the usual convention: `<PROVIDER>_API_KEY`, `<PROVIDER>_BASE_URL`. */
 // Read on every call (operators and tests may change them while running); only the names are kept.
 const envNames = new Map<string, { apiKey: string; baseUrl: string }>();
 
+/** Upstream credentials follow the usual convention: `<PROVIDER>_API_KEY`, `<PROVIDER>_BASE_URL`. */
 export function providerEnv(providerId: string): { apiKey?: string; baseUrl?: string } {
   let names = envNames.get(providerId);
   if (!names) {

@@ -7,9 +7,9 @@ import { startApi, newAccount } from './support/api.js';
 import { readSse } from './support/chatEnv.js';
 import { startAnthropicUpstream, type AnthropicUpstream } from './support/upstreams/anthropic.js';
 import { startGeminiUpstream, type GeminiUpstream } from './support/upstreams/gemini.js';
-import { loadCatalog } from '../activities/catalog/catalog.js';
 import { ceilDiv, parseAmount } from '../activities/ledger/money.js';
 import { assertBooksBalance, settledBalances } from './support/books.js';
+import { useProviderEnv } from './support/providerEnv.js';
 
 const ENV = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'GEMINI_API_KEY', 'GEMINI_BASE_URL', 'OPENAI_API_KEY', 'OPENROUTER_API_KEY'];
 const weatherTool = { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } };
@@ -21,17 +21,15 @@ describe('chat completions over every provider protocol', function () {
   let gemini: GeminiUpstream;
   let key: string;
   let accountId: string;
-  const saved = Object.fromEntries(ENV.map((k) => [k, process.env[k]]));
+  let restoreEnv: () => Promise<void>;
 
   before(async () => {
     anthropic = await startAnthropicUpstream();
     gemini = await startGeminiUpstream();
-    for (const k of ENV) delete process.env[k];
-    process.env.ANTHROPIC_API_KEY = anthropic.apiKey;
-    process.env.ANTHROPIC_BASE_URL = anthropic.url;
-    process.env.GEMINI_API_KEY = gemini.apiKey;
-    process.env.GEMINI_BASE_URL = gemini.url;
-    await loadCatalog();
+    restoreEnv = await useProviderEnv({
+      ANTHROPIC_API_KEY: anthropic.apiKey, ANTHROPIC_BASE_URL: anthropic.url,
+      GEMINI_API_KEY: gemini.apiKey, GEMINI_BASE_URL: gemini.url,
+    }, ENV);
     api = await startApi();
     ({ key, accountId } = await newAccount('5'));
   });
@@ -39,8 +37,7 @@ describe('chat completions over every provider protocol', function () {
     await api.close();
     await anthropic.close();
     await gemini.close();
-    for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k]; else process.env[k] = v;
-    await loadCatalog();
+    await restoreEnv();
   });
   afterEach(() => assertBooksBalance());
 

@@ -6,6 +6,7 @@ import { config } from '../activities/config.js';
 import { createAccount } from '../activities/accounts/accounts.js';
 import { createKey, displayPrefix, forgetKeys, resolveKey } from '../activities/accounts/keys.js';
 import { listenForKeyChanges, type KeyChangeListener } from '../activities/accounts/keyChanges.js';
+import { until } from './support/wait.js';
 
 const run = promisify(execFile);
 const ops = fileURLToPath(new URL('../bin/ops.ts', import.meta.url));
@@ -14,15 +15,6 @@ const ops = fileURLToPath(new URL('../bin/ops.ts', import.meta.url));
 async function revokeElsewhere(key: string): Promise<void> {
   const r = await run(process.execPath, ['--import', 'tsx/esm', ops, 'keys', 'revoke', displayPrefix(key)], { env: { ...process.env, DATABASE_URL: config.databaseUrl } });
   assert.match(r.stdout, /1 key\(s\) revoked/);
-}
-
-async function until(test: () => Promise<boolean>, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await test()) return true;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  return test();
 }
 
 const revoked = async (key: string) => {
@@ -53,7 +45,7 @@ describe('key changes reach every process (LISTEN/NOTIFY)', function () {
     await new Promise((r) => setTimeout(r, 300)); // listening
     const key = await freshKey();
     await revokeElsewhere(key);
-    assert.ok(await until(() => revoked(key), 3000), 'the revocation arrived');
+    assert.ok(await until(() => revoked(key), Boolean, 3000, 'the revocation'), 'the revocation arrived');
   });
 
   it('a listener whose connection is cut reconnects and hears the next change', async () => {
@@ -64,10 +56,10 @@ describe('key changes reach every process (LISTEN/NOTIFY)', function () {
     );
     assert.equal(cut.rowCount, 1, 'one listening session was cut');
     // back within a second or so; on its return it forgets every cached key (announcements may have been missed)
-    assert.ok(await until(async () => (await db().pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN switchyard_key_changes'`)).rowCount === 1, 5000), 'listening again');
+    assert.ok(await until(async () => (await db().pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN switchyard_key_changes'`)).rowCount === 1, Boolean, 5000, 'the listener back'), 'listening again');
     const other = await freshKey();
     await revokeElsewhere(other);
-    assert.ok(await until(() => revoked(other), 3000), 'the revocation after the reconnect arrived');
+    assert.ok(await until(() => revoked(other), Boolean, 3000, 'the revocation'), 'the revocation after the reconnect arrived');
     assert.ok((await resolveKey(key)).caller, 'an unchanged key still works');
   });
 

@@ -10,8 +10,8 @@ import { readSse } from './support/chatEnv.js';
 import { startOpenAIUpstream, type OpenAIUpstream } from './support/upstreams/openai.js';
 import { startAnthropicUpstream, type AnthropicUpstream } from './support/upstreams/anthropic.js';
 import { startGeminiUpstream, type GeminiUpstream } from './support/upstreams/gemini.js';
-import { loadCatalog } from '../activities/catalog/catalog.js';
 import { assertBooksBalance } from './support/books.js';
+import { useProviderEnv } from './support/providerEnv.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 interface Turn { toolCall?: { id: string; name: string; args: unknown }; text: string; cost: number; sent?: any }
@@ -27,27 +27,24 @@ describe('translation matrix: surfaces × protocols × streaming', function () {
   let openai: OpenAIUpstream;
   let anthropic: AnthropicUpstream;
   let gemini: GeminiUpstream;
-  const saved = Object.fromEntries(ENV.map((k) => [k, process.env[k]]));
+  let restoreEnv: () => Promise<void>;
 
   before(async () => {
     openai = await startOpenAIUpstream();
     anthropic = await startAnthropicUpstream();
     gemini = await startGeminiUpstream();
-    for (const k of ENV) delete process.env[k];
-    Object.assign(process.env, {
+    restoreEnv = await useProviderEnv({
       OPENAI_API_KEY: openai.apiKey, OPENAI_BASE_URL: openai.url,
       ANTHROPIC_API_KEY: anthropic.apiKey, ANTHROPIC_BASE_URL: anthropic.url,
       GEMINI_API_KEY: gemini.apiKey, GEMINI_BASE_URL: gemini.url,
-    });
-    await loadCatalog();
+    }, ENV);
     api = await startApi();
     ({ key } = await newAccount('5'));
   });
   after(async () => {
     await api.close();
     await Promise.all([openai.close(), anthropic.close(), gemini.close()]);
-    for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k]; else process.env[k] = v;
-    await loadCatalog();
+    await restoreEnv();
   });
   afterEach(() => assertBooksBalance());
 

@@ -9,9 +9,10 @@ import Anthropic from '@anthropic-ai/sdk';
 import { startApi, newAccount } from './support/api.js';
 import { startAnthropicUpstream, type AnthropicUpstream } from './support/upstreams/anthropic.js';
 import { startOpenAIUpstream, type OpenAIUpstream } from './support/upstreams/openai.js';
-import { catalog, loadCatalog } from '../activities/catalog/catalog.js';
+import { catalog } from '../activities/catalog/catalog.js';
 import { costOfUsage, likelyPromptTokens } from '../activities/billing/pricing.js';
 import { assertBooksBalance, settledBalances } from './support/books.js';
+import { useProviderEnv } from './support/providerEnv.js';
 
 const ENV = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'OPENROUTER_API_KEY', 'OPENROUTER_BASE_URL', 'GEMINI_API_KEY'];
 const weatherTool = { name: 'get_weather', description: 'Weather for a city', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } }, required: ['city'] } };
@@ -25,17 +26,15 @@ describe('messages API (Anthropic wire format)', function () {
   let key: string;
   let accountId: string;
   let client: Anthropic;
-  const saved = Object.fromEntries(ENV.map((k) => [k, process.env[k]]));
+  let restoreEnv: () => Promise<void>;
 
   before(async () => {
     anthropic = await startAnthropicUpstream();
     openai = await startOpenAIUpstream({ strict: true });
-    for (const k of ENV) delete process.env[k];
-    process.env.ANTHROPIC_API_KEY = anthropic.apiKey;
-    process.env.ANTHROPIC_BASE_URL = anthropic.url;
-    process.env.OPENAI_API_KEY = openai.apiKey;
-    process.env.OPENAI_BASE_URL = openai.url;
-    await loadCatalog();
+    restoreEnv = await useProviderEnv({
+      ANTHROPIC_API_KEY: anthropic.apiKey, ANTHROPIC_BASE_URL: anthropic.url,
+      OPENAI_API_KEY: openai.apiKey, OPENAI_BASE_URL: openai.url,
+    }, ENV);
     api = await startApi();
     ({ key, accountId } = await newAccount('5'));
     client = new Anthropic({ apiKey: key, baseURL: `${api.base}/api`, maxRetries: 0 });
@@ -44,8 +43,7 @@ describe('messages API (Anthropic wire format)', function () {
     await api.close();
     await anthropic.close();
     await openai.close();
-    for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k]; else process.env[k] = v;
-    await loadCatalog();
+    await restoreEnv();
   });
   afterEach(() => assertBooksBalance());
 

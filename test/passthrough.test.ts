@@ -12,7 +12,7 @@ import { startApi, newAccount } from './support/api.js';
 import { readSse } from './support/chatEnv.js';
 import { startAnthropicUpstream, type AnthropicUpstream } from './support/upstreams/anthropic.js';
 import { startOpenAIUpstream, type OpenAIUpstream } from './support/upstreams/openai.js';
-import { catalog, loadCatalog } from '../activities/catalog/catalog.js';
+import { catalog } from '../activities/catalog/catalog.js';
 import { balances } from '../activities/ledger/ledger.js';
 import { costOfUsage } from '../activities/billing/pricing.js';
 import { createKey } from '../activities/accounts/keys.js';
@@ -22,6 +22,7 @@ import { openaiAdapter } from '../activities/providers/openai/index.js';
 import { anthropicAdapter } from '../activities/providers/anthropic/index.js';
 import { MessageStreamer, toMessage } from '../activities/surfaces/messagesResponse.js';
 import type { InferenceRequest, StreamEvent } from '../activities/inference/types.js';
+import { useProviderEnv } from './support/providerEnv.js';
 
 const ENV = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'OPENROUTER_API_KEY', 'OPENROUTER_BASE_URL', 'GEMINI_API_KEY'];
 const HAIKU = 'claude-3-5-haiku-20241022';
@@ -39,19 +40,17 @@ describe('pass-through and translation fidelity', function () {
   let accountId: string;
   let claude: Anthropic;
   let gpt: OpenAI;
-  const saved = Object.fromEntries(ENV.map((k) => [k, process.env[k]]));
+  let restoreEnv: () => Promise<void>;
 
   before(async () => {
     anthropic = await startAnthropicUpstream();
     openai = await startOpenAIUpstream({ strict: true });
     openrouter = await startOpenAIUpstream({ basePath: '/api/v1', apiKey: 'sk-or-loopback' });
-    for (const k of ENV) delete process.env[k];
-    Object.assign(process.env, {
+    restoreEnv = await useProviderEnv({
       ANTHROPIC_API_KEY: anthropic.apiKey, ANTHROPIC_BASE_URL: anthropic.url,
       OPENAI_API_KEY: openai.apiKey, OPENAI_BASE_URL: openai.url,
       OPENROUTER_API_KEY: openrouter.apiKey, OPENROUTER_BASE_URL: openrouter.url,
-    });
-    await loadCatalog();
+    }, ENV);
     api = await startApi();
     ({ key, accountId } = await newAccount('5'));
     claude = new Anthropic({ apiKey: key, baseURL: `${api.base}/api`, maxRetries: 0 });
@@ -60,8 +59,7 @@ describe('pass-through and translation fidelity', function () {
   after(async () => {
     await api.close();
     await Promise.all([anthropic.close(), openai.close(), openrouter.close()]);
-    for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k]; else process.env[k] = v;
-    await loadCatalog();
+    await restoreEnv();
   });
   beforeEach(() => {
     openai.reset();

@@ -8,17 +8,9 @@ import { startChatBench, type ChatBench } from './support/chatEnv.js';
 import { useTemporal } from './support/temporal.js';
 import { assertBooksBalance } from './support/books.js';
 import { parseAmount } from '../activities/ledger/money.js';
+import { until } from './support/wait.js';
 
 const MODEL = 'openai/gpt-4o-mini';
-
-async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (ok(v) || Date.now() > end) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('responses API: background mode (Temporal workflow)', function () {
   this.timeout(120_000);

@@ -5,11 +5,12 @@
 // each speech error code; the books balance after every money test.
 import assert from 'node:assert/strict';
 import { startApi, newAccount } from './support/api.js';
-import { startOpenAISpeechUpstream, startElevenLabsUpstream, fakeAudio, type SpeechUpstream } from './support/upstreams/speech.js';
+import { startOpenAISpeechUpstream, startElevenLabsUpstream, fakeAudio, isMp3Start, speechEnv, type SpeechUpstream } from './support/upstreams/speech.js';
 import { catalog, loadCatalog } from '../activities/catalog/catalog.js';
 import { balances } from '../activities/ledger/ledger.js';
 import { costOfTokens } from '../activities/ledger/money.js';
 import { assertBooksBalance } from './support/books.js';
+import { useProviderEnv } from './support/providerEnv.js';
 
 const ENV = ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'ELEVENLABS_API_KEY', 'ELEVENLABS_BASE_URL', 'OPENROUTER_API_KEY'];
 
@@ -25,35 +26,24 @@ function peak(samples: Int16Array): number {
   return max;
 }
 
-const isMp3Start = (b: Buffer) => b.subarray(0, 3).toString('latin1') === 'ID3' || (b[0] === 0xff && (b[1] & 0xe0) === 0xe0);
-
 describe('audio speech (POST /api/v1/audio/speech)', function () {
   this.timeout(60_000);
   let api: Awaited<ReturnType<typeof startApi>>;
   let openai: SpeechUpstream;
   let eleven: SpeechUpstream;
-  const saved = Object.fromEntries(ENV.map((k) => [k, process.env[k]]));
+  let restoreEnv: () => Promise<void>;
 
   before(async () => {
     openai = await startOpenAISpeechUpstream();
     eleven = await startElevenLabsUpstream();
-    for (const k of ENV) delete process.env[k];
-    process.env.OPENAI_API_KEY = openai.apiKey;
-    process.env.OPENAI_BASE_URL = openai.url;
-    process.env.ELEVENLABS_API_KEY = eleven.apiKey;
-    process.env.ELEVENLABS_BASE_URL = eleven.url;
-    await loadCatalog();
+    restoreEnv = await useProviderEnv(speechEnv(openai, eleven), ENV);
     api = await startApi();
   });
   after(async () => {
     await api.close();
     await openai.close();
     await eleven.close();
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-    await loadCatalog();
+    await restoreEnv();
   });
   afterEach(async () => {
     openai.script();
@@ -303,10 +293,7 @@ describe('audio speech (POST /api/v1/audio/speech)', function () {
       assert.equal(res.status, 200);
       assert.ok(isMp3Start(Buffer.from(await res.arrayBuffer())));
     } finally {
-      process.env.OPENAI_API_KEY = openai.apiKey;
-      process.env.OPENAI_BASE_URL = openai.url;
-      process.env.ELEVENLABS_API_KEY = eleven.apiKey;
-      process.env.ELEVENLABS_BASE_URL = eleven.url;
+      Object.assign(process.env, speechEnv(openai, eleven));
       await loadCatalog();
     }
   });

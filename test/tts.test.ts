@@ -8,18 +8,19 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import assert from 'node:assert/strict';
 import { startApi, newAccount } from './support/api.js';
-import { startOpenAISpeechUpstream, startElevenLabsUpstream, fakeAudio, type SpeechUpstream } from './support/upstreams/speech.js';
+import { startOpenAISpeechUpstream, startElevenLabsUpstream, fakeAudio, isMp3Start, speechEnv, type SpeechUpstream } from './support/upstreams/speech.js';
 import { useTemporal } from './support/temporal.js';
 import { startWorkerProcess } from './support/workerProcess.js';
 import { assertBooksBalance } from './support/books.js';
-import { catalog, loadCatalog } from '../activities/catalog/catalog.js';
+import { catalog } from '../activities/catalog/catalog.js';
 import { balances } from '../activities/ledger/ledger.js';
 import { ceilDiv } from '../activities/ledger/money.js';
 import { billingUnit } from '../activities/surfaces/speech.js';
 import { config } from '../activities/config.js';
 import { db } from '../activities/db.js';
+import { useProviderEnv } from './support/providerEnv.js';
+import { until } from './support/wait.js';
 
-const ENV = ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'ELEVENLABS_API_KEY', 'ELEVENLABS_BASE_URL'];
 const MUSIC = 'elevenlabs/music_v1';
 
 /** What `units` (characters, or seconds of music) cost on a model's first route, in nano-USD. */
@@ -28,46 +29,27 @@ function priceOf(modelId: string, units: number): bigint {
   return ceilDiv(BigInt(units) * m.routes[0].price.input, billingUnit(m).per);
 }
 
-const isMp3Start = (b: Buffer) => b.subarray(0, 3).toString('latin1') === 'ID3' || (b[0] === 0xff && (b[1] & 0xe0) === 0xe0);
-
-async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (ok(v) || Date.now() > end) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 describe('POST /api/tts and speech jobs (Temporal workflow)', function () {
   this.timeout(120_000);
   let api: Awaited<ReturnType<typeof startApi>>;
   let openai: SpeechUpstream;
   let eleven: SpeechUpstream;
-  const saved = Object.fromEntries(ENV.map((k) => [k, process.env[k]]));
+  let restoreEnv: () => Promise<void>;
   const savedMax = config.ttsSyncMaxChars;
 
   before(async () => {
     await useTemporal();
     openai = await startOpenAISpeechUpstream();
     eleven = await startElevenLabsUpstream();
-    process.env.OPENAI_API_KEY = openai.apiKey;
-    process.env.OPENAI_BASE_URL = openai.url;
-    process.env.ELEVENLABS_API_KEY = eleven.apiKey;
-    process.env.ELEVENLABS_BASE_URL = eleven.url;
-    await loadCatalog();
+    restoreEnv = await useProviderEnv(speechEnv(openai, eleven));
     api = await startApi();
   });
   after(async () => {
     await api.close();
     await openai.close();
     await eleven.close();
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
     config.ttsSyncMaxChars = savedMax;
-    await loadCatalog();
+    await restoreEnv();
   });
   afterEach(async () => {
     openai.script();

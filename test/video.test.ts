@@ -19,11 +19,13 @@ import { startApi, newAccount } from './support/api.js';
 import { useTemporal } from './support/temporal.js';
 import { startFalUpstream, type FalUpstream } from './support/upstreams/fal.js';
 import { assertBooksBalance } from './support/books.js';
-import { catalog, loadCatalog } from '../activities/catalog/catalog.js';
+import { catalog } from '../activities/catalog/catalog.js';
 import { balances } from '../activities/ledger/ledger.js';
 import { applyMarkup, parseAmount } from '../activities/ledger/money.js';
 import { config } from '../activities/config.js';
 import { db } from '../activities/db.js';
+import { useProviderEnv } from './support/providerEnv.js';
+import { until } from './support/wait.js';
 
 const ENV = ['FAL_API_KEY', 'FAL_BASE_URL', 'MIDJOURNEY_BASE_URL', 'MIDJOURNEY_API_KEY', 'SWITCHYARD_FETCH_ALLOW_PRIVATE', 'SWITCHYARD_VIDEO_POLL_MS', 'SWITCHYARD_VIDEO_DEADLINE_SECONDS'];
 const T2V = 'kling/v2.1-master-text-to-video';
@@ -35,16 +37,6 @@ const WORKFLOWS = fileURLToPath(new URL('../workflows/index.ts', import.meta.url
 /** Customer price of `seconds` of `model` (list price + markup), nano-USD. */
 function price(model: string, seconds: number): bigint {
   return catalog().model(model)!.routes[0].price.input * BigInt(seconds);
-}
-
-async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 30_000, what = 'condition'): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (ok(v)) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 async function chargesFor(jobId: string): Promise<bigint[]> {
@@ -59,7 +51,7 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
   this.timeout(180_000);
   let api: Awaited<ReturnType<typeof startApi>>;
   let fal: FalUpstream;
-  const saved = Object.fromEntries(ENV.map((k) => [k, process.env[k]]));
+  let restoreEnv: () => Promise<void>;
 
   const call = async (key: string, method: string, path: string, body?: unknown) => {
     const res = await fetch(`${api.base}${path}`, {
@@ -82,21 +74,17 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
   before(async () => {
     await useTemporal();
     fal = await startFalUpstream();
-    process.env.FAL_BASE_URL = fal.url;
-    process.env.FAL_API_KEY = fal.apiKey;
-    process.env.MIDJOURNEY_BASE_URL = fal.url;
-    process.env.MIDJOURNEY_API_KEY = fal.apiKey;
-    process.env.SWITCHYARD_FETCH_ALLOW_PRIVATE = '1'; // the loopback "CDN" serving the outputs
-    process.env.SWITCHYARD_VIDEO_POLL_MS = '200';
-    delete process.env.SWITCHYARD_VIDEO_DEADLINE_SECONDS;
-    await loadCatalog();
+    restoreEnv = await useProviderEnv({
+      FAL_BASE_URL: fal.url, FAL_API_KEY: fal.apiKey, MIDJOURNEY_BASE_URL: fal.url, MIDJOURNEY_API_KEY: fal.apiKey,
+      SWITCHYARD_FETCH_ALLOW_PRIVATE: '1', // the loopback "CDN" serving the outputs
+      SWITCHYARD_VIDEO_POLL_MS: '200',
+    }, ENV);
     api = await startApi();
   });
   after(async () => {
     await api?.close();
     await fal?.close();
-    for (const k of ENV) if (saved[k] === undefined) delete process.env[k]; else process.env[k] = saved[k];
-    await loadCatalog();
+    await restoreEnv?.();
   });
   afterEach(() => assertBooksBalance());
 

@@ -18,7 +18,7 @@ import { release } from '../ledger/ledger.js';
 import type { Caller } from '../accounts/keys.js';
 import { RequestError } from '../inference/errors.js';
 import { recordRequest } from '../inference/records.js';
-import { SpeechCall, SpeechFailure, type SpeechPlan } from '../surfaces/speech.js';
+import { SpeechCall, SpeechFailure, speechBillFields, type SpeechPlan } from '../surfaces/speech.js';
 import { storeHostedFile } from './hostedFiles.js';
 
 /** A speech job's reservation outlives any run of its workflow (3 attempts of at most 15 minutes, plus backoff). */
@@ -120,8 +120,7 @@ export async function runSpeechJob(jobId: string): Promise<string> {
     const file = await storeHostedFile({ accountId: row.accountId, jobId, contentType: out.contentType, data: out.audio });
     const bill = await call.settle();
     const result: SpeechJobResult = {
-      contentType: out.contentType, bytes: out.audio.length, cost: bill.cost, amount: bill.amount, paymentSource: bill.paymentSource,
-      characters: bill.characters, ...(bill.seconds !== undefined ? { seconds: bill.seconds } : {}), fileExpiresAt: file.expiresAt.toISOString(),
+      contentType: out.contentType, bytes: out.audio.length, ...speechBillFields(bill), fileExpiresAt: file.expiresAt.toISOString(),
     };
     await db().prisma.mediaJob.update({
       where: { id: jobId },

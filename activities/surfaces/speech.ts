@@ -157,6 +157,14 @@ export interface SpeechBill {
   costUnits: bigint;
 }
 
+/** A bill as JSON answers (and job records) show it: cost, charge, source, and what was billed. */
+export function speechBillFields(bill: SpeechBill) {
+  return {
+    cost: bill.cost, amount: bill.amount, paymentSource: bill.paymentSource,
+    characters: bill.characters, ...(bill.seconds !== undefined ? { seconds: bill.seconds } : {}),
+  };
+}
+
 /** A failure of every route; `retryable` = trying again later may succeed (timeouts, 429, 5xx, a cut stream). */
 export class SpeechFailure extends RequestError {
   constructor(

@@ -26,23 +26,13 @@ import type { Caller } from '../../activities/accounts/keys.js';
 import { config } from '../../activities/config.js';
 import { catalog } from '../../activities/catalog/catalog.js';
 import { temporal } from '../../activities/temporalClient.js';
-import { planSpeech, resolveSpeechModel, SpeechCall, type SpeechBill, type SpeechBody } from '../../activities/surfaces/speech.js';
+import { planSpeech, resolveSpeechModel, SpeechCall, speechBillFields, type SpeechBody } from '../../activities/surfaces/speech.js';
 import { signedUrl, storeHostedFile } from '../../activities/media/hostedFiles.js';
 import { abandonSpeechJob, createSpeechJob, loadSpeechJob, SPEECH_JOB_HOLD_SECONDS } from '../../activities/media/speechJob.js';
 
 export const ttsRouter = new Router();
 
 type TtsBody = Omit<SpeechBody, 'input' | 'stream'> & { text: string };
-
-
-/** the billing part of a JSON answer */
-function billingFields(bill: SpeechBill) {
-  return {
-    cost: bill.cost, amount: bill.amount, paymentSource: bill.paymentSource,
-    ...(bill.remainingBalance !== undefined ? { remainingBalance: bill.remainingBalance } : {}),
-    characters: bill.characters, ...(bill.seconds !== undefined ? { seconds: bill.seconds } : {}),
-  };
-}
 
 ttsRouter.post('/api/tts', surface('legacy'), authenticate, validateBody(ttsRequestSchema), async (ctx) => {
   const { text, ...rest } = ctx.request.body as TtsBody;
@@ -67,7 +57,8 @@ ttsRouter.post('/api/tts', surface('legacy'), authenticate, validateBody(ttsRequ
     const bill = await call.settle();
     ctx.body = {
       audioUrl: await signedUrl(file.id, publicOrigin(ctx), file.expiresAt), contentType: out.contentType, model: model.id,
-      expiresAt: file.expiresAt.toISOString(), ...billingFields(bill),
+      expiresAt: file.expiresAt.toISOString(), ...speechBillFields(bill),
+      ...(bill.remainingBalance !== undefined ? { remainingBalance: bill.remainingBalance } : {}),
     };
     return;
   }

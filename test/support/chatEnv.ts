@@ -3,7 +3,7 @@
 // a key, and helpers to post and to read the books.
 import { startApi, newAccount } from './api.js';
 import { startOpenAIUpstream, type OpenAIUpstream } from './upstreams/openai.js';
-import { loadCatalog } from '../../activities/catalog/catalog.js';
+import { useProviderEnv } from './providerEnv.js';
 import type { KeyRestrictions } from '../../activities/accounts/keys.js';
 import { assertBooksBalance, settledBalances } from './books.js';
 
@@ -17,17 +17,13 @@ export interface ChatBench {
   close(): Promise<void>;
 }
 
-const PROVIDER_ENV = ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'OPENROUTER_API_KEY', 'OPENROUTER_BASE_URL'];
-
 export async function startChatBench(): Promise<ChatBench> {
   const openai = await startOpenAIUpstream({ strict: true });
   const openrouter = await startOpenAIUpstream({ basePath: '/api/v1', apiKey: 'sk-or-loopback' });
-  const saved = Object.fromEntries(PROVIDER_ENV.map((k) => [k, process.env[k]]));
-  process.env.OPENAI_API_KEY = openai.apiKey;
-  process.env.OPENAI_BASE_URL = openai.url;
-  process.env.OPENROUTER_API_KEY = openrouter.apiKey;
-  process.env.OPENROUTER_BASE_URL = openrouter.url;
-  await loadCatalog();
+  const restoreEnv = await useProviderEnv({
+    OPENAI_API_KEY: openai.apiKey, OPENAI_BASE_URL: openai.url,
+    OPENROUTER_API_KEY: openrouter.apiKey, OPENROUTER_BASE_URL: openrouter.url,
+  });
   const api = await startApi();
   return {
     base: api.base,
@@ -45,11 +41,7 @@ export async function startChatBench(): Promise<ChatBench> {
       await api.close();
       await openai.close();
       await openrouter.close();
-      for (const [k, v] of Object.entries(saved)) {
-        if (v === undefined) delete process.env[k];
-        else process.env[k] = v;
-      }
-      await loadCatalog();
+      await restoreEnv();
     },
   };
 }

@@ -50,6 +50,14 @@ const MAGIC: Record<string, Buffer> = {
   pcm: Buffer.alloc(0),
 };
 
+/** The settings that point the OpenAI and ElevenLabs speech providers at these loopback servers. */
+export function speechEnv(openai: SpeechUpstream, eleven: SpeechUpstream): Record<string, string> {
+  return { OPENAI_API_KEY: openai.apiKey, OPENAI_BASE_URL: openai.url, ELEVENLABS_API_KEY: eleven.apiKey, ELEVENLABS_BASE_URL: eleven.url };
+}
+
+/** An mp3 stream's first bytes: an ID3 tag or an MPEG frame sync. */
+export const isMp3Start = (b: Buffer) => b.subarray(0, 3).toString('latin1') === 'ID3' || (b[0] === 0xff && (b[1] & 0xe0) === 0xe0);
+
 /** The bytes a scripted answer sends: chunk i is 1000 bytes, the first starting with the format's magic. */
 export function fakeAudio(format: string, chunks: number): Buffer[] {
   return Array.from({ length: chunks }, (_, i) => {
