@@ -34,7 +34,20 @@ export function createApp(): Koa {
   // therefore must not use router-level middleware (`router.use`): flattened, it would run for
   // every route mounted after it.
   const routes = new Router();
-  for (const router of [health, modelsRouter, balanceRouter, chatRouter, messagesRouter, responsesRouter, completionsRouter, talkToGptRouter, speechRouter, ttsRouter, mediaRouter, videoRouter]) {
+  for (const router of [
+    health,
+    modelsRouter,
+    balanceRouter,
+    chatRouter,
+    messagesRouter,
+    responsesRouter,
+    completionsRouter,
+    talkToGptRouter,
+    speechRouter,
+    ttsRouter,
+    mediaRouter,
+    videoRouter,
+  ]) {
     routes.use(router.routes());
   }
   app.use(routes.routes());

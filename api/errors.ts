@@ -27,7 +27,8 @@ export class ApiError extends Error {
   }
 }
 
-export const badRequest = (code: string, message: string, param?: string) => new ApiError(400, code, message, { param });
+export const badRequest = (code: string, message: string, param?: string) =>
+  new ApiError(400, code, message, { param });
 export const notFound = (code: string, message: string) => new ApiError(404, code, message);
 
 const OPENAI_TYPES: Record<number, string> = {
@@ -100,8 +101,15 @@ export function asApiError(err: unknown): ApiError {
     return new ApiError(err.status, err.code, err.message, {
       param: err.param,
       details: err.extra.details,
-      headers: retry !== undefined && (err.status === 429 || err.status === 503) ? { 'Retry-After': String(Math.ceil(retry)) } : undefined,
+      headers:
+        retry !== undefined && (err.status === 429 || err.status === 503)
+          ? { 'Retry-After': String(Math.ceil(retry)) }
+          : undefined,
     });
   }
-  return new ApiError(500, 'internal_error', 'The server failed to handle this request. It has been logged; quote the X-Request-ID when reporting it.');
+  return new ApiError(
+    500,
+    'internal_error',
+    'The server failed to handle this request. It has been logged; quote the X-Request-ID when reporting it.',
+  );
 }

@@ -15,7 +15,8 @@ import type { UpstreamError } from '../activities/providers/types.js';
 const errorCode = (err: unknown) => (err as { code?: string }).code ?? 'error';
 
 /** Everything an answer consumed: what is billed when the upstream reports no usage. */
-const producedText = (r: InferenceResult) => r.content + (r.reasoning ?? '') + r.toolCalls.map((c) => c.arguments).join('');
+const producedText = (r: InferenceResult) =>
+  r.content + (r.reasoning ?? '') + r.toolCalls.map((c) => c.arguments).join('');
 
 const hasOutput = (r: InferenceResult) => !!(r.content || r.toolCalls.length || r.reasoning);
 
@@ -35,7 +36,11 @@ export async function completeOnce(
   const { result, route } = outcome;
   if (!answered(result)) {
     await call.fail('empty_response');
-    throw new RequestError(502, 'empty_response', `${route.provider.id} returned an empty response. Nothing was charged; retry the request.`);
+    throw new RequestError(
+      502,
+      'empty_response',
+      `${route.provider.id} returned an empty response. Nothing was charged; retry the request.`,
+    );
   }
   const { usage, bill } = await call.settle(result.usage, producedText(result));
   return { result, route, usage, bill };
@@ -50,7 +55,13 @@ export interface StreamSurface {
   /** nothing was produced: nothing is charged, and the caller is told */
   empty(error: RequestError): Promise<void> | undefined;
   /** after settlement; `failure` = the stream broke after it began; `stopSequence` = the one that ended it, when known */
-  end(outcome: { finish: FinishReason; stopSequence?: string; usage: Usage; bill: Bill; failure?: RequestError }): Promise<void>;
+  end(outcome: {
+    finish: FinishReason;
+    stopSequence?: string;
+    usage: Usage;
+    bill: Bill;
+    failure?: RequestError;
+  }): Promise<void>;
 }
 
 /**
@@ -89,8 +100,7 @@ export async function streamOnce(
     else if (e.type === 'finish') {
       finish = e.reason;
       stopSequence = e.stopSequence;
-    }
-    else if (e.type === 'usage') usage = e.usage;
+    } else if (e.type === 'usage') usage = e.usage;
     return surface.event(e);
   };
   await surface.start?.();
@@ -108,7 +118,13 @@ export async function streamOnce(
 
   if (!produced && !failure && !sse.closed) {
     await call.fail('empty_response');
-    await surface.empty(new RequestError(502, 'empty_response', 'The provider returned an empty response. Nothing was charged; retry the request.'));
+    await surface.empty(
+      new RequestError(
+        502,
+        'empty_response',
+        'The provider returned an empty response. Nothing was charged; retry the request.',
+      ),
+    );
     sse.end();
     return;
   }
@@ -116,9 +132,16 @@ export async function streamOnce(
   // A caller who left, or an upstream that broke, still consumed what was produced; a provider's
   // usage for a cut stream is unknown, so it is estimated from the text (see the README).
   const { usage: billed, bill } = await call.settle(failure || sse.closed ? null : usage, produced, status);
-  const broke = failure === undefined ? undefined
-    : failure instanceof RequestError ? failure
-    : new RequestError(502, (failure as UpstreamError).opts?.code ?? 'upstream_error', `The stream broke after it began: ${(failure as Error).message}`);
+  const broke =
+    failure === undefined
+      ? undefined
+      : failure instanceof RequestError
+        ? failure
+        : new RequestError(
+            502,
+            (failure as UpstreamError).opts?.code ?? 'upstream_error',
+            `The stream broke after it began: ${(failure as Error).message}`,
+          );
   await surface.end({ finish, stopSequence, usage: billed, bill, failure: broke });
   sse.end();
 }

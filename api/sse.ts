@@ -9,7 +9,10 @@ export class SseWriter {
   private gone = false;
 
   /** `onClientGone`: the caller disconnected before the stream ended (abort the upstream call there). */
-  constructor(private readonly ctx: Context, onClientGone: () => void) {
+  constructor(
+    private readonly ctx: Context,
+    onClientGone: () => void,
+  ) {
     ctx.respond = false;
     const socket = ctx.req.socket;
     socket.setTimeout(0);

@@ -7,14 +7,19 @@ import type { Middleware } from 'koa';
 import { ApiError } from './errors.js';
 
 // ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (ajv: Ajv) => Ajv;
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
+  ajv: Ajv,
+) => Ajv;
 
 const bodyAjv = addFormats(new Ajv({ allErrors: false, strict: false, coerceTypes: false }));
 const queryAjv = addFormats(new Ajv({ allErrors: false, strict: false, coerceTypes: true, useDefaults: true }));
 
 /** `/messages/0/role` → `messages[0].role` */
 function paramPath(instancePath: string, extra?: string): string {
-  const parts = instancePath.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const parts = instancePath
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (extra) parts.push(extra);
   return parts.reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '');
 }
@@ -36,13 +41,20 @@ export function toValidationError(e: ErrorObject): ApiError {
       detail = `expected one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
       break;
     case 'additionalProperties':
-      return new ApiError(400, 'invalid_parameter_value', `Unrecognized parameter: '${paramPath(e.instancePath, String(p.additionalProperty))}'.`, {
-        param: paramPath(e.instancePath, String(p.additionalProperty)),
-      });
+      return new ApiError(
+        400,
+        'invalid_parameter_value',
+        `Unrecognized parameter: '${paramPath(e.instancePath, String(p.additionalProperty))}'.`,
+        {
+          param: paramPath(e.instancePath, String(p.additionalProperty)),
+        },
+      );
     default:
       detail = e.message ?? 'invalid';
   }
-  return new ApiError(400, 'invalid_parameter_value', `Invalid value for ${where}: ${detail}.`, { param: param || null });
+  return new ApiError(400, 'invalid_parameter_value', `Invalid value for ${where}: ${detail}.`, {
+    param: param || null,
+  });
 }
 
 function check(validate: ValidateFunction, data: unknown): void {

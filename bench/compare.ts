@@ -8,7 +8,17 @@
 // BENCH_A_ENV / BENCH_B_ENV (JSON objects) add settings to either, to compare settings instead of
 // code. BENCH_SECONDS windows each (default 5), BENCH_ONLY as for `npm run bench`.
 import path from 'node:path';
-import { CONCURRENCY, SECONDS, chatBody, modes, printTable, startProcess, stopProcesses, throughputs, withBenchDatabase } from './harness.js';
+import {
+  CONCURRENCY,
+  SECONDS,
+  chatBody,
+  modes,
+  printTable,
+  startProcess,
+  stopProcesses,
+  throughputs,
+  withBenchDatabase,
+} from './harness.js';
 
 const env = (name: string): Record<string, string> => JSON.parse(process.env[name] || '{}');
 const base = process.env.BENCH_BASE ? path.resolve(process.env.BENCH_BASE, 'bin/api.ts') : '../bin/api.ts';
@@ -17,7 +27,13 @@ await withBenchDatabase(async ({ url, keys }) => {
   const upPort = await startProcess('./upstream.ts', [], {}, /"port":(\d+)/);
   const upstream = `http://127.0.0.1:${upPort}`;
   const proxyPort = await startProcess('./proxy.ts', [`${upstream}/v1`], {}, /"port":(\d+)/);
-  const gatewayEnv = { DATABASE_URL: url, PORT: '0', OPENAI_API_KEY: 'sk-bench', OPENAI_BASE_URL: `${upstream}/v1`, HOST: '127.0.0.1' };
+  const gatewayEnv = {
+    DATABASE_URL: url,
+    PORT: '0',
+    OPENAI_API_KEY: 'sk-bench',
+    OPENAI_BASE_URL: `${upstream}/v1`,
+    HOST: '127.0.0.1',
+  };
   const listening = /listening on 127\.0\.0\.1:(\d+)/;
   const aPort = await startProcess(base, [], { ...gatewayEnv, ...env('BENCH_A_ENV') }, listening);
   const bPort = await startProcess('../bin/api.ts', [], { ...gatewayEnv, ...env('BENCH_B_ENV') }, listening);
@@ -25,8 +41,19 @@ await withBenchDatabase(async ({ url, keys }) => {
   const rows: string[][] = [];
   for (const stream of modes()) {
     const body = chatBody(stream);
-    await throughputs([{ port: aPort, keys }, { port: bPort, keys }], '/api/v1/chat/completions', body); // warm-up
-    const [proxy, a, b] = await throughputs([{ port: proxyPort }, { port: aPort, keys }, { port: bPort, keys }], '/api/v1/chat/completions', body);
+    await throughputs(
+      [
+        { port: aPort, keys },
+        { port: bPort, keys },
+      ],
+      '/api/v1/chat/completions',
+      body,
+    ); // warm-up
+    const [proxy, a, b] = await throughputs(
+      [{ port: proxyPort }, { port: aPort, keys }, { port: bPort, keys }],
+      '/api/v1/chat/completions',
+      body,
+    );
     const label = stream ? 'streaming' : 'non-streaming';
     const share = (t: { rps: number }) => `${t.rps.toFixed(0)} (${((t.rps / proxy.rps) * 100).toFixed(0)}%)`;
     rows.push([label, 'bare proxy', proxy.rps.toFixed(0), proxy.cpuUs.toFixed(0), '']);

@@ -35,24 +35,48 @@ function processCpuMs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const own = ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in 1/100 s ticks
-  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+    .trim()
+    .split(/\s+/)
+    .filter(Boolean)
+    .map(Number);
   return children.reduce((sum, child) => sum + processCpuMs(child), own);
 }
 
 /** The Node flags `npm run api` runs the gateway with (package.json), so the bench runs it the same way. */
-const apiNodeFlags = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts.api as string)
-  .split(/\s+/).filter((t) => t.startsWith('--'));
+const apiNodeFlags = (
+  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts.api as string
+)
+  .split(/\s+/)
+  .filter((t) => t.startsWith('--'));
 
 /**
  * Start a script (relative to bench/, or an absolute path) and resolve with the port it prints
  * (the first group of `ready`). The gateway's entry (`bin/api.ts`, of this checkout or another)
  * runs with `npm run api`'s Node flags.
  */
-export function startProcess(script: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp, profile = false): Promise<string> {
+export function startProcess(
+  script: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  ready: RegExp,
+  profile = false,
+): Promise<string> {
   // BENCH_PROFILE=1 (bench/profile-gateway.sh) writes a CPU profile of the gateway to .data/prof
   const prof = profile ? ['--cpu-prof', '--cpu-prof-dir=.data/prof'] : [];
   const nodeFlags = script.endsWith('bin/api.ts') ? apiNodeFlags : [];
-  const child = spawn(process.execPath, [...nodeFlags, ...prof, '--import', 'tsx/esm', script.startsWith('/') ? script : fileURLToPath(new URL(script, import.meta.url)), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    [
+      ...nodeFlags,
+      ...prof,
+      '--import',
+      'tsx/esm',
+      script.startsWith('/') ? script : fileURLToPath(new URL(script, import.meta.url)),
+      ...args,
+    ],
+    { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   children.push(child);
   return new Promise((resolve, reject) => {
     let out = '';
@@ -73,7 +97,12 @@ function percentile(sorted: number[], p: number): number {
 }
 
 export async function once(pool: Pool, path: string, body: string, key?: string): Promise<void> {
-  const res = await pool.request({ method: 'POST', path, body, headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) } });
+  const res = await pool.request({
+    method: 'POST',
+    path,
+    body,
+    headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+  });
   const text = await res.body.text();
   if (res.statusCode !== 200) throw new Error(`${path} answered ${res.statusCode}: ${text.slice(0, 300)}`);
 }
@@ -116,12 +145,14 @@ export async function throughputs(targets: Array<{ port: string; keys?: string[]
     const keys = targets[k].keys;
     const cpu0 = cpuMs(targets[k].port);
     const until = Date.now() + 1000;
-    await Promise.all(Array.from({ length: CONCURRENCY }, async (_, i) => {
-      while (Date.now() < until) {
-        await once(pools[k], path, body, keys?.[i % keys.length]);
-        done[k]++;
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async (_, i) => {
+        while (Date.now() < until) {
+          await once(pools[k], path, body, keys?.[i % keys.length]);
+          done[k]++;
+        }
+      }),
+    );
     cpu[k] += cpuMs(targets[k].port) - cpu0;
   }
   await Promise.all(pools.map((p) => p.close()));
@@ -151,7 +182,13 @@ export async function withBenchDatabase(run: (db: { url: string; keys: string[] 
     const keys: string[] = [];
     for (let i = 0; i < Number(process.env.BENCH_ACCOUNTS ?? 1); i++) {
       const account = await createAccount(`bench-${i}`);
-      await credit({ accountId: account.id, currency: 'USD', amount: parseAmount('100000', 'USD'), reason: 'bench', idempotencyKey: `bench:${account.id}` });
+      await credit({
+        accountId: account.id,
+        currency: 'USD',
+        amount: parseAmount('100000', 'USD'),
+        reason: 'bench',
+        idempotencyKey: `bench:${account.id}`,
+      });
       keys.push((await createKey(account.id)).key);
     }
     await run({ url: url.toString(), keys });
@@ -166,10 +203,18 @@ export async function withBenchDatabase(run: (db: { url: string; keys: string[] 
 
 /** A chat request body for the bench's model. */
 export const chatBody = (stream: boolean) =>
-  JSON.stringify({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'Say something about gateways.' }], stream, max_tokens: 64 });
+  JSON.stringify({
+    model: 'openai/gpt-4o-mini',
+    messages: [{ role: 'user', content: 'Say something about gateways.' }],
+    stream,
+    max_tokens: 64,
+  });
 
 /** The modes to run: BENCH_ONLY=non-streaming|streaming picks one. */
-export const modes = () => [false, true].filter((s) => !process.env.BENCH_ONLY || process.env.BENCH_ONLY === (s ? 'streaming' : 'non-streaming'));
+export const modes = () =>
+  [false, true].filter(
+    (s) => !process.env.BENCH_ONLY || process.env.BENCH_ONLY === (s ? 'streaming' : 'non-streaming'),
+  );
 
 /** Columns padded to their widest cell. */
 export function printTable(header: string[], rows: string[][]): void {

@@ -22,7 +22,10 @@ const routes = new Router();
 routes.post('/api/v1/chat/completions', jsonBody(10 * 1024 * 1024), async (ctx) => {
   const body = ctx.request.body as Record<string, unknown>;
   const up = await request(`${upstream}/chat/completions`, {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...body, model: 'gpt-4o-mini' }), dispatcher: agent,
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ ...body, model: 'gpt-4o-mini' }),
+    dispatcher: agent,
   });
   if (body.stream) {
     ctx.type = 'text/event-stream';

@@ -10,7 +10,10 @@ const server = http.createServer(async (req, res) => {
   for await (const c of req) chunks.push(c as Buffer);
   try {
     const up = await request(`${upstream}${req.url!.replace(/^\/api/, '')}`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.concat(chunks), dispatcher: agent,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: Buffer.concat(chunks),
+      dispatcher: agent,
     });
     res.writeHead(up.statusCode, { 'content-type': String(up.headers['content-type'] ?? 'application/json') });
     for await (const c of up.body) res.write(c);

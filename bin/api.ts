@@ -22,7 +22,9 @@ import { openDatabase, prepareCatalog, type Log } from './boot.js';
 
 const log: Log = (m) => console.log(`[api${cluster.isWorker ? ` ${process.pid}` : ''}] ${m}`);
 if (!config.databaseUrl) {
-  console.error('[api] DATABASE_URL is required here; `npm start` runs everything with an embedded database for local use.');
+  console.error(
+    '[api] DATABASE_URL is required here; `npm start` runs everything with an embedded database for local use.',
+  );
   process.exit(1);
 }
 
@@ -60,7 +62,9 @@ async function supervise(count: number): Promise<void> {
     const now = Date.now();
     while (restarts.length && now - restarts[0] > 60_000) restarts.shift();
     if (restarts.length >= count * 3) {
-      console.error(`[api] API processes keep dying (last: ${worker.process.pid}, ${signal ?? `exit ${code}`}); giving up`);
+      console.error(
+        `[api] API processes keep dying (last: ${worker.process.pid}, ${signal ?? `exit ${code}`}); giving up`,
+      );
       stopAll();
       return;
     }
@@ -91,12 +95,24 @@ async function serve(): Promise<void> {
   startCatalogRefresh();
   // keys revoked elsewhere (the CLI, other API processes) are forgotten here at once
   const keyChanges = listenForKeyChanges(database.url, forgetKeys);
-  const server = createApp().listen(config.port, config.host, () => log(`listening on ${config.host}:${(server.address() as { port: number }).port}`));
+  const server = createApp().listen(config.port, config.host, () =>
+    log(`listening on ${config.host}:${(server.address() as { port: number }).port}`),
+  );
   let stopping = false;
   const stop = () => {
     if (stopping) return;
     stopping = true;
-    server.close(() => void keyChanges.stop().then(() => flushLeases({ close: true })).then(() => flushRequestRecords()).then(() => closeLocalModels()).then(() => closeTemporalClient()).then(() => database.stop()).then(() => process.exit(0)));
+    server.close(
+      () =>
+        void keyChanges
+          .stop()
+          .then(() => flushLeases({ close: true }))
+          .then(() => flushRequestRecords())
+          .then(() => closeLocalModels())
+          .then(() => closeTemporalClient())
+          .then(() => database.stop())
+          .then(() => process.exit(0)),
+    );
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);

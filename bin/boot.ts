@@ -59,7 +59,14 @@ export async function prepareCatalog(log: Log): Promise<void> {
   const file = await readCatalogFile(config.catalogFile);
   const r = await syncCatalog(file);
   const catalog = await loadCatalog();
-  log(`catalog: ${r.models} models, ${r.routes} provider routes from ${path.relative(process.cwd(), config.catalogFile) || config.catalogFile}; usable now: ${catalog.usable().map((m) => m.id).join(', ') || 'none'}`);
+  log(
+    `catalog: ${r.models} models, ${r.routes} provider routes from ${path.relative(process.cwd(), config.catalogFile) || config.catalogFile}; usable now: ${
+      catalog
+        .usable()
+        .map((m) => m.id)
+        .join(', ') || 'none'
+    }`,
+  );
 }
 
 /** A fresh local install gets this much to spend on its own local account (operators override it). */
@@ -85,6 +92,16 @@ export async function ensureLocalAccount(log: Log): Promise<{ key?: string; acco
   const account = await createAccount('local');
   const { key } = await createKey(account.id, { name: 'local' });
   const starter = minBalance > 0n ? minBalance : parseAmount(LOCAL_STARTER_BALANCE_USD, 'USD');
-  await credit({ accountId: account.id, currency: 'USD', amount: starter, reason: 'starter balance for the local account', idempotencyKey: `starter:${account.id}` });
-  return { key, accountId: account.id, note: `new; shown only this once (balance ${formatAmount(starter, 'USD')} USD)` };
+  await credit({
+    accountId: account.id,
+    currency: 'USD',
+    amount: starter,
+    reason: 'starter balance for the local account',
+    idempotencyKey: `starter:${account.id}`,
+  });
+  return {
+    key,
+    accountId: account.id,
+    note: `new; shown only this once (balance ${formatAmount(starter, 'USD')} USD)`,
+  };
 }

@@ -29,14 +29,17 @@ async function main(): Promise<void> {
         if (!res.ok) throw new Error(`HTTP ${res.status}`);
         const data = Buffer.from(await res.arrayBuffer());
         const sha = createHash('sha256').update(data).digest('hex');
-        if (r.options.sha256 && sha !== r.options.sha256) throw new Error(`sha256 ${sha} does not match the catalog's ${r.options.sha256}`);
+        if (r.options.sha256 && sha !== r.options.sha256)
+          throw new Error(`sha256 ${sha} does not match the catalog's ${r.options.sha256}`);
         await mkdir(dir, { recursive: true });
         const target = path.join(dir, r.upstreamModel);
         await writeFile(`${target}.part`, data);
         await rename(`${target}.part`, target);
         console.log(`[models] ${r.upstreamModel}: ${data.length} bytes, sha256 checked`);
       } catch (err) {
-        console.log(`[models] could not download ${r.upstreamModel}: ${(err as Error).message}. The local provider will not offer ${m.id} until the file is in ${dir}.`);
+        console.log(
+          `[models] could not download ${r.upstreamModel}: ${(err as Error).message}. The local provider will not offer ${m.id} until the file is in ${dir}.`,
+        );
       }
     }
   }

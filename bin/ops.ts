@@ -29,10 +29,20 @@ const HELP = `Switchyard operator CLI
 const { values: opt, positionals: args } = parseArgs({
   allowPositionals: true,
   options: {
-    balance: { type: 'string' }, entries: { type: 'string' }, reason: { type: 'string' }, currency: { type: 'string' },
-    'idempotency-key': { type: 'string' }, name: { type: 'string' }, rpd: { type: 'string' }, 'usd-per-day': { type: 'string' },
-    allow: { type: 'string' }, deny: { type: 'string' }, 'zdr-only': { type: 'boolean' }, 'billing-mode': { type: 'string' },
-    expires: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+    balance: { type: 'string' },
+    entries: { type: 'string' },
+    reason: { type: 'string' },
+    currency: { type: 'string' },
+    'idempotency-key': { type: 'string' },
+    name: { type: 'string' },
+    rpd: { type: 'string' },
+    'usd-per-day': { type: 'string' },
+    allow: { type: 'string' },
+    deny: { type: 'string' },
+    'zdr-only': { type: 'boolean' },
+    'billing-mode': { type: 'string' },
+    expires: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
   },
 });
 
@@ -51,17 +61,27 @@ function currency(): Currency {
   return c;
 }
 
-const list = (s?: string) => (s ? s.split(',').map((x) => x.trim()).filter(Boolean) : []);
+const list = (s?: string) =>
+  s
+    ? s
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean)
+    : [];
 
 async function show(accountId: string, entries: number) {
   const b = (await balances(accountId))!;
   for (const c of ['USD', 'XNO'] as const) {
-    console.log(`  ${c}  balance ${formatAmount(b[c].amount, c)}  held ${formatAmount(b[c].held, c)}  available ${formatAmount(b[c].available, c)}`);
+    console.log(
+      `  ${c}  balance ${formatAmount(b[c].amount, c)}  held ${formatAmount(b[c].held, c)}  available ${formatAmount(b[c].available, c)}`,
+    );
   }
   const rows = await recentEntries(accountId, entries);
   if (rows.length) console.log(`  recent entries (newest first):`);
   for (const e of rows) {
-    console.log(`   #${e.id} ${e.createdAt.toISOString()} ${e.kind.padEnd(6)} ${formatAmount(e.amount, e.currency).padStart(16)} ${e.currency}  → ${formatAmount(e.balanceAfter, e.currency)}  ${e.reason ?? ''}`);
+    console.log(
+      `   #${e.id} ${e.createdAt.toISOString()} ${e.kind.padEnd(6)} ${formatAmount(e.amount, e.currency).padStart(16)} ${e.currency}  → ${formatAmount(e.balanceAfter, e.currency)}  ${e.reason ?? ''}`,
+    );
   }
 }
 
@@ -73,7 +93,14 @@ async function run(): Promise<void> {
     case 'accounts create': {
       if (!rest[0]) throw new UsageError('accounts create <name>');
       const a = await createAccount(rest[0]);
-      if (opt.balance) await credit({ accountId: a.id, currency: 'USD', amount: parseAmount(opt.balance, 'USD'), reason: 'opening balance', idempotencyKey: `opening:${a.id}` });
+      if (opt.balance)
+        await credit({
+          accountId: a.id,
+          currency: 'USD',
+          amount: parseAmount(opt.balance, 'USD'),
+          reason: 'opening balance',
+          idempotencyKey: `opening:${a.id}`,
+        });
       console.log(`account ${a.id} "${a.name}" created`);
       return show(a.id, 5);
     }
@@ -81,7 +108,9 @@ async function run(): Promise<void> {
       const all = await db().prisma.account.findMany({ orderBy: { createdAt: 'asc' }, include: { balances: true } });
       for (const a of all) {
         const usd = a.balances.find((b) => b.currency === 'USD');
-        console.log(`${a.id}  ${a.name.padEnd(20)} ${a.status.padEnd(9)} USD ${formatAmount(BigInt(usd?.amount.toString() ?? 0), 'USD')}`);
+        console.log(
+          `${a.id}  ${a.name.padEnd(20)} ${a.status.padEnd(9)} USD ${formatAmount(BigInt(usd?.amount.toString() ?? 0), 'USD')}`,
+        );
       }
       return;
     }
@@ -98,7 +127,13 @@ async function run(): Promise<void> {
       if (!opt.reason) throw new UsageError('--reason is required: every balance change says why');
       const c = currency();
       const amount = parseAmount(amountText, c);
-      const input = { accountId: a.id, currency: c, amount, reason: opt.reason, idempotencyKey: opt['idempotency-key'] ?? `ops:${randomUUID()}` };
+      const input = {
+        accountId: a.id,
+        currency: c,
+        amount,
+        reason: opt.reason,
+        idempotencyKey: opt['idempotency-key'] ?? `ops:${randomUUID()}`,
+      };
       const e = cmd === 'credit' ? await credit(input) : await debit(input);
       console.log(`entry #${e.id}: ${formatAmount(e.amount, c)} ${c}, balance now ${formatAmount(e.balanceAfter, c)}`);
       return;
@@ -106,25 +141,37 @@ async function run(): Promise<void> {
     case 'keys create': {
       const a = await account(rest[0]);
       const mode = opt['billing-mode'];
-      if (mode && !['auto', 'paygo', 'subscription_only'].includes(mode)) throw new UsageError('--billing-mode is auto, paygo or subscription_only');
+      if (mode && !['auto', 'paygo', 'subscription_only'].includes(mode))
+        throw new UsageError('--billing-mode is auto, paygo or subscription_only');
       const expires = opt.expires ? new Date(opt.expires) : null;
       if (expires && Number.isNaN(expires.getTime())) throw new UsageError('--expires takes an ISO date');
       const rpd = opt.rpd === undefined ? null : Number(opt.rpd);
       if (rpd !== null && (!Number.isInteger(rpd) || rpd < 0)) throw new UsageError('--rpd takes a whole number');
       const { key, record } = await createKey(a.id, {
-        name: opt.name, dailyRequestLimit: rpd,
+        name: opt.name,
+        dailyRequestLimit: rpd,
         dailyUsdLimit: opt['usd-per-day'] ? parseAmount(opt['usd-per-day'], 'USD') : null,
-        providerAllow: list(opt.allow), providerDeny: list(opt.deny), zdrOnly: opt['zdr-only'] ?? false,
-        billingMode: mode as 'auto' | 'paygo' | 'subscription_only' | undefined, expiresAt: expires,
+        providerAllow: list(opt.allow),
+        providerDeny: list(opt.deny),
+        zdrOnly: opt['zdr-only'] ?? false,
+        billingMode: mode as 'auto' | 'paygo' | 'subscription_only' | undefined,
+        expiresAt: expires,
       });
       console.log(`key ${record.id} created for "${a.name}". It is shown only now:\n\n  ${key}\n`);
       return;
     }
     case 'keys list': {
       const a = await account(rest[0]);
-      for (const k of await db().prisma.apiKey.findMany({ where: { accountId: a.id }, orderBy: { createdAt: 'asc' } })) {
-        const limits = [k.dailyRequestLimit != null && `rpd ${k.dailyRequestLimit}`, k.dailyUsdLimit != null && `usd/day ${formatAmount(BigInt(k.dailyUsdLimit.toString()), 'USD')}`]
-          .filter(Boolean).join(', ');
+      for (const k of await db().prisma.apiKey.findMany({
+        where: { accountId: a.id },
+        orderBy: { createdAt: 'asc' },
+      })) {
+        const limits = [
+          k.dailyRequestLimit != null && `rpd ${k.dailyRequestLimit}`,
+          k.dailyUsdLimit != null && `usd/day ${formatAmount(BigInt(k.dailyUsdLimit.toString()), 'USD')}`,
+        ]
+          .filter(Boolean)
+          .join(', ');
         console.log(`${k.id}  ${k.prefix}…  ${k.status.padEnd(8)} ${k.name ?? ''} ${limits}`);
       }
       return;
@@ -154,7 +201,10 @@ try {
 } catch (err) {
   code = 1;
   if (err instanceof UsageError) console.error(err.message);
-  else if (err instanceof InsufficientFunds) console.error(`refused: that would leave less than what is held (available ${formatAmount(err.availableUsd, 'USD')})`);
+  else if (err instanceof InsufficientFunds)
+    console.error(
+      `refused: that would leave less than what is held (available ${formatAmount(err.availableUsd, 'USD')})`,
+    );
   else log((err as Error).message);
 } finally {
   await database.stop();

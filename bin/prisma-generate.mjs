@@ -28,7 +28,9 @@ const env = { ...process.env };
 const hasNativeEngine = readdirSync(enginesDir).some((f) => f.startsWith('schema-engine'));
 if (!env.PRISMA_SCHEMA_ENGINE_BINARY && !hasNativeEngine) {
   env.PRISMA_SCHEMA_ENGINE_BINARY = process.execPath;
-  console.log('prisma-generate: native schema engine not installed (offline install); generating with the WASM toolchain only');
+  console.log(
+    'prisma-generate: native schema engine not installed (offline install); generating with the WASM toolchain only',
+  );
 }
 
 const res = spawnSync(process.execPath, [cli, 'generate'], { cwd: root, env, stdio: 'inherit' });

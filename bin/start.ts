@@ -62,7 +62,13 @@ async function main() {
 
   const worker = await createWorker(address);
   const running = worker.run();
-  stops.unshift(['worker', async () => { worker.shutdown(); await running; }]);
+  stops.unshift([
+    'worker',
+    async () => {
+      worker.shutdown();
+      await running;
+    },
+  ]);
   await ensureSchedules(address);
 
   const server: Server = createApp().listen(config.port, config.host);
@@ -76,7 +82,7 @@ async function main() {
       'Switchyard is running.',
       `  API            ${api}/api/v1   (also ${api}/v1)`,
       `  Temporal       ${address}   namespace ${config.temporalNamespace}`,
-      `  Temporal UI    ${uiUrl ?? '(your Temporal server\'s own UI)'}`,
+      `  Temporal UI    ${uiUrl ?? "(your Temporal server's own UI)"}`,
       `  Database       ${database.embedded ? `embedded PostgreSQL in ${path.join(config.dataDir, 'postgres')}` : 'DATABASE_URL'}`,
       `  Local API key  ${local.key ?? '(not shown)'}   ${local.note}`,
       '',

@@ -47,7 +47,10 @@ export async function ensureSchedules(address: string): Promise<void> {
       const exists = await client.schedule
         .getHandle(scheduleId)
         .describe()
-        .then(() => true, () => false);
+        .then(
+          () => true,
+          () => false,
+        );
       if (exists) continue;
       await client.schedule
         .create({
@@ -70,7 +73,9 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const { openDatabase } = await import('./boot.js');
   const { ensureSearchAttributes } = await import('../temporal-dev/index.js');
   if (!config.databaseUrl || !config.temporalAddress) {
-    console.error('[worker] DATABASE_URL and TEMPORAL_ADDRESS are required; `npm start` runs everything for local use.');
+    console.error(
+      '[worker] DATABASE_URL and TEMPORAL_ADDRESS are required; `npm start` runs everything for local use.',
+    );
     process.exit(1);
   }
   const { prepareCatalog } = await import('./boot.js');

@@ -8,7 +8,9 @@ const config = JSON.parse(process.argv[2] ?? '{}');
 const lockPath = join(config.dataDir, 'switchyard-embedded.lock');
 const MARK = 'embedded-postgres-child';
 
-const send = (msg) => { if (process.connected) process.send(msg); };
+const send = (msg) => {
+  if (process.connected) process.send(msg);
+};
 const log = (message) => send({ type: 'log', message });
 
 let db = null;
@@ -23,7 +25,10 @@ function isOurKind(pid) {
     if (e.code === 'ESRCH') return false;
   }
   // A recycled pid belonging to some other program must not keep the data dir locked forever.
-  return readFile(`/proc/${pid}/cmdline`, 'utf8').then((c) => c.includes(MARK), () => true);
+  return readFile(`/proc/${pid}/cmdline`, 'utf8').then(
+    (c) => c.includes(MARK),
+    () => true,
+  );
 }
 
 async function acquireLock() {
@@ -38,7 +43,11 @@ async function acquireLock() {
       if (e.code !== 'EEXIST') throw e;
     }
     let holder = null;
-    try { holder = JSON.parse(await readFile(lockPath, 'utf8')); } catch { /* half-written or gone */ }
+    try {
+      holder = JSON.parse(await readFile(lockPath, 'utf8'));
+    } catch {
+      /* half-written or gone */
+    }
     if (holder?.pid && holder.pid !== process.pid && (await isOurKind(holder.pid))) {
       const where = holder.port ? ` serving 127.0.0.1:${holder.port}` : '';
       const err = new Error(
@@ -48,7 +57,8 @@ async function acquireLock() {
       err.code = 'EMBEDDED_PG_LOCKED';
       throw err;
     }
-    if (!holder) await new Promise((r) => setTimeout(r, 100)); // another starter may be mid-write
+    if (!holder)
+      await new Promise((r) => setTimeout(r, 100)); // another starter may be mid-write
     else await unlink(lockPath).catch(() => {});
   }
   const err = new Error(`could not lock data dir ${config.dataDir} (${lockPath})`);
@@ -62,7 +72,9 @@ async function releaseLock() {
   try {
     const holder = JSON.parse(await readFile(lockPath, 'utf8'));
     if (holder.pid === process.pid) await unlink(lockPath);
-  } catch { /* already gone */ }
+  } catch {
+    /* already gone */
+  }
 }
 
 function shutdown(reason) {
@@ -82,7 +94,9 @@ function shutdown(reason) {
   return stopping;
 }
 
-process.on('message', (msg) => { if (msg?.type === 'stop') void shutdown('stop requested'); });
+process.on('message', (msg) => {
+  if (msg?.type === 'stop') void shutdown('stop requested');
+});
 // The IPC channel closes when the parent exits or is killed, whatever the signal.
 process.on('disconnect', () => void shutdown('parent went away'));
 process.on('SIGTERM', () => void shutdown('SIGTERM'));
@@ -104,7 +118,11 @@ try {
   send({ type: 'ready', port });
 } catch (e) {
   send({ type: 'error', message: e?.message ?? String(e), code: e?.code });
-  try { if (db) await db.close(); } catch { /* best effort */ }
+  try {
+    if (db) await db.close();
+  } catch {
+    /* best effort */
+  }
   await releaseLock();
   process.exit(1);
 }

@@ -25,7 +25,10 @@ export interface EmbeddedPostgresOptions {
 
 /** Thrown when the data dir is in use by another running instance (`code === 'EMBEDDED_PG_LOCKED'`). */
 export class EmbeddedPostgresError extends Error {
-  constructor(message: string, readonly code?: string) {
+  constructor(
+    message: string,
+    readonly code?: string,
+  ) {
     super(message);
     this.name = 'EmbeddedPostgresError';
   }

@@ -32,7 +32,13 @@ export interface ApplyOptions {
 export class MigrationError extends Error {
   constructor(
     message: string,
-    readonly code: 'BAD_MIGRATIONS_DIR' | 'FAILED_MIGRATION' | 'CHECKSUM_MISMATCH' | 'SCHEMA_NOT_EMPTY' | 'APPLY_FAILED' | 'LOCK_TIMEOUT',
+    readonly code:
+      | 'BAD_MIGRATIONS_DIR'
+      | 'FAILED_MIGRATION'
+      | 'CHECKSUM_MISMATCH'
+      | 'SCHEMA_NOT_EMPTY'
+      | 'APPLY_FAILED'
+      | 'LOCK_TIMEOUT',
   ) {
     super(message);
     this.name = 'MigrationError';
@@ -69,11 +75,22 @@ function checksumMatches(script: string, stored: string): boolean {
 export async function readMigrations(dir = MIGRATIONS_DIR): Promise<LocalMigration[]> {
   if (!existsSync(dir)) return [];
   const lock = await readFile(join(dir, 'migration_lock.toml'), 'utf8').catch(() => null);
-  const provider = lock?.split('\n').find((l) => l.startsWith('provider'))?.replace(/^provider\s*=\s*/, '').replace(/"/g, '').trim();
+  const provider = lock
+    ?.split('\n')
+    .find((l) => l.startsWith('provider'))
+    ?.replace(/^provider\s*=\s*/, '')
+    .replace(/"/g, '')
+    .trim();
   if (lock !== null && provider !== 'postgresql') {
-    throw new MigrationError(`${join(dir, 'migration_lock.toml')} says provider "${provider}", expected "postgresql"`, 'BAD_MIGRATIONS_DIR');
+    throw new MigrationError(
+      `${join(dir, 'migration_lock.toml')} says provider "${provider}", expected "postgresql"`,
+      'BAD_MIGRATIONS_DIR',
+    );
   }
-  const dirs = (await readdir(dir, { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+  const dirs = (await readdir(dir, { withFileTypes: true }))
+    .filter((d) => d.isDirectory())
+    .map((d) => d.name)
+    .sort();
   return Promise.all(
     dirs.map(async (name) => {
       const bytes = await readFile(join(dir, name, 'migration.sql')).catch(() => {
@@ -132,7 +149,10 @@ async function lock(client: pg.Client, deadline: number, log: (m: string) => voi
     const { rows } = await client.query('SELECT pg_try_advisory_lock($1) AS ok', [PRISMA_LOCK_KEY]);
     if (rows[0].ok) return;
     if (Date.now() > deadline) {
-      throw new MigrationError(`another process holds the migration lock (pg advisory lock ${PRISMA_LOCK_KEY})`, 'LOCK_TIMEOUT');
+      throw new MigrationError(
+        `another process holds the migration lock (pg advisory lock ${PRISMA_LOCK_KEY})`,
+        'LOCK_TIMEOUT',
+      );
     }
     if (!waited) log('migrate: another process is migrating this database; waiting');
     await sleep(250);
@@ -141,7 +161,11 @@ async function lock(client: pg.Client, deadline: number, log: (m: string) => voi
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function applyLocked(client: pg.Client, migrations: LocalMigration[], log: (m: string) => void): Promise<string[]> {
+async function applyLocked(
+  client: pg.Client,
+  migrations: LocalMigration[],
+  log: (m: string) => void,
+): Promise<string[]> {
   await ensureMigrationsTable(client);
   const rows = (
     await client.query<MigrationRow>(
@@ -162,7 +186,9 @@ async function applyLocked(client: pg.Client, migrations: LocalMigration[], log:
   }
   const live = rows.filter((r) => r.rolled_back_at === null);
   const local = new Map(migrations.map((m) => [m.name, m]));
-  const edited = live.filter((r) => local.has(r.migration_name) && !checksumMatches(local.get(r.migration_name)!.script, r.checksum));
+  const edited = live.filter(
+    (r) => local.has(r.migration_name) && !checksumMatches(local.get(r.migration_name)!.script, r.checksum),
+  );
   if (edited.length > 0) {
     throw new MigrationError(
       `already-applied migration(s) were modified since they were applied: ${edited.map((r) => r.migration_name).join(', ')}. ` +
@@ -185,7 +211,8 @@ async function applyLocked(client: pg.Client, migrations: LocalMigration[], log:
   return applied;
 }
 
-const INSERT_STARTED = 'INSERT INTO _prisma_migrations (id, checksum, started_at, migration_name) VALUES ($1, $2, now(), $3)';
+const INSERT_STARTED =
+  'INSERT INTO _prisma_migrations (id, checksum, started_at, migration_name) VALUES ($1, $2, now(), $3)';
 const MARK_FINISHED =
   'UPDATE _prisma_migrations SET applied_steps_count = applied_steps_count + 1, finished_at = clock_timestamp() WHERE id = $1';
 
@@ -216,7 +243,13 @@ async function applyOne(client: pg.Client, m: LocalMigration): Promise<void> {
   await client.query(MARK_FINISHED, [id]);
 }
 
-async function recordFailure(client: pg.Client, id: string, m: LocalMigration, e: unknown, what: string): Promise<never> {
+async function recordFailure(
+  client: pg.Client,
+  id: string,
+  m: LocalMigration,
+  e: unknown,
+  what: string,
+): Promise<never> {
   const err = e as Error & { code?: string; position?: string };
   const at = err.position ? ` (at character ${err.position})` : '';
   const logs = `Migration name: ${m.name}\n\nDatabase error code: ${err.code ?? 'none'}\n\nDatabase error:\n${err.message}${at}`;
@@ -282,11 +315,19 @@ export async function loadSchemaEngineWasm(): Promise<any> {
   const gluePath = require.resolve('@prisma/schema-engine-wasm/schema_engine_bg');
   // Where the engine writes a Rust panic's message before it traps (the Prisma CLI sets this too).
   const g = globalThis as { PRISMA_WASM_PANIC_REGISTRY?: { message: string; set_message(m: string): void } };
-  g.PRISMA_WASM_PANIC_REGISTRY ??= { message: '', set_message(m: string) { this.message = `RuntimeError: ${m}`; } };
+  g.PRISMA_WASM_PANIC_REGISTRY ??= {
+    message: '',
+    set_message(m: string) {
+      this.message = `RuntimeError: ${m}`;
+    },
+  };
   const glue = await import(pathToFileURL(gluePath).href);
-  const instance = new WebAssembly.Instance(new WebAssembly.Module(await readFile(gluePath.replace(/\.js$/, '.wasm'))), {
-    './schema_engine_bg.js': glue,
-  });
+  const instance = new WebAssembly.Instance(
+    new WebAssembly.Module(await readFile(gluePath.replace(/\.js$/, '.wasm'))),
+    {
+      './schema_engine_bg.js': glue,
+    },
+  );
   glue.__wbg_set_wasm(instance.exports);
   (instance.exports as any).__wbindgen_start();
   return glue;
@@ -298,20 +339,25 @@ export async function loadSchemaEngineWasm(): Promise<any> {
  * 7.10 rejects that type. The pg client marks such columns (text type, tagged name) and the
  * adapter wrapper turns them into Character columns again.
  */
-export async function engineAdapterFactory(mainUrl: string, shadowUrl: string): Promise<{ factory: unknown; close(): Promise<void> }> {
+export async function engineAdapterFactory(
+  mainUrl: string,
+  shadowUrl: string,
+): Promise<{ factory: unknown; close(): Promise<void> }> {
   const { PrismaPg } = await import('@prisma/adapter-pg');
   const { bindMigrationAwareSqlAdapterFactory, ColumnTypeEnum } = await import('@prisma/driver-adapter-utils');
   const TAG = '\u0000char';
   const markFields = (res: any) => {
     for (const r of [res].flat()) {
-      for (const f of r?.fields ?? []) if (f.dataTypeID === 18) Object.assign(f, { dataTypeID: 25, name: f.name + TAG });
+      for (const f of r?.fields ?? [])
+        if (f.dataTypeID === 18) Object.assign(f, { dataTypeID: 25, name: f.name + TAG });
     }
     return res;
   };
   class CharMarkingClient extends pg.Client {
     override query(...args: any[]): any {
       const cb = args[args.length - 1];
-      if (typeof cb === 'function') args[args.length - 1] = (err: unknown, res: unknown) => cb(err, res && markFields(res));
+      if (typeof cb === 'function')
+        args[args.length - 1] = (err: unknown, res: unknown) => cb(err, res && markFields(res));
       const ret = (super.query as (...a: unknown[]) => any)(...args);
       return ret && typeof ret.then === 'function' ? ret.then(markFields) : ret;
     }
@@ -370,7 +416,10 @@ export async function engineMigrationList(migrationsDir = MIGRATIONS_DIR): Promi
   };
 }
 
-export async function diffMigrationsToSchema(migrationsDir = MIGRATIONS_DIR, schemaPath = SCHEMA_PATH): Promise<string> {
+export async function diffMigrationsToSchema(
+  migrationsDir = MIGRATIONS_DIR,
+  schemaPath = SCHEMA_PATH,
+): Promise<string> {
   const schema = await readFile(schemaPath, 'utf8');
   const from = { tag: 'migrations', ...(await engineMigrationList(migrationsDir)) };
   const engineWasm = await loadSchemaEngineWasm();
@@ -406,11 +455,18 @@ export async function diffMigrationsToSchema(migrationsDir = MIGRATIONS_DIR, sch
 }
 
 const EMPTY_SCRIPT = '-- This is an empty migration.';
-const LOCKFILE = '# Please do not edit this file manually\n# It should be added in your version-control system (e.g., Git)\nprovider = "postgresql"\n';
+const LOCKFILE =
+  '# Please do not edit this file manually\n# It should be added in your version-control system (e.g., Git)\nprovider = "postgresql"\n';
 
-export async function createMigration(name: string, opts: { empty?: boolean; migrationsDir?: string } = {}): Promise<string | null> {
+export async function createMigration(
+  name: string,
+  opts: { empty?: boolean; migrationsDir?: string } = {},
+): Promise<string | null> {
   const dir = opts.migrationsDir ?? MIGRATIONS_DIR;
-  const slug = name.replace(/[^A-Za-z0-9_]+/g, '_').replace(/^_+|_+$/g, '').slice(0, 200);
+  const slug = name
+    .replace(/[^A-Za-z0-9_]+/g, '_')
+    .replace(/^_+|_+$/g, '')
+    .slice(0, 200);
   if (!slug) throw new Error('migration name is empty');
   let script = EMPTY_SCRIPT;
   if (!opts.empty) {
@@ -442,8 +498,13 @@ async function cli(argv: string[]): Promise<number> {
     case 'status': {
       const client = await connect(url(), 0, () => {});
       const rows = await client
-        .query<MigrationRow>('SELECT migration_name, finished_at, rolled_back_at FROM _prisma_migrations ORDER BY started_at')
-        .then((r) => r.rows, () => [] as MigrationRow[])
+        .query<MigrationRow>(
+          'SELECT migration_name, finished_at, rolled_back_at FROM _prisma_migrations ORDER BY started_at',
+        )
+        .then(
+          (r) => r.rows,
+          () => [] as MigrationRow[],
+        )
         .finally(() => client.end());
       for (const m of await readMigrations()) {
         const r = rows.filter((x) => x.migration_name === m.name && !x.rolled_back_at).pop();
@@ -456,7 +517,8 @@ async function cli(argv: string[]): Promise<number> {
       if (!name) throw new Error('usage: tsx prisma/migrate.ts new <name> [--empty]');
       // An engine panic surfaces as an uncaught trap; its message is in the panic registry.
       process.once('uncaughtException', (e) => {
-        const panic = (globalThis as { PRISMA_WASM_PANIC_REGISTRY?: { message: string } }).PRISMA_WASM_PANIC_REGISTRY?.message;
+        const panic = (globalThis as { PRISMA_WASM_PANIC_REGISTRY?: { message: string } }).PRISMA_WASM_PANIC_REGISTRY
+          ?.message;
         console.error(`schema engine failed: ${panic || e}`);
         process.exit(1);
       });
@@ -464,25 +526,36 @@ async function cli(argv: string[]): Promise<number> {
       try {
         folder = await createMigration(name, { empty: rest.includes('--empty') });
       } catch (e) {
-        if ((e as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND' && (e as { code?: string }).code !== 'MODULE_NOT_FOUND') throw e;
+        if (
+          (e as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND' &&
+          (e as { code?: string }).code !== 'MODULE_NOT_FOUND'
+        )
+          throw e;
         console.error(
           `@prisma/schema-engine-wasm is not installed (it is a devDependency). With internet and a dev database in DATABASE_URL:\n` +
             `  npx prisma migrate dev --create-only --name ${name}`,
         );
         return 1;
       }
-      console.log(folder ? `created ${folder}/migration.sql` : 'schema.prisma matches the migrations: nothing to do (use --empty for a hand-written migration)');
+      console.log(
+        folder
+          ? `created ${folder}/migration.sql`
+          : 'schema.prisma matches the migrations: nothing to do (use --empty for a hand-written migration)',
+      );
       return 0;
     }
     case 'resolve': {
       const name = rest[rest.indexOf('--rolled-back') + 1];
-      if (!rest.includes('--rolled-back') || !name) throw new Error('usage: tsx prisma/migrate.ts resolve --rolled-back <name>');
+      if (!rest.includes('--rolled-back') || !name)
+        throw new Error('usage: tsx prisma/migrate.ts resolve --rolled-back <name>');
       await markRolledBack(url(), name);
       console.log(`marked ${name} as rolled back`);
       return 0;
     }
     default:
-      console.error('usage: tsx prisma/migrate.ts deploy | status | new <name> [--empty] | resolve --rolled-back <name>');
+      console.error(
+        'usage: tsx prisma/migrate.ts deploy | status | new <name> [--empty] | resolve --rolled-back <name>',
+      );
       return 2;
   }
 }

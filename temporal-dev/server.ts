@@ -174,7 +174,9 @@ async function startOnce(cli: string, opts: DevServerOptions): Promise<DevServer
     if (!(err instanceof Error) || err instanceof PortInUseError || /before it was ready/.test(err.message)) throw err;
     throw new Error(`${err.message}\nLast server output:\n${tail.slice(-12).join('\n') || '(none)'}`);
   }
-  opts.log?.(`[temporal-dev] server ready at ${address} in ${Date.now() - started} ms (namespace ${opts.namespace}${uiUrl ? `, UI ${uiUrl}` : ''})`);
+  opts.log?.(
+    `[temporal-dev] server ready at ${address} in ${Date.now() - started} ms (namespace ${opts.namespace}${uiUrl ? `, UI ${uiUrl}` : ''})`,
+  );
   return { address, uiUrl, namespace: opts.namespace, pid: child.pid!, stop };
 }
 
@@ -188,7 +190,9 @@ async function waitReady(address: string, namespace: string, timeoutMs: number, 
     const connection = Connection.lazy({ address, connectTimeout: 2_000 });
     try {
       await connection.ensureConnected();
-      await connection.withDeadline(Date.now() + 3_000, () => connection.workflowService.describeNamespace({ namespace }));
+      await connection.withDeadline(Date.now() + 3_000, () =>
+        connection.workflowService.describeNamespace({ namespace }),
+      );
       return;
     } catch (err) {
       lastError = err instanceof Error ? err.message : String(err);
@@ -245,7 +249,9 @@ export async function ensureSearchAttributes(
       if (still.length === 0) return missing;
       if (i >= 40) {
         const why = addError instanceof Error ? `: ${addError.message}` : '';
-        throw new Error(`Could not register search attributes ${still.join(', ')} in namespace ${namespace} at ${address}${why}`);
+        throw new Error(
+          `Could not register search attributes ${still.join(', ')} in namespace ${namespace} at ${address}${why}`,
+        );
       }
       await sleep(250);
     }
@@ -255,8 +261,15 @@ export async function ensureSearchAttributes(
 }
 
 function indexedValueType(type: string, name: string): number {
-  const v = INDEXED_VALUE_TYPES[type.toLowerCase().replace(/^indexed_value_type_/, '').replace(/_/g, '')];
-  if (!v) throw new Error(`Search attribute ${name}: unknown type "${type}" (use one of ${TYPE_NAMES.slice(1).join(', ')})`);
+  const v =
+    INDEXED_VALUE_TYPES[
+      type
+        .toLowerCase()
+        .replace(/^indexed_value_type_/, '')
+        .replace(/_/g, '')
+    ];
+  if (!v)
+    throw new Error(`Search attribute ${name}: unknown type "${type}" (use one of ${TYPE_NAMES.slice(1).join(', ')})`);
   return v;
 }
 

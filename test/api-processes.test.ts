@@ -17,14 +17,16 @@ function startApi(env: Record<string, string>) {
     const deadline = Date.now() + ms;
     while (!test(out)) {
       if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; output:\n${out}`);
-      if (child.exitCode !== null && !test(out)) throw new Error(`api exited (${child.exitCode}) before ${what}; output:\n${out}`);
+      if (child.exitCode !== null && !test(out))
+        throw new Error(`api exited (${child.exitCode}) before ${what}; output:\n${out}`);
       await new Promise((r) => setTimeout(r, 50));
     }
   };
   return { child, output: () => out, until };
 }
 
-const servers = (out: string) => [...out.matchAll(/\[api (\d+)\] listening on 127\.0\.0\.1:(\d+)/g)].map((m) => ({ pid: Number(m[1]), port: m[2] }));
+const servers = (out: string) =>
+  [...out.matchAll(/\[api (\d+)\] listening on 127\.0\.0\.1:(\d+)/g)].map((m) => ({ pid: Number(m[1]), port: m[2] }));
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -33,7 +35,10 @@ const alive = (pid: number) => {
     return false;
   }
 };
-const exited = (child: ChildProcess) => new Promise<number | null>((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', (code) => resolve(code))));
+const exited = (child: ChildProcess) =>
+  new Promise<number | null>((resolve) =>
+    child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', (code) => resolve(code)),
+  );
 
 describe('npm run api with several processes (SWITCHYARD_API_PROCESSES)', function () {
   this.timeout(120_000);

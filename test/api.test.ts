@@ -60,12 +60,19 @@ describe('API basics', () => {
 
     it('reads gzip, deflate and br bodies, and answers a corrupt one with a 400', async () => {
       const body = Buffer.from(JSON.stringify({ hello: 'world' }));
-      for (const [encoding, data] of [['gzip', gzipSync(body)], ['deflate', deflateSync(body)], ['br', brotliCompressSync(body)]] as const) {
+      for (const [encoding, data] of [
+        ['gzip', gzipSync(body)],
+        ['deflate', deflateSync(body)],
+        ['br', brotliCompressSync(body)],
+      ] as const) {
         const res = await post(data, { 'content-type': 'application/json', 'content-encoding': encoding });
         // the body parsed; the route then asks for a key
         assert.equal(res.status, 401, encoding);
       }
-      const corrupt = await post(Buffer.from('not gzip at all'), { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+      const corrupt = await post(Buffer.from('not gzip at all'), {
+        'content-type': 'application/json',
+        'content-encoding': 'gzip',
+      });
       assert.equal(corrupt.status, 400);
       const json = await corrupt.json();
       assert.equal(json.code, 'invalid_body');

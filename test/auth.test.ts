@@ -11,11 +11,17 @@ describe('authentication', () => {
   before(async () => (api = await startApi()));
   after(() => api.close());
 
-  const balance = (headers: Record<string, string>) => fetch(`${api.base}/api/check-balance`, { method: 'POST', headers });
+  const balance = (headers: Record<string, string>) =>
+    fetch(`${api.base}/api/check-balance`, { method: 'POST', headers });
 
   it('accepts Bearer, x-api-key and X-API-Key', async () => {
     const { key } = await newAccount('3');
-    for (const headers of <Record<string, string>[]>[{ Authorization: `Bearer ${key}` }, { 'x-api-key': key }, { 'X-API-Key': key }, { authorization: `bearer ${key}` }]) {
+    for (const headers of <Record<string, string>[]>[
+      { Authorization: `Bearer ${key}` },
+      { 'x-api-key': key },
+      { 'X-API-Key': key },
+      { authorization: `bearer ${key}` },
+    ]) {
       const res = await balance(headers);
       assert.equal(res.status, 200, JSON.stringify(headers));
       const body = await res.json();
@@ -38,7 +44,7 @@ describe('authentication', () => {
     assert.match(row.prefix, /^sk-nanogpt-[0-9a-f]{8}$/);
   });
 
-  it('answers 401 for missing, malformed, unknown, revoked, inactive and expired keys, in the route\'s envelope', async () => {
+  it("answers 401 for missing, malformed, unknown, revoked, inactive and expired keys, in the route's envelope", async () => {
     const missing = await balance({});
     assert.equal(missing.status, 401);
     const mb = await missing.json();
@@ -79,7 +85,9 @@ describe('authentication', () => {
 
   it('holds the request cap under concurrency', async () => {
     const { key } = await newAccount('1', { dailyRequestLimit: 10 });
-    const statuses = await Promise.all(Array.from({ length: 40 }, async () => (await balance({ 'x-api-key': key })).status));
+    const statuses = await Promise.all(
+      Array.from({ length: 40 }, async () => (await balance({ 'x-api-key': key })).status),
+    );
     assert.equal(statuses.filter((s) => s === 200).length, 10);
     assert.equal(statuses.filter((s) => s === 429).length, 30);
   });
@@ -87,10 +95,10 @@ describe('authentication', () => {
   it('enforces the daily USD cap with 429 daily_usd_limit_exceeded', async () => {
     const { key, keyId } = await newAccount('1', { dailyUsdLimit: parseAmount('0.05', 'USD') });
     assert.equal((await balance({ 'x-api-key': key })).status, 200);
-    await db().pool.query(
-      `UPDATE key_daily_usage SET usd_spent = $2 WHERE key_id = $1`,
-      [keyId, parseAmount('0.05', 'USD').toString()],
-    );
+    await db().pool.query(`UPDATE key_daily_usage SET usd_spent = $2 WHERE key_id = $1`, [
+      keyId,
+      parseAmount('0.05', 'USD').toString(),
+    ]);
     const res = await balance({ 'x-api-key': key });
     assert.equal(res.status, 429);
     assert.equal((await res.json()).code, 'daily_usd_limit_exceeded');

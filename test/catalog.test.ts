@@ -30,9 +30,18 @@ describe('catalog file', () => {
   });
 
   it('reports mistakes with where they are', () => {
-    assert.throws(() => parseCatalog(base.replace('"1.5"', '1.5')), (e: Error) => e instanceof CatalogFileError && /\/models\/0\/providers\/0\/price\/input/.test(e.message));
+    assert.throws(
+      () => parseCatalog(base.replace('"1.5"', '1.5')),
+      (e: Error) => e instanceof CatalogFileError && /\/models\/0\/providers\/0\/price\/input/.test(e.message),
+    );
     assert.throws(() => parseCatalog(base.replace('provider: p1', 'provider: nope')), /names provider "nope"/);
-    assert.throws(() => parseCatalog(`${base}  - { id: X/ONE, name: dup, owned_by: x, category: chat, providers: [{ provider: p1, upstream_model: a, price: { input: "1", output: "1" } }] }\n`), /already used/);
+    assert.throws(
+      () =>
+        parseCatalog(
+          `${base}  - { id: X/ONE, name: dup, owned_by: x, category: chat, providers: [{ provider: p1, upstream_model: a, price: { input: "1", output: "1" } }] }\n`,
+        ),
+      /already used/,
+    );
     assert.throws(() => parseCatalog('models: ['), /not valid YAML/);
   });
 

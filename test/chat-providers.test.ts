@@ -11,8 +11,21 @@ import { ceilDiv, parseAmount } from '../activities/ledger/money.js';
 import { assertBooksBalance, settledBalances } from './support/books.js';
 import { useProviderEnv } from './support/providerEnv.js';
 
-const ENV = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'GEMINI_API_KEY', 'GEMINI_BASE_URL', 'OPENAI_API_KEY', 'OPENROUTER_API_KEY'];
-const weatherTool = { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } };
+const ENV = [
+  'ANTHROPIC_API_KEY',
+  'ANTHROPIC_BASE_URL',
+  'GEMINI_API_KEY',
+  'GEMINI_BASE_URL',
+  'OPENAI_API_KEY',
+  'OPENROUTER_API_KEY',
+];
+const weatherTool = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  },
+};
 
 describe('chat completions over every provider protocol', function () {
   this.timeout(60_000);
@@ -26,10 +39,15 @@ describe('chat completions over every provider protocol', function () {
   before(async () => {
     anthropic = await startAnthropicUpstream();
     gemini = await startGeminiUpstream();
-    restoreEnv = await useProviderEnv({
-      ANTHROPIC_API_KEY: anthropic.apiKey, ANTHROPIC_BASE_URL: anthropic.url,
-      GEMINI_API_KEY: gemini.apiKey, GEMINI_BASE_URL: gemini.url,
-    }, ENV);
+    restoreEnv = await useProviderEnv(
+      {
+        ANTHROPIC_API_KEY: anthropic.apiKey,
+        ANTHROPIC_BASE_URL: anthropic.url,
+        GEMINI_API_KEY: gemini.apiKey,
+        GEMINI_BASE_URL: gemini.url,
+      },
+      ENV,
+    );
     api = await startApi();
     ({ key, accountId } = await newAccount('5'));
   });
@@ -42,13 +60,26 @@ describe('chat completions over every provider protocol', function () {
   afterEach(() => assertBooksBalance());
 
   const post = (body: object) =>
-    fetch(`${api.base}/api/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify(body) });
+    fetch(`${api.base}/api/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify(body),
+    });
 
-  for (const [label, model, provider] of [['Anthropic', 'claude-3-5-haiku-20241022', 'anthropic'], ['Gemini', 'gemini-2.0-flash', 'gemini']] as const) {
+  for (const [label, model, provider] of [
+    ['Anthropic', 'claude-3-5-haiku-20241022', 'anthropic'],
+    ['Gemini', 'gemini-2.0-flash', 'gemini'],
+  ] as const) {
     describe(label, () => {
       it('answers and bills the normalized usage', async () => {
         const before = (await settledBalances(accountId)).USD.amount;
-        const res = await post({ model, messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Say hello' }] });
+        const res = await post({
+          model,
+          messages: [
+            { role: 'system', content: 'Be brief.' },
+            { role: 'user', content: 'Say hello' },
+          ],
+        });
         const body = await res.json();
         assert.equal(res.status, 200, JSON.stringify(body));
         assert.equal(body.provider, provider);
@@ -60,24 +91,42 @@ describe('chat completions over every provider protocol', function () {
       });
 
       it('streams text and a final chunk with usage', async () => {
-        const frames = await readSse(await post({ model, messages: [{ role: 'user', content: 'Say hello' }], stream: true, stream_options: { include_usage: true } }));
+        const frames = await readSse(
+          await post({
+            model,
+            messages: [{ role: 'user', content: 'Say hello' }],
+            stream: true,
+            stream_options: { include_usage: true },
+          }),
+        );
         assert.equal(frames.at(-1), '[DONE]');
-        const text = frames.slice(0, -1).map((f) => f.choices[0]?.delta?.content ?? '').join('');
+        const text = frames
+          .slice(0, -1)
+          .map((f) => f.choices[0]?.delta?.content ?? '')
+          .join('');
         assert.match(text, /hello/i);
         assert.ok(frames.at(-2).usage.completion_tokens > 0);
       });
 
       it('makes a tool call, and takes its result back', async () => {
-        if (provider === 'anthropic') anthropic.script({ toolCalls: [{ id: 'toolu_1', name: 'get_weather', input: { city: 'Paris' } }] });
+        if (provider === 'anthropic')
+          anthropic.script({ toolCalls: [{ id: 'toolu_1', name: 'get_weather', input: { city: 'Paris' } }] });
         else gemini.script({ toolCalls: [{ name: 'get_weather', args: { city: 'Paris' } }] });
-        const first = await (await post({ model, messages: [{ role: 'user', content: 'Weather in Paris?' }], tools: [weatherTool] })).json();
+        const first = await (
+          await post({ model, messages: [{ role: 'user', content: 'Weather in Paris?' }], tools: [weatherTool] })
+        ).json();
         assert.equal(first.choices[0].finish_reason, 'tool_calls');
         const call = first.choices[0].message.tool_calls[0];
         assert.equal(call.function.name, 'get_weather');
         assert.deepEqual(JSON.parse(call.function.arguments), { city: 'Paris' });
         const second = await post({
-          model, tools: [weatherTool],
-          messages: [{ role: 'user', content: 'Weather in Paris?' }, first.choices[0].message, { role: 'tool', tool_call_id: call.id, content: '{"temp_c":21}' }],
+          model,
+          tools: [weatherTool],
+          messages: [
+            { role: 'user', content: 'Weather in Paris?' },
+            first.choices[0].message,
+            { role: 'tool', tool_call_id: call.id, content: '{"temp_c":21}' },
+          ],
         });
         assert.equal(second.status, 200, await second.clone().text());
       });
@@ -87,7 +136,12 @@ describe('chat completions over every provider protocol', function () {
   describe('the built-in local model (no upstream key)', () => {
     it('answers with a real model, billed at its catalog price', async () => {
       const before = (await settledBalances(accountId)).USD.amount;
-      const res = await post({ model: 'local/stories260k', messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 24, temperature: 0 });
+      const res = await post({
+        model: 'local/stories260k',
+        messages: [{ role: 'user', content: 'Once upon a time' }],
+        max_tokens: 24,
+        temperature: 0,
+      });
       const body = await res.json();
       assert.equal(res.status, 200, JSON.stringify(body));
       assert.equal(body.provider, 'local');
@@ -95,13 +149,19 @@ describe('chat completions over every provider protocol', function () {
       const u = body.usage;
       assert.ok(u.prompt_tokens > 0 && u.completion_tokens > 0 && u.completion_tokens <= 24);
       const price = parseAmount('0.02', 'USD'); // catalog: $0.02 per 1M tokens, no markup
-      const expected = ceilDiv(BigInt(u.prompt_tokens) * price, 1_000_000n) + ceilDiv(BigInt(u.completion_tokens) * price, 1_000_000n);
+      const expected =
+        ceilDiv(BigInt(u.prompt_tokens) * price, 1_000_000n) + ceilDiv(BigInt(u.completion_tokens) * price, 1_000_000n);
       assert.equal(before - (await settledBalances(accountId)).USD.amount, expected);
     });
 
     it('streams through the official SDK', async () => {
       const client = new OpenAI({ apiKey: key, baseURL: `${api.base}/v1`, maxRetries: 0 });
-      const stream = await client.chat.completions.create({ model: 'local/stories260k', messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 16, stream: true });
+      const stream = await client.chat.completions.create({
+        model: 'local/stories260k',
+        messages: [{ role: 'user', content: 'Once upon a time' }],
+        max_tokens: 16,
+        stream: true,
+      });
       let text = '';
       for await (const c of stream) text += c.choices[0]?.delta?.content ?? '';
       assert.ok(text.length > 0);

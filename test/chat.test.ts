@@ -10,7 +10,8 @@ const MODEL = 'openai/gpt-4o-mini';
 const hello = { model: MODEL, messages: [{ role: 'user', content: 'Say hello' }] };
 /** gpt-4o-mini at the catalog's upstream price + 5% markup, nano-USD per 1M tokens */
 const PRICE = { input: parseAmount('0.1575', 'USD'), output: parseAmount('0.63', 'USD') };
-const costOf = (p: number, c: number) => ceilDiv(BigInt(p) * PRICE.input, 1_000_000n) + ceilDiv(BigInt(c) * PRICE.output, 1_000_000n);
+const costOf = (p: number, c: number) =>
+  ceilDiv(BigInt(p) * PRICE.input, 1_000_000n) + ceilDiv(BigInt(c) * PRICE.output, 1_000_000n);
 
 describe('chat completions', function () {
   this.timeout(60_000);
@@ -37,7 +38,14 @@ describe('chat completions', function () {
       assert.deepEqual(u.prompt_tokens_details, { cached_tokens: 0, audio_tokens: 0 });
       const cost = costOf(u.prompt_tokens, u.completion_tokens);
       const p = body.x_nanogpt_pricing;
-      assert.deepEqual(p, { amount: Number(cost) / 1e9, currency: 'USD', cost: Number(cost) / 1e9, paymentSource: 'USD', inputTokens: u.prompt_tokens, outputTokens: u.completion_tokens });
+      assert.deepEqual(p, {
+        amount: Number(cost) / 1e9,
+        currency: 'USD',
+        cost: Number(cost) / 1e9,
+        paymentSource: 'USD',
+        inputTokens: u.prompt_tokens,
+        outputTokens: u.completion_tokens,
+      });
       assert.equal(body.cost, Number(cost) / 1e9);
       assert.equal(body.paymentSource, 'USD');
       const bal = await b.usd(accountId);
@@ -58,7 +66,14 @@ describe('chat completions', function () {
 
     it('uses the upstream usage when it reports cached tokens, billing them at the cached price', async () => {
       const { key, accountId } = await b.account('1');
-      b.openai.script({ usage: { prompt_tokens: 2000, completion_tokens: 10, total_tokens: 2010, prompt_tokens_details: { cached_tokens: 1500 } } });
+      b.openai.script({
+        usage: {
+          prompt_tokens: 2000,
+          completion_tokens: 10,
+          total_tokens: 2010,
+          prompt_tokens_details: { cached_tokens: 1500 },
+        },
+      });
       const body = await (await b.post(key, hello)).json();
       assert.equal(body.usage.prompt_tokens_details.cached_tokens, 1500);
       const cached = ceilDiv(1500n * parseAmount('0.07875', 'USD'), 1_000_000n);
@@ -72,12 +87,22 @@ describe('chat completions', function () {
       const body = await (
         await b.post(key, {
           ...hello,
-          tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }],
+          tools: [
+            {
+              type: 'function',
+              function: {
+                name: 'get_weather',
+                parameters: { type: 'object', properties: { city: { type: 'string' } } },
+              },
+            },
+          ],
           tool_choice: 'auto',
         })
       ).json();
       assert.equal(body.choices[0].finish_reason, 'tool_calls');
-      assert.deepEqual(body.choices[0].message.tool_calls, [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }]);
+      assert.deepEqual(body.choices[0].message.tool_calls, [
+        { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } },
+      ]);
       assert.equal(b.openai.last().body.tools[0].function.name, 'get_weather');
     });
 
@@ -89,14 +114,21 @@ describe('chat completions', function () {
         tool_choice: 'none',
         messages: [
           { role: 'user', content: 'hi' },
-          { role: 'assistant', content: null, tool_calls: [{ id: 'call_a', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'call_a', type: 'function', function: { name: 'f', arguments: '{}' } }],
+          },
           { role: 'tool', tool_call_id: 'call_a', content: 'known' },
           { role: 'tool', tool_call_id: 'call_zzz', content: 'unknown' },
         ],
       });
       const sent = b.openai.last().body;
       assert.equal(sent.tools, undefined);
-      assert.deepEqual(sent.messages.filter((m: { role: string }) => m.role === 'tool').map((m: { content: string }) => m.content), ['known']);
+      assert.deepEqual(
+        sent.messages.filter((m: { role: string }) => m.role === 'tool').map((m: { content: string }) => m.content),
+        ['known'],
+      );
     });
   });
 
@@ -143,8 +175,12 @@ describe('chat completions', function () {
     it('streams tool-call deltas by index', async () => {
       const { key } = await b.account();
       b.openai.script({ toolCalls: [{ id: 'call_9', name: 'lookup', arguments: '{"q":"switchyard gateway"}' }] });
-      const frames = await readSse(await b.post(key, { ...hello, stream: true, tools: [{ type: 'function', function: { name: 'lookup' } }] }));
-      const deltas = frames.filter((f) => f !== '[DONE]' && f.choices[0]?.delta?.tool_calls).map((f) => f.choices[0].delta.tool_calls[0]);
+      const frames = await readSse(
+        await b.post(key, { ...hello, stream: true, tools: [{ type: 'function', function: { name: 'lookup' } }] }),
+      );
+      const deltas = frames
+        .filter((f) => f !== '[DONE]' && f.choices[0]?.delta?.tool_calls)
+        .map((f) => f.choices[0].delta.tool_calls[0]);
       assert.equal(deltas[0].id, 'call_9');
       assert.equal(deltas[0].function.name, 'lookup');
       assert.equal(deltas.map((d) => d.function.arguments).join(''), '{"q":"switchyard gateway"}');
@@ -168,7 +204,8 @@ describe('chat completions', function () {
       b.openai.script({ text: 'a b c d e f g h i j', hangAfter: 3 });
       const ac = new AbortController();
       const res = await fetch(`${b.base}/api/v1/chat/completions`, {
-        method: 'POST', signal: ac.signal,
+        method: 'POST',
+        signal: ac.signal,
         headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
         body: JSON.stringify({ ...hello, stream: true }),
       });
@@ -193,10 +230,14 @@ describe('chat completions', function () {
       // one keep-alive connection: the abort signal is per connection, so it is reused here
       const pool = new Pool(b.base, { connections: 1 });
       try {
-        const post = (signal?: AbortSignal) => pool.request({
-          method: 'POST', path: '/api/v1/chat/completions', signal,
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify(hello),
-        });
+        const post = (signal?: AbortSignal) =>
+          pool.request({
+            method: 'POST',
+            path: '/api/v1/chat/completions',
+            signal,
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+            body: JSON.stringify(hello),
+          });
         for (let i = 0; i < 30; i++) {
           const res = await post();
           assert.equal(res.statusCode, 200);
@@ -213,7 +254,8 @@ describe('chat completions', function () {
         await pending;
         for (let i = 0; i < 50 && !b.openai.last().aborted; i++) await new Promise((r) => setTimeout(r, 20));
         assert.equal(b.openai.last().aborted, true, 'upstream request aborted');
-        for (let i = 0; i < 50 && (await b.usd(accountId)).held !== before.held; i++) await new Promise((r) => setTimeout(r, 20));
+        for (let i = 0; i < 50 && (await b.usd(accountId)).held !== before.held; i++)
+          await new Promise((r) => setTimeout(r, 20));
         const after = await b.usd(accountId);
         assert.equal(after.amount, before.amount, 'nothing charged');
         assert.equal(after.held, before.held, 'the reservation was released');
@@ -221,7 +263,11 @@ describe('chat completions', function () {
         await pool.destroy();
         process.off('warning', onWarning);
       }
-      assert.deepEqual(warnings.map((w) => w.name), [], 'no listener piled up on the reused signal');
+      assert.deepEqual(
+        warnings.map((w) => w.name),
+        [],
+        'no listener piled up on the reused signal',
+      );
     });
   });
 
@@ -248,7 +294,11 @@ describe('chat completions', function () {
       assert.equal(res.status, 400);
       assert.match((await res.json()).error.message, /bad thing/);
       assert.equal(b.openrouter.requests.length, 0);
-      assert.deepEqual(await b.usd(accountId), { amount: parseAmount('1', 'USD'), held: 0n, available: parseAmount('1', 'USD') });
+      assert.deepEqual(await b.usd(accountId), {
+        amount: parseAmount('1', 'USD'),
+        held: 0n,
+        available: parseAmount('1', 'USD'),
+      });
     });
 
     it('answers all_fallbacks_failed when every provider fails, and charges nothing', async () => {
@@ -269,8 +319,14 @@ describe('chat completions', function () {
       assert.equal(b.openrouter.requests.length, 0);
       assert.equal((await (await b.post(key, hello, { 'X-Provider': 'OpenRouter' })).json()).provider, 'openrouter');
       assert.equal((await (await b.post(key, { ...hello, provider: 'openrouter' })).json()).provider, 'openrouter');
-      assert.equal((await (await b.post(key, { ...hello, provider: { order: ['openrouter', 'openai'] } })).json()).provider, 'openrouter');
-      assert.equal((await (await b.post(key, { ...hello, provider: { ignore: ['openai'] } })).json()).provider, 'openrouter');
+      assert.equal(
+        (await (await b.post(key, { ...hello, provider: { order: ['openrouter', 'openai'] } })).json()).provider,
+        'openrouter',
+      );
+      assert.equal(
+        (await (await b.post(key, { ...hello, provider: { ignore: ['openai'] } })).json()).provider,
+        'openrouter',
+      );
       assert.equal((await (await b.post(key, { ...hello, provider: { only: ['openai'] } })).json()).provider, 'openai');
       res = await b.post(key, hello, { 'X-Provider': 'nope' });
       assert.equal((await res.json()).error.code, 'provider_unknown_provider');
@@ -299,7 +355,12 @@ describe('chat completions', function () {
       // a non-reasoning model gets no reasoning controls (its upstream would reject them)
       assert.equal((await b.post(key, { ...hello, model: 'gpt-4o-mini:reasoning-effort/high' })).status, 200);
       assert.equal(b.openai.last().body.reasoning_effort, undefined);
-      for (const m of ['gpt-4o-mini:online', 'gpt-4o-mini:memory', 'gpt-4o-mini:cheap:fast', 'gpt-4o-mini:reasoning-effort/huge']) {
+      for (const m of [
+        'gpt-4o-mini:online',
+        'gpt-4o-mini:memory',
+        'gpt-4o-mini:cheap:fast',
+        'gpt-4o-mini:reasoning-effort/huge',
+      ]) {
         const res = await b.post(key, { ...hello, model: m });
         assert.equal(res.status, 400, m);
         assert.equal((await res.json()).error.param, 'model');
@@ -315,22 +376,99 @@ describe('chat completions', function () {
       ['no model', { messages: [{ role: 'user', content: 'x' }] }, 400, 'missing_required_parameter', 'model'],
       ['no messages', { model: MODEL }, 400, 'missing_required_parameter', 'messages'],
       ['messages not an array', { model: MODEL, messages: 'hi' }, 400, 'invalid_parameter_value', 'messages'],
-      ['bad role', { model: MODEL, messages: [{ role: 'wizard', content: 'x' }] }, 400, 'invalid_parameter_value', 'messages[0].role'],
+      [
+        'bad role',
+        { model: MODEL, messages: [{ role: 'wizard', content: 'x' }] },
+        400,
+        'invalid_parameter_value',
+        'messages[0].role',
+      ],
       ['temperature out of range', { ...hello, temperature: 3 }, 400, 'invalid_parameter_value', 'temperature'],
       ['unknown model', { ...hello, model: 'nope/never' }, 404, 'model_not_found', 'model'],
       ['embedding model', { ...hello, model: 'text-embedding-3-small' }, 400, 'invalid_parameter_value', 'model'],
       ['tool not a function', { ...hello, tools: [{ type: 'web_search' }] }, 400, 'invalid_tool_spec', 'tools[0].type'],
       ['tools not JSON', { ...hello, tools: '[{' }, 400, 'invalid_tool_spec_parse', 'tools'],
-      ['tool_choice unknown tool', { ...hello, tools: [{ type: 'function', function: { name: 'a' } }], tool_choice: { type: 'function', function: { name: 'b' } } }, 400, 'tool_choice_unsupported'],
+      [
+        'tool_choice unknown tool',
+        {
+          ...hello,
+          tools: [{ type: 'function', function: { name: 'a' } }],
+          tool_choice: { type: 'function', function: { name: 'b' } },
+        },
+        400,
+        'tool_choice_unsupported',
+      ],
       ['tool_choice required without tools', { ...hello, tool_choice: 'required' }, 400, 'tool_choice_unsupported'],
-      ['json_schema without name', { ...hello, response_format: { type: 'json_schema', json_schema: { schema: { type: 'object' } } } }, 400, 'invalid_json_schema'],
-      ['strict schema not closed', { ...hello, response_format: { type: 'json_schema', json_schema: { name: 'x', strict: true, schema: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] } } } }, 400, 'invalid_json_schema'],
-      ['strict schema missing required', { ...hello, response_format: { type: 'json_schema', json_schema: { name: 'x', strict: true, schema: { type: 'object', properties: { a: { type: 'string' } }, additionalProperties: false } } } }, 400, 'invalid_json_schema'],
-      ['image to a text-only model', { model: 'local/stories260k', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] }] }, 400, 'image_input_not_supported'],
-      ['prompt beyond the context', { model: 'local/stories260k', messages: [{ role: 'user', content: 'word '.repeat(3000) }] }, 400, 'context_length_exceeded'],
+      [
+        'json_schema without name',
+        { ...hello, response_format: { type: 'json_schema', json_schema: { schema: { type: 'object' } } } },
+        400,
+        'invalid_json_schema',
+      ],
+      [
+        'strict schema not closed',
+        {
+          ...hello,
+          response_format: {
+            type: 'json_schema',
+            json_schema: {
+              name: 'x',
+              strict: true,
+              schema: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] },
+            },
+          },
+        },
+        400,
+        'invalid_json_schema',
+      ],
+      [
+        'strict schema missing required',
+        {
+          ...hello,
+          response_format: {
+            type: 'json_schema',
+            json_schema: {
+              name: 'x',
+              strict: true,
+              schema: { type: 'object', properties: { a: { type: 'string' } }, additionalProperties: false },
+            },
+          },
+        },
+        400,
+        'invalid_json_schema',
+      ],
+      [
+        'image to a text-only model',
+        {
+          model: 'local/stories260k',
+          messages: [
+            { role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] },
+          ],
+        },
+        400,
+        'image_input_not_supported',
+      ],
+      [
+        'prompt beyond the context',
+        { model: 'local/stories260k', messages: [{ role: 'user', content: 'word '.repeat(3000) }] },
+        400,
+        'context_length_exceeded',
+      ],
       ['web search asked', { ...hello, web_search: true }, 400, 'invalid_parameter_value', 'web_search'],
-      ['provider object unknown field', { ...hello, provider: { bogus: 1 } }, 400, 'invalid_parameter_value', 'provider'],
-      ['incompatible quantizations', { ...hello, provider: { quantizations: ['fp4'], min_quantization: 'fp8' } }, 400, 'invalid_parameter_value', 'provider.quantizations'],
+      [
+        'provider object unknown field',
+        { ...hello, provider: { bogus: 1 } },
+        400,
+        'invalid_parameter_value',
+        'provider',
+      ],
+      [
+        'incompatible quantizations',
+        { ...hello, provider: { quantizations: ['fp4'], min_quantization: 'fp8' } },
+        400,
+        'invalid_parameter_value',
+        'provider.quantizations',
+      ],
     ];
     for (const [what, body, status, code, param] of cases) {
       it(`${what} → ${status} ${code}`, async () => {
@@ -349,7 +487,10 @@ describe('chat completions', function () {
       const { key } = await b.account();
       process.env.TOOL_SPEC_MAX_BYTES = '200';
       try {
-        const res = await b.post(key, { ...hello, tools: [{ type: 'function', function: { name: 'f', description: 'x'.repeat(300) } }] });
+        const res = await b.post(key, {
+          ...hello,
+          tools: [{ type: 'function', function: { name: 'f', description: 'x'.repeat(300) } }],
+        });
         assert.equal(res.status, 413);
         assert.equal((await res.json()).error.code, 'tool_spec_too_large');
       } finally {
@@ -385,8 +526,13 @@ describe('chat completions', function () {
     it('60 concurrent requests at a balance that covers a few: no overspend, books balance', async () => {
       const { key, accountId } = await b.account('0.02');
       // each reserves 16000 output tokens' worth (~$0.01): only one or two fit at once
-      const results = await Promise.all(Array.from({ length: 60 }, () => b.post(key, { ...hello, max_tokens: 16000 }).then((r) => r.status)));
-      assert.ok(results.every((s) => s === 200 || s === 402), JSON.stringify(results));
+      const results = await Promise.all(
+        Array.from({ length: 60 }, () => b.post(key, { ...hello, max_tokens: 16000 }).then((r) => r.status)),
+      );
+      assert.ok(
+        results.every((s) => s === 200 || s === 402),
+        JSON.stringify(results),
+      );
       assert.ok(results.includes(402) && results.includes(200));
       const bal = await b.usd(accountId);
       assert.equal(bal.held, 0n);

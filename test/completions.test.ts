@@ -10,11 +10,18 @@ const PATH = '/api/v1/completions';
 const hello = { model: MODEL, prompt: 'Say hello' };
 /** gpt-4o-mini at the catalog's upstream price + 5% markup, nano-USD per 1M tokens */
 const PRICE = { input: parseAmount('0.1575', 'USD'), output: parseAmount('0.63', 'USD') };
-const costOf = (p: number, c: number) => ceilDiv(BigInt(p) * PRICE.input, 1_000_000n) + ceilDiv(BigInt(c) * PRICE.output, 1_000_000n);
+const costOf = (p: number, c: number) =>
+  ceilDiv(BigInt(p) * PRICE.input, 1_000_000n) + ceilDiv(BigInt(c) * PRICE.output, 1_000_000n);
 const LOCAL_PRICE = parseAmount('0.02', 'USD');
-const localCost = (p: number, c: number) => ceilDiv(BigInt(p) * LOCAL_PRICE, 1_000_000n) + ceilDiv(BigInt(c) * LOCAL_PRICE, 1_000_000n);
+const localCost = (p: number, c: number) =>
+  ceilDiv(BigInt(p) * LOCAL_PRICE, 1_000_000n) + ceilDiv(BigInt(c) * LOCAL_PRICE, 1_000_000n);
 
-interface Legacy { tokens: string[]; token_logprobs: number[]; top_logprobs: Array<Record<string, number>>; text_offset: number[] }
+interface Legacy {
+  tokens: string[];
+  token_logprobs: number[];
+  top_logprobs: Array<Record<string, number>>;
+  text_offset: number[];
+}
 
 /** The legacy logprobs' invariants: parallel arrays, real log probabilities, at most n+1 alternatives. */
 function checkLogprobs(lp: Legacy, n: number, promptLength: number, text?: string) {
@@ -58,7 +65,14 @@ describe('legacy completions', function () {
       assert.equal(u.total_tokens, u.prompt_tokens + u.completion_tokens);
       const cost = costOf(u.prompt_tokens, u.completion_tokens);
       const x = r as unknown as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-      assert.deepEqual(x.x_nanogpt_pricing, { amount: Number(cost) / 1e9, currency: 'USD', cost: Number(cost) / 1e9, paymentSource: 'USD', inputTokens: u.prompt_tokens, outputTokens: u.completion_tokens });
+      assert.deepEqual(x.x_nanogpt_pricing, {
+        amount: Number(cost) / 1e9,
+        currency: 'USD',
+        cost: Number(cost) / 1e9,
+        paymentSource: 'USD',
+        inputTokens: u.prompt_tokens,
+        outputTokens: u.completion_tokens,
+      });
       assert.equal(x.provider, 'openai');
       const bal = await b.usd(accountId);
       assert.equal(bal.amount, parseAmount('1', 'USD') - cost);
@@ -73,7 +87,12 @@ describe('legacy completions', function () {
 
     it('streams text frames, then a final frame with finish_reason, usage and pricing', async () => {
       const { key, accountId } = await b.account('1');
-      const stream = await client(key).completions.create({ model: MODEL, prompt: 'Say hello there', stream: true, stream_options: { include_usage: true } });
+      const stream = await client(key).completions.create({
+        model: MODEL,
+        prompt: 'Say hello there',
+        stream: true,
+        stream_options: { include_usage: true },
+      });
       let text = '';
       let usage;
       let finish;
@@ -89,7 +108,10 @@ describe('legacy completions', function () {
       assert.equal(finish, 'stop');
       assert.ok(usage!.completion_tokens > 0);
       const cost = costOf(usage!.prompt_tokens, usage!.completion_tokens);
-      assert.equal((last as unknown as { x_nanogpt_pricing: { cost: number } }).x_nanogpt_pricing.cost, Number(cost) / 1e9);
+      assert.equal(
+        (last as unknown as { x_nanogpt_pricing: { cost: number } }).x_nanogpt_pricing.cost,
+        Number(cost) / 1e9,
+      );
       assert.equal((await b.usd(accountId)).amount, parseAmount('1', 'USD') - cost);
     });
 
@@ -122,7 +144,8 @@ describe('legacy completions', function () {
       b.openai.script({ text: 'a b c d e f g h i j', hangAfter: 3 });
       const ac = new AbortController();
       const res = await fetch(`${b.base}${PATH}`, {
-        method: 'POST', signal: ac.signal,
+        method: 'POST',
+        signal: ac.signal,
         headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
         body: JSON.stringify({ ...hello, stream: true }),
       });
@@ -174,10 +197,16 @@ describe('legacy completions', function () {
       const withLp = frames.filter((f) => f !== '[DONE]' && f.choices[0].logprobs);
       assert.ok(withLp.length > 0);
       const merged: Legacy = { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
-      for (const f of withLp) for (const k of Object.keys(merged) as Array<keyof Legacy>) (merged[k] as unknown[]).push(...f.choices[0].logprobs[k]);
-      const text = frames.filter((f) => f !== '[DONE]').map((f) => f.choices[0].text).join('');
+      for (const f of withLp)
+        for (const k of Object.keys(merged) as Array<keyof Legacy>)
+          (merged[k] as unknown[]).push(...f.choices[0].logprobs[k]);
+      const text = frames
+        .filter((f) => f !== '[DONE]')
+        .map((f) => f.choices[0].text)
+        .join('');
       checkLogprobs(merged, 2, 'Say hello'.length, text);
-      for (let i = 1; i < merged.tokens.length; i++) assert.equal(merged.text_offset[i], merged.text_offset[i - 1] + merged.tokens[i - 1].length);
+      for (let i = 1; i < merged.tokens.length; i++)
+        assert.equal(merged.text_offset[i], merged.text_offset[i - 1] + merged.tokens[i - 1].length);
     });
   });
 
@@ -185,20 +214,39 @@ describe('legacy completions', function () {
     it('completes with logprobs: 2, each a real log probability, billed at its catalog price', async () => {
       const { key, accountId } = await b.account('1');
       const prompt = 'Once upon a time';
-      const r = await client(key).completions.create({ model: 'local/stories260k', prompt, max_tokens: 16, temperature: 0, logprobs: 2 });
+      const r = await client(key).completions.create({
+        model: 'local/stories260k',
+        prompt,
+        max_tokens: 16,
+        temperature: 0,
+        logprobs: 2,
+      });
       assert.equal((r as unknown as { provider: string }).provider, 'local');
       assert.ok(r.choices[0].text.length > 0);
       const lp = r.choices[0].logprobs as Legacy;
       checkLogprobs(lp, 2, prompt.length, r.choices[0].text);
-      assert.ok(lp.top_logprobs.some((m) => Object.keys(m).length > 1), 'alternatives are given');
+      assert.ok(
+        lp.top_logprobs.some((m) => Object.keys(m).length > 1),
+        'alternatives are given',
+      );
       const u = r.usage!;
       assert.ok(u.completion_tokens > 0 && u.completion_tokens <= 16);
-      assert.equal(parseAmount('1', 'USD') - (await b.usd(accountId)).amount, localCost(u.prompt_tokens, u.completion_tokens));
+      assert.equal(
+        parseAmount('1', 'USD') - (await b.usd(accountId)).amount,
+        localCost(u.prompt_tokens, u.completion_tokens),
+      );
     });
 
     it('streams with logprobs through the SDK', async () => {
       const { key } = await b.account('1');
-      const stream = await client(key).completions.create({ model: 'local/stories260k', prompt: ['Once upon a time'], max_tokens: 12, logprobs: 2, stream: true, stream_options: { include_usage: true } });
+      const stream = await client(key).completions.create({
+        model: 'local/stories260k',
+        prompt: ['Once upon a time'],
+        max_tokens: 12,
+        logprobs: 2,
+        stream: true,
+        stream_options: { include_usage: true },
+      });
       let text = '';
       const lps: number[] = [];
       let usage;
@@ -216,12 +264,41 @@ describe('legacy completions', function () {
   describe('parameters', () => {
     it('forwards what the internal request knows; validates and does not forward the rest', async () => {
       const { key } = await b.account('1');
-      const res = await b.post(key, {
-        ...hello, max_tokens: 30, temperature: 0.5, top_p: 0.9, stop: ['\n\n'], seed: 7, frequency_penalty: 0.1, presence_penalty: -0.1, user: 'u1',
-        top_k: 40, top_a: 0.2, min_p: 0.05, tfs: 0.9, eta_cutoff: 0.001, epsilon_cutoff: 0.0003, typical_p: 0.95, mirostat_mode: 2, mirostat_tau: 5, mirostat_eta: 0.1,
-        min_tokens: 1, stop_token_ids: [2], include_stop_str_in_output: false, ignore_eos: false, no_repeat_ngram_size: 3, custom_token_bans: [13],
-        logit_bias: { '50256': -100 }, prompt_logprobs: null, repetition_penalty: 1.1,
-      }, {}, PATH);
+      const res = await b.post(
+        key,
+        {
+          ...hello,
+          max_tokens: 30,
+          temperature: 0.5,
+          top_p: 0.9,
+          stop: ['\n\n'],
+          seed: 7,
+          frequency_penalty: 0.1,
+          presence_penalty: -0.1,
+          user: 'u1',
+          top_k: 40,
+          top_a: 0.2,
+          min_p: 0.05,
+          tfs: 0.9,
+          eta_cutoff: 0.001,
+          epsilon_cutoff: 0.0003,
+          typical_p: 0.95,
+          mirostat_mode: 2,
+          mirostat_tau: 5,
+          mirostat_eta: 0.1,
+          min_tokens: 1,
+          stop_token_ids: [2],
+          include_stop_str_in_output: false,
+          ignore_eos: false,
+          no_repeat_ngram_size: 3,
+          custom_token_bans: [13],
+          logit_bias: { '50256': -100 },
+          prompt_logprobs: null,
+          repetition_penalty: 1.1,
+        },
+        {},
+        PATH,
+      );
       assert.equal(res.status, 200, await res.clone().text());
       // the strict loopback (api.openai.com's own checks) would 400 on anything it does not know
       const sent = b.openai.last().body;
@@ -230,7 +307,8 @@ describe('legacy completions', function () {
       assert.deepEqual(sent.stop, ['\n\n']);
       assert.equal(sent.seed, 7);
       assert.deepEqual(sent.logit_bias, { '50256': -100 });
-      for (const k of ['top_a', 'tfs', 'mirostat_mode', 'min_tokens', 'custom_token_bans', 'top_k']) assert.equal(sent[k], undefined, k);
+      for (const k of ['top_a', 'tfs', 'mirostat_mode', 'min_tokens', 'custom_token_bans', 'top_k'])
+        assert.equal(sent[k], undefined, k);
     });
 
     it('accepts a one-string prompt array', async () => {
@@ -252,7 +330,10 @@ describe('legacy completions', function () {
         const res = await b.post(key, { ...hello, billing_mode: mode }, {}, PATH);
         assert.equal(res.status, 200);
         const body = await res.json();
-        assert.equal((await b.usd(accountId)).amount, parseAmount('1', 'USD') - costOf(body.usage.prompt_tokens, body.usage.completion_tokens));
+        assert.equal(
+          (await b.usd(accountId)).amount,
+          parseAmount('1', 'USD') - costOf(body.usage.prompt_tokens, body.usage.completion_tokens),
+        );
         assert.equal((await b.post(key, { ...hello, billingMode: mode }, {}, PATH)).status, 200);
       });
     }
@@ -273,9 +354,21 @@ describe('legacy completions', function () {
       ['top_p 1.1', { ...hello, top_p: 1.1 }, 400, 'invalid_parameter_value', 'top_p'],
       ['stream not boolean', { ...hello, stream: 'yes' }, 400, 'invalid_parameter_value', 'stream'],
       ['stop a number', { ...hello, stop: 3 }, 400, 'invalid_parameter_value', 'stop'],
-      ['frequency_penalty 2.5', { ...hello, frequency_penalty: 2.5 }, 400, 'invalid_parameter_value', 'frequency_penalty'],
+      [
+        'frequency_penalty 2.5',
+        { ...hello, frequency_penalty: 2.5 },
+        400,
+        'invalid_parameter_value',
+        'frequency_penalty',
+      ],
       ['presence_penalty -3', { ...hello, presence_penalty: -3 }, 400, 'invalid_parameter_value', 'presence_penalty'],
-      ['repetition_penalty 3', { ...hello, repetition_penalty: 3 }, 400, 'invalid_parameter_value', 'repetition_penalty'],
+      [
+        'repetition_penalty 3',
+        { ...hello, repetition_penalty: 3 },
+        400,
+        'invalid_parameter_value',
+        'repetition_penalty',
+      ],
       ['top_k -1', { ...hello, top_k: -1 }, 400, 'invalid_parameter_value', 'top_k'],
       ['top_k 1.5', { ...hello, top_k: 1.5 }, 400, 'invalid_parameter_value', 'top_k'],
       ['top_a -1', { ...hello, top_a: -1 }, 400, 'invalid_parameter_value', 'top_a'],
@@ -288,28 +381,80 @@ describe('legacy completions', function () {
       ['mirostat_tau -1', { ...hello, mirostat_tau: -1 }, 400, 'invalid_parameter_value', 'mirostat_tau'],
       ['mirostat_eta -1', { ...hello, mirostat_eta: -1 }, 400, 'invalid_parameter_value', 'mirostat_eta'],
       ['min_tokens -1', { ...hello, min_tokens: -1 }, 400, 'invalid_parameter_value', 'min_tokens'],
-      ['min_tokens above max_tokens', { ...hello, min_tokens: 10, max_tokens: 5 }, 400, 'invalid_parameter_value', 'min_tokens'],
-      ['stop_token_ids not integers', { ...hello, stop_token_ids: ['a'] }, 400, 'invalid_parameter_value', 'stop_token_ids[0]'],
-      ['include_stop_str_in_output not boolean', { ...hello, include_stop_str_in_output: 1 }, 400, 'invalid_parameter_value', 'include_stop_str_in_output'],
+      [
+        'min_tokens above max_tokens',
+        { ...hello, min_tokens: 10, max_tokens: 5 },
+        400,
+        'invalid_parameter_value',
+        'min_tokens',
+      ],
+      [
+        'stop_token_ids not integers',
+        { ...hello, stop_token_ids: ['a'] },
+        400,
+        'invalid_parameter_value',
+        'stop_token_ids[0]',
+      ],
+      [
+        'include_stop_str_in_output not boolean',
+        { ...hello, include_stop_str_in_output: 1 },
+        400,
+        'invalid_parameter_value',
+        'include_stop_str_in_output',
+      ],
       ['ignore_eos not boolean', { ...hello, ignore_eos: 'no' }, 400, 'invalid_parameter_value', 'ignore_eos'],
-      ['no_repeat_ngram_size -1', { ...hello, no_repeat_ngram_size: -1 }, 400, 'invalid_parameter_value', 'no_repeat_ngram_size'],
-      ['custom_token_bans not integers', { ...hello, custom_token_bans: [1.5] }, 400, 'invalid_parameter_value', 'custom_token_bans[0]'],
+      [
+        'no_repeat_ngram_size -1',
+        { ...hello, no_repeat_ngram_size: -1 },
+        400,
+        'invalid_parameter_value',
+        'no_repeat_ngram_size',
+      ],
+      [
+        'custom_token_bans not integers',
+        { ...hello, custom_token_bans: [1.5] },
+        400,
+        'invalid_parameter_value',
+        'custom_token_bans[0]',
+      ],
       ['logit_bias not an object', { ...hello, logit_bias: [1] }, 400, 'invalid_parameter_value', 'logit_bias'],
       ['logit_bias value 200', { ...hello, logit_bias: { '1': 200 } }, 400, 'invalid_parameter_value', 'logit_bias[1]'],
       ['logprobs 6', { ...hello, logprobs: 6 }, 400, 'invalid_parameter_value', 'logprobs'],
       ['logprobs -1', { ...hello, logprobs: -1 }, 400, 'invalid_parameter_value', 'logprobs'],
       ['prompt_logprobs -1', { ...hello, prompt_logprobs: -1 }, 400, 'invalid_parameter_value', 'prompt_logprobs'],
       ['seed not an integer', { ...hello, seed: 'x' }, 400, 'invalid_parameter_value', 'seed'],
-      ['billing_mode unknown', { ...hello, billing_mode: 'subscription' }, 400, 'invalid_parameter_value', 'billing_mode'],
+      [
+        'billing_mode unknown',
+        { ...hello, billing_mode: 'subscription' },
+        400,
+        'invalid_parameter_value',
+        'billing_mode',
+      ],
       ['billingMode unknown', { ...hello, billingMode: 'free' }, 400, 'invalid_parameter_value', 'billingMode'],
       ['n 2', { ...hello, n: 2 }, 400, 'invalid_parameter_value', 'n'],
       ['echo true', { ...hello, echo: true }, 400, 'invalid_parameter_value', 'echo'],
-      ['provider object unknown field', { ...hello, provider: { bogus: 1 } }, 400, 'invalid_parameter_value', 'provider'],
+      [
+        'provider object unknown field',
+        { ...hello, provider: { bogus: 1 } },
+        400,
+        'invalid_parameter_value',
+        'provider',
+      ],
       ['unknown model', { ...hello, model: 'nope/never' }, 404, 'model_not_found', 'model'],
       ['embedding model', { ...hello, model: 'text-embedding-3-small' }, 400, 'invalid_parameter_value', 'model'],
       ['web search suffix', { ...hello, model: `${MODEL}:online` }, 400, 'invalid_parameter_value', 'model'],
-      ['max_tokens above the output limit', { model: 'local/stories260k', prompt: 'x', max_tokens: 100000 }, 400, 'context_length_exceeded'],
-      ['prompt beyond the context', { model: 'local/stories260k', prompt: 'word '.repeat(3000) }, 400, 'context_length_exceeded'],
+      [
+        'max_tokens above the output limit',
+        { model: 'local/stories260k', prompt: 'x', max_tokens: 100000 },
+        400,
+        'context_length_exceeded',
+      ],
+      [
+        'prompt beyond the context',
+        { model: 'local/stories260k', prompt: 'word '.repeat(3000) },
+        400,
+        'context_length_exceeded',
+      ],
     ];
     for (const [what, body, status, code, param] of cases) {
       it(`${what} → ${status} ${code}`, async () => {
@@ -326,11 +471,18 @@ describe('legacy completions', function () {
     }
 
     it('401 in the OpenAI envelope without a key, and the SDK raises its typed error', async () => {
-      const res = await fetch(`${b.base}${PATH}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(hello) });
+      const res = await fetch(`${b.base}${PATH}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(hello),
+      });
       assert.equal(res.status, 401);
       const json = await res.json();
       assert.equal(json.error.type, 'authentication_error');
-      await assert.rejects(client('sk-nanogpt-00000000-0000-0000-0000-000000000000').completions.create(hello), OpenAI.AuthenticationError);
+      await assert.rejects(
+        client('sk-nanogpt-00000000-0000-0000-0000-000000000000').completions.create(hello),
+        OpenAI.AuthenticationError,
+      );
     });
 
     it('an upstream failure is passed on and nothing is charged', async () => {
@@ -339,7 +491,11 @@ describe('legacy completions', function () {
       const res = await b.post(key, hello, {}, PATH);
       assert.equal(res.status, 400);
       assert.match((await res.json()).error.message, /bad thing/);
-      assert.deepEqual(await b.usd(accountId), { amount: parseAmount('1', 'USD'), held: 0n, available: parseAmount('1', 'USD') });
+      assert.deepEqual(await b.usd(accountId), {
+        amount: parseAmount('1', 'USD'),
+        held: 0n,
+        available: parseAmount('1', 'USD'),
+      });
     });
 
     it('402 when the balance cannot cover the worst case', async () => {

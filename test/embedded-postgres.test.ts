@@ -68,10 +68,15 @@ describe('prisma/embedded-postgres.ts', function () {
         data: { name: 'embedded', balances: { create: { currency: 'XNO', amount: '123000000000000000000000000000' } } },
       });
       accountId = account.id;
-      const read = await prisma.balance.findUniqueOrThrow({ where: { accountId_currency: { accountId, currency: 'XNO' } } });
+      const read = await prisma.balance.findUniqueOrThrow({
+        where: { accountId_currency: { accountId, currency: 'XNO' } },
+      });
       assert.equal(read.amount.toFixed(), '123000000000000000000000000000');
       await assert.rejects(
-        prisma.balance.update({ where: { accountId_currency: { accountId, currency: 'XNO' } }, data: { amount: '-1' } }),
+        prisma.balance.update({
+          where: { accountId_currency: { accountId, currency: 'XNO' } },
+          data: { amount: '-1' },
+        }),
       );
     } finally {
       await prisma.$disconnect();

@@ -47,10 +47,17 @@ describe('hosted files (signed URLs, deletion by schedule)', function () {
     const fresh = await storeHostedFile({ accountId, contentType: 'video/mp4', data: Buffer.alloc(10, 2) });
     const url = await signedUrl(old.id, api.base);
     await db().pool.query(`UPDATE hosted_files SET expires_at = now() - interval '1 second' WHERE id = $1`, [old.id]);
-    const deleted = await t.client.workflow.execute('sweepHostedFiles', { taskQueue: config.taskQueue, workflowId: `files-${randomUUID()}`, args: [] });
+    const deleted = await t.client.workflow.execute('sweepHostedFiles', {
+      taskQueue: config.taskQueue,
+      workflowId: `files-${randomUUID()}`,
+      args: [],
+    });
     assert.ok((deleted as number) >= 1);
     const left = await db().pool.query(`SELECT id FROM hosted_files WHERE id = ANY($1)`, [[old.id, fresh.id]]);
-    assert.deepEqual(left.rows.map((r) => r.id), [fresh.id]);
+    assert.deepEqual(
+      left.rows.map((r) => r.id),
+      [fresh.id],
+    );
     assert.equal((await fetch(url)).status, 404);
   });
 });

@@ -13,7 +13,9 @@ const ops = fileURLToPath(new URL('../bin/ops.ts', import.meta.url));
 
 /** `npm run ops -- keys revoke <prefix>` in a process of its own, as an operator would. */
 async function revokeElsewhere(key: string): Promise<void> {
-  const r = await run(process.execPath, ['--import', 'tsx/esm', ops, 'keys', 'revoke', displayPrefix(key)], { env: { ...process.env, DATABASE_URL: config.databaseUrl } });
+  const r = await run(process.execPath, ['--import', 'tsx/esm', ops, 'keys', 'revoke', displayPrefix(key)], {
+    env: { ...process.env, DATABASE_URL: config.databaseUrl },
+  });
   assert.match(r.stdout, /1 key\(s\) revoked/);
 }
 
@@ -56,10 +58,26 @@ describe('key changes reach every process (LISTEN/NOTIFY)', function () {
     );
     assert.equal(cut.rowCount, 1, 'one listening session was cut');
     // back within a second or so; on its return it forgets every cached key (announcements may have been missed)
-    assert.ok(await until(async () => (await db().pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN switchyard_key_changes'`)).rowCount === 1, Boolean, 5000, 'the listener back'), 'listening again');
+    assert.ok(
+      await until(
+        async () =>
+          (
+            await db().pool.query(
+              `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN switchyard_key_changes'`,
+            )
+          ).rowCount === 1,
+        Boolean,
+        5000,
+        'the listener back',
+      ),
+      'listening again',
+    );
     const other = await freshKey();
     await revokeElsewhere(other);
-    assert.ok(await until(() => revoked(other), Boolean, 3000, 'the revocation'), 'the revocation after the reconnect arrived');
+    assert.ok(
+      await until(() => revoked(other), Boolean, 3000, 'the revocation'),
+      'the revocation after the reconnect arrived',
+    );
     assert.ok((await resolveKey(key)).caller, 'an unchanged key still works');
   });
 

@@ -6,8 +6,21 @@ import { config } from '../activities/config.js';
 import { randomUUID } from 'node:crypto';
 import { db } from '../activities/db.js';
 import { createAccount } from '../activities/accounts/accounts.js';
-import { balances, credit, InsufficientFunds, releaseExpiredHolds, reserve, settle } from '../activities/ledger/ledger.js';
-import { flushLeases, forgetLeases, releaseLeased, reserveFromLease, settleLeased } from '../activities/ledger/leases.js';
+import {
+  balances,
+  credit,
+  InsufficientFunds,
+  releaseExpiredHolds,
+  reserve,
+  settle,
+} from '../activities/ledger/ledger.js';
+import {
+  flushLeases,
+  forgetLeases,
+  releaseLeased,
+  reserveFromLease,
+  settleLeased,
+} from '../activities/ledger/leases.js';
 import { parseAmount } from '../activities/ledger/money.js';
 import { assertBooksBalance } from './support/books.js';
 
@@ -15,7 +28,13 @@ const usd = (s: string) => parseAmount(s, 'USD');
 
 async function funded(amount: string): Promise<string> {
   const a = await createAccount(`lease-${randomUUID()}`);
-  await credit({ accountId: a.id, currency: 'USD', amount: usd(amount), reason: 'test', idempotencyKey: `lease-funds:${a.id}` });
+  await credit({
+    accountId: a.id,
+    currency: 'USD',
+    amount: usd(amount),
+    reason: 'test',
+    idempotencyKey: `lease-funds:${a.id}`,
+  });
   return a.id;
 }
 
@@ -39,7 +58,10 @@ async function spend(accountId: string, cost: bigint): Promise<'lease' | 'exact'
 }
 
 async function charges(accountId: string): Promise<{ n: number; total: bigint }> {
-  const { rows } = await db().pool.query(`SELECT count(*)::int AS n, COALESCE(-SUM(amount), 0) AS total FROM ledger_entries WHERE account_id = $1 AND kind = 'charge'`, [accountId]);
+  const { rows } = await db().pool.query(
+    `SELECT count(*)::int AS n, COALESCE(-SUM(amount), 0) AS total FROM ledger_entries WHERE account_id = $1 AND kind = 'charge'`,
+    [accountId],
+  );
   return { n: rows[0].n, total: BigInt(rows[0].total) };
 }
 
@@ -64,7 +86,10 @@ describe('credit leases (reservations without a round trip)', function () {
     const cost = usd('0.0001');
     const results = await Promise.all(Array.from({ length: 12000 }, () => spend(id, cost)));
     let served = results.filter((r) => r !== 'refused').length;
-    assert.ok(results.includes('lease') && results.includes('exact') && results.includes('refused'), `${[...new Set(results)]}`);
+    assert.ok(
+      results.includes('lease') && results.includes('exact') && results.includes('refused'),
+      `${[...new Set(results)]}`,
+    );
     // A burst may be refused while the last lease still has money free (at most one lease, a
     // 1/8 share); once leases are given back, the rest is spendable: nothing is lost.
     assert.ok(served >= 10000 - 256, `only ${served} of 10000 affordable requests were served in the burst`);
@@ -85,10 +110,25 @@ describe('credit leases (reservations without a round trip)', function () {
     const id = await funded('1');
     const script = fileURLToPath(new URL('./support/spendMany.ts', import.meta.url));
     const run = promisify(execFile);
-    const outs = await Promise.all([1, 2, 3].map(() => run(process.execPath, ['--import', 'tsx/esm', script, config.databaseUrl!, id, '4000', usd('0.0001').toString()])));
+    const outs = await Promise.all(
+      [1, 2, 3].map(() =>
+        run(process.execPath, [
+          '--import',
+          'tsx/esm',
+          script,
+          config.databaseUrl!,
+          id,
+          '4000',
+          usd('0.0001').toString(),
+        ]),
+      ),
+    );
     const counts = outs.map((o) => JSON.parse(o.stdout) as { leased: number; exact: number });
     const served = counts.reduce((n, c) => n + c.leased + c.exact, 0);
-    assert.ok(counts.some((c) => c.leased > 0), JSON.stringify(counts));
+    assert.ok(
+      counts.some((c) => c.leased > 0),
+      JSON.stringify(counts),
+    );
     await assertBooksBalance(id);
     const c = await charges(id);
     assert.equal(c.n, served);
@@ -109,7 +149,12 @@ describe('credit leases (reservations without a round trip)', function () {
   it('charges above the reservation come from the lease, capped at what it holds', async () => {
     const id = await funded('10');
     const a = (await reserveFromLease(id, usd('0.001')))!;
-    const s = settleLeased(a, { usd: usd('0.002'), requestId: `req_${randomUUID()}`, apiKeyId: null, reason: 'overage' });
+    const s = settleLeased(a, {
+      usd: usd('0.002'),
+      requestId: `req_${randomUUID()}`,
+      apiKeyId: null,
+      reason: 'overage',
+    });
     assert.equal(s.charged, usd('0.002'));
     const b = (await reserveFromLease(id, usd('0.001')))!;
     releaseLeased(b);
@@ -123,7 +168,9 @@ describe('credit leases (reservations without a round trip)', function () {
     await flushLeases();
     forgetLeases(); // the process dies holding the rest of its lease
     assert.ok((await balances(id))!.USD.held > 0n);
-    await db().pool.query(`UPDATE balance_holds SET expires_at = now() - interval '1 second' WHERE account_id = $1`, [id]);
+    await db().pool.query(`UPDATE balance_holds SET expires_at = now() - interval '1 second' WHERE account_id = $1`, [
+      id,
+    ]);
     assert.ok((await releaseExpiredHolds()) >= 1);
     await assertBooksBalance(id);
     const b = (await balances(id))!.USD;
@@ -134,7 +181,9 @@ describe('credit leases (reservations without a round trip)', function () {
   it('a lease swept while its charges were pending: the charges are still written, once', async () => {
     const id = await funded('100');
     const a = (await reserveFromLease(id, usd('0.01')))!;
-    await db().pool.query(`UPDATE balance_holds SET expires_at = now() - interval '1 second' WHERE account_id = $1`, [id]);
+    await db().pool.query(`UPDATE balance_holds SET expires_at = now() - interval '1 second' WHERE account_id = $1`, [
+      id,
+    ]);
     await releaseExpiredHolds();
     settleLeased(a, { usd: usd('0.01'), requestId: `req_${randomUUID()}`, apiKeyId: null, reason: 'late' });
     await flushLeases({ close: true });

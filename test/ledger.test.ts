@@ -5,7 +5,16 @@ import { fileURLToPath } from 'node:url';
 import { config } from '../activities/config.js';
 import { createAccount } from '../activities/accounts/accounts.js';
 import {
-  balances, credit, debit, InsufficientFunds, LedgerError, refund, release, releaseExpiredHolds, reserve, settle,
+  balances,
+  credit,
+  debit,
+  InsufficientFunds,
+  LedgerError,
+  refund,
+  release,
+  releaseExpiredHolds,
+  reserve,
+  settle,
 } from '../activities/ledger/ledger.js';
 import { parseAmount } from '../activities/ledger/money.js';
 import { db } from '../activities/db.js';
@@ -17,7 +26,14 @@ const key = (p: string) => `${p}:${process.pid}:${++seq}:${Math.random()}`;
 
 async function funded(amount: string) {
   const a = await createAccount(`ledger-${++seq}`);
-  if (amount !== '0') await credit({ accountId: a.id, currency: 'USD', amount: usd(amount), reason: 'test', idempotencyKey: key('fund') });
+  if (amount !== '0')
+    await credit({
+      accountId: a.id,
+      currency: 'USD',
+      amount: usd(amount),
+      reason: 'test',
+      idempotencyKey: key('fund'),
+    });
   return a.id;
 }
 
@@ -27,8 +43,17 @@ describe('ledger', () => {
   it('credits and debits, each an entry, refusing to dip into held funds', async () => {
     const id = await funded('2');
     const hold = await reserve({ accountId: id, usd: usd('1.5'), idempotencyKey: key('r') });
-    await assert.rejects(debit({ accountId: id, currency: 'USD', amount: usd('0.6'), reason: 'x', idempotencyKey: key('d') }), InsufficientFunds);
-    const e = await debit({ accountId: id, currency: 'USD', amount: usd('0.5'), reason: 'correction', idempotencyKey: key('d') });
+    await assert.rejects(
+      debit({ accountId: id, currency: 'USD', amount: usd('0.6'), reason: 'x', idempotencyKey: key('d') }),
+      InsufficientFunds,
+    );
+    const e = await debit({
+      accountId: id,
+      currency: 'USD',
+      amount: usd('0.5'),
+      reason: 'correction',
+      idempotencyKey: key('d'),
+    });
     assert.equal(e.amount, -usd('0.5'));
     assert.equal(e.balanceAfter, usd('1.5'));
     await release(hold.id);
@@ -41,7 +66,10 @@ describe('ledger', () => {
     const a = await credit({ accountId: id, currency: 'USD', amount: usd('1'), reason: 'x', idempotencyKey: k });
     const b = await credit({ accountId: id, currency: 'USD', amount: usd('1'), reason: 'x', idempotencyKey: k });
     assert.equal(a.id, b.id);
-    await assert.rejects(credit({ accountId: id, currency: 'USD', amount: usd('2'), reason: 'x', idempotencyKey: k }), LedgerError);
+    await assert.rejects(
+      credit({ accountId: id, currency: 'USD', amount: usd('2'), reason: 'x', idempotencyKey: k }),
+      LedgerError,
+    );
     assert.equal((await balances(id))!.USD.amount, usd('1'));
   });
 
@@ -95,7 +123,13 @@ describe('ledger', () => {
 
   it('pays from XNO at the configured rate when USD does not cover it, and settles proportionally', async () => {
     const id = await funded('0');
-    await credit({ accountId: id, currency: 'XNO', amount: parseAmount('10', 'XNO'), reason: 'deposit', idempotencyKey: key('x') });
+    await credit({
+      accountId: id,
+      currency: 'XNO',
+      amount: parseAmount('10', 'XNO'),
+      reason: 'deposit',
+      idempotencyKey: key('x'),
+    });
     await assert.rejects(reserve({ accountId: id, usd: usd('1'), idempotencyKey: key('r') }), InsufficientFunds);
     config.xnoUsdRate = '0.8';
     try {
@@ -117,7 +151,9 @@ describe('ledger', () => {
     const { rows } = await db().pool.query(`SELECT id FROM ledger_entries WHERE hold_id = $1`, [hold.id]);
     const entryId = BigInt(rows[0].id);
     const results = await Promise.allSettled(
-      Array.from({ length: 20 }, () => refund({ entryId, amount: usd('0.1'), reason: 'goodwill', idempotencyKey: key('rf') })),
+      Array.from({ length: 20 }, () =>
+        refund({ entryId, amount: usd('0.1'), reason: 'goodwill', idempotencyKey: key('rf') }),
+      ),
     );
     assert.equal(results.filter((r) => r.status === 'fulfilled').length, 4);
     assert.equal((await balances(id))!.USD.amount, usd('1'));
@@ -159,7 +195,18 @@ describe('ledger', () => {
       const script = fileURLToPath(new URL('./support/reserveMany.ts', import.meta.url));
       const run = promisify(execFile);
       const outs = await Promise.all(
-        [1, 2, 3].map((p) => run(process.execPath, ['--import', 'tsx', script, config.databaseUrl!, id, '100', usd('0.03').toString(), key(`proc${p}`)])),
+        [1, 2, 3].map((p) =>
+          run(process.execPath, [
+            '--import',
+            'tsx',
+            script,
+            config.databaseUrl!,
+            id,
+            '100',
+            usd('0.03').toString(),
+            key(`proc${p}`),
+          ]),
+        ),
       );
       const total = outs.map((o) => JSON.parse(o.stdout).ok as number).reduce((a, b) => a + b, 0);
       assert.equal(total, 33);
@@ -169,7 +216,9 @@ describe('ledger', () => {
     it('one idempotency key raced 50 times holds once', async () => {
       const id = await funded('1');
       const k = key('same');
-      const holds = await Promise.all(Array.from({ length: 50 }, () => reserve({ accountId: id, usd: usd('0.2'), idempotencyKey: k })));
+      const holds = await Promise.all(
+        Array.from({ length: 50 }, () => reserve({ accountId: id, usd: usd('0.2'), idempotencyKey: k })),
+      );
       assert.equal(new Set(holds.map((h) => h.id)).size, 1);
       assert.equal((await balances(id))!.USD.held, usd('0.2'));
     });
@@ -185,8 +234,22 @@ describe('ledger', () => {
       const id = await funded('0.5');
       const ops = Array.from({ length: 300 }, async (_, i) => {
         try {
-          if (i % 10 === 0) await credit({ accountId: id, currency: 'USD', amount: usd('0.01'), reason: 'top-up', idempotencyKey: key('c') });
-          else if (i % 10 === 1) await debit({ accountId: id, currency: 'USD', amount: usd('0.02'), reason: 'fee', idempotencyKey: key('d') });
+          if (i % 10 === 0)
+            await credit({
+              accountId: id,
+              currency: 'USD',
+              amount: usd('0.01'),
+              reason: 'top-up',
+              idempotencyKey: key('c'),
+            });
+          else if (i % 10 === 1)
+            await debit({
+              accountId: id,
+              currency: 'USD',
+              amount: usd('0.02'),
+              reason: 'fee',
+              idempotencyKey: key('d'),
+            });
           else {
             const h = await reserve({ accountId: id, usd: usd('0.01'), idempotencyKey: key('r') });
             if (i % 3 === 0) await release(h.id);

@@ -14,8 +14,20 @@ import { costOfUsage, likelyPromptTokens } from '../activities/billing/pricing.j
 import { assertBooksBalance, settledBalances } from './support/books.js';
 import { useProviderEnv } from './support/providerEnv.js';
 
-const ENV = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'OPENROUTER_API_KEY', 'OPENROUTER_BASE_URL', 'GEMINI_API_KEY'];
-const weatherTool = { name: 'get_weather', description: 'Weather for a city', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } }, required: ['city'] } };
+const ENV = [
+  'ANTHROPIC_API_KEY',
+  'ANTHROPIC_BASE_URL',
+  'OPENAI_API_KEY',
+  'OPENAI_BASE_URL',
+  'OPENROUTER_API_KEY',
+  'OPENROUTER_BASE_URL',
+  'GEMINI_API_KEY',
+];
+const weatherTool = {
+  name: 'get_weather',
+  description: 'Weather for a city',
+  input_schema: { type: 'object' as const, properties: { city: { type: 'string' } }, required: ['city'] },
+};
 const PNG_1PX = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 
 describe('messages API (Anthropic wire format)', function () {
@@ -31,10 +43,15 @@ describe('messages API (Anthropic wire format)', function () {
   before(async () => {
     anthropic = await startAnthropicUpstream();
     openai = await startOpenAIUpstream({ strict: true });
-    restoreEnv = await useProviderEnv({
-      ANTHROPIC_API_KEY: anthropic.apiKey, ANTHROPIC_BASE_URL: anthropic.url,
-      OPENAI_API_KEY: openai.apiKey, OPENAI_BASE_URL: openai.url,
-    }, ENV);
+    restoreEnv = await useProviderEnv(
+      {
+        ANTHROPIC_API_KEY: anthropic.apiKey,
+        ANTHROPIC_BASE_URL: anthropic.url,
+        OPENAI_API_KEY: openai.apiKey,
+        OPENAI_BASE_URL: openai.url,
+      },
+      ENV,
+    );
     api = await startApi();
     ({ key, accountId } = await newAccount('5'));
     client = new Anthropic({ apiKey: key, baseURL: `${api.base}/api`, maxRetries: 0 });
@@ -52,12 +69,16 @@ describe('messages API (Anthropic wire format)', function () {
   /** The charge equals the price of the reported usage on the route that served it. */
   async function assertBilled(before: bigint, msg: any, modelId: string, provider: string) {
     const spent = before - (await usd());
-    const route = catalog().model(modelId)!.routes.find((r) => r.provider.id === provider)!;
+    const route = catalog()
+      .model(modelId)!
+      .routes.find((r) => r.provider.id === provider)!;
     const u = msg.usage;
     const expected = costOfUsage(route, {
       promptTokens: u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens,
-      cachedTokens: u.cache_read_input_tokens, cacheWriteTokens: u.cache_creation_input_tokens,
-      completionTokens: u.output_tokens, reasoningTokens: 0,
+      cachedTokens: u.cache_read_input_tokens,
+      cacheWriteTokens: u.cache_creation_input_tokens,
+      completionTokens: u.output_tokens,
+      reasoningTokens: 0,
     });
     assert.ok(spent > 0n, 'something was charged');
     assert.equal(spent, expected, `charged ${spent}, usage ${JSON.stringify(u)} prices to ${expected}`);
@@ -74,12 +95,18 @@ describe('messages API (Anthropic wire format)', function () {
   /** Named SSE frames as [event, data]. */
   async function readEvents(res: Response): Promise<Array<[string, any]>> {
     const text = await res.text();
-    return text.split(/\n\n/).filter((f) => f.trim()).map((f) => {
-      const lines = f.split('\n');
-      const event = lines.find((l) => l.startsWith('event: '))?.slice(7) ?? '';
-      const data = lines.filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
-      return [event, JSON.parse(data)];
-    });
+    return text
+      .split(/\n\n/)
+      .filter((f) => f.trim())
+      .map((f) => {
+        const lines = f.split('\n');
+        const event = lines.find((l) => l.startsWith('event: '))?.slice(7) ?? '';
+        const data = lines
+          .filter((l) => l.startsWith('data: '))
+          .map((l) => l.slice(6))
+          .join('\n');
+        return [event, JSON.parse(data)];
+      });
   }
 
   describe('(a) routed to the Anthropic upstream', () => {
@@ -89,7 +116,11 @@ describe('messages API (Anthropic wire format)', function () {
     it('creates a message, billed at its usage', async () => {
       const before = await usd();
       const msg: any = await client.messages.create({
-        model, max_tokens: 256, system: 'Be brief.', messages: [{ role: 'user', content: 'Say hello' }], metadata: { user_id: 'u-1' },
+        model,
+        max_tokens: 256,
+        system: 'Be brief.',
+        messages: [{ role: 'user', content: 'Say hello' }],
+        metadata: { user_id: 'u-1' },
       });
       assert.equal(msg.type, 'message');
       assert.equal(msg.role, 'assistant');
@@ -110,7 +141,11 @@ describe('messages API (Anthropic wire format)', function () {
     it('excludes cache reads and writes from input_tokens', async () => {
       anthropic.script({ usage: { input_tokens: 10, cache_read_input_tokens: 100, cache_creation_input_tokens: 20 } });
       const before = await usd();
-      const msg: any = await client.messages.create({ model, max_tokens: 64, messages: [{ role: 'user', content: 'Cached?' }] });
+      const msg: any = await client.messages.create({
+        model,
+        max_tokens: 64,
+        messages: [{ role: 'user', content: 'Cached?' }],
+      });
       assert.equal(msg.usage.input_tokens, 10);
       assert.equal(msg.usage.cache_read_input_tokens, 100);
       assert.equal(msg.usage.cache_creation_input_tokens, 20);
@@ -119,9 +154,15 @@ describe('messages API (Anthropic wire format)', function () {
 
     it('streams through messages.stream() and finalMessage()', async () => {
       const before = await usd();
-      const stream = client.messages.stream({ model, max_tokens: 256, messages: [{ role: 'user', content: 'Say hello' }] });
+      const stream = client.messages.stream({
+        model,
+        max_tokens: 256,
+        messages: [{ role: 'user', content: 'Say hello' }],
+      });
       let text = '';
-      stream.on('text', (t) => { text += t; });
+      stream.on('text', (t) => {
+        text += t;
+      });
       const final: any = await stream.finalMessage();
       assert.match(text, /Echo: Say hello/);
       assert.equal(final.content[0].text, text);
@@ -134,7 +175,9 @@ describe('messages API (Anthropic wire format)', function () {
       const res = await fetch(`${api.base}/v1/messages`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'content-encoding': 'gzip', 'x-api-key': key },
-        body: gzipSync(JSON.stringify({ model, max_tokens: 64, messages: [{ role: 'user', content: 'Say hello compressed' }] })),
+        body: gzipSync(
+          JSON.stringify({ model, max_tokens: 64, messages: [{ role: 'user', content: 'Say hello compressed' }] }),
+        ),
       });
       assert.equal(res.status, 200);
       assert.match((await res.json()).content[0].text, /compressed/);
@@ -142,7 +185,11 @@ describe('messages API (Anthropic wire format)', function () {
 
     it('streams named events in Anthropic order, with pricing on message_delta', async () => {
       const before = await usd();
-      const res = await raw('/v1/messages', { model, max_tokens: 256, stream: true, messages: [{ role: 'user', content: 'Say hello' }] }, { 'anthropic-beta': 'prompt-caching-2024-07-31' });
+      const res = await raw(
+        '/v1/messages',
+        { model, max_tokens: 256, stream: true, messages: [{ role: 'user', content: 'Say hello' }] },
+        { 'anthropic-beta': 'prompt-caching-2024-07-31' },
+      );
       assert.equal(res.status, 200);
       const frames = await readEvents(res);
       assert.equal(anthropic.last().headers['anthropic-beta'], 'prompt-caching-2024-07-31', 'anthropic-beta passed on');
@@ -160,15 +207,25 @@ describe('messages API (Anthropic wire format)', function () {
     it('round-trips a tool call (tool_use, then tool_result)', async () => {
       anthropic.script({ toolCalls: [{ id: 'toolu_abc', name: 'get_weather', input: { city: 'Paris' } }] });
       const before = await usd();
-      const first: any = await client.messages.create({ model, max_tokens: 256, tools: [weatherTool], messages: [{ role: 'user', content: 'Weather in Paris?' }] });
+      const first: any = await client.messages.create({
+        model,
+        max_tokens: 256,
+        tools: [weatherTool],
+        messages: [{ role: 'user', content: 'Weather in Paris?' }],
+      });
       assert.equal(first.stop_reason, 'tool_use');
       const use = first.content.find((b: any) => b.type === 'tool_use');
-      assert.deepEqual({ id: use.id, name: use.name, input: use.input }, { id: 'toolu_abc', name: 'get_weather', input: { city: 'Paris' } });
+      assert.deepEqual(
+        { id: use.id, name: use.name, input: use.input },
+        { id: 'toolu_abc', name: 'get_weather', input: { city: 'Paris' } },
+      );
       assert.equal(anthropic.last().body.tools[0].name, 'get_weather');
       await assertBilled(before, first, modelId, 'anthropic');
 
       const second = await client.messages.create({
-        model, max_tokens: 256, tools: [weatherTool],
+        model,
+        max_tokens: 256,
+        tools: [weatherTool],
         messages: [
           { role: 'user', content: 'Weather in Paris?' },
           { role: 'assistant', content: first.content },
@@ -184,7 +241,13 @@ describe('messages API (Anthropic wire format)', function () {
     });
 
     it('streams a forced tool call as a tool_use block with input_json_delta', async () => {
-      const stream = client.messages.stream({ model, max_tokens: 256, tools: [weatherTool], tool_choice: { type: 'tool', name: 'get_weather' }, messages: [{ role: 'user', content: 'Weather?' }] });
+      const stream = client.messages.stream({
+        model,
+        max_tokens: 256,
+        tools: [weatherTool],
+        tool_choice: { type: 'tool', name: 'get_weather' },
+        messages: [{ role: 'user', content: 'Weather?' }],
+      });
       const final: any = await stream.finalMessage();
       assert.equal(final.stop_reason, 'tool_use');
       const use = final.content.find((b: any) => b.type === 'tool_use');
@@ -196,7 +259,9 @@ describe('messages API (Anthropic wire format)', function () {
     it('passes thinking through to a reasoning model, and returns the thinking block', async () => {
       const before = await usd();
       const msg: any = await client.messages.create({
-        model: 'claude-sonnet-4-20250514', max_tokens: 4096, thinking: { type: 'enabled', budget_tokens: 2048 },
+        model: 'claude-sonnet-4-20250514',
+        max_tokens: 4096,
+        thinking: { type: 'enabled', budget_tokens: 2048 },
         messages: [{ role: 'user', content: 'Think about it' }],
       });
       assert.deepEqual(anthropic.last().body.thinking, { type: 'enabled', budget_tokens: 2048 });
@@ -207,21 +272,32 @@ describe('messages API (Anthropic wire format)', function () {
       await assertBilled(before, msg, 'anthropic/claude-sonnet-4', 'anthropic');
 
       const stream = client.messages.stream({
-        model: 'claude-sonnet-4-20250514', max_tokens: 4096, thinking: { type: 'enabled', budget_tokens: 1024 },
+        model: 'claude-sonnet-4-20250514',
+        max_tokens: 4096,
+        thinking: { type: 'enabled', budget_tokens: 1024 },
         messages: [{ role: 'user', content: 'Think again' }],
       });
       let thinking = '';
-      stream.on('thinking', (t) => { thinking += t; });
+      stream.on('thinking', (t) => {
+        thinking += t;
+      });
       const final: any = await stream.finalMessage();
       assert.match(thinking, /Think again/);
-      assert.deepEqual(final.content.map((b: any) => b.type), ['thinking', 'text']);
+      assert.deepEqual(
+        final.content.map((b: any) => b.type),
+        ['thinking', 'text'],
+      );
       assert.equal(anthropic.last().body.thinking.budget_tokens, 1024);
     });
 
     it('counts tokens with the upstream counter, unbilled', async () => {
       anthropic.script({ endpoint: 'count_tokens', inputTokens: 42 });
       const before = await usd();
-      const r = await client.messages.countTokens({ model, system: 'Be brief.', messages: [{ role: 'user', content: 'Hello there' }] });
+      const r = await client.messages.countTokens({
+        model,
+        system: 'Be brief.',
+        messages: [{ role: 'user', content: 'Hello there' }],
+      });
       assert.deepEqual(r, { input_tokens: 42 });
       const up = anthropic.last();
       assert.equal(up.path, '/v1/messages/count_tokens');
@@ -231,15 +307,31 @@ describe('messages API (Anthropic wire format)', function () {
 
     it('sends images and PDF documents as content blocks', async () => {
       await client.messages.create({
-        model, max_tokens: 64,
-        messages: [{ role: 'user', content: [
-          { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG_1PX } },
-          { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: Buffer.from('%PDF-1.4 test').toString('base64') } },
-          { type: 'text', text: 'What is this?' },
-        ] }],
+        model,
+        max_tokens: 64,
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG_1PX } },
+              {
+                type: 'document',
+                source: {
+                  type: 'base64',
+                  media_type: 'application/pdf',
+                  data: Buffer.from('%PDF-1.4 test').toString('base64'),
+                },
+              },
+              { type: 'text', text: 'What is this?' },
+            ],
+          },
+        ],
       });
       const blocks = anthropic.last().body.messages[0].content;
-      assert.deepEqual(blocks.map((b: any) => b.type), ['image', 'document', 'text']);
+      assert.deepEqual(
+        blocks.map((b: any) => b.type),
+        ['image', 'document', 'text'],
+      );
       assert.equal(blocks[0].source.media_type, 'image/png');
     });
   });
@@ -251,7 +343,11 @@ describe('messages API (Anthropic wire format)', function () {
     it('creates a message, billed at its usage', async () => {
       const before = await usd();
       const msg: any = await client.messages.create({
-        model, max_tokens: 128, system: [{ type: 'text', text: 'Be brief.' }], stop_sequences: ['END'], ...({ temperature: 0.5 } as object),
+        model,
+        max_tokens: 128,
+        system: [{ type: 'text', text: 'Be brief.' }],
+        stop_sequences: ['END'],
+        ...({ temperature: 0.5 } as object),
         messages: [{ role: 'user', content: 'Say hello' }],
       });
       assert.match(msg.content[0].text, /Echo: Say hello/);
@@ -266,7 +362,11 @@ describe('messages API (Anthropic wire format)', function () {
 
     it('streams through messages.stream() and finalMessage()', async () => {
       const before = await usd();
-      const stream = client.messages.stream({ model, max_tokens: 128, messages: [{ role: 'user', content: 'Say hello' }] });
+      const stream = client.messages.stream({
+        model,
+        max_tokens: 128,
+        messages: [{ role: 'user', content: 'Say hello' }],
+      });
       const final: any = await stream.finalMessage();
       assert.match(final.content[0].text, /Echo: Say hello/);
       assert.ok(final.usage.output_tokens > 0);
@@ -276,10 +376,19 @@ describe('messages API (Anthropic wire format)', function () {
     it('round-trips a tool call (tool_use, then tool_result as a tool message)', async () => {
       openai.script({ toolCalls: [{ id: 'call_7', name: 'get_weather', arguments: '{"city":"Paris"}' }] });
       const before = await usd();
-      const first: any = await client.messages.create({ model, max_tokens: 128, tools: [weatherTool], tool_choice: { type: 'any' }, messages: [{ role: 'user', content: 'Weather in Paris?' }] });
+      const first: any = await client.messages.create({
+        model,
+        max_tokens: 128,
+        tools: [weatherTool],
+        tool_choice: { type: 'any' },
+        messages: [{ role: 'user', content: 'Weather in Paris?' }],
+      });
       assert.equal(first.stop_reason, 'tool_use');
       const use = first.content.find((b: any) => b.type === 'tool_use');
-      assert.deepEqual({ id: use.id, name: use.name, input: use.input }, { id: 'call_7', name: 'get_weather', input: { city: 'Paris' } });
+      assert.deepEqual(
+        { id: use.id, name: use.name, input: use.input },
+        { id: 'call_7', name: 'get_weather', input: { city: 'Paris' } },
+      );
       const up1 = openai.last().body;
       assert.equal(up1.tools[0].function.name, 'get_weather');
       assert.deepEqual(up1.tools[0].function.parameters, weatherTool.input_schema);
@@ -287,11 +396,19 @@ describe('messages API (Anthropic wire format)', function () {
       await assertBilled(before, first, modelId, 'openai');
 
       const stream = client.messages.stream({
-        model, max_tokens: 128, tools: [weatherTool],
+        model,
+        max_tokens: 128,
+        tools: [weatherTool],
         messages: [
           { role: 'user', content: 'Weather in Paris?' },
           { role: 'assistant', content: first.content },
-          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_7', content: [{ type: 'text', text: '{"temp_c":21}' }] }, { type: 'text', text: 'And so?' }] },
+          {
+            role: 'user',
+            content: [
+              { type: 'tool_result', tool_use_id: 'call_7', content: [{ type: 'text', text: '{"temp_c":21}' }] },
+              { type: 'text', text: 'And so?' },
+            ],
+          },
         ],
       });
       const final = await stream.finalMessage();
@@ -307,28 +424,55 @@ describe('messages API (Anthropic wire format)', function () {
 
     it('streams tool calls as tool_use blocks', async () => {
       openai.script({ toolCalls: [{ id: 'call_8', name: 'get_weather', arguments: '{"city":"Rome"}' }] });
-      const final: any = await client.messages.stream({ model, max_tokens: 128, tools: [weatherTool], messages: [{ role: 'user', content: 'Weather in Rome?' }] }).finalMessage();
+      const final: any = await client.messages
+        .stream({
+          model,
+          max_tokens: 128,
+          tools: [weatherTool],
+          messages: [{ role: 'user', content: 'Weather in Rome?' }],
+        })
+        .finalMessage();
       assert.equal(final.stop_reason, 'tool_use');
-      assert.deepEqual(final.content.find((b: any) => b.type === 'tool_use'), { type: 'tool_use', id: 'call_8', name: 'get_weather', input: { city: 'Rome' } });
+      assert.deepEqual(
+        final.content.find((b: any) => b.type === 'tool_use'),
+        { type: 'tool_use', id: 'call_8', name: 'get_weather', input: { city: 'Rome' } },
+      );
     });
 
     it('thinking: not sent to a non-reasoning model; upstream reasoning comes back as a thinking block', async () => {
       openai.script({ reasoning: 'Pondering.', text: 'Done.' });
-      const msg: any = await client.messages.create({ model, max_tokens: 4096, thinking: { type: 'enabled', budget_tokens: 1024 }, messages: [{ role: 'user', content: 'Think' }] });
+      const msg: any = await client.messages.create({
+        model,
+        max_tokens: 4096,
+        thinking: { type: 'enabled', budget_tokens: 1024 },
+        messages: [{ role: 'user', content: 'Think' }],
+      });
       const up = openai.last().body;
       assert.equal(up.reasoning_effort, undefined);
       assert.equal(up.reasoning, undefined);
-      assert.deepEqual(msg.content.map((b: any) => b.type), ['thinking', 'text']);
+      assert.deepEqual(
+        msg.content.map((b: any) => b.type),
+        ['thinking', 'text'],
+      );
       assert.equal(msg.content[0].thinking, 'Pondering.');
     });
 
     it('counts tokens with the documented estimate, unbilled', async () => {
       const before = await usd();
-      const body = { model, system: 'Be brief.', messages: [{ role: 'user' as const, content: 'Hello there, how are you today?' }] };
+      const body = {
+        model,
+        system: 'Be brief.',
+        messages: [{ role: 'user' as const, content: 'Hello there, how are you today?' }],
+      };
       const r = await client.messages.countTokens(body);
       const expected = likelyPromptTokens({
-        model: '', maxTokens: 1, sampling: {},
-        messages: [{ role: 'system', content: [{ type: 'text', text: 'Be brief.' }] }, { role: 'user', content: [{ type: 'text', text: 'Hello there, how are you today?' }] }],
+        model: '',
+        maxTokens: 1,
+        sampling: {},
+        messages: [
+          { role: 'system', content: [{ type: 'text', text: 'Be brief.' }] },
+          { role: 'user', content: [{ type: 'text', text: 'Hello there, how are you today?' }] },
+        ],
       });
       assert.deepEqual(r, { input_tokens: expected });
       assert.equal(await usd(), before);
@@ -341,7 +485,12 @@ describe('messages API (Anthropic wire format)', function () {
     it('creates a message, billed at its usage; count_tokens agrees with it', async () => {
       const before = await usd();
       const messages = [{ role: 'user' as const, content: 'Once upon a time' }];
-      const msg: any = await client.messages.create({ model, max_tokens: 16, ...({ temperature: 0 } as object), messages });
+      const msg: any = await client.messages.create({
+        model,
+        max_tokens: 16,
+        ...({ temperature: 0 } as object),
+        messages,
+      });
       assert.equal(msg.model, 'local/stories260k');
       assert.ok(msg.content[0].text.length > 0);
       assert.ok(['end_turn', 'max_tokens'].includes(msg.stop_reason));
@@ -352,15 +501,26 @@ describe('messages API (Anthropic wire format)', function () {
       const counted = await client.messages.countTokens({ model, messages });
       // the local engine reuses a cached prompt prefix from earlier requests: Anthropic's
       // input_tokens leave cache reads out, count_tokens counts the whole prompt
-      assert.equal(counted.input_tokens, msg.usage.input_tokens + (msg.usage.cache_read_input_tokens ?? 0) + (msg.usage.cache_creation_input_tokens ?? 0));
+      assert.equal(
+        counted.input_tokens,
+        msg.usage.input_tokens +
+          (msg.usage.cache_read_input_tokens ?? 0) +
+          (msg.usage.cache_creation_input_tokens ?? 0),
+      );
       assert.equal(await usd(), afterCreate);
     });
 
     it('streams through messages.stream()', async () => {
       const before = await usd();
       let text = '';
-      const stream = client.messages.stream({ model, max_tokens: 16, messages: [{ role: 'user', content: 'Once upon a time' }] });
-      stream.on('text', (t) => { text += t; });
+      const stream = client.messages.stream({
+        model,
+        max_tokens: 16,
+        messages: [{ role: 'user', content: 'Once upon a time' }],
+      });
+      stream.on('text', (t) => {
+        text += t;
+      });
       const final: any = await stream.finalMessage();
       assert.ok(text.length > 0);
       assert.equal(final.content[0].text, text);
@@ -371,7 +531,9 @@ describe('messages API (Anthropic wire format)', function () {
   describe('bad input, in the message envelope, never charged', () => {
     const model = 'claude-3-5-haiku-20241022';
     let before: bigint;
-    beforeEach(async () => { before = await usd(); });
+    beforeEach(async () => {
+      before = await usd();
+    });
     afterEach(async () => assert.equal(await usd(), before));
 
     async function expect400(body: unknown, pattern: RegExp, status = 400) {
@@ -385,38 +547,109 @@ describe('messages API (Anthropic wire format)', function () {
     }
 
     it('missing max_tokens', () => expect400({ model, messages: [{ role: 'user', content: 'hi' }] }, /max_tokens/));
-    it('first message from the assistant', () => expect400({ model, max_tokens: 10, messages: [{ role: 'assistant', content: 'hi' }] }, /first message/i));
-    it('thinking budget below 1024', () => expect400({ model, max_tokens: 4096, thinking: { type: 'enabled', budget_tokens: 500 }, messages: [{ role: 'user', content: 'hi' }] }, /at least 1024/));
-    it('thinking budget not below max_tokens', () => expect400({ model, max_tokens: 2000, thinking: { type: 'enabled', budget_tokens: 2000 }, messages: [{ role: 'user', content: 'hi' }] }, /less than max_tokens/));
-    it('a video block', () => expect400({ model, max_tokens: 10, messages: [{ role: 'user', content: [{ type: 'video', source: { type: 'url', url: 'https://x/v.mp4' } }] }] }, /video/));
-    it('an unsupported image media type', () => expect400({ model, max_tokens: 10, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/bmp', data: 'AAAA' } }] }] }, /image\/bmp/));
-    it('a tool_result for no tool_use', () => expect400({ model, max_tokens: 10, messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'nope', content: 'x' }] }] }, /nope/));
+    it('first message from the assistant', () =>
+      expect400({ model, max_tokens: 10, messages: [{ role: 'assistant', content: 'hi' }] }, /first message/i));
+    it('thinking budget below 1024', () =>
+      expect400(
+        {
+          model,
+          max_tokens: 4096,
+          thinking: { type: 'enabled', budget_tokens: 500 },
+          messages: [{ role: 'user', content: 'hi' }],
+        },
+        /at least 1024/,
+      ));
+    it('thinking budget not below max_tokens', () =>
+      expect400(
+        {
+          model,
+          max_tokens: 2000,
+          thinking: { type: 'enabled', budget_tokens: 2000 },
+          messages: [{ role: 'user', content: 'hi' }],
+        },
+        /less than max_tokens/,
+      ));
+    it('a video block', () =>
+      expect400(
+        {
+          model,
+          max_tokens: 10,
+          messages: [{ role: 'user', content: [{ type: 'video', source: { type: 'url', url: 'https://x/v.mp4' } }] }],
+        },
+        /video/,
+      ));
+    it('an unsupported image media type', () =>
+      expect400(
+        {
+          model,
+          max_tokens: 10,
+          messages: [
+            {
+              role: 'user',
+              content: [{ type: 'image', source: { type: 'base64', media_type: 'image/bmp', data: 'AAAA' } }],
+            },
+          ],
+        },
+        /image\/bmp/,
+      ));
+    it('a tool_result for no tool_use', () =>
+      expect400(
+        {
+          model,
+          max_tokens: 10,
+          messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'nope', content: 'x' }] }],
+        },
+        /nope/,
+      ));
     it('an unknown model is a 404 not_found_error', async () => {
-      const j = await expect400({ model: 'no-such-model', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, /does not exist/, 404);
+      const j = await expect400(
+        { model: 'no-such-model', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] },
+        /does not exist/,
+        404,
+      );
       assert.equal(j.error.type, 'not_found_error');
     });
     it('count_tokens validates too', async () => {
-      const res = await raw('/api/v1/messages/count_tokens', { model, messages: [{ role: 'assistant', content: 'hi' }] });
+      const res = await raw('/api/v1/messages/count_tokens', {
+        model,
+        messages: [{ role: 'assistant', content: 'hi' }],
+      });
       assert.equal(res.status, 400);
       assert.equal((await res.json()).type, 'error');
     });
 
     it('a bad key is a 401 authentication_error, also through the SDK', async () => {
-      const res = await raw('/api/v1/messages', { model, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': 'sk-nanogpt-00000000-0000-0000-0000-000000000000' });
+      const res = await raw(
+        '/api/v1/messages',
+        { model, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] },
+        { 'x-api-key': 'sk-nanogpt-00000000-0000-0000-0000-000000000000' },
+      );
       const j = await res.json();
       assert.equal(res.status, 401);
       assert.deepEqual(Object.keys(j).sort(), ['error', 'type']);
       assert.equal(j.error.type, 'authentication_error');
       const bad = new Anthropic({ apiKey: 'wrong', baseURL: `${api.base}/api`, maxRetries: 0 });
-      await assert.rejects(bad.messages.create({ model, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }), (e: any) => e instanceof Anthropic.AuthenticationError);
-      const none = await fetch(`${api.base}/v1/messages/count_tokens`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }) });
+      await assert.rejects(
+        bad.messages.create({ model, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }),
+        (e: any) => e instanceof Anthropic.AuthenticationError,
+      );
+      const none = await fetch(`${api.base}/v1/messages/count_tokens`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+      });
       assert.equal(none.status, 401);
       assert.equal((await none.json()).error.type, 'authentication_error');
     });
 
     it('an upstream failure before the stream is a JSON error; nothing charged', async () => {
       anthropic.script({ error: { status: 400, message: 'bad thing' } });
-      const res = await raw('/api/v1/messages', { model, max_tokens: 10, stream: true, messages: [{ role: 'user', content: 'hi' }] });
+      const res = await raw('/api/v1/messages', {
+        model,
+        max_tokens: 10,
+        stream: true,
+        messages: [{ role: 'user', content: 'hi' }],
+      });
       assert.equal(res.status, 400);
       const j = await res.json();
       assert.equal(j.type, 'error');
@@ -427,7 +660,12 @@ describe('messages API (Anthropic wire format)', function () {
     it('ends with an `event: error` frame and bills what was produced', async () => {
       anthropic.script({ text: 'one two three four five six', streamError: { afterEvents: 5 } });
       const before = await usd();
-      const res = await raw('/api/v1/messages', { model: 'claude-3-5-haiku-20241022', max_tokens: 100, stream: true, messages: [{ role: 'user', content: 'hi' }] });
+      const res = await raw('/api/v1/messages', {
+        model: 'claude-3-5-haiku-20241022',
+        max_tokens: 100,
+        stream: true,
+        messages: [{ role: 'user', content: 'hi' }],
+      });
       const frames = await readEvents(res);
       const [event, data] = frames.at(-1)!;
       assert.equal(event, 'error');
@@ -442,15 +680,22 @@ describe('messages API (Anthropic wire format)', function () {
       const before = await usd();
       const abort = new AbortController();
       const res = await fetch(`${api.base}/api/v1/messages`, {
-        method: 'POST', signal: abort.signal,
+        method: 'POST',
+        signal: abort.signal,
         headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-        body: JSON.stringify({ model: 'claude-3-5-haiku-20241022', max_tokens: 100, stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+        body: JSON.stringify({
+          model: 'claude-3-5-haiku-20241022',
+          max_tokens: 100,
+          stream: true,
+          messages: [{ role: 'user', content: 'hi' }],
+        }),
       });
       const reader = res.body!.getReader();
       let seen = '';
       while (!seen.includes('text_delta')) seen += new TextDecoder().decode((await reader.read()).value);
       abort.abort();
-      for (let i = 0; i < 100 && (await settledBalances(accountId)).USD.held !== 0n; i++) await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < 100 && (await settledBalances(accountId)).USD.held !== 0n; i++)
+        await new Promise((r) => setTimeout(r, 50));
       assert.equal((await settledBalances(accountId)).USD.held, 0n);
       assert.ok(before - (await usd()) > 0n, 'the produced text is billed');
     });

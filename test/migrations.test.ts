@@ -78,8 +78,13 @@ describe('prisma/migrate.ts against PostgreSQL', function () {
     const { applied } = await applyMigrations(url);
     console.log(`      (migrate on empty database: ${Date.now() - t} ms)`);
     assert.deepEqual(applied, names);
-    const rows = await withClient(url, (c) => c.query('SELECT * FROM _prisma_migrations ORDER BY started_at, migration_name').then((r) => r.rows));
-    assert.deepEqual(rows.map((r) => r.migration_name), names);
+    const rows = await withClient(url, (c) =>
+      c.query('SELECT * FROM _prisma_migrations ORDER BY started_at, migration_name').then((r) => r.rows),
+    );
+    assert.deepEqual(
+      rows.map((r) => r.migration_name),
+      names,
+    );
     for (const row of rows) {
       const bytes = await readFile(join(MIGRATIONS_DIR, row.migration_name, 'migration.sql'));
       assert.equal(row.checksum, createHash('sha256').update(bytes).digest('hex'));
@@ -103,7 +108,11 @@ describe('prisma/migrate.ts against PostgreSQL', function () {
     const filters = { externalTables: [], externalEnums: [] };
     const run = async (dbUrl: string, fn: (engine: any) => Promise<any>): Promise<any> => {
       const adapter = await engineAdapterFactory(dbUrl, dbUrl);
-      const engine = await wasm.SchemaEngine.new({ datamodels: [['schema.prisma', schema]] }, () => {}, adapter.factory);
+      const engine = await wasm.SchemaEngine.new(
+        { datamodels: [['schema.prisma', schema]] },
+        () => {},
+        adapter.factory,
+      );
       try {
         return await fn(engine);
       } finally {
@@ -112,13 +121,18 @@ describe('prisma/migrate.ts against PostgreSQL', function () {
       }
     };
     // Our history, read by the engine: nothing edited, failed, missing or pending.
-    const diagnosis = await run(url, (e) => e.diagnoseMigrationHistory({ migrationsList, optInToShadowDatabase: false, filters }));
+    const diagnosis = await run(url, (e) =>
+      e.diagnoseMigrationHistory({ migrationsList, optInToShadowDatabase: false, filters }),
+    );
     assert.deepEqual(diagnosis.editedMigrationNames, []);
     assert.deepEqual(diagnosis.failedMigrationNames, []);
     assert.equal(diagnosis.history, null);
     assert.deepEqual((await run(url, (e) => e.applyMigrations({ migrationsList, filters }))).appliedMigrationNames, []);
     // The engine's own deploy: the same table, and our applier then finds nothing to do.
-    assert.deepEqual((await run(other, (e) => e.applyMigrations({ migrationsList, filters }))).appliedMigrationNames, names);
+    assert.deepEqual(
+      (await run(other, (e) => e.applyMigrations({ migrationsList, filters }))).appliedMigrationNames,
+      names,
+    );
     assert.deepEqual(await applyMigrations(other), { applied: [] });
     const shape = (dbUrl: string) =>
       withClient(dbUrl, (c) =>
@@ -136,13 +150,17 @@ describe('prisma/migrate.ts against PostgreSQL', function () {
     const fresh = await scratchDb();
     const results = await Promise.all([applyMigrations(fresh), applyMigrations(fresh)]);
     assert.deepEqual(results.flatMap((r) => r.applied).sort(), [...names].sort());
-    const count = await withClient(fresh, (c) => c.query('SELECT count(*)::int AS n FROM _prisma_migrations').then((r) => r.rows[0].n));
+    const count = await withClient(fresh, (c) =>
+      c.query('SELECT count(*)::int AS n FROM _prisma_migrations').then((r) => r.rows[0].n),
+    );
     assert.equal(count, names.length);
   });
 
   it('has CHECK constraints that reject negative money', async () => {
     await withClient(url, async (c) => {
-      const { rows } = await c.query(`INSERT INTO accounts (id, name) VALUES (gen_random_uuid(), 'checks') RETURNING id`);
+      const { rows } = await c.query(
+        `INSERT INTO accounts (id, name) VALUES (gen_random_uuid(), 'checks') RETURNING id`,
+      );
       const id = rows[0].id;
       const rejects = (sql: string, params: unknown[]) =>
         assert.rejects(c.query(sql, params), (e: { code?: string }) => e.code === '23514');
@@ -190,7 +208,10 @@ describe('prisma/migrate.ts against PostgreSQL', function () {
     const dir = await migrationsCopy();
     const broken = '29991231235959_broken';
     await mkdir(join(dir, broken));
-    await writeFile(join(dir, broken, 'migration.sql'), 'CREATE TABLE "half_done" (id int);\nSELECT * FROM "no_such_table";\n');
+    await writeFile(
+      join(dir, broken, 'migration.sql'),
+      'CREATE TABLE "half_done" (id int);\nSELECT * FROM "no_such_table";\n',
+    );
     await assert.rejects(applyMigrations(db, { migrationsDir: dir }), expectMigrationError('APPLY_FAILED'));
     await withClient(db, async (c) => {
       assert.equal((await c.query(`SELECT to_regclass('half_done') AS t`)).rows[0].t, null);
@@ -210,7 +231,10 @@ describe('prisma/migrate.ts against PostgreSQL', function () {
     const dir = await migrationsCopy();
     const name = '29991231235959_concurrent_index';
     await mkdir(join(dir, name));
-    await writeFile(join(dir, name, 'migration.sql'), 'CREATE INDEX CONCURRENTLY "accounts_name_idx" ON "accounts"("name");\n');
+    await writeFile(
+      join(dir, name, 'migration.sql'),
+      'CREATE INDEX CONCURRENTLY "accounts_name_idx" ON "accounts"("name");\n',
+    );
     assert.deepEqual((await applyMigrations(db, { migrationsDir: dir })).applied.at(-1), name);
     await withClient(db, async (c) => {
       assert.equal((await c.query(`SELECT to_regclass('accounts_name_idx') AS t`)).rows[0].t, 'accounts_name_idx');

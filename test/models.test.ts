@@ -17,12 +17,16 @@ describe('model catalog routes', () => {
   };
 
   it('with no upstream keys lists the built-in local models only (chat and speech)', async () => {
-    for (const k of Object.keys(process.env)) if (k.endsWith('_API_KEY') || k.endsWith('_BASE_URL')) delete process.env[k];
+    for (const k of Object.keys(process.env))
+      if (k.endsWith('_API_KEY') || k.endsWith('_BASE_URL')) delete process.env[k];
     await loadCatalog();
     const { status, body } = await get('/api/v1/models');
     assert.equal(status, 200);
     assert.equal(body.object, 'list');
-    assert.deepEqual(body.data.map((m: { id: string }) => m.id), ['local/espeak', 'local/stories260k']);
+    assert.deepEqual(
+      body.data.map((m: { id: string }) => m.id),
+      ['local/espeak', 'local/stories260k'],
+    );
     assert.deepEqual(Object.keys(body.data[0]).sort(), ['created', 'id', 'object', 'owned_by']);
   });
 
@@ -35,11 +39,30 @@ describe('model catalog routes', () => {
     assert.ok(ids.includes('anthropic/claude-3-5-haiku') === false);
     assert.ok(!ids.includes('openai/text-embedding-3-small'), 'embedding models are listed separately');
     const m = body.data.find((x: { id: string }) => x.id === 'openai/gpt-4o-mini');
-    for (const field of ['name', 'description', 'context_length', 'max_output_tokens', 'capabilities', 'pricing', 'architecture',
-      'supported_endpoints', 'supported_batch_endpoints', 'supported_service_tiers', 'category']) {
+    for (const field of [
+      'name',
+      'description',
+      'context_length',
+      'max_output_tokens',
+      'capabilities',
+      'pricing',
+      'architecture',
+      'supported_endpoints',
+      'supported_batch_endpoints',
+      'supported_service_tiers',
+      'category',
+    ]) {
       assert.ok(field in m, field);
     }
-    assert.deepEqual(Object.keys(m.capabilities).sort(), ['parallel_tool_calls', 'pdf_upload', 'reasoning', 'structured_output', 'tool_calling', 'video_input', 'vision']);
+    assert.deepEqual(Object.keys(m.capabilities).sort(), [
+      'parallel_tool_calls',
+      'pdf_upload',
+      'reasoning',
+      'structured_output',
+      'tool_calling',
+      'video_input',
+      'vision',
+    ]);
     // $0.15 upstream + 5% markup
     assert.deepEqual(m.pricing, { prompt: 0.1575, completion: 0.63, currency: 'USD', unit: 'per_million_tokens' });
     assert.deepEqual(m.architecture, { input_modalities: ['text', 'image'], output_modalities: ['text'] });
@@ -66,13 +89,19 @@ describe('model catalog routes', () => {
   it('discovers providers, with the canonical id URL-encoded or not', async () => {
     process.env.DEEPINFRA_API_KEY = 'x';
     await loadCatalog();
-    for (const path of ['/api/models/meta-llama%2Fllama-3.3-70b-instruct/providers', '/api/models/meta-llama/llama-3.3-70b-instruct/providers']) {
+    for (const path of [
+      '/api/models/meta-llama%2Fllama-3.3-70b-instruct/providers',
+      '/api/models/meta-llama/llama-3.3-70b-instruct/providers',
+    ]) {
       const { status, body } = await get(path);
       assert.equal(status, 200, path);
       assert.equal(body.canonicalId, 'meta-llama/llama-3.3-70b-instruct');
       assert.equal(body.displayName, 'Llama 3.3 70B Instruct');
       assert.equal(body.supportsProviderSelection, true);
-      assert.deepEqual(body.providers.map((p: { provider: string }) => p.provider), ['deepinfra', 'groq', 'together', 'fireworks', 'openrouter']);
+      assert.deepEqual(
+        body.providers.map((p: { provider: string }) => p.provider),
+        ['deepinfra', 'groq', 'together', 'fireworks', 'openrouter'],
+      );
       const deepinfra = body.providers[0];
       assert.equal(deepinfra.available, true);
       assert.equal(body.providers[1].available, false);
@@ -80,7 +109,10 @@ describe('model catalog routes', () => {
       assert.deepEqual(body.defaultPrice, deepinfra.pricing);
     }
     // aliases resolve to the canonical model
-    assert.equal((await get('/api/models/llama-3.3-70b-versatile/providers')).body.canonicalId, 'meta-llama/llama-3.3-70b-instruct');
+    assert.equal(
+      (await get('/api/models/llama-3.3-70b-versatile/providers')).body.canonicalId,
+      'meta-llama/llama-3.3-70b-instruct',
+    );
   });
 
   it('unknown models are a 404 model_not_found', async () => {

@@ -1,5 +1,13 @@
 import assert from 'node:assert/strict';
-import { applyMarkup, ceilDiv, costOfTokens, formatAmount, parseAmount, toDisplayNumber, usdToXno } from '../activities/ledger/money.js';
+import {
+  applyMarkup,
+  ceilDiv,
+  costOfTokens,
+  formatAmount,
+  parseAmount,
+  toDisplayNumber,
+  usdToXno,
+} from '../activities/ledger/money.js';
 
 describe('money', () => {
   it('parses and prints decimal text exactly', () => {
@@ -41,10 +49,24 @@ describe('money', () => {
 
   it('shows an amount as the number its exact decimal text parses to', () => {
     // the arithmetic shortcut for USD must agree with parsing formatAmount's text, everywhere
-    const samples = [0n, 1n, 5n, 999_999_999n, 1_000_000_000n, 123_456_789_012n, 2n ** 53n - 1n, 2n ** 53n, 2n ** 60n, -7n, -(2n ** 53n)];
-    for (let i = 0; i < 5000; i++) samples.push(BigInt(Math.floor(Math.random() * Number.MAX_SAFE_INTEGER)) * (i % 2 ? 1n : -1n));
+    const samples = [
+      0n,
+      1n,
+      5n,
+      999_999_999n,
+      1_000_000_000n,
+      123_456_789_012n,
+      2n ** 53n - 1n,
+      2n ** 53n,
+      2n ** 60n,
+      -7n,
+      -(2n ** 53n),
+    ];
+    for (let i = 0; i < 5000; i++)
+      samples.push(BigInt(Math.floor(Math.random() * Number.MAX_SAFE_INTEGER)) * (i % 2 ? 1n : -1n));
     for (const units of samples) {
-      for (const currency of ['USD', 'XNO'] as const) assert.equal(toDisplayNumber(units, currency), Number(formatAmount(units, currency)), `${units} ${currency}`);
+      for (const currency of ['USD', 'XNO'] as const)
+        assert.equal(toDisplayNumber(units, currency), Number(formatAmount(units, currency)), `${units} ${currency}`);
     }
   });
 });

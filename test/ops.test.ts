@@ -10,7 +10,9 @@ const ops = fileURLToPath(new URL('../bin/ops.ts', import.meta.url));
 
 async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
   try {
-    const r = await run(process.execPath, ['--import', 'tsx/esm', ops, ...args], { env: { ...process.env, DATABASE_URL: config.databaseUrl } });
+    const r = await run(process.execPath, ['--import', 'tsx/esm', ops, ...args], {
+      env: { ...process.env, DATABASE_URL: config.databaseUrl },
+    });
     return { code: 0, out: r.stdout, err: r.stderr };
   } catch (e) {
     const x = e as { code: number; stdout: string; stderr: string };

@@ -24,11 +24,31 @@ import { MessageStreamer, toMessage } from '../activities/surfaces/messagesRespo
 import type { InferenceRequest, StreamEvent } from '../activities/inference/types.js';
 import { useProviderEnv } from './support/providerEnv.js';
 
-const ENV = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'OPENROUTER_API_KEY', 'OPENROUTER_BASE_URL', 'GEMINI_API_KEY'];
+const ENV = [
+  'ANTHROPIC_API_KEY',
+  'ANTHROPIC_BASE_URL',
+  'OPENAI_API_KEY',
+  'OPENAI_BASE_URL',
+  'OPENROUTER_API_KEY',
+  'OPENROUTER_BASE_URL',
+  'GEMINI_API_KEY',
+];
 const HAIKU = 'claude-3-5-haiku-20241022';
 const SONNET = 'claude-sonnet-4-20250514';
-const weatherTool = { name: 'get_weather', description: 'Weather for a city', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } }, required: ['city'] } };
-const bill = { amount: 0, currency: 'USD' as const, cost: 0, paymentSource: 'USD' as const, remainingBalance: 0, inputTokens: 0, outputTokens: 0 };
+const weatherTool = {
+  name: 'get_weather',
+  description: 'Weather for a city',
+  input_schema: { type: 'object' as const, properties: { city: { type: 'string' } }, required: ['city'] },
+};
+const bill = {
+  amount: 0,
+  currency: 'USD' as const,
+  cost: 0,
+  paymentSource: 'USD' as const,
+  remainingBalance: 0,
+  inputTokens: 0,
+  outputTokens: 0,
+};
 
 describe('pass-through and translation fidelity', function () {
   this.timeout(60_000);
@@ -46,11 +66,17 @@ describe('pass-through and translation fidelity', function () {
     anthropic = await startAnthropicUpstream();
     openai = await startOpenAIUpstream({ strict: true });
     openrouter = await startOpenAIUpstream({ basePath: '/api/v1', apiKey: 'sk-or-loopback' });
-    restoreEnv = await useProviderEnv({
-      ANTHROPIC_API_KEY: anthropic.apiKey, ANTHROPIC_BASE_URL: anthropic.url,
-      OPENAI_API_KEY: openai.apiKey, OPENAI_BASE_URL: openai.url,
-      OPENROUTER_API_KEY: openrouter.apiKey, OPENROUTER_BASE_URL: openrouter.url,
-    }, ENV);
+    restoreEnv = await useProviderEnv(
+      {
+        ANTHROPIC_API_KEY: anthropic.apiKey,
+        ANTHROPIC_BASE_URL: anthropic.url,
+        OPENAI_API_KEY: openai.apiKey,
+        OPENAI_BASE_URL: openai.url,
+        OPENROUTER_API_KEY: openrouter.apiKey,
+        OPENROUTER_BASE_URL: openrouter.url,
+      },
+      ENV,
+    );
     api = await startApi();
     ({ key, accountId } = await newAccount('5'));
     claude = new Anthropic({ apiKey: key, baseURL: `${api.base}/api`, maxRetries: 0 });
@@ -69,26 +95,45 @@ describe('pass-through and translation fidelity', function () {
 
   // charges taken from a credit lease are written a moment later: read the settled balance
   const usd = async () => (await settledBalances(accountId)).USD.amount;
-  const post = (path: string, body: unknown, headers: Record<string, string> = {}, withKey = key) => fetch(`${api.base}${path}`, {
-    method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${withKey}`, ...headers }, body: JSON.stringify(body),
-  });
+  const post = (path: string, body: unknown, headers: Record<string, string> = {}, withKey = key) =>
+    fetch(`${api.base}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${withKey}`, ...headers },
+      body: JSON.stringify(body),
+    });
 
   /** What the Anthropic-style usage prices to on the route that served it. */
   function priceOfMessageUsage(modelId: string, provider: string, u: any): bigint {
-    const route = catalog().model(modelId)!.routes.find((r) => r.provider.id === provider)!;
+    const route = catalog()
+      .model(modelId)!
+      .routes.find((r) => r.provider.id === provider)!;
     return costOfUsage(route, {
       promptTokens: u.input_tokens + (u.cache_read_input_tokens ?? 0) + (u.cache_creation_input_tokens ?? 0),
-      cachedTokens: u.cache_read_input_tokens ?? 0, cacheWriteTokens: u.cache_creation_input_tokens ?? 0,
-      completionTokens: u.output_tokens, reasoningTokens: 0,
+      cachedTokens: u.cache_read_input_tokens ?? 0,
+      cacheWriteTokens: u.cache_creation_input_tokens ?? 0,
+      completionTokens: u.output_tokens,
+      reasoningTokens: 0,
     });
   }
 
   describe('messages → Anthropic, passed through (Anthropic SDK)', () => {
-    it('sends the caller\'s body as written: cache_control, unknown fields and all', async () => {
+    it("sends the caller's body as written: cache_control, unknown fields and all", async () => {
       const body = {
-        model: HAIKU, max_tokens: 300,
+        model: HAIKU,
+        max_tokens: 300,
         system: [{ type: 'text' as const, text: 'You are terse.', cache_control: { type: 'ephemeral' as const } }],
-        messages: [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'Say hello', cache_control: { type: 'ephemeral' as const, ttl: '1h' as const } }] }],
+        messages: [
+          {
+            role: 'user' as const,
+            content: [
+              {
+                type: 'text' as const,
+                text: 'Say hello',
+                cache_control: { type: 'ephemeral' as const, ttl: '1h' as const },
+              },
+            ],
+          },
+        ],
         tools: [{ ...weatherTool, cache_control: { type: 'ephemeral' as const } }],
         metadata: { user_id: 'u-7' },
         service_tier: 'standard_only',
@@ -102,7 +147,11 @@ describe('pass-through and translation fidelity', function () {
     it('returns the upstream message as it came: its id, cache_creation_input_tokens, billed on that usage', async () => {
       anthropic.script({ usage: { input_tokens: 12, cache_creation_input_tokens: 300, cache_read_input_tokens: 40 } });
       const before = await usd();
-      const msg: any = await claude.messages.create({ model: HAIKU, max_tokens: 64, messages: [{ role: 'user', content: 'Cache this' }] });
+      const msg: any = await claude.messages.create({
+        model: HAIKU,
+        max_tokens: 64,
+        messages: [{ role: 'user', content: 'Cache this' }],
+      });
       assert.match(msg.id, /^msg_loop/, 'the upstream id, not a gateway one');
       assert.equal(msg.model, 'anthropic/claude-3-5-haiku', 'the model the caller is shown is the catalog one');
       assert.equal(msg.usage.cache_creation_input_tokens, 300);
@@ -115,24 +164,48 @@ describe('pass-through and translation fidelity', function () {
     });
 
     it('stop_sequence comes back with the sequence that matched, streaming and not', async () => {
-      const msg: any = await claude.messages.create({ model: HAIKU, max_tokens: 64, stop_sequences: ['Paris'], messages: [{ role: 'user', content: 'Weather in Paris today' }] });
+      const msg: any = await claude.messages.create({
+        model: HAIKU,
+        max_tokens: 64,
+        stop_sequences: ['Paris'],
+        messages: [{ role: 'user', content: 'Weather in Paris today' }],
+      });
       assert.equal(msg.stop_reason, 'stop_sequence');
       assert.equal(msg.stop_sequence, 'Paris');
       assert.equal(msg.content[0].text, 'Echo: Weather in ');
-      const final: any = await claude.messages.stream({ model: HAIKU, max_tokens: 64, stop_sequences: ['Paris'], messages: [{ role: 'user', content: 'Weather in Paris today' }] }).finalMessage();
+      const final: any = await claude.messages
+        .stream({
+          model: HAIKU,
+          max_tokens: 64,
+          stop_sequences: ['Paris'],
+          messages: [{ role: 'user', content: 'Weather in Paris today' }],
+        })
+        .finalMessage();
       assert.equal(final.stop_reason, 'stop_sequence');
       assert.equal(final.stop_sequence, 'Paris');
     });
 
     it('thinking blocks come back signed, and sending them back keeps thinking on in a tool loop', async () => {
-      anthropic.script({ reasoning: 'I should look up the weather.', toolCalls: [{ id: 'toolu_think', name: 'get_weather', input: { city: 'Paris' } }] });
+      anthropic.script({
+        reasoning: 'I should look up the weather.',
+        toolCalls: [{ id: 'toolu_think', name: 'get_weather', input: { city: 'Paris' } }],
+      });
       const thinking = { type: 'enabled' as const, budget_tokens: 1024 };
-      const first: any = await claude.messages.create({ model: SONNET, max_tokens: 2048, thinking, tools: [weatherTool], messages: [{ role: 'user', content: 'Weather in Paris?' }] });
+      const first: any = await claude.messages.create({
+        model: SONNET,
+        max_tokens: 2048,
+        thinking,
+        tools: [weatherTool],
+        messages: [{ role: 'user', content: 'Weather in Paris?' }],
+      });
       assert.equal(first.content[0].type, 'thinking');
       assert.equal(first.content[0].signature, Buffer.from('sig:I should look up the weather.').toString('base64'));
       // the loopback, like Anthropic, rejects a tool loop with thinking on whose assistant turn lacks its signed block
       const second: any = await claude.messages.create({
-        model: SONNET, max_tokens: 2048, thinking, tools: [weatherTool],
+        model: SONNET,
+        max_tokens: 2048,
+        thinking,
+        tools: [weatherTool],
         messages: [
           { role: 'user', content: 'Weather in Paris?' },
           { role: 'assistant', content: first.content },
@@ -145,21 +218,34 @@ describe('pass-through and translation fidelity', function () {
       assert.deepEqual(up.messages[1].content[0], first.content[0]);
 
       // streamed: the signature arrives as a signature_delta, and the SDK assembles the block
-      const stream = claude.messages.stream({ model: SONNET, max_tokens: 2048, thinking, messages: [{ role: 'user', content: 'Think' }] });
+      const stream = claude.messages.stream({
+        model: SONNET,
+        max_tokens: 2048,
+        thinking,
+        messages: [{ role: 'user', content: 'Think' }],
+      });
       const final: any = await stream.finalMessage();
       assert.equal(final.content[0].type, 'thinking');
       assert.equal(final.content[0].signature, Buffer.from(`sig:${final.content[0].thinking}`).toString('base64'));
     });
 
-    it('streams Anthropic\'s frames as they came, with the bill on message_delta', async () => {
+    it("streams Anthropic's frames as they came, with the bill on message_delta", async () => {
       anthropic.script({ usage: { input_tokens: 9, cache_creation_input_tokens: 50 } });
       const before = await usd();
-      const res = await post('/api/v1/messages', { model: HAIKU, max_tokens: 64, stream: true, messages: [{ role: 'user', content: 'Stream it' }] });
-      const text = await res.text();
-      const frames = text.split('\n\n').filter(Boolean).map((f) => {
-        const [e, d] = f.split('\n');
-        return [e.slice('event: '.length), JSON.parse(d.slice('data: '.length))] as [string, any];
+      const res = await post('/api/v1/messages', {
+        model: HAIKU,
+        max_tokens: 64,
+        stream: true,
+        messages: [{ role: 'user', content: 'Stream it' }],
       });
+      const text = await res.text();
+      const frames = text
+        .split('\n\n')
+        .filter(Boolean)
+        .map((f) => {
+          const [e, d] = f.split('\n');
+          return [e.slice('event: '.length), JSON.parse(d.slice('data: '.length))] as [string, any];
+        });
       const start = frames[0][1];
       assert.match(start.message.id, /^msg_loop/);
       assert.equal(start.message.model, 'anthropic/claude-3-5-haiku');
@@ -175,8 +261,13 @@ describe('pass-through and translation fidelity', function () {
       assert.equal(delta.x_nanogpt_pricing.cost, Number(charged) / 1e9);
     });
 
-    it('suffix-derived settings are the gateway\'s edits: `:thinking` adds thinking and drops what Anthropic rejects beside it', async () => {
-      const msg: any = await claude.messages.create({ model: `${SONNET}:thinking`, max_tokens: 4096, temperature: 0.5, messages: [{ role: 'user', content: 'Ponder' }] } as any);
+    it("suffix-derived settings are the gateway's edits: `:thinking` adds thinking and drops what Anthropic rejects beside it", async () => {
+      const msg: any = await claude.messages.create({
+        model: `${SONNET}:thinking`,
+        max_tokens: 4096,
+        temperature: 0.5,
+        messages: [{ role: 'user', content: 'Ponder' }],
+      } as any);
       const up = anthropic.last().body;
       assert.equal(up.model, SONNET);
       assert.deepEqual(up.thinking, { type: 'enabled', budget_tokens: 2048 });
@@ -189,9 +280,15 @@ describe('pass-through and translation fidelity', function () {
       const was = config.passThrough;
       config.passThrough = false;
       try {
-        const msg: any = await claude.messages.create({ model: HAIKU, max_tokens: 32, messages: [{ role: 'user', content: 'Translate me' }] });
+        const msg: any = await claude.messages.create({
+          model: HAIKU,
+          max_tokens: 32,
+          messages: [{ role: 'user', content: 'Translate me' }],
+        });
         assert.match(msg.id, /^msg_(?!loop)/, 'a gateway id');
-        assert.deepEqual(anthropic.last().body.messages, [{ role: 'user', content: [{ type: 'text', text: 'Translate me' }] }]);
+        assert.deepEqual(anthropic.last().body.messages, [
+          { role: 'user', content: [{ type: 'text', text: 'Translate me' }] },
+        ]);
       } finally {
         config.passThrough = was;
       }
@@ -199,37 +296,57 @@ describe('pass-through and translation fidelity', function () {
 
     it('falls back before the first byte to another protocol, translated there', async () => {
       anthropic.script({ error: { status: 529 } }, { error: { status: 529 } });
-      const msg: any = await claude.messages.create({ model: HAIKU, max_tokens: 64, messages: [{ role: 'user', content: 'Fallback please' }] });
+      const msg: any = await claude.messages.create({
+        model: HAIKU,
+        max_tokens: 64,
+        messages: [{ role: 'user', content: 'Fallback please' }],
+      });
       assert.equal(msg.provider, 'openrouter');
       assert.match(msg.content[0].text, /Fallback please/);
       const up = openrouter.last().body;
       assert.equal(up.model, 'anthropic/claude-3.5-haiku');
-      assert.deepEqual(up.messages, [{ role: 'user', content: 'Fallback please' }], 'an OpenAI-protocol body, translated');
+      assert.deepEqual(
+        up.messages,
+        [{ role: 'user', content: 'Fallback please' }],
+        'an OpenAI-protocol body, translated',
+      );
 
-      const final: any = await claude.messages.stream({ model: HAIKU, max_tokens: 64, messages: [{ role: 'user', content: 'Stream fallback' }] }).finalMessage();
+      const final: any = await claude.messages
+        .stream({ model: HAIKU, max_tokens: 64, messages: [{ role: 'user', content: 'Stream fallback' }] })
+        .finalMessage();
       assert.match(final.content[0].text, /Stream fallback/);
       assert.equal(openrouter.last().body.stream, true);
     });
 
     it('a failure after message_start but before content still falls back', async () => {
       anthropic.script({ text: 'never shown', streamError: { afterEvents: 1 } });
-      const final: any = await claude.messages.stream({ model: HAIKU, max_tokens: 64, messages: [{ role: 'user', content: 'Early failure' }] }).finalMessage();
+      const final: any = await claude.messages
+        .stream({ model: HAIKU, max_tokens: 64, messages: [{ role: 'user', content: 'Early failure' }] })
+        .finalMessage();
       assert.match(final.content[0].text, /Early failure/);
       assert.equal(openrouter.requests.length, 1);
     });
   });
 
   describe('chat → OpenAI-compatible, passed through (openai SDK)', () => {
-    it('sends the caller\'s body with only the gateway\'s edits, and returns the upstream answer with its own fields', async () => {
+    it("sends the caller's body with only the gateway's edits, and returns the upstream answer with its own fields", async () => {
       const before = await usd();
       const completion: any = await gpt.chat.completions.create({
-        model: 'openai/gpt-4o-mini', max_tokens: 50, store: false, metadata: { run: 'p1' }, service_tier: 'default',
+        model: 'openai/gpt-4o-mini',
+        max_tokens: 50,
+        store: false,
+        metadata: { run: 'p1' },
+        service_tier: 'default',
         messages: [{ role: 'user', content: [{ type: 'text', text: 'Say hello' }] }],
         provider: { sort: 'price' },
       } as any);
       const up = openai.last().body;
       assert.deepEqual(up, {
-        model: 'gpt-4o-mini', max_completion_tokens: 50, store: false, metadata: { run: 'p1' }, service_tier: 'default',
+        model: 'gpt-4o-mini',
+        max_completion_tokens: 50,
+        store: false,
+        metadata: { run: 'p1' },
+        service_tier: 'default',
         messages: [{ role: 'user', content: [{ type: 'text', text: 'Say hello' }] }],
       });
       assert.match(completion.id, /^chatcmpl-loopback/);
@@ -239,21 +356,43 @@ describe('pass-through and translation fidelity', function () {
       assert.equal(completion.choices[0].message.refusal, null);
       assert.deepEqual(completion.choices[0].message.annotations, []);
       assert.equal(completion.provider, 'openai');
-      const route = catalog().model('openai/gpt-4o-mini')!.routes.find((r) => r.provider.id === 'openai')!;
+      const route = catalog()
+        .model('openai/gpt-4o-mini')!
+        .routes.find((r) => r.provider.id === 'openai')!;
       const u = completion.usage;
-      const expected = costOfUsage(route, { promptTokens: u.prompt_tokens, cachedTokens: 0, cacheWriteTokens: 0, completionTokens: u.completion_tokens, reasoningTokens: 0 });
+      const expected = costOfUsage(route, {
+        promptTokens: u.prompt_tokens,
+        cachedTokens: 0,
+        cacheWriteTokens: 0,
+        completionTokens: u.completion_tokens,
+        reasoningTokens: 0,
+      });
       assert.equal(before - (await usd()), expected);
       assert.equal(completion.cost, Number(expected) / 1e9);
     });
 
     it('streams the upstream chunks; usage is asked for billing but shown only when the caller asked', async () => {
       const before = await usd();
-      const frames = await readSse(await post('/api/v1/chat/completions', { model: 'openai/gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'Say hello' }] }));
+      const frames = await readSse(
+        await post('/api/v1/chat/completions', {
+          model: 'openai/gpt-4o-mini',
+          stream: true,
+          messages: [{ role: 'user', content: 'Say hello' }],
+        }),
+      );
       assert.deepEqual(openai.last().body.stream_options, { include_usage: true }, 'the gateway asked for usage');
       const chunks = frames.filter((f) => f !== '[DONE]');
       assert.equal(frames.at(-1), '[DONE]');
-      assert.ok(chunks.every((c) => c.system_fingerprint === 'fp_loopback' && c.model === 'openai/gpt-4o-mini' && c.provider === 'openai'), 'every chunk is the upstream\'s, renamed, with provider');
-      assert.ok(chunks.every((c) => c.usage === undefined || c.usage === null), 'no usage shown: the caller did not ask');
+      assert.ok(
+        chunks.every(
+          (c) => c.system_fingerprint === 'fp_loopback' && c.model === 'openai/gpt-4o-mini' && c.provider === 'openai',
+        ),
+        "every chunk is the upstream's, renamed, with provider",
+      );
+      assert.ok(
+        chunks.every((c) => c.usage === undefined || c.usage === null),
+        'no usage shown: the caller did not ask',
+      );
       assert.deepEqual(chunks[0].choices[0].delta, { role: 'assistant', content: '', refusal: null });
       const last = chunks.at(-1);
       assert.equal(last.choices[0].finish_reason, 'stop');
@@ -261,8 +400,12 @@ describe('pass-through and translation fidelity', function () {
       assert.equal(before - (await usd()), BigInt(Math.round(last.cost * 1e9)));
     });
 
-    it('the official SDK\'s stream helper reads a passed-through stream, usage included when asked', async () => {
-      const stream = gpt.chat.completions.stream({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello' }], stream_options: { include_usage: true } });
+    it("the official SDK's stream helper reads a passed-through stream, usage included when asked", async () => {
+      const stream = gpt.chat.completions.stream({
+        model: 'openai/gpt-4o-mini',
+        messages: [{ role: 'user', content: 'Say hello' }],
+        stream_options: { include_usage: true },
+      });
       const done = await stream.finalChatCompletion();
       assert.match(done.choices[0].message.content!, /Say hello/);
       assert.ok(done.usage!.completion_tokens > 0, 'usage shown when asked');
@@ -270,7 +413,14 @@ describe('pass-through and translation fidelity', function () {
 
     it('falls back before the first byte to another OpenAI-compatible upstream, passed through there too', async () => {
       openai.script({ status: 503 });
-      const frames = await readSse(await post('/api/v1/chat/completions', { model: 'openai/gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'hi' }], logit_bias: { '50256': -100 } }));
+      const frames = await readSse(
+        await post('/api/v1/chat/completions', {
+          model: 'openai/gpt-4o-mini',
+          stream: true,
+          messages: [{ role: 'user', content: 'hi' }],
+          logit_bias: { '50256': -100 },
+        }),
+      );
       assert.equal(frames[0].provider, 'openrouter');
       const up = openrouter.last().body;
       assert.equal(up.model, 'openai/gpt-4o-mini');
@@ -281,28 +431,67 @@ describe('pass-through and translation fidelity', function () {
     it('a stream cut midway ends with an error frame and bills what was produced', async () => {
       openai.script({ text: 'one two three four five six seven', cutAfter: 4 });
       const before = await usd();
-      const frames = await readSse(await post('/api/v1/chat/completions', { model: 'openai/gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'hi' }] }));
-      assert.ok(frames.some((f) => f !== '[DONE]' && f.error), 'an error frame');
+      const frames = await readSse(
+        await post('/api/v1/chat/completions', {
+          model: 'openai/gpt-4o-mini',
+          stream: true,
+          messages: [{ role: 'user', content: 'hi' }],
+        }),
+      );
+      assert.ok(
+        frames.some((f) => f !== '[DONE]' && f.error),
+        'an error frame',
+      );
       assert.ok(before - (await usd()) > 0n, 'the produced text is billed');
     });
 
     it('max_tool_calls and :reasoning-exclude need the translated path', async () => {
-      openai.script({ toolCalls: [{ name: 'a', arguments: '{}' }, { name: 'b', arguments: '{}' }] });
-      const j = await (await post('/api/v1/chat/completions', {
-        model: 'openai/gpt-4o-mini', max_tool_calls: 1, messages: [{ role: 'user', content: 'hi' }],
-        tools: [{ type: 'function', function: { name: 'a' } }, { type: 'function', function: { name: 'b' } }],
-      })).json();
+      openai.script({
+        toolCalls: [
+          { name: 'a', arguments: '{}' },
+          { name: 'b', arguments: '{}' },
+        ],
+      });
+      const j = await (
+        await post('/api/v1/chat/completions', {
+          model: 'openai/gpt-4o-mini',
+          max_tool_calls: 1,
+          messages: [{ role: 'user', content: 'hi' }],
+          tools: [
+            { type: 'function', function: { name: 'a' } },
+            { type: 'function', function: { name: 'b' } },
+          ],
+        })
+      ).json();
       assert.equal(j.choices[0].message.tool_calls.length, 1);
       assert.match(j.id, /^chatcmpl-(?!loopback)/, 'a gateway id: translated');
     });
 
     it('60 concurrent pass-through calls at a balance that covers a few: no overspend, books balance', async () => {
       const { key: poor, accountId: poorId } = await newAccount('0.02');
-      const results = await Promise.all(Array.from({ length: 60 }, (_, i) => post('/api/v1/chat/completions', {
-        model: 'openai/gpt-4o-mini', max_tokens: 16000, stream: i % 2 === 0, messages: [{ role: 'user', content: `race ${i}` }],
-      }, {}, poor).then(async (r) => ({ status: r.status, text: await r.text() }))));
-      assert.ok(results.every((r) => r.status === 200 || r.status === 402), JSON.stringify(results.map((r) => r.status)));
-      assert.ok(results.some((r) => r.status === 402) && results.some((r) => r.status === 200), 'some served, some refused');
+      const results = await Promise.all(
+        Array.from({ length: 60 }, (_, i) =>
+          post(
+            '/api/v1/chat/completions',
+            {
+              model: 'openai/gpt-4o-mini',
+              max_tokens: 16000,
+              stream: i % 2 === 0,
+              messages: [{ role: 'user', content: `race ${i}` }],
+            },
+            {},
+            poor,
+          ).then(async (r) => ({ status: r.status, text: await r.text() })),
+        ),
+      );
+      assert.ok(
+        results.every((r) => r.status === 200 || r.status === 402),
+        JSON.stringify(results.map((r) => r.status)),
+      );
+      assert.ok(
+        results.some((r) => r.status === 402) && results.some((r) => r.status === 200),
+        'some served, some refused',
+      );
       const bal = (await balances(poorId))!.USD;
       assert.equal(bal.held, 0n);
       assert.ok(bal.amount >= 0n, 'no overspend');
@@ -312,16 +501,34 @@ describe('pass-through and translation fidelity', function () {
 
   describe('the translated path', () => {
     it('messages → Anthropic with :reasoning-exclude (translated): stop_sequence, and signed thinking sent back keeps thinking on in a tool loop', async () => {
-      const msg: any = await claude.messages.create({ model: `${SONNET}:reasoning-exclude`, max_tokens: 64, stop_sequences: ['Paris'], messages: [{ role: 'user', content: 'Weather in Paris today' }] });
+      const msg: any = await claude.messages.create({
+        model: `${SONNET}:reasoning-exclude`,
+        max_tokens: 64,
+        stop_sequences: ['Paris'],
+        messages: [{ role: 'user', content: 'Weather in Paris today' }],
+      });
       assert.match(msg.id, /^msg_(?!loop)/, 'a gateway id: translated');
       assert.equal(msg.stop_reason, 'stop_sequence');
       assert.equal(msg.stop_sequence, 'Paris');
-      const signed = { type: 'thinking', thinking: 'Look it up.', signature: Buffer.from('sig:Look it up.').toString('base64') };
+      const signed = {
+        type: 'thinking',
+        thinking: 'Look it up.',
+        signature: Buffer.from('sig:Look it up.').toString('base64'),
+      };
       await claude.messages.create({
-        model: `${SONNET}:reasoning-exclude`, max_tokens: 4096, thinking: { type: 'enabled', budget_tokens: 2048 }, tools: [weatherTool],
+        model: `${SONNET}:reasoning-exclude`,
+        max_tokens: 4096,
+        thinking: { type: 'enabled', budget_tokens: 2048 },
+        tools: [weatherTool],
         messages: [
           { role: 'user', content: 'Weather in Paris?' },
-          { role: 'assistant', content: [signed as any, { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Paris' } }] },
+          {
+            role: 'assistant',
+            content: [
+              signed as any,
+              { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Paris' } },
+            ],
+          },
           { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: '{"temp_c":21}' }] },
         ],
       });
@@ -331,23 +538,41 @@ describe('pass-through and translation fidelity', function () {
     });
 
     it('chat → Anthropic carries cache_control on content parts, system parts and keeps stop sequences', async () => {
-      const j = await (await post('/api/v1/chat/completions', {
-        model: HAIKU, max_tokens: 64, stop: ['Paris'],
-        messages: [
-          { role: 'system', content: [{ type: 'text', text: 'Long instructions', cache_control: { type: 'ephemeral' } }] },
-          { role: 'user', content: [{ type: 'text', text: 'Weather in Paris today', cache_control: { type: 'ephemeral', ttl: '5m' } }] },
-        ],
-      })).json();
+      const j = await (
+        await post('/api/v1/chat/completions', {
+          model: HAIKU,
+          max_tokens: 64,
+          stop: ['Paris'],
+          messages: [
+            {
+              role: 'system',
+              content: [{ type: 'text', text: 'Long instructions', cache_control: { type: 'ephemeral' } }],
+            },
+            {
+              role: 'user',
+              content: [
+                { type: 'text', text: 'Weather in Paris today', cache_control: { type: 'ephemeral', ttl: '5m' } },
+              ],
+            },
+          ],
+        })
+      ).json();
       const up = anthropic.last().body;
       assert.deepEqual(up.system, [{ type: 'text', text: 'Long instructions', cache_control: { type: 'ephemeral' } }]);
-      assert.deepEqual(up.messages[0].content, [{ type: 'text', text: 'Weather in Paris today', cache_control: { type: 'ephemeral', ttl: '5m' } }]);
+      assert.deepEqual(up.messages[0].content, [
+        { type: 'text', text: 'Weather in Paris today', cache_control: { type: 'ephemeral', ttl: '5m' } },
+      ]);
       assert.equal(j.choices[0].message.content, 'Echo: Weather in ');
       assert.equal(j.choices[0].finish_reason, 'stop');
     });
 
     it('a bad cache_control is a 400 naming it, nothing charged', async () => {
       const before = await usd();
-      const res = await post('/api/v1/messages', { model: HAIKU, max_tokens: 10, messages: [{ role: 'user', content: [{ type: 'text', text: 'x', cache_control: { type: 'forever' } }] }] });
+      const res = await post('/api/v1/messages', {
+        model: HAIKU,
+        max_tokens: 10,
+        messages: [{ role: 'user', content: [{ type: 'text', text: 'x', cache_control: { type: 'forever' } }] }],
+      });
       assert.equal(res.status, 400);
       assert.match((await res.json()).error.message, /cache_control/);
       assert.equal(await usd(), before);
@@ -356,14 +581,22 @@ describe('pass-through and translation fidelity', function () {
     it('the Anthropic adapter returns signatures and stop sequences; the message surface shows them', async () => {
       const target = { providerId: 'anthropic', baseUrl: anthropic.url, apiKey: anthropic.apiKey, options: {} };
       const req: InferenceRequest = {
-        model: SONNET, maxTokens: 4096, sampling: { stop: ['Paris'] }, reasoning: { enabled: true, budgetTokens: 1024 },
+        model: SONNET,
+        maxTokens: 4096,
+        sampling: { stop: ['Paris'] },
+        reasoning: { enabled: true, budgetTokens: 1024 },
         messages: [{ role: 'user', content: [{ type: 'text', text: 'Weather in Paris today' }] }],
       };
       const r = await anthropicAdapter.complete(req, target, AbortSignal.timeout(5000));
       assert.equal(r.stopSequence, 'Paris');
       const block = r.thinkingBlocks![0] as { text: string; signature: string };
       assert.equal(block.signature, Buffer.from(`sig:${block.text}`).toString('base64'));
-      const shown: any = toMessage(r, r.usage!, bill, { id: 'msg_x', model: 'm', provider: 'anthropic', showReasoning: true });
+      const shown: any = toMessage(r, r.usage!, bill, {
+        id: 'msg_x',
+        model: 'm',
+        provider: 'anthropic',
+        showReasoning: true,
+      });
       assert.deepEqual(shown.content[0], { type: 'thinking', thinking: block.text, signature: block.signature });
       assert.equal(shown.stop_reason, 'stop_sequence');
 
@@ -374,29 +607,54 @@ describe('pass-through and translation fidelity', function () {
       assert.equal((events.find((e) => e.type === 'finish') as any).stopSequence, 'Paris');
       const streamer = new MessageStreamer({ id: 'msg_x', model: 'm', provider: 'anthropic', showReasoning: true });
       const frames = events.flatMap((e) => streamer.event(e));
-      assert.ok(frames.some(([, d]: any) => d.delta?.type === 'signature_delta' && d.delta.signature === block.signature), 'a signature_delta frame');
+      assert.ok(
+        frames.some(([, d]: any) => d.delta?.type === 'signature_delta' && d.delta.signature === block.signature),
+        'a signature_delta frame',
+      );
       const [, delta]: any = streamer.end('stop', r.usage!, bill, 'Paris').find(([e]) => e === 'message_delta');
       assert.deepEqual(delta.delta, { stop_reason: 'stop_sequence', stop_sequence: 'Paris' });
     });
 
     it('vendor sampling controls reach vLLM and llama.cpp under their names, and nobody else', async () => {
       const vendor = { min_tokens: 3, ignore_eos: true, mirostat_mode: 2, mirostat_tau: 4, tfs: 0.9, top_a: 0.2 };
-      const req: InferenceRequest = { model: 'm', maxTokens: 8, prompt: 'Once upon', messages: [], sampling: { vendor } };
-      const send = (providerId: string) => openaiAdapter.complete(req, { providerId, baseUrl: openrouter.url, apiKey: openrouter.apiKey, options: {} }, AbortSignal.timeout(5000));
+      const req: InferenceRequest = {
+        model: 'm',
+        maxTokens: 8,
+        prompt: 'Once upon',
+        messages: [],
+        sampling: { vendor },
+      };
+      const send = (providerId: string) =>
+        openaiAdapter.complete(
+          req,
+          { providerId, baseUrl: openrouter.url, apiKey: openrouter.apiKey, options: {} },
+          AbortSignal.timeout(5000),
+        );
       await send('vllm');
       const v = openrouter.last().body;
       assert.equal(openrouter.last().path, '/api/v1/completions');
       assert.deepEqual([v.min_tokens, v.ignore_eos, v.mirostat, v.top_a], [3, true, undefined, undefined]);
       await send('llamacpp');
       const l = openrouter.last().body;
-      assert.deepEqual([l.mirostat, l.mirostat_tau, l.tfs_z, l.ignore_eos, l.min_tokens, l.top_a], [2, 4, 0.9, true, undefined, undefined]);
+      assert.deepEqual(
+        [l.mirostat, l.mirostat_tau, l.tfs_z, l.ignore_eos, l.min_tokens, l.top_a],
+        [2, 4, 0.9, true, undefined, undefined],
+      );
       await send('together');
       const t = openrouter.last().body;
-      for (const k of ['min_tokens', 'ignore_eos', 'mirostat', 'mirostat_mode', 'tfs', 'tfs_z', 'top_a']) assert.equal(t[k], undefined, k);
+      for (const k of ['min_tokens', 'ignore_eos', 'mirostat', 'mirostat_mode', 'tfs', 'tfs_z', 'top_a'])
+        assert.equal(t[k], undefined, k);
     });
 
     it('legacy completions take vendor controls and do not send them to OpenAI (whose API would reject them)', async () => {
-      const res = await post('/api/v1/completions', { model: 'openai/gpt-4o-mini', prompt: 'Once upon', max_tokens: 8, top_a: 0.3, mirostat_mode: 1, min_tokens: 2 });
+      const res = await post('/api/v1/completions', {
+        model: 'openai/gpt-4o-mini',
+        prompt: 'Once upon',
+        max_tokens: 8,
+        top_a: 0.3,
+        mirostat_mode: 1,
+        min_tokens: 2,
+      });
       assert.equal(res.status, 200, await res.clone().text());
       const up = openai.last().body;
       for (const k of ['top_a', 'mirostat_mode', 'mirostat', 'min_tokens']) assert.equal(up[k], undefined, k);
@@ -406,25 +664,45 @@ describe('pass-through and translation fidelity', function () {
   describe('X-Billing-Mode', () => {
     it('accepts the pay-as-you-go spellings, case-insensitively', async () => {
       for (const v of ['paygo', 'PAYG', 'pay-as-you-go']) {
-        const res = await post('/api/v1/chat/completions', { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, { 'X-Billing-Mode': v });
+        const res = await post(
+          '/api/v1/chat/completions',
+          { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] },
+          { 'X-Billing-Mode': v },
+        );
         assert.equal(res.status, 200, v);
       }
     });
 
-    it('rejects another value with a 400 naming the header, in each surface\'s envelope, nothing charged', async () => {
+    it("rejects another value with a 400 naming the header, in each surface's envelope, nothing charged", async () => {
       const before = await usd();
-      const chat = await post('/api/v1/chat/completions', { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, { 'X-Billing-Mode': 'subscription' });
+      const chat = await post(
+        '/api/v1/chat/completions',
+        { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] },
+        { 'X-Billing-Mode': 'subscription' },
+      );
       assert.equal(chat.status, 400);
       const e = (await chat.json()).error;
       assert.equal(e.param, 'X-Billing-Mode');
       assert.match(e.message, /paygo/);
-      const msg = await post('/api/v1/messages', { model: HAIKU, max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }, { 'x-billing-mode': 'free' });
+      const msg = await post(
+        '/api/v1/messages',
+        { model: HAIKU, max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] },
+        { 'x-billing-mode': 'free' },
+      );
       assert.equal(msg.status, 400);
       assert.equal((await msg.json()).type, 'error');
-      const resp = await post('/api/v1/responses', { model: 'openai/gpt-4o-mini', input: 'hi' }, { 'X-Billing-Mode': 'credits' });
+      const resp = await post(
+        '/api/v1/responses',
+        { model: 'openai/gpt-4o-mini', input: 'hi' },
+        { 'X-Billing-Mode': 'credits' },
+      );
       assert.equal(resp.status, 400);
       assert.equal((await resp.json()).error.param, 'X-Billing-Mode');
-      const talk = await post('/api/talk-to-gpt', { model: 'openai/gpt-4o-mini', prompt: 'hi' }, { 'X-Billing-Mode': 'credits' });
+      const talk = await post(
+        '/api/talk-to-gpt',
+        { model: 'openai/gpt-4o-mini', prompt: 'hi' },
+        { 'X-Billing-Mode': 'credits' },
+      );
       assert.equal(talk.status, 400);
       assert.match((await talk.json()).message, /X-Billing-Mode/);
       assert.equal(await usd(), before);
@@ -432,7 +710,12 @@ describe('pass-through and translation fidelity', function () {
 
     it('on a subscription-only key, a forced pay-as-you-go request is refused saying why', async () => {
       const { key: subKey } = await createKey(accountId, { billingMode: 'subscription_only' });
-      const res = await post('/api/v1/completions', { model: 'openai/gpt-4o-mini', prompt: 'hi', max_tokens: 4 }, { 'X-Billing-Mode': 'paygo' }, subKey);
+      const res = await post(
+        '/api/v1/completions',
+        { model: 'openai/gpt-4o-mini', prompt: 'hi', max_tokens: 4 },
+        { 'X-Billing-Mode': 'paygo' },
+        subKey,
+      );
       assert.equal(res.status, 402);
       assert.match((await res.json()).error.message, /pay-as-you-go billing/);
     });

@@ -34,7 +34,10 @@ describe('responses API: background mode (Temporal workflow)', function () {
     assert.equal(r.status, 'queued');
     assert.equal(r.background, true);
     assert.match(r.id, /^resp_/);
-    const done: any = await until(() => client.responses.retrieve(r.id), (x: any) => x.status === 'completed');
+    const done: any = await until(
+      () => client.responses.retrieve(r.id),
+      (x: any) => x.status === 'completed',
+    );
     assert.equal(done.status, 'completed');
     assert.equal(done.output_text, 'Background answer.');
     assert.ok(done.usage.output_tokens > 0);
@@ -49,20 +52,35 @@ describe('responses API: background mode (Temporal workflow)', function () {
     // it chains like any stored response
     const next: any = await client.responses.create({ model: MODEL, input: 'And then?', previous_response_id: r.id });
     assert.equal(next.status, 'completed');
-    assert.ok(b.openai.last().body.messages.some((m: any) => m.role === 'assistant' && m.content === 'Background answer.'));
+    assert.ok(
+      b.openai.last().body.messages.some((m: any) => m.role === 'assistant' && m.content === 'Background answer.'),
+    );
   });
 
   it('cancels through the workflow: status cancelled, reservation released, nothing charged', async () => {
     const before = await b.usd(accountId);
     b.openai.script({ hang: true });
     const r: any = await client.responses.create({ model: MODEL, input: 'This will hang', background: true });
-    await until(() => client.responses.retrieve(r.id), (x: any) => x.status === 'in_progress');
-    await until(async () => b.openai.requests.length, (n) => n > 0);
+    await until(
+      () => client.responses.retrieve(r.id),
+      (x: any) => x.status === 'in_progress',
+    );
+    await until(
+      async () => b.openai.requests.length,
+      (n) => n > 0,
+    );
     const cancelled: any = await client.responses.cancel(r.id);
     assert.equal(cancelled.status, 'cancelled');
-    const after = await until(() => b.usd(accountId), (x) => x.held === 0n);
+    const after = await until(
+      () => b.usd(accountId),
+      (x) => x.held === 0n,
+    );
     assert.deepEqual(after, before);
-    await until(async () => b.openai.last().aborted, (x) => x, 5000);
+    await until(
+      async () => b.openai.last().aborted,
+      (x) => x,
+      5000,
+    );
     assert.equal(b.openai.last().aborted, true, 'the upstream call was aborted');
   });
 
@@ -70,7 +88,10 @@ describe('responses API: background mode (Temporal workflow)', function () {
     const before = await b.usd(accountId);
     b.openai.script({ status: 400, error: { message: 'rejected upstream' } });
     const r: any = await client.responses.create({ model: MODEL, input: 'x', background: true });
-    const done: any = await until(() => client.responses.retrieve(r.id), (x: any) => x.status === 'failed');
+    const done: any = await until(
+      () => client.responses.retrieve(r.id),
+      (x: any) => x.status === 'failed',
+    );
     assert.equal(done.status, 'failed');
     assert.match(done.error.message, /rejected upstream/);
     assert.deepEqual(await b.usd(accountId), before);

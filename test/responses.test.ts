@@ -10,7 +10,18 @@ import { catalog } from '../activities/catalog/catalog.js';
 import { costOfUsage } from '../activities/billing/pricing.js';
 
 const MODEL = 'openai/gpt-4o-mini';
-const weather = { type: 'function' as const, name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false }, strict: true };
+const weather = {
+  type: 'function' as const,
+  name: 'get_weather',
+  description: 'Weather for a city',
+  parameters: {
+    type: 'object',
+    properties: { city: { type: 'string' } },
+    required: ['city'],
+    additionalProperties: false,
+  },
+  strict: true,
+};
 
 describe('responses API (OpenAI Responses wire format)', function () {
   this.timeout(60_000);
@@ -32,11 +43,16 @@ describe('responses API (OpenAI Responses wire format)', function () {
   /** The charge equals the price of the reported usage on the route that served it. */
   async function assertBilled(before: bigint, r: any) {
     const spent = before - (await usd());
-    const route = catalog().model(MODEL)!.routes.find((x) => x.provider.id === r.provider)!;
+    const route = catalog()
+      .model(MODEL)!
+      .routes.find((x) => x.provider.id === r.provider)!;
     const u = r.usage;
     const expected = costOfUsage(route, {
-      promptTokens: u.input_tokens, cachedTokens: u.input_tokens_details.cached_tokens, cacheWriteTokens: 0,
-      completionTokens: u.output_tokens, reasoningTokens: u.output_tokens_details.reasoning_tokens,
+      promptTokens: u.input_tokens,
+      cachedTokens: u.input_tokens_details.cached_tokens,
+      cacheWriteTokens: 0,
+      completionTokens: u.output_tokens,
+      reasoningTokens: u.output_tokens_details.reasoning_tokens,
     });
     assert.ok(spent > 0n, 'something was charged');
     assert.equal(spent, expected, `charged ${spent}, usage ${JSON.stringify(u)} prices to ${expected}`);
@@ -47,14 +63,24 @@ describe('responses API (OpenAI Responses wire format)', function () {
 
   it('creates a response, billed as its usage, and retrieves and deletes it', async () => {
     const before = await usd();
-    const r: any = await client.responses.create({ model: MODEL, input: 'Say hello', instructions: 'Be brief.', metadata: { tag: 'a' } });
+    const r: any = await client.responses.create({
+      model: MODEL,
+      input: 'Say hello',
+      instructions: 'Be brief.',
+      metadata: { tag: 'a' },
+    });
     assert.match(r.id, /^resp_[0-9a-f]+$/);
     assert.equal(r.object, 'response');
     assert.equal(r.status, 'completed');
     assert.equal(r.output_text, 'Echo: Say hello');
     assert.equal(r.output[0].type, 'message');
     assert.match(r.output[0].id, /^msg_/);
-    assert.deepEqual(r.output[0].content[0], { type: 'output_text', text: 'Echo: Say hello', annotations: [], logprobs: [] });
+    assert.deepEqual(r.output[0].content[0], {
+      type: 'output_text',
+      text: 'Echo: Say hello',
+      annotations: [],
+      logprobs: [],
+    });
     assert.equal(r.instructions, 'Be brief.');
     assert.deepEqual(r.metadata, { tag: 'a' });
     assert.equal(r.store, true);
@@ -70,15 +96,24 @@ describe('responses API (OpenAI Responses wire format)', function () {
     assert.equal(got.id, r.id);
     assert.equal(got.output_text, 'Echo: Say hello');
     await client.responses.delete(r.id);
-    await assert.rejects(client.responses.retrieve(r.id), (e: any) => e.status === 404 && e.error?.type === 'not_found_error');
+    await assert.rejects(
+      client.responses.retrieve(r.id),
+      (e: any) => e.status === 404 && e.error?.type === 'not_found_error',
+    );
   });
 
   it('answers DELETE with {id, object, deleted}', async () => {
     const r: any = await client.responses.create({ model: MODEL, input: 'hi' });
-    const res = await fetch(`${b.base}/api/v1/responses/${r.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } });
+    const res = await fetch(`${b.base}/api/v1/responses/${r.id}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${key}` },
+    });
     assert.equal(res.status, 200);
     assert.deepEqual(await res.json(), { id: r.id, object: 'response', deleted: true });
-    const res2 = await fetch(`${b.base}/api/v1/responses/${r.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } });
+    const res2 = await fetch(`${b.base}/api/v1/responses/${r.id}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${key}` },
+    });
     assert.equal(res2.status, 404);
   });
 
@@ -88,10 +123,23 @@ describe('responses API (OpenAI Responses wire format)', function () {
     const events: any[] = [];
     for await (const e of stream) events.push(e);
     const types = events.map((e) => e.type);
-    assert.deepEqual(types.slice(0, 4), ['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added']);
-    assert.deepEqual(types.slice(-4), ['response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.completed']);
+    assert.deepEqual(types.slice(0, 4), [
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+    ]);
+    assert.deepEqual(types.slice(-4), [
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
     events.forEach((e, i) => assert.equal(e.sequence_number, i));
-    const text = events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join('');
+    const text = events
+      .filter((e) => e.type === 'response.output_text.delta')
+      .map((e) => e.delta)
+      .join('');
     assert.equal(text, 'Echo: Say hello there');
     const done = events.at(-1).response;
     assert.equal(done.status, 'completed');
@@ -124,30 +172,47 @@ describe('responses API (OpenAI Responses wire format)', function () {
     assert.equal(b.openai.last().body.tools[0].function.name, 'get_weather');
 
     const follow: any = await client.responses.create({
-      model: MODEL, previous_response_id: r.id, tools: [weather],
+      model: MODEL,
+      previous_response_id: r.id,
+      tools: [weather],
       input: [{ type: 'function_call_output', call_id: 'call_w', output: '{"temp":21}' }],
     });
     assert.equal(follow.status, 'completed');
     assert.equal(follow.previous_response_id, r.id);
     const sent = b.openai.last().body.messages;
-    assert.deepEqual(sent.map((m: any) => m.role), ['user', 'assistant', 'tool']);
+    assert.deepEqual(
+      sent.map((m: any) => m.role),
+      ['user', 'assistant', 'tool'],
+    );
     assert.equal(sent[1].tool_calls[0].id, 'call_w');
     assert.equal(sent[2].tool_call_id, 'call_w');
     assert.equal(sent[2].content, '{"temp":21}');
 
     // streamed tool call: argument deltas and done events
     b.openai.script({ toolCalls: [{ id: 'call_s', name: 'get_weather', arguments: '{"city":"Lima"}' }] });
-    const stream = await client.responses.create({ model: MODEL, input: 'weather in Lima?', tools: [weather], stream: true });
+    const stream = await client.responses.create({
+      model: MODEL,
+      input: 'weather in Lima?',
+      tools: [weather],
+      stream: true,
+    });
     const events: any[] = [];
     for await (const e of stream) events.push(e);
-    const args = events.filter((e) => e.type === 'response.function_call_arguments.delta').map((e) => e.delta).join('');
+    const args = events
+      .filter((e) => e.type === 'response.function_call_arguments.delta')
+      .map((e) => e.delta)
+      .join('');
     assert.equal(args, '{"city":"Lima"}');
     const doneArgs = events.find((e) => e.type === 'response.function_call_arguments.done');
     assert.equal(doneArgs.arguments, '{"city":"Lima"}');
     const final = events.at(-1).response;
     assert.equal(final.output.find((o: any) => o.type === 'function_call').call_id, 'call_s');
     // and the chain works from a streamed response too
-    await client.responses.create({ model: MODEL, previous_response_id: final.id, input: [{ type: 'function_call_output', call_id: 'call_s', output: 'sunny' }] });
+    await client.responses.create({
+      model: MODEL,
+      previous_response_id: final.id,
+      input: [{ type: 'function_call_output', call_id: 'call_s', output: 'sunny' }],
+    });
     assert.equal(b.openai.last().body.messages.at(-1).tool_call_id, 'call_s');
   });
 
@@ -162,12 +227,23 @@ describe('responses API (OpenAI Responses wire format)', function () {
       tools: [weather],
     });
     const sent = b.openai.last().body.messages;
-    assert.deepEqual(sent.map((m: any) => m.role), ['user', 'assistant', 'tool']);
+    assert.deepEqual(
+      sent.map((m: any) => m.role),
+      ['user', 'assistant', 'tool'],
+    );
   });
 
   it('chains turns with previous_response_id: the upstream sees the earlier turns', async () => {
-    const a: any = await client.responses.create({ model: MODEL, input: 'first question', instructions: 'old instructions' });
-    const c: any = await client.responses.create({ model: MODEL, input: 'second question', previous_response_id: a.id });
+    const a: any = await client.responses.create({
+      model: MODEL,
+      input: 'first question',
+      instructions: 'old instructions',
+    });
+    const c: any = await client.responses.create({
+      model: MODEL,
+      input: 'second question',
+      previous_response_id: a.id,
+    });
     assert.equal(c.output_text, 'Echo: second question');
     const sent = b.openai.last().body.messages;
     assert.deepEqual(sent, [
@@ -175,15 +251,28 @@ describe('responses API (OpenAI Responses wire format)', function () {
       { role: 'assistant', content: 'Echo: first question' },
       { role: 'user', content: 'second question' },
     ]);
-    const d: any = await client.responses.create({ model: MODEL, input: [{ role: 'user', content: 'third' }], previous_response_id: c.id });
+    const d: any = await client.responses.create({
+      model: MODEL,
+      input: [{ role: 'user', content: 'third' }],
+      previous_response_id: c.id,
+    });
     assert.equal(d.output_text, 'Echo: third');
     assert.equal(b.openai.last().body.messages.length, 5);
   });
 
   it('asks for json_schema output through text.format', async () => {
-    const schema = { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'], additionalProperties: false };
+    const schema = {
+      type: 'object',
+      properties: { answer: { type: 'string' } },
+      required: ['answer'],
+      additionalProperties: false,
+    };
     b.openai.script({ text: '{"answer":"42"}' });
-    const r: any = await client.responses.create({ model: MODEL, input: 'the answer?', text: { format: { type: 'json_schema', name: 'answer', schema, strict: true } } });
+    const r: any = await client.responses.create({
+      model: MODEL,
+      input: 'the answer?',
+      text: { format: { type: 'json_schema', name: 'answer', schema, strict: true } },
+    });
     assert.deepEqual(JSON.parse(r.output_text), { answer: '42' });
     assert.equal(r.text.format.type, 'json_schema');
     assert.equal(r.text.format.name, 'answer');
@@ -226,7 +315,10 @@ describe('responses API (OpenAI Responses wire format)', function () {
       [{ model: MODEL, input: 'hi', tools: [{ type: 'web_search' }] }, 'tools[0].type'],
       [{ model: MODEL, input: 'hi', tools: [{ type: 'function', name: 'bad name!' }] }, 'tools[0].name'],
       [{ model: MODEL, input: [{ type: 'function_call_output', call_id: 'nope', output: 'x' }] }, 'input[0].call_id'],
-      [{ model: MODEL, input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }] }, 'input[0].content[0].type'],
+      [
+        { model: MODEL, input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }] },
+        'input[0].content[0].type',
+      ],
       [{ model: MODEL, input: 'hi', temperature: 5 }, 'temperature'],
       [{ model: MODEL, input: 'hi', text: { format: { type: 'json_schema', schema: { type: 'object' } } } }, /name/],
       [{ model: MODEL, input: 'hi', background: true, stream: true }, 'stream'],
@@ -253,7 +345,10 @@ describe('responses API (OpenAI Responses wire format)', function () {
     assert.equal(j.error.param, 'previous_response_id');
     const get = await fetch(`${b.base}/v1/responses/${r.id}`, { headers: { authorization: `Bearer ${other.key}` } });
     assert.equal(get.status, 404);
-    const del = await fetch(`${b.base}/v1/responses/${r.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${other.key}` } });
+    const del = await fetch(`${b.base}/v1/responses/${r.id}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${other.key}` },
+    });
     assert.equal(del.status, 404);
     assert.equal((await post({ model: MODEL, input: 'x', previous_response_id: 'resp_unknown' })).status, 404);
     // still there for its owner
@@ -271,7 +366,11 @@ describe('responses API (OpenAI Responses wire format)', function () {
   });
 
   it('ends a stream that breaks midway with response.failed, billing what was produced', async () => {
-    b.openai.script({ text: 'one two three four five six', errorAfter: 3, error: { message: 'boom', type: 'server_error' } });
+    b.openai.script({
+      text: 'one two three four five six',
+      errorAfter: 3,
+      error: { message: 'boom', type: 'server_error' },
+    });
     const before = await usd();
     const res = await post({ model: MODEL, input: 'go', stream: true });
     assert.equal(res.status, 200);

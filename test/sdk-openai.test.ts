@@ -23,7 +23,10 @@ describe('openai SDK against the gateway', function () {
   });
 
   it('creates a chat completion', async () => {
-    const r = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello' }] });
+    const r = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'Say hello' }],
+    });
     assert.match(r.choices[0].message.content!, /hello/i);
     assert.ok(r.usage!.total_tokens > 0);
     assert.ok((r as unknown as { x_nanogpt_pricing: { cost: number } }).x_nanogpt_pricing.cost > 0);
@@ -31,7 +34,10 @@ describe('openai SDK against the gateway', function () {
 
   it('streams a chat completion with usage', async () => {
     const stream = await client.chat.completions.create({
-      model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello' }], stream: true, stream_options: { include_usage: true },
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'Say hello' }],
+      stream: true,
+      stream_options: { include_usage: true },
     });
     let text = '';
     let usage;
@@ -45,13 +51,27 @@ describe('openai SDK against the gateway', function () {
 
   it('calls tools, streaming and not, and the stream helper assembles the arguments', async () => {
     const tools: OpenAI.Chat.Completions.ChatCompletionTool[] = [
-      { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } },
+      {
+        type: 'function',
+        function: {
+          name: 'get_weather',
+          parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+        },
+      },
     ];
     b.openai.script({ toolCalls: [{ id: 'call_w', name: 'get_weather', arguments: '{"city":"Oslo"}' }] });
-    const r = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'weather?' }], tools });
+    const r = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'weather?' }],
+      tools,
+    });
     assert.equal(r.choices[0].message.tool_calls![0].type, 'function');
     b.openai.script({ toolCalls: [{ id: 'call_w2', name: 'get_weather', arguments: '{"city":"Lima"}' }] });
-    const runner = client.chat.completions.stream({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'weather?' }], tools });
+    const runner = client.chat.completions.stream({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'weather?' }],
+      tools,
+    });
     const final = await runner.finalChatCompletion();
     const call = final.choices[0].message.tool_calls![0] as { function: { name: string; arguments: string } };
     assert.equal(call.function.name, 'get_weather');
@@ -71,7 +91,12 @@ describe('openai SDK against the gateway', function () {
   });
 
   it('asks for JSON-schema output, and parses it with the SDK helper', async () => {
-    const schema = { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'], additionalProperties: false };
+    const schema = {
+      type: 'object',
+      properties: { answer: { type: 'string' } },
+      required: ['answer'],
+      additionalProperties: false,
+    };
     b.openai.script({ text: '{"answer":"42"}' });
     const r = await client.chat.completions.parse({
       model: 'gpt-4o-mini',
@@ -82,13 +107,23 @@ describe('openai SDK against the gateway', function () {
     assert.equal(b.openai.last().body.response_format.json_schema.name, 'answer');
   });
 
-  it('raises the SDK\'s typed errors for the gateway\'s error envelopes', async () => {
-    await assert.rejects(client.chat.completions.create({ model: 'nope/never', messages: [{ role: 'user', content: 'x' }] }), (e: unknown) => {
-      assert.ok(e instanceof OpenAI.NotFoundError);
-      assert.equal((e as InstanceType<typeof OpenAI.APIError>).code, 'model_not_found');
-      return true;
+  it("raises the SDK's typed errors for the gateway's error envelopes", async () => {
+    await assert.rejects(
+      client.chat.completions.create({ model: 'nope/never', messages: [{ role: 'user', content: 'x' }] }),
+      (e: unknown) => {
+        assert.ok(e instanceof OpenAI.NotFoundError);
+        assert.equal((e as InstanceType<typeof OpenAI.APIError>).code, 'model_not_found');
+        return true;
+      },
+    );
+    const stranger = new OpenAI({
+      apiKey: 'sk-nanogpt-00000000-0000-4000-8000-000000000000',
+      baseURL: `${b.base}/v1`,
+      maxRetries: 0,
     });
-    const stranger = new OpenAI({ apiKey: 'sk-nanogpt-00000000-0000-4000-8000-000000000000', baseURL: `${b.base}/v1`, maxRetries: 0 });
-    await assert.rejects(stranger.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }), OpenAI.AuthenticationError);
+    await assert.rejects(
+      stranger.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }),
+      OpenAI.AuthenticationError,
+    );
   });
 });

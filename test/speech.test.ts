@@ -5,7 +5,14 @@
 // each speech error code; the books balance after every money test.
 import assert from 'node:assert/strict';
 import { startApi, newAccount } from './support/api.js';
-import { startOpenAISpeechUpstream, startElevenLabsUpstream, fakeAudio, isMp3Start, speechEnv, type SpeechUpstream } from './support/upstreams/speech.js';
+import {
+  startOpenAISpeechUpstream,
+  startElevenLabsUpstream,
+  fakeAudio,
+  isMp3Start,
+  speechEnv,
+  type SpeechUpstream,
+} from './support/upstreams/speech.js';
 import { catalog, loadCatalog } from '../activities/catalog/catalog.js';
 import { balances } from '../activities/ledger/ledger.js';
 import { costOfTokens } from '../activities/ledger/money.js';
@@ -52,7 +59,11 @@ describe('audio speech (POST /api/v1/audio/speech)', function () {
   });
 
   const post = (key: string, body: unknown, path = '/api/v1/audio/speech') =>
-    fetch(`${api.base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify(body) });
+    fetch(`${api.base}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify(body),
+    });
   const usd = async (accountId: string) => (await balances(accountId))!.USD;
 
   async function expectError(res: Response, status: number, code: string, param?: string) {
@@ -112,8 +123,16 @@ describe('audio speech (POST /api/v1/audio/speech)', function () {
     it('pcm is raw 16-bit little-endian at 24 kHz and speed changes the duration', async () => {
       const { key } = await newAccount('1');
       const input = 'One two three four five six seven.';
-      const slow = Buffer.from(await (await post(key, { model: 'local/espeak', input, voice: 'en-gb', response_format: 'pcm', speed: 0.75 })).arrayBuffer());
-      const fast = Buffer.from(await (await post(key, { model: 'local/espeak', input, voice: 'en-gb', response_format: 'pcm', speed: 2 })).arrayBuffer());
+      const slow = Buffer.from(
+        await (
+          await post(key, { model: 'local/espeak', input, voice: 'en-gb', response_format: 'pcm', speed: 0.75 })
+        ).arrayBuffer(),
+      );
+      const fast = Buffer.from(
+        await (
+          await post(key, { model: 'local/espeak', input, voice: 'en-gb', response_format: 'pcm', speed: 2 })
+        ).arrayBuffer(),
+      );
       assert.equal(slow.length % 2, 0);
       assert.ok(peak(new Int16Array(slow.buffer.slice(slow.byteOffset, slow.byteOffset + slow.length))) > 2000);
       assert.ok(slow.length > fast.length * 1.5, `slow ${slow.length} vs fast ${fast.length}`);
@@ -133,7 +152,12 @@ describe('audio speech (POST /api/v1/audio/speech)', function () {
 
     it('synthesis runs off the event loop: the API keeps answering meanwhile', async () => {
       const { key } = await newAccount('1');
-      const long = post(key, { model: 'local/espeak', input: 'Numbers and words, spoken slowly. '.repeat(60), voice: 'alloy', response_format: 'wav' });
+      const long = post(key, {
+        model: 'local/espeak',
+        input: 'Numbers and words, spoken slowly. '.repeat(60),
+        voice: 'alloy',
+        response_format: 'wav',
+      });
       await new Promise((r) => setTimeout(r, 300));
       const t0 = Date.now();
       assert.equal((await fetch(`${api.base}/health`)).status, 200);
@@ -146,7 +170,12 @@ describe('audio speech (POST /api/v1/audio/speech)', function () {
     it('refuses formats it cannot make (unsupported_format, naming what it can), charging nothing', async () => {
       const { key, accountId } = await newAccount('1');
       for (const f of ['opus', 'aac', 'flac', 'ogg']) {
-        const e = await expectError(await post(key, { model: 'local/espeak', input: 'hi', voice: 'alloy', response_format: f }), 400, 'unsupported_format', 'response_format');
+        const e = await expectError(
+          await post(key, { model: 'local/espeak', input: 'hi', voice: 'alloy', response_format: f }),
+          400,
+          'unsupported_format',
+          'response_format',
+        );
         assert.match(e.message, /mp3, wav, pcm/);
       }
       assert.equal((await usd(accountId)).amount, 1_000_000_000n);
@@ -156,18 +185,72 @@ describe('audio speech (POST /api/v1/audio/speech)', function () {
   describe('request errors', () => {
     it('invalid_model, model_not_found, invalid_voice, input_too_long, bad parameters: 400s, nothing charged', async () => {
       const { key, accountId } = await newAccount('1');
-      await expectError(await post(key, { model: 'local/stories260k', input: 'hi', voice: 'alloy' }), 400, 'invalid_model', 'model');
-      await expectError(await post(key, { model: 'no/such-tts', input: 'hi', voice: 'alloy' }), 404, 'model_not_found', 'model');
-      await expectError(await post(key, { model: 'local/espeak', input: 'hi', voice: 'darth' }), 400, 'invalid_voice', 'voice');
-      await expectError(await post(key, { model: 'openai/tts-1', input: 'hi', voice: 'rachel' }), 400, 'invalid_voice', 'voice');
-      await expectError(await post(key, { model: 'local/espeak', input: 'a'.repeat(10_001), voice: 'alloy' }), 400, 'input_too_long', 'input');
-      const e = await expectError(await post(key, { model: 'openai/tts-1', input: 'é'.repeat(4097), voice: 'alloy' }), 400, 'input_too_long', 'input');
+      await expectError(
+        await post(key, { model: 'local/stories260k', input: 'hi', voice: 'alloy' }),
+        400,
+        'invalid_model',
+        'model',
+      );
+      await expectError(
+        await post(key, { model: 'no/such-tts', input: 'hi', voice: 'alloy' }),
+        404,
+        'model_not_found',
+        'model',
+      );
+      await expectError(
+        await post(key, { model: 'local/espeak', input: 'hi', voice: 'darth' }),
+        400,
+        'invalid_voice',
+        'voice',
+      );
+      await expectError(
+        await post(key, { model: 'openai/tts-1', input: 'hi', voice: 'rachel' }),
+        400,
+        'invalid_voice',
+        'voice',
+      );
+      await expectError(
+        await post(key, { model: 'local/espeak', input: 'a'.repeat(10_001), voice: 'alloy' }),
+        400,
+        'input_too_long',
+        'input',
+      );
+      const e = await expectError(
+        await post(key, { model: 'openai/tts-1', input: 'é'.repeat(4097), voice: 'alloy' }),
+        400,
+        'input_too_long',
+        'input',
+      );
       assert.match(e.message, /4097 characters.*at most 4096/);
-      await expectError(await post(key, { model: 'local/espeak', voice: 'alloy' }), 400, 'missing_required_parameter', 'input');
-      await expectError(await post(key, { model: 'local/espeak', input: '', voice: 'alloy' }), 400, 'invalid_parameter_value', 'input');
-      await expectError(await post(key, { model: 'local/espeak', input: 'hi', voice: 'alloy', speed: 9 }), 400, 'invalid_parameter_value', 'speed');
-      await expectError(await post(key, { model: 'local/espeak', input: 'hi', voice: 'alloy', stream: 'yes' }), 400, 'invalid_parameter_value', 'stream');
-      const noAuth = await fetch(`${api.base}/api/v1/audio/speech`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      await expectError(
+        await post(key, { model: 'local/espeak', voice: 'alloy' }),
+        400,
+        'missing_required_parameter',
+        'input',
+      );
+      await expectError(
+        await post(key, { model: 'local/espeak', input: '', voice: 'alloy' }),
+        400,
+        'invalid_parameter_value',
+        'input',
+      );
+      await expectError(
+        await post(key, { model: 'local/espeak', input: 'hi', voice: 'alloy', speed: 9 }),
+        400,
+        'invalid_parameter_value',
+        'speed',
+      );
+      await expectError(
+        await post(key, { model: 'local/espeak', input: 'hi', voice: 'alloy', stream: 'yes' }),
+        400,
+        'invalid_parameter_value',
+        'stream',
+      );
+      const noAuth = await fetch(`${api.base}/api/v1/audio/speech`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      });
       assert.equal(noAuth.status, 401);
       assert.equal(openai.requests.length, 0);
       assert.equal((await usd(accountId)).amount, 1_000_000_000n);
@@ -176,7 +259,11 @@ describe('audio speech (POST /api/v1/audio/speech)', function () {
     it('too little money is a 402 before any provider is called', async () => {
       const { key } = await newAccount('0.00001');
       const before = openai.requests.length;
-      await expectError(await post(key, { model: 'openai/tts-1', input: 'x'.repeat(4000), voice: 'alloy' }), 402, 'insufficient_balance');
+      await expectError(
+        await post(key, { model: 'openai/tts-1', input: 'x'.repeat(4000), voice: 'alloy' }),
+        402,
+        'insufficient_balance',
+      );
       assert.equal(openai.requests.length, before);
     });
   });
@@ -185,7 +272,14 @@ describe('audio speech (POST /api/v1/audio/speech)', function () {
     it('passes the request through and answers the audio, billed per character', async () => {
       const { key, accountId } = await newAccount('1');
       const input = 'The quick brown fox.';
-      const res = await post(key, { model: 'tts-1', input, voice: 'onyx', response_format: 'flac', speed: 1.25, instructions: 'ignored by tts-1' });
+      const res = await post(key, {
+        model: 'tts-1',
+        input,
+        voice: 'onyx',
+        response_format: 'flac',
+        speed: 1.25,
+        instructions: 'ignored by tts-1',
+      });
       assert.equal(res.status, 200, await res.clone().text());
       assert.equal(res.headers.get('content-type'), 'audio/flac');
       const audio = Buffer.from(await res.arrayBuffer());
@@ -202,16 +296,33 @@ describe('audio speech (POST /api/v1/audio/speech)', function () {
 
     it('gpt-4o-mini-tts gets the instructions', async () => {
       const { key } = await newAccount('1');
-      const res = await post(key, { model: 'openai/gpt-4o-mini-tts', input: 'Hi!', voice: 'coral', instructions: 'Speak cheerfully.' });
+      const res = await post(key, {
+        model: 'openai/gpt-4o-mini-tts',
+        input: 'Hi!',
+        voice: 'coral',
+        instructions: 'Speak cheerfully.',
+      });
       assert.equal(res.status, 200);
       await res.arrayBuffer();
-      assert.deepEqual(openai.requests.at(-1)!.body, { model: 'gpt-4o-mini-tts', input: 'Hi!', voice: 'coral', response_format: 'mp3', instructions: 'Speak cheerfully.' });
+      assert.deepEqual(openai.requests.at(-1)!.body, {
+        model: 'gpt-4o-mini-tts',
+        input: 'Hi!',
+        voice: 'coral',
+        response_format: 'mp3',
+        instructions: 'Speak cheerfully.',
+      });
     });
 
     it('streams chunked without Content-Length, billed once audio arrived', async () => {
       const { key, accountId } = await newAccount('1');
       openai.script({ chunks: 5 });
-      const res = await post(key, { model: 'openai/tts-1', input: 'Stream me.', voice: 'alloy', response_format: 'pcm', stream: true });
+      const res = await post(key, {
+        model: 'openai/tts-1',
+        input: 'Stream me.',
+        voice: 'alloy',
+        response_format: 'pcm',
+        stream: true,
+      });
       assert.equal(res.status, 200);
       assert.equal(res.headers.get('content-length'), null);
       assert.equal(res.headers.get('transfer-encoding'), 'chunked');
@@ -223,17 +334,37 @@ describe('audio speech (POST /api/v1/audio/speech)', function () {
     it('a provider failing before any audio costs nothing (plain and streaming)', async () => {
       const { key, accountId } = await newAccount('1');
       openai.script({ status: 500, message: 'boom' });
-      let e = await expectError(await post(key, { model: 'openai/tts-1', input: 'fail', voice: 'alloy' }), 502, 'upstream_error');
+      let e = await expectError(
+        await post(key, { model: 'openai/tts-1', input: 'fail', voice: 'alloy' }),
+        502,
+        'upstream_error',
+      );
       assert.match(e.message, /boom/);
       openai.script({ status: 500 });
-      await expectError(await post(key, { model: 'openai/tts-1', input: 'fail', voice: 'alloy', stream: true }), 502, 'upstream_error');
+      await expectError(
+        await post(key, { model: 'openai/tts-1', input: 'fail', voice: 'alloy', stream: true }),
+        502,
+        'upstream_error',
+      );
       openai.script({ cutAfter: 0 });
-      await expectError(await post(key, { model: 'openai/tts-1', input: 'fail', voice: 'alloy', stream: true }), 502, 'upstream_unreachable');
+      await expectError(
+        await post(key, { model: 'openai/tts-1', input: 'fail', voice: 'alloy', stream: true }),
+        502,
+        'upstream_unreachable',
+      );
       openai.script({ status: 429, message: 'slow down' });
-      await expectError(await post(key, { model: 'openai/tts-1', input: 'fail', voice: 'alloy' }), 429, 'rate_limit_exceeded');
+      await expectError(
+        await post(key, { model: 'openai/tts-1', input: 'fail', voice: 'alloy' }),
+        429,
+        'rate_limit_exceeded',
+      );
       // non-streaming: audio cut midway never reached the caller, so it is not billed either
       openai.script({ cutAfter: 1 });
-      e = await expectError(await post(key, { model: 'openai/tts-1', input: 'fail', voice: 'alloy' }), 502, 'upstream_error');
+      e = await expectError(
+        await post(key, { model: 'openai/tts-1', input: 'fail', voice: 'alloy' }),
+        502,
+        'upstream_error',
+      );
       assert.match(e.message, /Nothing was charged/);
       const b = await usd(accountId);
       assert.equal(b.amount, 1_000_000_000n);
@@ -254,7 +385,12 @@ describe('audio speech (POST /api/v1/audio/speech)', function () {
     it('maps the voice name to its id, sends xi-api-key, always answers audio/mpeg', async () => {
       const { key, accountId } = await newAccount('1');
       const input = 'Bonjour tout le monde';
-      const res = await post(key, { model: 'elevenlabs/eleven_multilingual_v2', input, voice: 'Rachel', response_format: 'wav' });
+      const res = await post(key, {
+        model: 'elevenlabs/eleven_multilingual_v2',
+        input,
+        voice: 'Rachel',
+        response_format: 'wav',
+      });
       assert.equal(res.status, 200, await res.clone().text());
       assert.equal(res.headers.get('content-type'), 'audio/mpeg');
       const audio = Buffer.from(await res.arrayBuffer());
@@ -264,12 +400,20 @@ describe('audio speech (POST /api/v1/audio/speech)', function () {
       assert.equal(r.query.get('output_format'), 'mp3_44100_128');
       assert.equal(r.headers['xi-api-key'], eleven.apiKey);
       assert.deepEqual(r.body, { text: input, model_id: 'eleven_multilingual_v2' });
-      assert.equal((await usd(accountId)).amount, 1_000_000_000n - priceOf('elevenlabs/eleven_multilingual_v2', input.length));
+      assert.equal(
+        (await usd(accountId)).amount,
+        1_000_000_000n - priceOf('elevenlabs/eleven_multilingual_v2', input.length),
+      );
     });
 
     it('accepts a raw voice id, streams chunked, and a failure before audio costs nothing', async () => {
       const { key, accountId } = await newAccount('1');
-      const res = await post(key, { model: 'eleven_multilingual_v2', input: 'Hey', voice: 'AbCdEfGhIjKlMnOpQrSt', stream: true });
+      const res = await post(key, {
+        model: 'eleven_multilingual_v2',
+        input: 'Hey',
+        voice: 'AbCdEfGhIjKlMnOpQrSt',
+        stream: true,
+      });
       assert.equal(res.status, 200);
       assert.equal(res.headers.get('content-length'), null);
       assert.equal(res.headers.get('transfer-encoding'), 'chunked');
@@ -277,7 +421,11 @@ describe('audio speech (POST /api/v1/audio/speech)', function () {
       assert.equal(eleven.requests.at(-1)!.path, '/v1/text-to-speech/AbCdEfGhIjKlMnOpQrSt/stream');
       const paid = priceOf('elevenlabs/eleven_multilingual_v2', 3);
       eleven.script({ status: 401, message: 'Invalid API key' });
-      const e = await expectError(await post(key, { model: 'eleven_multilingual_v2', input: 'Hey', voice: 'adam', stream: true }), 502, 'upstream_error');
+      const e = await expectError(
+        await post(key, { model: 'eleven_multilingual_v2', input: 'Hey', voice: 'adam', stream: true }),
+        502,
+        'upstream_error',
+      );
       assert.match(e.message, /Invalid API key/);
       assert.equal((await usd(accountId)).amount, 1_000_000_000n - paid);
     });
@@ -288,7 +436,11 @@ describe('audio speech (POST /api/v1/audio/speech)', function () {
     await loadCatalog();
     try {
       const { key } = await newAccount('1');
-      await expectError(await post(key, { model: 'openai/tts-1', input: 'hi', voice: 'alloy' }), 503, 'model_not_available');
+      await expectError(
+        await post(key, { model: 'openai/tts-1', input: 'hi', voice: 'alloy' }),
+        503,
+        'model_not_available',
+      );
       const res = await post(key, { model: 'local/espeak', input: 'hi', voice: 'alloy' });
       assert.equal(res.status, 200);
       assert.ok(isMp3Start(Buffer.from(await res.arrayBuffer())));

@@ -11,22 +11,42 @@ import { freePort, isListening } from './support/ports.js';
 
 const startScript = fileURLToPath(new URL('../bin/start.ts', import.meta.url));
 
-interface Running { child: ChildProcess; output: () => string; ports: { api: number; temporal: number; ui: number } }
+interface Running {
+  child: ChildProcess;
+  output: () => string;
+  ports: { api: number; temporal: number; ui: number };
+}
 
 async function start(dataDir: string, extraEnv: Record<string, string> = {}): Promise<Running> {
   const ports = { api: await freePort(), temporal: await freePort(), ui: await freePort() };
-  const env: NodeJS.ProcessEnv = { ...process.env, ...extraEnv, PORT: String(ports.api), SWITCHYARD_DATA_DIR: dataDir, TEMPORAL_DEV_PORT: String(ports.temporal), TEMPORAL_DEV_UI_PORT: String(ports.ui) };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...extraEnv,
+    PORT: String(ports.api),
+    SWITCHYARD_DATA_DIR: dataDir,
+    TEMPORAL_DEV_PORT: String(ports.temporal),
+    TEMPORAL_DEV_UI_PORT: String(ports.ui),
+  };
   delete env.DATABASE_URL;
   delete env.TEMPORAL_ADDRESS;
-  const child = spawn(process.execPath, ['--import', 'tsx/esm', startScript], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx/esm', startScript], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
   await new Promise<void>((resolve, reject) => {
     const t = setInterval(() => {
-      if (out.includes('Switchyard is running.')) { clearInterval(t); resolve(); }
+      if (out.includes('Switchyard is running.')) {
+        clearInterval(t);
+        resolve();
+      }
     }, 100);
-    child.once('exit', (code) => { clearInterval(t); reject(new Error(`npm start exited with ${code}:\n${out}`)); });
+    child.once('exit', (code) => {
+      clearInterval(t);
+      reject(new Error(`npm start exited with ${code}:\n${out}`));
+    });
   });
   return { child, output: () => out, ports };
 }
@@ -53,14 +73,18 @@ describe('npm start (embedded database, Temporal dev server)', function () {
       const base = `http://127.0.0.1:${r.ports.api}`;
       const models = await (await fetch(`${base}/api/v1/models`)).json();
       assert.ok(models.data.some((m: { id: string }) => m.id === 'local/stories260k'));
-      const bal = await fetch(`${base}/api/check-balance`, { method: 'POST', headers: { Authorization: `Bearer ${key}` } });
+      const bal = await fetch(`${base}/api/check-balance`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${key}` },
+      });
       assert.equal(bal.status, 200);
       assert.equal((await bal.json()).usd_balance, '5');
       assert.equal((await fetch(`${base}/v1/models`, { method: 'POST', body: '{bad' })).status, 405);
     } finally {
       assert.equal(await stop(r), 0);
     }
-    for (const port of Object.values(r.ports)) assert.equal(await isListening(port), false, `port ${port} still open after stop`);
+    for (const port of Object.values(r.ports))
+      assert.equal(await isListening(port), false, `port ${port} still open after stop`);
   });
 
   it('restarts on the same data, with a bootstrap key topped up to the bootstrap balance', async () => {

@@ -7,10 +7,14 @@ import { serviceTag } from '../activities/surfaces/talkToGpt.js';
 
 const MODEL = 'openai/gpt-4o-mini';
 const PRICE = { input: parseAmount('0.1575', 'USD'), output: parseAmount('0.63', 'USD') };
-const costOf = (p: number, c: number) => ceilDiv(BigInt(p) * PRICE.input, 1_000_000n) + ceilDiv(BigInt(c) * PRICE.output, 1_000_000n);
+const costOf = (p: number, c: number) =>
+  ceilDiv(BigInt(p) * PRICE.input, 1_000_000n) + ceilDiv(BigInt(c) * PRICE.output, 1_000_000n);
 
 /** Splits a talk-to-gpt answer into its reply and its metadata (the block must end the body). */
-function parse(text: string): { reply: string; meta: { cost: number; inputTokens: number; outputTokens: number; [k: string]: unknown } } {
+function parse(text: string): {
+  reply: string;
+  meta: { cost: number; inputTokens: number; outputTokens: number; [k: string]: unknown };
+} {
   const m = /^([\s\S]*)<NanoGPT>(.*)<\/NanoGPT>$/.exec(text);
   assert.ok(m, `no metadata block in: ${text}`);
   return { reply: m[1], meta: JSON.parse(m[2]) };
@@ -23,7 +27,11 @@ describe('talk-to-gpt (legacy)', function () {
   before(() => (b = bench()));
 
   const talk = (headers: Record<string, string>, body: unknown) =>
-    fetch(`${b.base}/api/talk-to-gpt`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+    fetch(`${b.base}/api/talk-to-gpt`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
 
   it('answers plain text followed by the metadata block; the cost is what was charged', async () => {
     const { key, accountId } = await b.account('1');
@@ -57,13 +65,19 @@ describe('talk-to-gpt (legacy)', function () {
 
   it('takes messages alone', async () => {
     const { key } = await b.account('1');
-    const res = await talk({ 'x-api-key': key }, { model: MODEL, messages: [{ role: 'user', content: 'only history' }] });
+    const res = await talk(
+      { 'x-api-key': key },
+      { model: MODEL, messages: [{ role: 'user', content: 'only history' }] },
+    );
     assert.equal(parse(await res.text()).reply, 'Echo: only history');
   });
 
   it('takes model suffixes and X-Provider', async () => {
     const { key } = await b.account('1');
-    const res = await talk({ 'x-api-key': key, 'X-Provider': 'openrouter' }, { model: `${MODEL}:cheap`, prompt: 'hey' });
+    const res = await talk(
+      { 'x-api-key': key, 'X-Provider': 'openrouter' },
+      { model: `${MODEL}:cheap`, prompt: 'hey' },
+    );
     assert.equal(res.status, 200, await res.clone().text());
     assert.equal(b.openrouter.requests.length, 1);
     assert.equal(b.openai.requests.length, 0);
@@ -76,7 +90,8 @@ describe('talk-to-gpt (legacy)', function () {
     const { reply, meta } = parse(await res.text());
     assert.ok(reply.length > 0);
     const price = parseAmount('0.02', 'USD');
-    const expected = ceilDiv(BigInt(meta.inputTokens) * price, 1_000_000n) + ceilDiv(BigInt(meta.outputTokens) * price, 1_000_000n);
+    const expected =
+      ceilDiv(BigInt(meta.inputTokens) * price, 1_000_000n) + ceilDiv(BigInt(meta.outputTokens) * price, 1_000_000n);
     assert.equal(parseAmount('1', 'USD') - (await b.usd(accountId)).amount, expected);
     assert.equal(meta.cost, Number(expected) / 1e9);
   });
@@ -109,7 +124,9 @@ describe('talk-to-gpt (legacy)', function () {
     }
 
     it('401 without a key and with a bad one', async () => {
-      for (const headers of [{}, { 'x-api-key': 'sk-nanogpt-00000000-0000-0000-0000-000000000000' }] as Array<Record<string, string>>) {
+      for (const headers of [{}, { 'x-api-key': 'sk-nanogpt-00000000-0000-0000-0000-000000000000' }] as Array<
+        Record<string, string>
+      >) {
         const res = await talk(headers, { model: MODEL, prompt: 'x' });
         assert.equal(res.status, 401);
         const json = await res.json();
@@ -127,7 +144,11 @@ describe('talk-to-gpt (legacy)', function () {
       assert.equal(res.status, 502);
       const json = await res.json();
       assert.equal(json.code, 'all_fallbacks_failed');
-      assert.deepEqual(await b.usd(accountId), { amount: parseAmount('1', 'USD'), held: 0n, available: parseAmount('1', 'USD') });
+      assert.deepEqual(await b.usd(accountId), {
+        amount: parseAmount('1', 'USD'),
+        held: 0n,
+        available: parseAmount('1', 'USD'),
+      });
     });
 
     it('402 with requiredBalance when the balance cannot cover the worst case', async () => {

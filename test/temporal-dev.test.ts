@@ -100,7 +100,10 @@ describe('temporal-dev', function () {
           findTemporalCli({ projectDir: project, log: (m) => logs.push(m) }),
         );
         assert.equal(found, path.join(project, '.data', 'bin', 'temporal'));
-        assert.ok(logs.some((m) => m.includes('downloaded')), logs.join('\n'));
+        assert.ok(
+          logs.some((m) => m.includes('downloaded')),
+          logs.join('\n'),
+        );
       } finally {
         server.close();
       }
@@ -137,7 +140,10 @@ describe('temporal-dev', function () {
       assert.match(server!.uiUrl ?? '', /^http:\/\/127\.0\.0\.1:\d+$/);
       let status = 0;
       for (let i = 0; i < 40 && status !== 200; i++) {
-        status = await fetch(server!.uiUrl!).then((r) => r.status, () => 0);
+        status = await fetch(server!.uiUrl!).then(
+          (r) => r.status,
+          () => 0,
+        );
         if (status !== 200) await new Promise((r) => setTimeout(r, 250));
       }
       assert.equal(status, 200);

@@ -8,7 +8,14 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import assert from 'node:assert/strict';
 import { startApi, newAccount } from './support/api.js';
-import { startOpenAISpeechUpstream, startElevenLabsUpstream, fakeAudio, isMp3Start, speechEnv, type SpeechUpstream } from './support/upstreams/speech.js';
+import {
+  startOpenAISpeechUpstream,
+  startElevenLabsUpstream,
+  fakeAudio,
+  isMp3Start,
+  speechEnv,
+  type SpeechUpstream,
+} from './support/upstreams/speech.js';
 import { useTemporal } from './support/temporal.js';
 import { startWorkerProcess } from './support/workerProcess.js';
 import { assertBooksBalance } from './support/books.js';
@@ -59,14 +66,30 @@ describe('POST /api/tts and speech jobs (Temporal workflow)', function () {
   });
 
   const tts = (key: string, body: unknown, headers: Record<string, string> = {}) =>
-    fetch(`${api.base}/api/tts`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key, ...headers }, body: JSON.stringify(body) });
+    fetch(`${api.base}/api/tts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key, ...headers },
+      body: JSON.stringify(body),
+    });
   const status = (key: string, runId: string, model?: string) =>
-    fetch(`${api.base}/api/tts/status?runId=${encodeURIComponent(runId)}${model ? `&model=${encodeURIComponent(model)}` : ''}`, { headers: { 'x-api-key': key } });
+    fetch(
+      `${api.base}/api/tts/status?runId=${encodeURIComponent(runId)}${model ? `&model=${encodeURIComponent(model)}` : ''}`,
+      { headers: { 'x-api-key': key } },
+    );
   const usd = async (accountId: string) => (await balances(accountId))!.USD;
   const finished = (key: string, runId: string, ms?: number) =>
-    until(async () => (await status(key, runId)).json() as Promise<any>, (j) => j.status !== 'pending', ms);
+    until(
+      async () => (await status(key, runId)).json() as Promise<any>,
+      (j) => j.status !== 'pending',
+      ms,
+    );
   const charges = async (accountId: string) =>
-    (await db().pool.query(`SELECT amount, idempotency_key, request_id FROM ledger_entries WHERE account_id = $1 AND kind = 'charge'`, [accountId])).rows;
+    (
+      await db().pool.query(
+        `SELECT amount, idempotency_key, request_id FROM ledger_entries WHERE account_id = $1 AND kind = 'charge'`,
+        [accountId],
+      )
+    ).rows;
 
   async function expectLegacyError(res: Response, httpStatus: number, code: string) {
     assert.equal(res.status, httpStatus, await res.clone().text());
@@ -99,7 +122,8 @@ describe('POST /api/tts and speech jobs (Temporal workflow)', function () {
       const { key, accountId } = await newAccount('1');
       const text = 'A hosted copy, please.';
       const res = await fetch(`${api.base}/api/tts`, {
-        method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, accept: 'application/json' },
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, accept: 'application/json' },
         body: JSON.stringify({ text, model: 'espeak', voice: 'nova' }),
       });
       assert.equal(res.status, 200, await res.clone().text());
@@ -127,16 +151,31 @@ describe('POST /api/tts and speech jobs (Temporal workflow)', function () {
 
     it('voice controls reach ElevenLabs as voice_settings; models without them ignore them', async () => {
       const { key } = await newAccount('1');
-      const res = await tts(key, { text: 'Steady now.', model: 'eleven_multilingual_v2', voice: 'rachel', stability: 0.3, similarity_boost: 0.9, style: 0.1, speed: 2 });
+      const res = await tts(key, {
+        text: 'Steady now.',
+        model: 'eleven_multilingual_v2',
+        voice: 'rachel',
+        stability: 0.3,
+        similarity_boost: 0.9,
+        style: 0.1,
+        speed: 2,
+      });
       assert.equal(res.status, 200, await res.clone().text());
       assert.ok(isMp3Start(Buffer.from(await res.arrayBuffer())));
       assert.deepEqual(eleven.requests.at(-1)!.body, {
-        text: 'Steady now.', model_id: 'eleven_multilingual_v2', voice_settings: { stability: 0.3, similarity_boost: 0.9, style: 0.1, speed: 1.2 },
+        text: 'Steady now.',
+        model_id: 'eleven_multilingual_v2',
+        voice_settings: { stability: 0.3, similarity_boost: 0.9, style: 0.1, speed: 1.2 },
       });
       const res2 = await tts(key, { text: 'Plain.', model: 'openai/tts-1', voice: 'alloy', stability: 0.3 });
       assert.equal(res2.status, 200);
       await res2.arrayBuffer();
-      assert.deepEqual(openai.requests.at(-1)!.body, { model: 'tts-1', input: 'Plain.', voice: 'alloy', response_format: 'mp3' });
+      assert.deepEqual(openai.requests.at(-1)!.body, {
+        model: 'tts-1',
+        input: 'Plain.',
+        voice: 'alloy',
+        response_format: 'mp3',
+      });
     });
 
     it('bad input: legacy envelope, spec codes, nothing charged, no provider called', async () => {
@@ -144,16 +183,48 @@ describe('POST /api/tts and speech jobs (Temporal workflow)', function () {
       const before = openai.requests.length;
       await expectLegacyError(await tts(key, { model: 'openai/tts-1' }), 400, 'missing_required_parameter');
       await expectLegacyError(await tts(key, { text: 'hi' }), 400, 'missing_required_parameter');
-      await expectLegacyError(await tts(key, { text: 'hi', model: 'openai/tts-1', voice: 'darth' }), 400, 'invalid_voice');
-      await expectLegacyError(await tts(key, { text: 'hi', model: 'openai/tts-1', response_format: 'ogg' }), 400, 'unsupported_format');
+      await expectLegacyError(
+        await tts(key, { text: 'hi', model: 'openai/tts-1', voice: 'darth' }),
+        400,
+        'invalid_voice',
+      );
+      await expectLegacyError(
+        await tts(key, { text: 'hi', model: 'openai/tts-1', response_format: 'ogg' }),
+        400,
+        'unsupported_format',
+      );
       await expectLegacyError(await tts(key, { text: 'x'.repeat(4097), model: 'openai/tts-1' }), 400, 'input_too_long');
       await expectLegacyError(await tts(key, { text: 'hi', model: 'openai/gpt-4o-mini' }), 400, 'invalid_model');
       await expectLegacyError(await tts(key, { text: 'hi', model: 'no/such-model' }), 404, 'model_not_found');
-      await expectLegacyError(await tts(key, { text: 'hi', model: 'openai/tts-1', stability: 2 }), 400, 'invalid_parameter_value');
-      await expectLegacyError(await tts(key, { text: 'a song', model: MUSIC, duration: 2 }), 400, 'invalid_parameter_value');
-      await expectLegacyError(await tts(key, { text: 'a song', model: MUSIC, duration: 301 }), 400, 'invalid_parameter_value');
-      await expectLegacyError(await tts('sk-nanogpt-00000000-0000-0000-0000-000000000000', { text: 'hi', model: 'openai/tts-1' }), 401, 'invalid_api_key');
-      await expectLegacyError(await fetch(`${api.base}/api/tts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }), 401, 'missing_api_key');
+      await expectLegacyError(
+        await tts(key, { text: 'hi', model: 'openai/tts-1', stability: 2 }),
+        400,
+        'invalid_parameter_value',
+      );
+      await expectLegacyError(
+        await tts(key, { text: 'a song', model: MUSIC, duration: 2 }),
+        400,
+        'invalid_parameter_value',
+      );
+      await expectLegacyError(
+        await tts(key, { text: 'a song', model: MUSIC, duration: 301 }),
+        400,
+        'invalid_parameter_value',
+      );
+      await expectLegacyError(
+        await tts('sk-nanogpt-00000000-0000-0000-0000-000000000000', { text: 'hi', model: 'openai/tts-1' }),
+        401,
+        'invalid_api_key',
+      );
+      await expectLegacyError(
+        await fetch(`${api.base}/api/tts`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{}',
+        }),
+        401,
+        'missing_api_key',
+      );
       assert.equal(openai.requests.length, before);
       assert.equal((await usd(accountId)).amount, 1_000_000_000n);
     });
@@ -214,11 +285,17 @@ describe('POST /api/tts and speech jobs (Temporal workflow)', function () {
       config.ttsSyncMaxChars = 10;
       const { key } = await newAccount('1');
       const other = await newAccount('1');
-      const ticket = (await (await tts(key, { text: 'Long enough to be a job.', model: 'local/espeak' })).json()) as any;
+      const ticket = (await (
+        await tts(key, { text: 'Long enough to be a job.', model: 'local/espeak' })
+      ).json()) as any;
       await expectLegacyError(await status(key, 'tts_000000000000000000000000'), 404, 'not_found');
       await expectLegacyError(await status(other.key, ticket.runId), 403, 'forbidden');
       await expectLegacyError(await status(key, ticket.runId, 'openai/tts-1'), 400, 'invalid_parameter_value');
-      await expectLegacyError(await fetch(`${api.base}/api/tts/status`, { headers: { 'x-api-key': key } }), 400, 'missing_required_parameter');
+      await expectLegacyError(
+        await fetch(`${api.base}/api/tts/status`, { headers: { 'x-api-key': key } }),
+        400,
+        'missing_required_parameter',
+      );
       assert.equal((await finished(key, ticket.runId)).status, 'completed');
     });
 
@@ -289,7 +366,9 @@ describe('POST /api/tts and speech jobs (Temporal workflow)', function () {
     it('many concurrent jobs on a small balance: only what the balance covers is accepted, no overspend', async () => {
       const { key, accountId } = await newAccount('3');
       const each = priceOf(MUSIC, 45); // $0.63: four fit in $3, five do not
-      const results = await Promise.all(Array.from({ length: 12 }, () => tts(key, { text: 'race', model: MUSIC, duration: 45 })));
+      const results = await Promise.all(
+        Array.from({ length: 12 }, () => tts(key, { text: 'race', model: MUSIC, duration: 45 })),
+      );
       const accepted = results.filter((r) => r.status === 202);
       const refused = results.filter((r) => r.status === 402);
       assert.equal(accepted.length, 4);
@@ -317,13 +396,22 @@ describe('POST /api/tts and speech jobs (Temporal workflow)', function () {
         const { key, accountId } = await newAccount('1');
         const before = eleven.requests.length;
         eleven.script({ hang: true }, {});
-        const ticket = (await (await tts(key, { text: 'a song that takes forever', model: MUSIC, duration: 30 })).json()) as any;
-        await until(async () => eleven.requests.length, (n) => n > before);
+        const ticket = (await (
+          await tts(key, { text: 'a song that takes forever', model: MUSIC, duration: 30 })
+        ).json()) as any;
+        await until(
+          async () => eleven.requests.length,
+          (n) => n > before,
+        );
         assert.equal(((await (await status(key, ticket.runId)).json()) as any).status, 'pending');
         assert.equal((await usd(accountId)).held, priceOf(MUSIC, 30));
         await first.kill();
-        await until(async () => eleven.requests[before].aborted, (a) => a, 5000);
-        assert.equal(eleven.requests[before].aborted, true, 'the killed worker\'s upstream call died with it');
+        await until(
+          async () => eleven.requests[before].aborted,
+          (a) => a,
+          5000,
+        );
+        assert.equal(eleven.requests[before].aborted, true, "the killed worker's upstream call died with it");
         second = await startWorkerProcess(env);
         const done = await finished(key, ticket.runId, 90_000);
         assert.equal(done.status, 'completed', JSON.stringify(done));
@@ -346,14 +434,19 @@ describe('POST /api/tts and speech jobs (Temporal workflow)', function () {
     it('/api/v1/audio/speech answers music synchronously (input = prompt, voice ignored)', async () => {
       const { key, accountId } = await newAccount('1');
       const res = await fetch(`${api.base}/api/v1/audio/speech`, {
-        method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
         body: JSON.stringify({ model: MUSIC, input: 'jazz trio', voice: 'whatever', duration: 12 }),
       });
       assert.equal(res.status, 200, await res.clone().text());
       assert.equal(res.headers.get('content-type'), 'audio/mpeg');
       assert.equal(res.headers.get('x-seconds'), '12');
       assert.ok(isMp3Start(Buffer.from(await res.arrayBuffer())));
-      assert.deepEqual(eleven.requests.at(-1)!.body, { prompt: 'jazz trio', music_length_ms: 12000, model_id: 'music_v1' });
+      assert.deepEqual(eleven.requests.at(-1)!.body, {
+        prompt: 'jazz trio',
+        music_length_ms: 12000,
+        model_id: 'music_v1',
+      });
       assert.equal((await usd(accountId)).amount, 1_000_000_000n - priceOf(MUSIC, 12));
     });
 
@@ -374,7 +467,12 @@ describe('POST /api/tts and speech jobs (Temporal workflow)', function () {
     it('GET /api/v1/models?detailed=true prices speech per character and music per minute', async () => {
       const list = (await (await fetch(`${api.base}/api/v1/models?detailed=true`)).json()) as any;
       const tts1 = list.data.find((m: any) => m.id === 'openai/tts-1');
-      assert.deepEqual(tts1.pricing, { input: 15.75, currency: 'USD', unit: 'per_million_characters', billed_by: 'character' });
+      assert.deepEqual(tts1.pricing, {
+        input: 15.75,
+        currency: 'USD',
+        unit: 'per_million_characters',
+        billed_by: 'character',
+      });
       const music = list.data.find((m: any) => m.id === MUSIC);
       assert.deepEqual(music.pricing, { input: 0.84, currency: 'USD', unit: 'per_minute', billed_by: 'second' });
     });

@@ -27,7 +27,15 @@ import { db } from '../activities/db.js';
 import { useProviderEnv } from './support/providerEnv.js';
 import { until } from './support/wait.js';
 
-const ENV = ['FAL_API_KEY', 'FAL_BASE_URL', 'MIDJOURNEY_BASE_URL', 'MIDJOURNEY_API_KEY', 'SWITCHYARD_FETCH_ALLOW_PRIVATE', 'SWITCHYARD_VIDEO_POLL_MS', 'SWITCHYARD_VIDEO_DEADLINE_SECONDS'];
+const ENV = [
+  'FAL_API_KEY',
+  'FAL_BASE_URL',
+  'MIDJOURNEY_BASE_URL',
+  'MIDJOURNEY_API_KEY',
+  'SWITCHYARD_FETCH_ALLOW_PRIVATE',
+  'SWITCHYARD_VIDEO_POLL_MS',
+  'SWITCHYARD_VIDEO_DEADLINE_SECONDS',
+];
 const T2V = 'kling/v2.1-master-text-to-video';
 const I2V = 'kling/v2.5-turbo-standard-image-to-video';
 const MJ = 'midjourney/video';
@@ -55,18 +63,34 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
 
   const call = async (key: string, method: string, path: string, body?: unknown) => {
     const res = await fetch(`${api.base}${path}`, {
-      method, headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined,
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
     });
     const type = res.headers.get('content-type') ?? '';
-    return { status: res.status, headers: res.headers, body: type.includes('json') ? await res.json() : Buffer.from(await res.arrayBuffer()) } as { status: number; headers: Headers; body: any };
+    return {
+      status: res.status,
+      headers: res.headers,
+      body: type.includes('json') ? await res.json() : Buffer.from(await res.arrayBuffer()),
+    } as { status: number; headers: Headers; body: any };
   };
   const submit = (key: string, body: Record<string, unknown>) => call(key, 'POST', '/api/generate-video', body);
   const status = (key: string, id: string) => call(key, 'GET', `/api/video/status?requestId=${id}`);
   /** The job's record is terminal and its workflow closed (so its money has moved). */
   const settled = async (key: string, id: string, ms = 30_000) => {
-    await until(() => status(key, id), (r) => ['completed', 'failed', 'cancelled'].includes(r.body?.data?.status), ms, `job ${id} to end`);
+    await until(
+      () => status(key, id),
+      (r) => ['completed', 'failed', 'cancelled'].includes(r.body?.data?.status),
+      ms,
+      `job ${id} to end`,
+    );
     const handle = (await useTemporal()).client.workflow.getHandle(id);
-    await until(() => handle.describe(), (x) => x.status.name !== 'RUNNING', 15_000, `workflow ${id} to close`);
+    await until(
+      () => handle.describe(),
+      (x) => x.status.name !== 'RUNNING',
+      15_000,
+      `workflow ${id} to close`,
+    );
     return status(key, id);
   };
   const usd = async (accountId: string) => (await balances(accountId))!.USD;
@@ -74,11 +98,17 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
   before(async () => {
     await useTemporal();
     fal = await startFalUpstream();
-    restoreEnv = await useProviderEnv({
-      FAL_BASE_URL: fal.url, FAL_API_KEY: fal.apiKey, MIDJOURNEY_BASE_URL: fal.url, MIDJOURNEY_API_KEY: fal.apiKey,
-      SWITCHYARD_FETCH_ALLOW_PRIVATE: '1', // the loopback "CDN" serving the outputs
-      SWITCHYARD_VIDEO_POLL_MS: '200',
-    }, ENV);
+    restoreEnv = await useProviderEnv(
+      {
+        FAL_BASE_URL: fal.url,
+        FAL_API_KEY: fal.apiKey,
+        MIDJOURNEY_BASE_URL: fal.url,
+        MIDJOURNEY_API_KEY: fal.apiKey,
+        SWITCHYARD_FETCH_ALLOW_PRIVATE: '1', // the loopback "CDN" serving the outputs
+        SWITCHYARD_VIDEO_POLL_MS: '200',
+      },
+      ENV,
+    );
     api = await startApi();
   });
   after(async () => {
@@ -91,7 +121,14 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
   it('completes: 202 with the pre-charge at once, progress while it runs, the video hosted, the real duration settled', async () => {
     const { key, accountId } = await newAccount('10');
     fal.script({ queuePolls: 2, progressPolls: 3, duration: 6.04 });
-    const r = await submit(key, { model: 'kling-2.1-master', prompt: 'A lighthouse in a storm', duration: '10', aspect_ratio: '9:16', negative_prompt: 'blur', unknownKey: 1 });
+    const r = await submit(key, {
+      model: 'kling-2.1-master',
+      prompt: 'A lighthouse in a storm',
+      duration: '10',
+      aspect_ratio: '9:16',
+      negative_prompt: 'blur',
+      unknownKey: 1,
+    });
     assert.equal(r.status, 202, JSON.stringify(r.body));
     const hold = price(T2V, 10);
     assert.match(r.body.runId, /^vid_[0-9a-f]{24}$/);
@@ -105,17 +142,32 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     assert.equal((await usd(accountId)).held, hold);
 
     // the provider got fal's input names, with our key
-    const job = await until(async () => fal.jobs.find((j) => j.input.prompt === 'A lighthouse in a storm'), Boolean, 10_000, 'the submit');
+    const job = await until(
+      async () => fal.jobs.find((j) => j.input.prompt === 'A lighthouse in a storm'),
+      Boolean,
+      10_000,
+      'the submit',
+    );
     assert.equal(job!.model, 'fal-ai/kling-video/v2.1/master/text-to-video');
-    assert.deepEqual(job!.input, { prompt: 'A lighthouse in a storm', duration: '10', aspect_ratio: '9:16', negative_prompt: 'blur' });
+    assert.deepEqual(job!.input, {
+      prompt: 'A lighthouse in a storm',
+      duration: '10',
+      aspect_ratio: '9:16',
+      negative_prompt: 'blur',
+    });
 
     const seen = new Set<string>();
     let progress = -1;
-    await until(() => status(key, r.body.runId), (s) => {
-      seen.add(s.body.data.status);
-      if (s.body.data.status === 'processing') progress = Math.max(progress, s.body.data.progress);
-      return s.body.data.status === 'completed';
-    }, 30_000, 'completion');
+    await until(
+      () => status(key, r.body.runId),
+      (s) => {
+        seen.add(s.body.data.status);
+        if (s.body.data.status === 'processing') progress = Math.max(progress, s.body.data.progress);
+        return s.body.data.status === 'completed';
+      },
+      30_000,
+      'completion',
+    );
     const done = await settled(key, r.body.runId);
     assert.ok(seen.has('queued') || seen.has('processing'), `saw ${[...seen]}`);
     // the runner's "NN%" logs became the record's progress while it ran
@@ -132,7 +184,11 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     const charge = price(T2V, 7);
     assert.equal(d.cost, Number(charge) / 1e9);
     assert.equal(d.details.billedSeconds, 7);
-    assert.deepEqual(await usd(accountId), { amount: parseAmount('10', 'USD') - charge, held: 0n, available: parseAmount('10', 'USD') - charge });
+    assert.deepEqual(await usd(accountId), {
+      amount: parseAmount('10', 'USD') - charge,
+      held: 0n,
+      available: parseAmount('10', 'USD') - charge,
+    });
     assert.deepEqual(await chargesFor(r.body.runId), [-charge]);
 
     // the signed URL serves the provider's bytes; the content route too
@@ -142,10 +198,18 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     const bytes = Buffer.from(await file.arrayBuffer());
     assert.deepEqual(bytes, fal.fileBytes(job!.id, 0));
     assert.equal(bytes.subarray(4, 8).toString('latin1'), 'ftyp');
-    const content = await call(key, 'GET', `/api/generate-video/content?runId=${r.body.runId}&model=${T2V}&variant=video`);
+    const content = await call(
+      key,
+      'GET',
+      `/api/generate-video/content?runId=${r.body.runId}&model=${T2V}&variant=video`,
+    );
     assert.equal(content.status, 200);
     assert.deepEqual(content.body, bytes);
-    const thumb = await call(key, 'GET', `/api/generate-video/content?runId=${r.body.runId}&model=${T2V}&variant=thumbnail`);
+    const thumb = await call(
+      key,
+      'GET',
+      `/api/generate-video/content?runId=${r.body.runId}&model=${T2V}&variant=thumbnail`,
+    );
     assert.equal(thumb.status, 404);
     assert.equal(thumb.body.code, 'variant_not_available');
     assert.ok(thumb.body.error && thumb.body.message);
@@ -160,7 +224,12 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     // the workflow: found by id and by the owner's search attribute, timers between polls
     const t = await useTemporal();
     const handle = t.client.workflow.getHandle(r.body.runId);
-    const desc = await until(() => handle.describe(), (x) => x.status.name !== 'RUNNING', 10_000, 'the workflow to close');
+    const desc = await until(
+      () => handle.describe(),
+      (x) => x.status.name !== 'RUNNING',
+      10_000,
+      'the workflow to close',
+    );
     assert.equal(desc.type, 'videoJob');
     assert.equal(desc.status.name, 'COMPLETED');
     assert.deepEqual(desc.searchAttributes.SwitchyardAccountId, [accountId]);
@@ -170,7 +239,18 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     if (process.env.RECORD_VIDEO_HISTORY === '1') {
       mkdirSync(fileURLToPath(new URL('./fixtures/', import.meta.url)), { recursive: true });
       // the CLI's JSON export: the format every Temporal tool reads (and runReplayHistory loads)
-      const out = execFileSync(await findTemporalCli(), ['workflow', 'show', '--workflow-id', r.body.runId, '--address', t.address, '--namespace', config.temporalNamespace, '--output', 'json']);
+      const out = execFileSync(await findTemporalCli(), [
+        'workflow',
+        'show',
+        '--workflow-id',
+        r.body.runId,
+        '--address',
+        t.address,
+        '--namespace',
+        config.temporalNamespace,
+        '--output',
+        'json',
+      ]);
       writeFileSync(FIXTURE, out);
     }
 
@@ -186,7 +266,10 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     this.timeout(120_000);
     assert.ok(existsSync(FIXTURE), `missing ${FIXTURE} (record it with RECORD_VIDEO_HISTORY=1)`);
     const history = loadHistoryJson(FIXTURE);
-    assert.ok(history.events!.some((e) => e.timerStartedEventAttributes), 'the recording polls with workflow timers');
+    assert.ok(
+      history.events!.some((e) => e.timerStartedEventAttributes),
+      'the recording polls with workflow timers',
+    );
     // throws DeterminismViolationError if workflows/videoJob.ts no longer makes the same commands
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS }, history, 'vid_recorded');
   });
@@ -194,7 +277,18 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
   it('fails: the pre-charge is released and the failure recorded (runner error, FAILED label, submit refusal)', async () => {
     const { key, accountId } = await newAccount('10');
     const before = await usd(accountId);
-    fal.script({ outcome: 'failed' }, { outcome: 'failed_label' }, { submitErrors: [{ status: 422, detail: [{ loc: ['body', 'duration'], msg: 'duration must be 5 or 10', type: 'value_error' }] }] });
+    fal.script(
+      { outcome: 'failed' },
+      { outcome: 'failed_label' },
+      {
+        submitErrors: [
+          {
+            status: 422,
+            detail: [{ loc: ['body', 'duration'], msg: 'duration must be 5 or 10', type: 'value_error' }],
+          },
+        ],
+      },
+    );
     const ids = [];
     for (let i = 0; i < 3; i++) {
       const r = await submit(key, { model: T2V, prompt: `fails ${i}` });
@@ -237,7 +331,12 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     const before = await usd(accountId);
     fal.script({ outcome: 'hang' });
     const r = await submit(key, { model: T2V, prompt: 'never ends' });
-    await until(() => status(key, r.body.runId), (s) => s.body.data.status === 'processing', 15_000, 'processing');
+    await until(
+      () => status(key, r.body.runId),
+      (s) => s.body.data.status === 'processing',
+      15_000,
+      'processing',
+    );
     const c = await call(key, 'POST', '/api/generate-video/cancel', { runId: r.body.runId });
     assert.equal(c.status, 200, JSON.stringify(c.body));
     assert.equal(c.body.data.status, 'cancelled');
@@ -298,7 +397,11 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     const missing = await call(owner.key, 'GET', '/api/video/status');
     assert.equal(missing.status, 400);
     assert.equal(missing.body.code, 'missing_required_parameter');
-    assert.equal((await call('sk-nanogpt-00000000-0000-0000-0000-000000000000', 'GET', `/api/video/status?requestId=${id}`)).status, 401);
+    assert.equal(
+      (await call('sk-nanogpt-00000000-0000-0000-0000-000000000000', 'GET', `/api/video/status?requestId=${id}`))
+        .status,
+      401,
+    );
   });
 
   it('validates against the model before anything is reserved', async () => {
@@ -313,13 +416,33 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
       [{ model: T2V, prompt: 'x', duration: '7' }, 400, 'invalid_parameter_value', 'duration'],
       [{ model: T2V, prompt: 'x', seconds: 'ten' }, 400, 'invalid_parameter_value', 'seconds'],
       [{ model: T2V, prompt: 'x', aspect_ratio: '21:9' }, 400, 'invalid_parameter_value', 'aspect_ratio'],
-      [{ model: T2V, prompt: 'x', imageUrl: 'https://example.com/a.png' }, 400, 'unsupported_input_modality', 'imageUrl'],
-      [{ model: T2V, prompt: 'x', videoUrl: 'https://example.com/a.mp4' }, 400, 'unsupported_input_modality', 'videoUrl'],
+      [
+        { model: T2V, prompt: 'x', imageUrl: 'https://example.com/a.png' },
+        400,
+        'unsupported_input_modality',
+        'imageUrl',
+      ],
+      [
+        { model: T2V, prompt: 'x', videoUrl: 'https://example.com/a.mp4' },
+        400,
+        'unsupported_input_modality',
+        'videoUrl',
+      ],
       [{ model: I2V, prompt: 'x' }, 400, 'missing_required_parameter', 'imageUrl'],
       [{ model: I2V, prompt: 'x', imageUrl: 'ftp://example.com/a.png' }, 400, 'invalid_parameter_value', 'imageUrl'],
       [{ model: I2V, prompt: 'x', imageAttachmentId: 'att_1' }, 400, 'invalid_parameter_value', 'imageAttachmentId'],
-      [{ model: I2V, prompt: 'x', imageDataUrl: 'data:text/plain;base64,aGk=' }, 400, 'invalid_parameter_value', 'imageDataUrl'],
-      [{ model: I2V, prompt: 'x', imageDataUrl: `data:image/png;base64,${'A'.repeat(4 * 1024 * 1024)}` }, 413, 'payload_too_large', 'imageDataUrl'],
+      [
+        { model: I2V, prompt: 'x', imageDataUrl: 'data:text/plain;base64,aGk=' },
+        400,
+        'invalid_parameter_value',
+        'imageDataUrl',
+      ],
+      [
+        { model: I2V, prompt: 'x', imageDataUrl: `data:image/png;base64,${'A'.repeat(4 * 1024 * 1024)}` },
+        413,
+        'payload_too_large',
+        'imageDataUrl',
+      ],
       [{ model: T2V, prompt: 'x', seed: -1 }, 400, 'invalid_parameter_value', 'seed'],
       [{ model: T2V, prompt: 7 }, 400, 'invalid_parameter_value', 'prompt'],
       [{ model: 'openai/tts-1', prompt: 'x' }, 400, 'invalid_parameter_value', 'model'],
@@ -332,15 +455,31 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
       assert.ok(typeof r.body.message === 'string' && r.body.message.length > 10);
       if (param) assert.match(r.body.message, new RegExp(param), r.body.message);
     }
-    const notJson = await fetch(`${api.base}/api/generate-video`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"model":' });
+    const notJson = await fetch(`${api.base}/api/generate-video`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: '{"model":',
+    });
     assert.equal(notJson.status, 400);
     // an image-to-video model takes its image (URL passed on as fal's image_url)
     fal.script({ queuePolls: 0, progressPolls: 0 });
-    const ok = await submit(key, { model: I2V, prompt: 'animate', imageUrl: 'https://example.com/cat.png', seconds: '10', cfg_scale: 0.4, generateAudio: true });
+    const ok = await submit(key, {
+      model: I2V,
+      prompt: 'animate',
+      imageUrl: 'https://example.com/cat.png',
+      seconds: '10',
+      cfg_scale: 0.4,
+      generateAudio: true,
+    });
     assert.equal(ok.status, 202);
     await settled(key, ok.body.runId);
     const sent = fal.jobs.find((j) => j.input.prompt === 'animate')!;
-    assert.deepEqual(sent.input, { prompt: 'animate', duration: '10', cfg_scale: 0.4, image_url: 'https://example.com/cat.png' });
+    assert.deepEqual(sent.input, {
+      prompt: 'animate',
+      duration: '10',
+      cfg_scale: 0.4,
+      image_url: 'https://example.com/cat.png',
+    });
     assert.equal(await db().prisma.mediaJob.count({ where: { accountId } }), jobsBefore + 1);
     assert.equal((await usd(accountId)).amount, before.amount - price(I2V, 10));
     // 402 when the pre-charge is not covered: nothing held, nothing stored
@@ -358,7 +497,9 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     const each = price(T2V, 5); // $1.47: two fit in $3, not three
     fal.setDefault({ queuePolls: 0, progressPolls: 1 });
     try {
-      const results = await Promise.all(Array.from({ length: 12 }, (_, i) => submit(key, { model: T2V, prompt: `race ${i}`, duration: '5' })));
+      const results = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => submit(key, { model: T2V, prompt: `race ${i}`, duration: '5' })),
+      );
       const accepted = results.filter((r) => r.status === 202);
       assert.equal(accepted.length, Number(parseAmount('3', 'USD') / each), results.map((r) => r.status).join(','));
       assert.ok(results.every((r) => r.status === 202 || (r.status === 402 && r.body.code === 'insufficient_balance')));
@@ -377,7 +518,8 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     const t = await useTemporal();
     const { key, accountId } = await newAccount('10');
     const start = await usd(accountId);
-    const run = <A extends unknown[], R>(fn: (...a: A) => Promise<R>, ...args: A) => new MockActivityEnvironment().run(fn as any, ...args) as Promise<R>;
+    const run = <A extends unknown[], R>(fn: (...a: A) => Promise<R>, ...args: A) =>
+      new MockActivityEnvironment().run(fn as any, ...args) as Promise<R>;
     for (let i = 0; i < 6; i++) {
       const mainQueue = config.taskQueue;
       config.taskQueue = `video-nobody-${process.pid}`; // no worker polls it: the activities are driven here
@@ -392,10 +534,16 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
       assert.equal(await run(submitVideoJob, id), 'queued');
       assert.equal(await run(pollVideoJob, id), 'completed');
       const results = await Promise.all([
-        run(finishVideoJob, id), run(closeVideoJob, id, 'cancelled' as const), run(finishVideoJob, id), run(closeVideoJob, id, 'timeout' as const, 'deadline'),
+        run(finishVideoJob, id),
+        run(closeVideoJob, id, 'cancelled' as const),
+        run(finishVideoJob, id),
+        run(closeVideoJob, id, 'timeout' as const, 'deadline'),
       ]);
       const d = (await status(key, id)).body.data;
-      assert.ok(results.every((x) => x === d.status), `${results} vs ${d.status}`);
+      assert.ok(
+        results.every((x) => x === d.status),
+        `${results} vs ${d.status}`,
+      );
       const charges = await chargesFor(id);
       if (d.status === 'completed') assert.deepEqual(charges, [-price(T2V, 3)]);
       else assert.deepEqual(charges, []);
@@ -407,7 +555,10 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     }
     const bal = await usd(accountId);
     assert.equal(bal.held, 0n);
-    const { rows } = await db().pool.query(`SELECT COALESCE(SUM(cost), 0) AS spent FROM media_jobs WHERE account_id = $1`, [accountId]);
+    const { rows } = await db().pool.query(
+      `SELECT COALESCE(SUM(cost), 0) AS spent FROM media_jobs WHERE account_id = $1`,
+      [accountId],
+    );
     assert.equal(bal.amount, start.amount - BigInt(rows[0].spent));
   });
 
@@ -425,13 +576,21 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
   it('Midjourney-style: 4 variants per job, each extendable by index; extend checks its input', async () => {
     const { key, accountId } = await newAccount('10');
     fal.script({ queuePolls: 0, progressPolls: 1, videos: 4 }, { queuePolls: 0, progressPolls: 0, videos: 4 });
-    const r = await submit(key, { model: MJ, prompt: 'a fox in snow', imageUrl: 'https://example.com/fox.png', motion: 'low' });
+    const r = await submit(key, {
+      model: MJ,
+      prompt: 'a fox in snow',
+      imageUrl: 'https://example.com/fox.png',
+      motion: 'low',
+    });
     assert.equal(r.status, 202);
     assert.equal(r.body.prechargeLabel, 'Pre-charged for 4 × 5 s');
     const d = (await settled(key, r.body.runId)).body.data;
     assert.equal(d.status, 'completed');
     assert.equal(d.output.videos.length, 4);
-    assert.deepEqual(d.output.videos.map((v: any) => v.index), [0, 1, 2, 3]);
+    assert.deepEqual(
+      d.output.videos.map((v: any) => v.index),
+      [0, 1, 2, 3],
+    );
     const third = Buffer.from(await (await fetch(d.output.videos[2].url)).arrayBuffer());
     const source = fal.jobs.find((j) => j.input.prompt === 'a fox in snow')!;
     assert.deepEqual(third, fal.fileBytes(source.id, 2));
@@ -442,9 +601,14 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
       [{ index: 1 }, 400],
       [{ taskId: 'vid_000000000000000000000000', index: 1 }, 404],
     ] as const;
-    for (const [body, code] of bad) assert.equal((await call(key, 'POST', '/api/generate-video/extend', body)).status, code, JSON.stringify(body));
+    for (const [body, code] of bad)
+      assert.equal((await call(key, 'POST', '/api/generate-video/extend', body)).status, code, JSON.stringify(body));
 
-    const ext = await call(key, 'POST', '/api/generate-video/extend', { taskId: r.body.runId, index: 2, prompt: 'the fox runs' });
+    const ext = await call(key, 'POST', '/api/generate-video/extend', {
+      taskId: r.body.runId,
+      index: 2,
+      prompt: 'the fox runs',
+    });
     assert.equal(ext.status, 202, JSON.stringify(ext.body));
     assert.deepEqual(ext.body.extendedFrom, { runId: r.body.runId, index: 2 });
     const e = (await settled(key, ext.body.runId)).body.data;
@@ -457,7 +621,10 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     fal.script({ queuePolls: 0, progressPolls: 0 });
     const kling = await submit(key, { model: T2V, prompt: 'plain', duration: '5' });
     await settled(key, kling.body.runId);
-    assert.equal((await call(key, 'POST', '/api/generate-video/extend', { runId: kling.body.runId, index: 0 })).status, 400);
+    assert.equal(
+      (await call(key, 'POST', '/api/generate-video/extend', { runId: kling.body.runId, index: 0 })).status,
+      400,
+    );
   });
 
   it('recover is limited to 20 requests per minute per key and to limit <= 50', async () => {
@@ -474,7 +641,12 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     this.timeout(150_000);
     const t = await useTemporal();
     const queue = `video-kill-${process.pid}`;
-    const startWorker = () => startWorkerProcess({ TEMPORAL_ADDRESS: t.address, TEMPORAL_TASK_QUEUE: queue, DATABASE_URL: config.databaseUrl! });
+    const startWorker = () =>
+      startWorkerProcess({
+        TEMPORAL_ADDRESS: t.address,
+        TEMPORAL_TASK_QUEUE: queue,
+        DATABASE_URL: config.databaseUrl!,
+      });
 
     const { key, accountId } = await newAccount('10');
     fal.script({ queuePolls: 1, progressPolls: 1, gate: true, duration: 4 });
@@ -488,8 +660,18 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
       config.taskQueue = mainQueue;
     }
     assert.equal(r.status, 202);
-    const job = await until(async () => fal.jobs.find((j) => j.input.prompt === 'survive the crash'), Boolean, 20_000, 'submit');
-    await until(async () => job!.polls, (p) => p >= 3, 20_000, 'polling in progress');
+    const job = await until(
+      async () => fal.jobs.find((j) => j.input.prompt === 'survive the crash'),
+      Boolean,
+      20_000,
+      'submit',
+    );
+    await until(
+      async () => job!.polls,
+      (p) => p >= 3,
+      20_000,
+      'polling in progress',
+    );
     await first.kill();
     fal.release(job!.id); // the provider finishes while no worker is running
     const pollsAtKill = job!.polls;
@@ -504,8 +686,17 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
       assert.equal(fal.jobs.filter((j) => j.input.prompt === 'survive the crash').length, 1, 'submitted once');
       const charge = price(T2V, 4);
       assert.deepEqual(await chargesFor(r.body.runId), [-charge]);
-      assert.deepEqual(await usd(accountId), { amount: parseAmount('10', 'USD') - charge, held: 0n, available: parseAmount('10', 'USD') - charge });
-      const desc = await until(() => t.client.workflow.getHandle(r.body.runId).describe(), (x) => x.status.name !== 'RUNNING', 10_000, 'the workflow to close');
+      assert.deepEqual(await usd(accountId), {
+        amount: parseAmount('10', 'USD') - charge,
+        held: 0n,
+        available: parseAmount('10', 'USD') - charge,
+      });
+      const desc = await until(
+        () => t.client.workflow.getHandle(r.body.runId).describe(),
+        (x) => x.status.name !== 'RUNNING',
+        10_000,
+        'the workflow to close',
+      );
       assert.equal(desc.status.name, 'COMPLETED');
       assert.equal(desc.taskQueue, queue);
     } finally {

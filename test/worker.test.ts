@@ -14,8 +14,19 @@ describe('worker (real Temporal dev server)', function () {
   it('runs the hold sweeper workflow, which releases expired holds through its activity', async () => {
     const t = await useTemporal();
     const a = await createAccount('sweeper');
-    await credit({ accountId: a.id, currency: 'USD', amount: parseAmount('1', 'USD'), reason: 'test', idempotencyKey: `sweep:${a.id}` });
-    await reserve({ accountId: a.id, usd: parseAmount('0.6', 'USD'), idempotencyKey: `sweep-hold:${a.id}`, ttlSeconds: 0 });
+    await credit({
+      accountId: a.id,
+      currency: 'USD',
+      amount: parseAmount('1', 'USD'),
+      reason: 'test',
+      idempotencyKey: `sweep:${a.id}`,
+    });
+    await reserve({
+      accountId: a.id,
+      usd: parseAmount('0.6', 'USD'),
+      idempotencyKey: `sweep-hold:${a.id}`,
+      ttlSeconds: 0,
+    });
     assert.equal((await balances(a.id))!.USD.held, parseAmount('0.6', 'USD'));
     const released = await t.client.workflow.execute('sweepExpiredHolds', {
       taskQueue: config.taskQueue,

@@ -7,7 +7,15 @@
 //   cancelled (POST /api/generate-video/cancel) → the provider is asked to stop, released, cancelled.
 // A worker that dies mid-job loses nothing: the next worker replays this history and carries on
 // from the last completed step; every activity is idempotent, so nothing is charged twice.
-import { ActivityCancellationType, ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, proxyActivities, sleep } from '@temporalio/workflow';
+import {
+  ActivityCancellationType,
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  isCancellation,
+  proxyActivities,
+  sleep,
+} from '@temporalio/workflow';
 import type * as activities from '../activities/index.js';
 
 export interface VideoJobInput {
@@ -27,7 +35,10 @@ const SHORT = {
 const { pollVideoJob, closeVideoJob } = proxyActivities<typeof activities>(SHORT);
 // A cancellation that arrives mid-submit waits for the submit to finish, so the provider's
 // request id is on record and closeVideoJob can tell the provider to stop.
-const { submitVideoJob } = proxyActivities<typeof activities>({ ...SHORT, cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED });
+const { submitVideoJob } = proxyActivities<typeof activities>({
+  ...SHORT,
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+});
 
 // Downloading and hosting the output can take a while (up to SWITCHYARD_VIDEO_MAX_BYTES).
 const { finishVideoJob } = proxyActivities<typeof activities>({
@@ -43,7 +54,11 @@ export async function videoJob(input: VideoJobInput): Promise<string> {
     let step = await submitVideoJob(jobId);
     while (step === 'queued' || step === 'processing' || step === 'unknown' || step === 'pending') {
       if (Date.now() >= deadline) {
-        return await closeVideoJob(jobId, 'timeout', `the provider did not finish within ${Math.round(input.deadlineMs / 1000)} s`);
+        return await closeVideoJob(
+          jobId,
+          'timeout',
+          `the provider did not finish within ${Math.round(input.deadlineMs / 1000)} s`,
+        );
       }
       await sleep(input.pollMs);
       step = await pollVideoJob(jobId);
@@ -59,7 +74,12 @@ export async function videoJob(input: VideoJobInput): Promise<string> {
       throw err;
     }
     // An activity out of retries (provider unreachable, credentials refused): the job fails, released.
-    const cause = err instanceof ActivityFailure && err.cause instanceof ApplicationFailure ? err.cause.message : err instanceof Error ? err.message : String(err);
+    const cause =
+      err instanceof ActivityFailure && err.cause instanceof ApplicationFailure
+        ? err.cause.message
+        : err instanceof Error
+          ? err.message
+          : String(err);
     return await closeVideoJob(jobId, 'failed', cause);
   }
 }

@@ -33,7 +33,10 @@ export async function findAccount(idOrName: string) {
  * topping it up with a ledger credit when it holds less. Safe to run on every start-up, and from
  * two processes at once: the top-up's idempotency key names the balance it tops up from.
  */
-export async function ensureBootstrapAccount(key: string, minBalanceUsd: bigint): Promise<{ accountId: string; created: boolean; credited: bigint }> {
+export async function ensureBootstrapAccount(
+  key: string,
+  minBalanceUsd: bigint,
+): Promise<{ accountId: string; created: boolean; credited: bigint }> {
   if (!isWellFormedKey(key)) {
     throw new Error(`SWITCHYARD_BOOTSTRAP_KEY must be a full key, sk-${config.serviceName}-<uuid>`);
   }

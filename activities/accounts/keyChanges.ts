@@ -23,7 +23,9 @@ export async function announceKeyChanges(hashes: string[]): Promise<void> {
       await db().pool.query('SELECT pg_notify($1, $2)', [CHANNEL, hashes.slice(i, i + HASHES_PER_NOTICE).join(',')]);
     }
   } catch (err) {
-    console.error(`[keys] could not announce a key change (other processes see it within the key cache TTL): ${(err as Error).message}`);
+    console.error(
+      `[keys] could not announce a key change (other processes see it within the key cache TTL): ${(err as Error).message}`,
+    );
   }
 }
 
@@ -35,7 +37,11 @@ export interface KeyChangeListener {
  * Listen on a connection of its own (not the pool's: LISTEN belongs to one session) and call
  * `forget` with the hashes of changed keys, or with null when every cached key must go.
  */
-export function listenForKeyChanges(url: string, forget: (hashes: string[] | null) => void, log: (m: string) => void = console.error): KeyChangeListener {
+export function listenForKeyChanges(
+  url: string,
+  forget: (hashes: string[] | null) => void,
+  log: (m: string) => void = console.error,
+): KeyChangeListener {
   let client: pg.Client | undefined;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;

@@ -15,7 +15,10 @@ const LEGACY_KEY = new RegExp(`^${UUID}$`, 'i');
 let pattern: { service: string; re: RegExp } | undefined;
 function keyPattern(): RegExp {
   if (pattern?.service !== config.serviceName) {
-    pattern = { service: config.serviceName, re: new RegExp(`^sk-${config.serviceName.replace(/[^a-z0-9]/g, '\\$&')}-${UUID}$`, 'i') };
+    pattern = {
+      service: config.serviceName,
+      re: new RegExp(`^sk-${config.serviceName.replace(/[^a-z0-9]/g, '\\$&')}-${UUID}$`, 'i'),
+    };
   }
   return pattern.re;
 }
@@ -88,7 +91,10 @@ export async function createKey(accountId: string, opts: KeyRestrictions & { nam
 export async function revokeKey(idOrPrefix: string): Promise<number> {
   const where = LEGACY_KEY.test(idOrPrefix) ? { id: idOrPrefix } : { prefix: idOrPrefix.toLowerCase() };
   const keys = await db().prisma.apiKey.findMany({ where, select: { id: true, hash: true } });
-  await db().prisma.apiKey.updateMany({ where: { id: { in: keys.map((k) => k.id) } }, data: { status: 'revoked', revokedAt: new Date() } });
+  await db().prisma.apiKey.updateMany({
+    where: { id: { in: keys.map((k) => k.id) } },
+    data: { status: 'revoked', revokedAt: new Date() },
+  });
   for (const k of keys) cache.delete(k.hash);
   await announceKeyChanges(keys.map((k) => k.hash));
   return keys.length;
@@ -133,7 +139,17 @@ async function loadResolution(hash: string, at: number): Promise<Resolution> {
 }
 
 function toCaller(
-  k: { id: string; accountId: string; prefix: string; dailyRequestLimit: number | null; dailyUsdLimit: { toString(): string } | null; providerAllow: string[]; providerDeny: string[]; zdrOnly: boolean; billingMode: BillingMode },
+  k: {
+    id: string;
+    accountId: string;
+    prefix: string;
+    dailyRequestLimit: number | null;
+    dailyUsdLimit: { toString(): string } | null;
+    providerAllow: string[];
+    providerDeny: string[];
+    zdrOnly: boolean;
+    billingMode: BillingMode;
+  },
   a: { providerAllow: string[]; providerDeny: string[]; zdrOnly: boolean },
 ): Caller {
   return {

@@ -4,7 +4,9 @@
 import { db } from '../db.js';
 import type { Caller } from './keys.js';
 
-export type DailyLimitVerdict = { ok: true } | { ok: false; code: 'daily_rpd_limit_exceeded' | 'daily_usd_limit_exceeded'; retryAfterSeconds: number };
+export type DailyLimitVerdict =
+  | { ok: true }
+  | { ok: false; code: 'daily_rpd_limit_exceeded' | 'daily_usd_limit_exceeded'; retryAfterSeconds: number };
 
 export function secondsUntilUtcMidnight(now = new Date()): number {
   const next = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);

@@ -15,7 +15,9 @@ const PER_MESSAGE_OVERHEAD = 4;
  * text (real tokenizers average 3.5-4.5 bytes per token on English and code), plus per-message
  * framing, tool definitions and images.
  */
-export function estimatePromptTokens(req: Pick<InferenceRequest, 'prompt' | 'messages' | 'tools' | 'responseFormat'>): number {
+export function estimatePromptTokens(
+  req: Pick<InferenceRequest, 'prompt' | 'messages' | 'tools' | 'responseFormat'>,
+): number {
   let bytes = 0;
   let images = 0;
   let messages = 0;

@@ -10,7 +10,8 @@ import type { CatalogFileModel, CatalogFileProvider, CatalogFileRoute } from './
 export type ProviderInfo = CatalogFileProvider;
 
 /** One provider serving one model, as the hot path sees it: the file's route, priced and checked. */
-export interface Route extends Omit<CatalogFileRoute, 'providerId' | 'inputPrice' | 'outputPrice' | 'cachedInputPrice'> {
+export interface Route
+  extends Omit<CatalogFileRoute, 'providerId' | 'inputPrice' | 'outputPrice' | 'cachedInputPrice'> {
   id: string;
   modelId: string;
   provider: ProviderInfo;
@@ -79,33 +80,60 @@ export async function loadCatalog(): Promise<Catalog> {
     }),
   ]);
   const providers: ProviderInfo[] = providerRows.map((p) => ({
-    id: p.id, name: p.name, protocol: p.protocol, baseUrl: p.baseUrl, zeroDataRetention: p.zeroDataRetention,
+    id: p.id,
+    name: p.name,
+    protocol: p.protocol,
+    baseUrl: p.baseUrl,
+    zeroDataRetention: p.zeroDataRetention,
     options: (p.options ?? {}) as Record<string, unknown>,
   }));
   const providerById = new Map(providers.map((p) => [p.id, p]));
   const models: ModelInfo[] = modelRows.map((m) => ({
-    id: m.id, name: m.name, aliases: m.aliases, description: m.description, ownedBy: m.ownedBy, category: m.category,
-    contextLength: m.contextLength, maxOutputTokens: m.maxOutputTokens,
+    id: m.id,
+    name: m.name,
+    aliases: m.aliases,
+    description: m.description,
+    ownedBy: m.ownedBy,
+    category: m.category,
+    contextLength: m.contextLength,
+    maxOutputTokens: m.maxOutputTokens,
     capabilities: (m.capabilities ?? {}) as Record<string, boolean>,
-    inputModalities: m.inputModalities, outputModalities: m.outputModalities, supportedEndpoints: m.supportedEndpoints,
-    supportedBatchEndpoints: m.supportedBatchEndpoints, supportedServiceTiers: m.supportedServiceTiers,
-    options: (m.options ?? {}) as Record<string, unknown>, createdAt: m.createdAt,
+    inputModalities: m.inputModalities,
+    outputModalities: m.outputModalities,
+    supportedEndpoints: m.supportedEndpoints,
+    supportedBatchEndpoints: m.supportedBatchEndpoints,
+    supportedServiceTiers: m.supportedServiceTiers,
+    options: (m.options ?? {}) as Record<string, unknown>,
+    createdAt: m.createdAt,
     routes: m.routes
       .filter((r) => providerById.has(r.providerId))
       .map((r) => {
         const provider = providerById.get(r.providerId)!;
-        const upstreamPrice = { input: big(r.inputPrice)!, output: big(r.outputPrice)!, cachedInput: big(r.cachedInputPrice) };
+        const upstreamPrice = {
+          input: big(r.inputPrice)!,
+          output: big(r.outputPrice)!,
+          cachedInput: big(r.cachedInputPrice),
+        };
         return {
-          id: r.id, modelId: r.modelId, provider, upstreamModel: r.upstreamModel, position: r.position,
+          id: r.id,
+          modelId: r.modelId,
+          provider,
+          upstreamModel: r.upstreamModel,
+          position: r.position,
           upstreamPrice,
           price: {
             input: applyMarkup(upstreamPrice.input, r.markupBps),
             output: applyMarkup(upstreamPrice.output, r.markupBps),
             cachedInput: upstreamPrice.cachedInput == null ? null : applyMarkup(upstreamPrice.cachedInput, r.markupBps),
           },
-          markupBps: r.markupBps, quantization: r.quantization, contextLength: r.contextLength ?? m.contextLength,
-          maxOutputTokens: r.maxOutputTokens ?? m.maxOutputTokens, zeroDataRetention: r.zeroDataRetention,
-          supportsTools: r.supportsTools, supportsCaching: r.supportsCaching, options: (r.options ?? {}) as Record<string, unknown>,
+          markupBps: r.markupBps,
+          quantization: r.quantization,
+          contextLength: r.contextLength ?? m.contextLength,
+          maxOutputTokens: r.maxOutputTokens ?? m.maxOutputTokens,
+          zeroDataRetention: r.zeroDataRetention,
+          supportsTools: r.supportsTools,
+          supportsCaching: r.supportsCaching,
+          options: (r.options ?? {}) as Record<string, unknown>,
           available: routeAvailable(provider, r.upstreamModel, (r.options ?? {}) as Record<string, unknown>),
         };
       }),

@@ -13,7 +13,11 @@ const schema = {
   required: ['providers', 'models'],
   additionalProperties: false,
   properties: {
-    defaults: { type: 'object', additionalProperties: false, properties: { markup_bps: { type: 'integer', minimum: 0 } } },
+    defaults: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { markup_bps: { type: 'integer', minimum: 0 } },
+    },
     providers: {
       type: 'object',
       additionalProperties: {
@@ -67,7 +71,10 @@ const schema = {
                   type: 'object',
                   additionalProperties: false,
                   properties: { input: price, output: price, cached_input: price, per_second: price },
-                  oneOf: [{ required: ['input', 'output'], not: { required: ['per_second'] } }, { required: ['per_second'], not: { required: ['input'] } }],
+                  oneOf: [
+                    { required: ['input', 'output'], not: { required: ['per_second'] } },
+                    { required: ['per_second'], not: { required: ['input'] } },
+                  ],
                 },
                 markup_bps: { type: 'integer', minimum: 0 },
                 quantization: { type: 'string' },
@@ -167,18 +174,23 @@ export function parseCatalog(text: string, source = 'catalog'): CatalogFile {
   const models: CatalogFileModel[] = (doc.models as any[]).map((m, i) => {
     for (const name of [m.id, ...(m.aliases ?? [])]) {
       const key = String(name).toLowerCase();
-      if (seen.has(key)) throw new CatalogFileError(`${source}: /models/${i} uses the name "${name}", already used by ${seen.get(key)}`);
+      if (seen.has(key))
+        throw new CatalogFileError(`${source}: /models/${i} uses the name "${name}", already used by ${seen.get(key)}`);
       seen.set(key, m.id);
     }
     const routes = (m.providers as any[]).map((r, j): CatalogFileRoute => {
       if (!providerIds.has(r.provider)) {
-        throw new CatalogFileError(`${source}: /models/${i}/providers/${j} names provider "${r.provider}", which is not under providers:`);
+        throw new CatalogFileError(
+          `${source}: /models/${i}/providers/${j} names provider "${r.provider}", which is not under providers:`,
+        );
       }
       // Video is billed per second of output: for category `video` the route's `input` price
       // holds the per-second price (nano-USD per second) and `output` is 0.
       const perSecond = r.price.per_second !== undefined;
       if (perSecond !== (m.category === 'video')) {
-        throw new CatalogFileError(`${source}: /models/${i}/providers/${j}: ${m.category === 'video' ? 'a video route states its price as per_second' : 'only video routes are priced per_second'}`);
+        throw new CatalogFileError(
+          `${source}: /models/${i}/providers/${j}: ${m.category === 'video' ? 'a video route states its price as per_second' : 'only video routes are priced per_second'}`,
+        );
       }
       return {
         providerId: r.provider,

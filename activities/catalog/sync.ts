@@ -9,26 +9,58 @@ export async function syncCatalog(file: CatalogFile): Promise<{ models: number; 
   await db().prisma.$transaction(
     async (tx) => {
       for (const p of file.providers) {
-        const data = { name: p.name, protocol: p.protocol, baseUrl: p.baseUrl, zeroDataRetention: p.zeroDataRetention, options: p.options as object, active: true };
+        const data = {
+          name: p.name,
+          protocol: p.protocol,
+          baseUrl: p.baseUrl,
+          zeroDataRetention: p.zeroDataRetention,
+          options: p.options as object,
+          active: true,
+        };
         await tx.provider.upsert({ where: { id: p.id }, create: { id: p.id, ...data }, update: data });
       }
-      deactivated += (await tx.provider.updateMany({ where: { id: { notIn: file.providers.map((p) => p.id) }, active: true }, data: { active: false } })).count;
+      deactivated += (
+        await tx.provider.updateMany({
+          where: { id: { notIn: file.providers.map((p) => p.id) }, active: true },
+          data: { active: false },
+        })
+      ).count;
 
       for (const m of file.models) {
         const data = {
-          name: m.name, aliases: m.aliases, description: m.description, ownedBy: m.ownedBy, category: m.category,
-          contextLength: m.contextLength, maxOutputTokens: m.maxOutputTokens, capabilities: m.capabilities,
-          inputModalities: m.inputModalities, outputModalities: m.outputModalities, supportedEndpoints: m.supportedEndpoints,
-          supportedBatchEndpoints: m.supportedBatchEndpoints, supportedServiceTiers: m.supportedServiceTiers,
-          options: m.options as object, active: true,
+          name: m.name,
+          aliases: m.aliases,
+          description: m.description,
+          ownedBy: m.ownedBy,
+          category: m.category,
+          contextLength: m.contextLength,
+          maxOutputTokens: m.maxOutputTokens,
+          capabilities: m.capabilities,
+          inputModalities: m.inputModalities,
+          outputModalities: m.outputModalities,
+          supportedEndpoints: m.supportedEndpoints,
+          supportedBatchEndpoints: m.supportedBatchEndpoints,
+          supportedServiceTiers: m.supportedServiceTiers,
+          options: m.options as object,
+          active: true,
         };
         await tx.model.upsert({ where: { id: m.id }, create: { id: m.id, ...data }, update: data });
         for (const r of m.routes) {
           const route = {
-            upstreamModel: r.upstreamModel, position: r.position, inputPrice: r.inputPrice.toString(), outputPrice: r.outputPrice.toString(),
-            cachedInputPrice: r.cachedInputPrice?.toString() ?? null, markupBps: r.markupBps, quantization: r.quantization,
-            contextLength: r.contextLength, maxOutputTokens: r.maxOutputTokens, zeroDataRetention: r.zeroDataRetention,
-            supportsTools: r.supportsTools, supportsCaching: r.supportsCaching, options: r.options as object, active: true,
+            upstreamModel: r.upstreamModel,
+            position: r.position,
+            inputPrice: r.inputPrice.toString(),
+            outputPrice: r.outputPrice.toString(),
+            cachedInputPrice: r.cachedInputPrice?.toString() ?? null,
+            markupBps: r.markupBps,
+            quantization: r.quantization,
+            contextLength: r.contextLength,
+            maxOutputTokens: r.maxOutputTokens,
+            zeroDataRetention: r.zeroDataRetention,
+            supportsTools: r.supportsTools,
+            supportsCaching: r.supportsCaching,
+            options: r.options as object,
+            active: true,
           };
           await tx.providerRoute.upsert({
             where: { modelId_providerId: { modelId: m.id, providerId: r.providerId } },
@@ -44,7 +76,12 @@ export async function syncCatalog(file: CatalogFile): Promise<{ models: number; 
           })
         ).count;
       }
-      deactivated += (await tx.model.updateMany({ where: { id: { notIn: file.models.map((m) => m.id) }, active: true }, data: { active: false } })).count;
+      deactivated += (
+        await tx.model.updateMany({
+          where: { id: { notIn: file.models.map((m) => m.id) }, active: true },
+          data: { active: false },
+        })
+      ).count;
     },
     { timeout: 60_000 },
   );

@@ -23,7 +23,12 @@ function paymentRequired(requiredUsd: bigint, availableUsd: bigint): RequestErro
     `Insufficient balance: this request may cost up to $${formatAmount(requiredUsd, 'USD')} and $${formatAmount(availableUsd, 'USD')} is available. ` +
       'Add funds, or lower max_tokens to reserve less.',
     null,
-    { details: { requiredBalance: toDisplayNumber(requiredUsd, 'USD'), availableBalance: toDisplayNumber(availableUsd, 'USD') } },
+    {
+      details: {
+        requiredBalance: toDisplayNumber(requiredUsd, 'USD'),
+        availableBalance: toDisplayNumber(availableUsd, 'USD'),
+      },
+    },
   );
 }
 
@@ -90,7 +95,9 @@ function exhausted(failures: UpstreamError[]): RequestError {
   const last = failures[failures.length - 1];
   if (failures.length === 1) {
     const status = callerStatus(last.status);
-    const code = last.opts.code ?? (status === 400 ? 'upstream_rejected_request' : status === 429 ? 'rate_limit_exceeded' : 'upstream_error');
+    const code =
+      last.opts.code ??
+      (status === 400 ? 'upstream_rejected_request' : status === 429 ? 'rate_limit_exceeded' : 'upstream_error');
     return new RequestError(status, code, last.message, null, { retryAfterSeconds: last.opts.retryAfterSeconds });
   }
   const summary = failures.map((f) => f.message).join('; ');
@@ -101,12 +108,21 @@ function exhausted(failures: UpstreamError[]): RequestError {
 function asUpstreamError(route: Route, err: unknown): UpstreamError {
   if (err instanceof UpstreamError) return err;
   console.error(`[inference] adapter for ${route.provider.id} failed unexpectedly:`, err);
-  return new UpstreamError(`${route.provider.id} failed unexpectedly`, 502, false, { code: 'provider_error', providerId: route.provider.id });
+  return new UpstreamError(`${route.provider.id} failed unexpectedly`, 502, false, {
+    code: 'provider_error',
+    providerId: route.provider.id,
+  });
 }
 
 /** The usage to bill when the upstream did not report one: our estimate of what was consumed. */
 function estimatedUsage(promptTokens: number, output: string): Usage {
-  return { promptTokens, cachedTokens: 0, cacheWriteTokens: 0, completionTokens: Math.ceil(Buffer.byteLength(output) / 4), reasoningTokens: 0 };
+  return {
+    promptTokens,
+    cachedTokens: 0,
+    cacheWriteTokens: 0,
+    completionTokens: Math.ceil(Buffer.byteLength(output) / 4),
+    reasoningTokens: 0,
+  };
 }
 
 export class InferenceCall {
@@ -204,7 +220,14 @@ export class InferenceCall {
    * the stream relays the upstream's own frames (`native` events), which the surface writes as
    * they came.
    */
-  async openStream(signal: AbortSignal): Promise<{ route: Route; first: StreamEvent | undefined; rest: AsyncIterator<StreamEvent>; passedThrough: boolean }> {
+  async openStream(
+    signal: AbortSignal,
+  ): Promise<{
+    route: Route;
+    first: StreamEvent | undefined;
+    rest: AsyncIterator<StreamEvent>;
+    passedThrough: boolean;
+  }> {
     const failures: UpstreamError[] = [];
     for (const route of this.ctx.routes) {
       const t0 = Date.now();
@@ -213,7 +236,9 @@ export class InferenceCall {
       let it: AsyncIterator<StreamEvent>;
       try {
         const native = this.passThroughFor(route, req, target);
-        it = (native ? native.stream(this.ctx.native!, req, target, signal) : adapterFor(route).stream(req, target, signal))[Symbol.asyncIterator]();
+        it = (
+          native ? native.stream(this.ctx.native!, req, target, signal) : adapterFor(route).stream(req, target, signal)
+        )[Symbol.asyncIterator]();
       } catch (err) {
         failures.push(asUpstreamError(route, err));
         if (!failures.at(-1)!.retryable || signal.aborted) break;
@@ -245,7 +270,13 @@ export class InferenceCall {
     const cost = costOfUsage(route, billed);
     let s: Settlement | undefined;
     const reason = `${this.ctx.surface} ${this.ctx.modelId} via ${route.provider.id}`;
-    if (this.leased) s = settleLeased(this.leased, { usd: cost, requestId: this.ctx.requestId, apiKeyId: this.ctx.caller.keyId, reason });
+    if (this.leased)
+      s = settleLeased(this.leased, {
+        usd: cost,
+        requestId: this.ctx.requestId,
+        apiKeyId: this.ctx.caller.keyId,
+        reason,
+      });
     else if (this.holdId) s = await settle({ holdId: this.holdId, usd: cost, reason });
     const currency = s?.currency ?? 'USD';
     const charged = s?.charged ?? 0n;
@@ -260,9 +291,20 @@ export class InferenceCall {
     };
     if (status === 'completed') recordThroughput(route.id, billed.completionTokens, Date.now() - this.started);
     void recordRequest({
-      id: this.ctx.requestId, accountId: this.ctx.caller.accountId, apiKeyId: this.ctx.caller.keyId, surface: this.ctx.surface,
-      model: this.ctx.modelId, providerId: route.provider.id, status, inputTokens: billed.promptTokens,
-      outputTokens: billed.completionTokens, currency, cost: charged, holdId: this.holdId ?? this.leased?.lease.id ?? null, errorCode: null, startedAt: new Date(this.started),
+      id: this.ctx.requestId,
+      accountId: this.ctx.caller.accountId,
+      apiKeyId: this.ctx.caller.keyId,
+      surface: this.ctx.surface,
+      model: this.ctx.modelId,
+      providerId: route.provider.id,
+      status,
+      inputTokens: billed.promptTokens,
+      outputTokens: billed.completionTokens,
+      currency,
+      cost: charged,
+      holdId: this.holdId ?? this.leased?.lease.id ?? null,
+      errorCode: null,
+      startedAt: new Date(this.started),
     });
     return { usage: billed, bill };
   }
@@ -272,10 +314,20 @@ export class InferenceCall {
     if (this.leased) releaseLeased(this.leased);
     else if (this.holdId) await release(this.holdId);
     void recordRequest({
-      id: this.ctx.requestId, accountId: this.ctx.caller.accountId, apiKeyId: this.ctx.caller.keyId, surface: this.ctx.surface,
-      model: this.ctx.modelId, providerId: this.route?.provider.id ?? null, status: 'failed', inputTokens: null, outputTokens: null,
-      currency: null, cost: null, holdId: this.holdId ?? this.leased?.lease.id ?? null, errorCode: code, startedAt: new Date(this.started),
+      id: this.ctx.requestId,
+      accountId: this.ctx.caller.accountId,
+      apiKeyId: this.ctx.caller.keyId,
+      surface: this.ctx.surface,
+      model: this.ctx.modelId,
+      providerId: this.route?.provider.id ?? null,
+      status: 'failed',
+      inputTokens: null,
+      outputTokens: null,
+      currency: null,
+      cost: null,
+      holdId: this.holdId ?? this.leased?.lease.id ?? null,
+      errorCode: code,
+      startedAt: new Date(this.started),
     });
   }
 }
-

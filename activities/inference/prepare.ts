@@ -19,11 +19,23 @@ export function resolveModel(requested: string, category = 'chat'): { model: Mod
   const name = parseModelName(requested, (n) => cat.model(n) !== undefined);
   const model = cat.model(name.base);
   if (!model) {
-    const hint = name.base.includes(':') ? ` (if '${name.base.slice(name.base.lastIndexOf(':'))}' was meant as a suffix, it is not one)` : '';
-    throw new RequestError(404, 'model_not_found', `Model '${name.base}' does not exist${hint}. GET /api/v1/models lists the models.`, 'model');
+    const hint = name.base.includes(':')
+      ? ` (if '${name.base.slice(name.base.lastIndexOf(':'))}' was meant as a suffix, it is not one)`
+      : '';
+    throw new RequestError(
+      404,
+      'model_not_found',
+      `Model '${name.base}' does not exist${hint}. GET /api/v1/models lists the models.`,
+      'model',
+    );
   }
   if (model.category !== category) {
-    throw new RequestError(400, 'invalid_parameter_value', `Model '${model.id}' is not a ${category} model (it is: ${model.category}); it cannot serve this endpoint.`, 'model');
+    throw new RequestError(
+      400,
+      'invalid_parameter_value',
+      `Model '${model.id}' is not a ${category} model (it is: ${model.category}); it cannot serve this endpoint.`,
+      'model',
+    );
   }
   return { model, name };
 }
@@ -48,8 +60,15 @@ export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
   // A `subscription_only` key may spend only what a subscription covers. This gateway has no
   // subscriptions yet, so such a key cannot make paid requests: refuse before anything is held.
   if (p.caller.billingMode === 'subscription_only') {
-    const why = p.forcePaygo ? 'the request asks for pay-as-you-go billing, which this key may not use' : 'no subscription covers this request';
-    throw new RequestError(402, 'subscription_required', `This API key is limited to subscription billing, and ${why}. Use a pay-as-you-go key.`, null);
+    const why = p.forcePaygo
+      ? 'the request asks for pay-as-you-go billing, which this key may not use'
+      : 'no subscription covers this request';
+    throw new RequestError(
+      402,
+      'subscription_required',
+      `This API key is limited to subscription billing, and ${why}. Use a pay-as-you-go key.`,
+      null,
+    );
   }
   const routes = planRoute(catalog(), p.model, p.caller, p.prefs, p.needs);
   const promptTokens = estimatePromptTokens(p.request);
@@ -60,17 +79,32 @@ export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
       400,
       'context_length_exceeded',
       `This model's maximum context length is ${context} tokens; the request has about ${likely} prompt tokens` +
-        (p.request.maxTokens ? ` and asks for up to ${p.request.maxTokens} output tokens` : '') + '. Shorten the messages or lower max_tokens.',
+        (p.request.maxTokens ? ` and asks for up to ${p.request.maxTokens} output tokens` : '') +
+        '. Shorten the messages or lower max_tokens.',
       'messages',
     );
   }
-  const ceiling = Math.min(p.model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT, context ? Math.max(1, context - likely) : Number.MAX_SAFE_INTEGER);
+  const ceiling = Math.min(
+    p.model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT,
+    context ? Math.max(1, context - likely) : Number.MAX_SAFE_INTEGER,
+  );
   if (p.request.maxTokens && p.model.maxOutputTokens && p.request.maxTokens > p.model.maxOutputTokens) {
-    throw new RequestError(400, 'invalid_parameter_value', `max_tokens ${p.request.maxTokens} is above this model's output limit of ${p.model.maxOutputTokens}.`, 'max_tokens');
+    throw new RequestError(
+      400,
+      'invalid_parameter_value',
+      `max_tokens ${p.request.maxTokens} is above this model's output limit of ${p.model.maxOutputTokens}.`,
+      'max_tokens',
+    );
   }
   const request: InferenceRequest = { ...p.request, model: '', maxTokens: p.request.maxTokens ?? ceiling };
   const call = new InferenceCall({
-    caller: p.caller, requestId: p.requestId, surface: p.surface, modelId: p.model.id, routes, request, promptTokenEstimate: promptTokens,
+    caller: p.caller,
+    requestId: p.requestId,
+    surface: p.surface,
+    modelId: p.model.id,
+    routes,
+    request,
+    promptTokenEstimate: promptTokens,
     holdTtlSeconds: p.holdTtlSeconds,
     passHeaders: p.passHeaders,
     native: p.native,

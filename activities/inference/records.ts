@@ -65,9 +65,21 @@ async function write(batch: Row[]): Promise<void> {
        SELECT * FROM unnest($1::text[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::int[], $10::"Currency"[], $11::numeric[], $12::uuid[], $13::text[], $14::timestamptz[], $15::timestamptz[])
        ON CONFLICT (id) DO NOTHING`,
       values: [
-        col((r) => r.id), col((r) => r.accountId), col((r) => r.apiKeyId), col((r) => r.surface), col((r) => r.model), col((r) => r.providerId),
-        col((r) => r.status), col((r) => r.inputTokens), col((r) => r.outputTokens), col((r) => r.currency), col((r) => r.cost?.toString() ?? null),
-        col((r) => r.holdId), col((r) => r.errorCode), col((r) => r.startedAt.toISOString()), col((r) => r.finishedAt!.toISOString()),
+        col((r) => r.id),
+        col((r) => r.accountId),
+        col((r) => r.apiKeyId),
+        col((r) => r.surface),
+        col((r) => r.model),
+        col((r) => r.providerId),
+        col((r) => r.status),
+        col((r) => r.inputTokens),
+        col((r) => r.outputTokens),
+        col((r) => r.currency),
+        col((r) => r.cost?.toString() ?? null),
+        col((r) => r.holdId),
+        col((r) => r.errorCode),
+        col((r) => r.startedAt.toISOString()),
+        col((r) => r.finishedAt!.toISOString()),
       ],
     });
   } catch (err) {

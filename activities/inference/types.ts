@@ -18,7 +18,14 @@ export interface CacheControl {
 export type ContentPart =
   | { type: 'text'; text: string; cacheControl?: CacheControl }
   /** `url` is http(s) or a data: URL; `data` is base64 with its `mediaType` */
-  | { type: 'image'; url?: string; data?: string; mediaType?: string; detail?: 'auto' | 'low' | 'high'; cacheControl?: CacheControl }
+  | {
+      type: 'image';
+      url?: string;
+      data?: string;
+      mediaType?: string;
+      detail?: 'auto' | 'low' | 'high';
+      cacheControl?: CacheControl;
+    }
   | { type: 'document'; data: string; mediaType: string; title?: string; cacheControl?: CacheControl };
 
 /**
@@ -183,4 +190,10 @@ export interface NativeRequest {
   body: Record<string, unknown>;
 }
 
-export const emptyUsage = (): Usage => ({ promptTokens: 0, cachedTokens: 0, cacheWriteTokens: 0, completionTokens: 0, reasoningTokens: 0 });
+export const emptyUsage = (): Usage => ({
+  promptTokens: 0,
+  cachedTokens: 0,
+  cacheWriteTokens: 0,
+  completionTokens: 0,
+  reasoningTokens: 0,
+});

@@ -93,7 +93,13 @@ function tick(): void {
   for (const acc of accounts.values()) {
     for (const lease of acc.leases) {
       if (lease.pending.length && !lease.flushing) void flush(lease);
-      else if (!lease.flushing && lease.inflight === 0 && !lease.pending.length && (lease.draining || now - lease.lastUsed > IDLE_MS)) void close(lease);
+      else if (
+        !lease.flushing &&
+        lease.inflight === 0 &&
+        !lease.pending.length &&
+        (lease.draining || now - lease.lastUsed > IDLE_MS)
+      )
+        void close(lease);
     }
   }
 }
@@ -112,7 +118,9 @@ export async function reserveFromLease(accountId: string, usd: bigint): Promise<
   }
   for (let attempt = 0; attempt < 8; attempt++) {
     // the current lease first; a retired one still serves what it has free
-    const current = acc.leases.find((l) => !l.draining && !l.closed && l.free >= usd) ?? acc.leases.find((l) => !l.closed && l.free >= usd);
+    const current =
+      acc.leases.find((l) => !l.draining && !l.closed && l.free >= usd) ??
+      acc.leases.find((l) => !l.closed && l.free >= usd);
     if (current) return take(current, usd);
     if (Date.now() < acc.noLeaseUntil) return undefined;
     // The leases this process has are spent: retire them and take a fresh one. Concurrent
@@ -165,7 +173,10 @@ async function grant(acc: AccountLeases, size: bigint): Promise<Lease | undefine
  * Charge `usd` (at most what the request reserved plus what the lease still has free) and give
  * the rest back to the lease. The charge is written with the next flush.
  */
-export function settleLeased(f: LeasedFunds, a: { usd: bigint; requestId: string; apiKeyId: string | null; reason: string | null }): Settlement {
+export function settleLeased(
+  f: LeasedFunds,
+  a: { usd: bigint; requestId: string; apiKeyId: string | null; reason: string | null },
+): Settlement {
   if (f.done) throw new Error(`request ${a.requestId} was already settled`);
   f.done = true;
   const lease = f.lease;
@@ -173,7 +184,8 @@ export function settleLeased(f: LeasedFunds, a: { usd: bigint; requestId: string
   lease.free += f.amount;
   const charged = a.usd < lease.free ? a.usd : lease.free;
   lease.free -= charged;
-  if (charged > 0n) lease.pending.push({ amount: charged, requestId: a.requestId, apiKeyId: a.apiKeyId, reason: a.reason });
+  if (charged > 0n)
+    lease.pending.push({ amount: charged, requestId: a.requestId, apiKeyId: a.apiKeyId, reason: a.reason });
   return { holdId: lease.id, currency: 'USD', charged, balanceAfter: 0n, available: availableOf(lease.account) };
 }
 
@@ -292,7 +304,9 @@ async function close(lease: Lease): Promise<void> {
        FROM h WHERE bal.account_id = h.account_id AND bal.currency = 'USD'`,
       [lease.id],
     )
-    .catch((err) => console.error(`[ledger] could not return lease ${lease.id}: ${(err as Error).message} (the hold sweeper will)`));
+    .catch((err) =>
+      console.error(`[ledger] could not return lease ${lease.id}: ${(err as Error).message} (the hold sweeper will)`),
+    );
 }
 
 /**
@@ -307,7 +321,12 @@ export async function flushLeases(opts: { close?: boolean } = {}): Promise<void>
     await Promise.all(work.map((l) => l.flushing ?? flush(l)));
   }
   if (opts.close) {
-    await Promise.all([...accounts.values()].flatMap((a) => a.leases).filter((l) => l.inflight === 0).map((l) => close(l)));
+    await Promise.all(
+      [...accounts.values()]
+        .flatMap((a) => a.leases)
+        .filter((l) => l.inflight === 0)
+        .map((l) => close(l)),
+    );
   }
 }
 

@@ -132,12 +132,24 @@ async function post(
   throw new InsufficientFunds(-amount, bal[currency].available);
 }
 
-export function credit(a: { accountId: string; currency: Currency; amount: bigint; reason: string; idempotencyKey: string }) {
+export function credit(a: {
+  accountId: string;
+  currency: Currency;
+  amount: bigint;
+  reason: string;
+  idempotencyKey: string;
+}) {
   if (a.amount <= 0n) throw new LedgerError('a credit must be positive');
   return post(a.accountId, a.currency, a.amount, 'credit', a.reason, a.idempotencyKey);
 }
 
-export function debit(a: { accountId: string; currency: Currency; amount: bigint; reason: string; idempotencyKey: string }) {
+export function debit(a: {
+  accountId: string;
+  currency: Currency;
+  amount: bigint;
+  reason: string;
+  idempotencyKey: string;
+}) {
   if (a.amount <= 0n) throw new LedgerError('a debit must be positive');
   return post(a.accountId, a.currency, -a.amount, 'debit', a.reason, a.idempotencyKey);
 }
@@ -176,10 +188,26 @@ export async function reserve(a: {
       const { rows } = await db().requestPool.query({
         name: 'ledger_reserve',
         text: HOLD_INSERT,
-        values: [a.accountId, currency, amount.toString(), a.usd.toString(), a.idempotencyKey, a.requestId ?? null, a.apiKeyId ?? null, ttl],
+        values: [
+          a.accountId,
+          currency,
+          amount.toString(),
+          a.usd.toString(),
+          a.idempotencyKey,
+          a.requestId ?? null,
+          a.apiKeyId ?? null,
+          ttl,
+        ],
       });
       if (rows[0]) {
-        return { id: rows[0].id, accountId: a.accountId, currency, amount, quotedUsd: a.usd, available: BigInt(rows[0].available) };
+        return {
+          id: rows[0].id,
+          accountId: a.accountId,
+          currency,
+          amount,
+          quotedUsd: a.usd,
+          available: BigInt(rows[0].available),
+        };
       }
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
@@ -204,8 +232,12 @@ async function holdByKey(idempotencyKey: string): Promise<Hold | undefined> {
   const r = rows[0];
   if (!r) return undefined;
   return {
-    id: r.id, accountId: r.account_id, currency: r.currency, amount: BigInt(r.amount),
-    quotedUsd: BigInt(r.quoted_usd), available: BigInt(r.available),
+    id: r.id,
+    accountId: r.account_id,
+    currency: r.currency,
+    amount: BigInt(r.amount),
+    quotedUsd: BigInt(r.quoted_usd),
+    available: BigInt(r.available),
   };
 }
 
@@ -246,10 +278,21 @@ export async function settle(a: { holdId: string; usd: bigint; reason?: string }
   const r = rows[0];
   if (!r) return settledEarlier(a.holdId, a.usd, a.reason);
   const result: Settlement = {
-    holdId: a.holdId, currency: r.currency, charged: BigInt(r.charged),
-    balanceAfter: BigInt(r.balance_after), available: BigInt(r.available),
+    holdId: a.holdId,
+    currency: r.currency,
+    charged: BigInt(r.charged),
+    balanceAfter: BigInt(r.balance_after),
+    available: BigInt(r.available),
   };
-  if (a.usd > BigInt(r.quoted_usd)) return chargeOverage(a.holdId, result, a.usd - BigInt(r.quoted_usd), BigInt(r.quoted_usd), BigInt(r.amount), a.reason);
+  if (a.usd > BigInt(r.quoted_usd))
+    return chargeOverage(
+      a.holdId,
+      result,
+      a.usd - BigInt(r.quoted_usd),
+      BigInt(r.quoted_usd),
+      BigInt(r.amount),
+      a.reason,
+    );
   return result;
 }
 
@@ -263,7 +306,11 @@ async function settledEarlier(holdId: string, usd: bigint, reason?: string): Pro
   const r = rows[0];
   if (!r) throw new LedgerError(`hold ${holdId} not found`);
   const base: Settlement = {
-    holdId, currency: r.currency, charged: BigInt(r.charged ?? 0), balanceAfter: BigInt(r.balance), available: BigInt(r.available),
+    holdId,
+    currency: r.currency,
+    charged: BigInt(r.charged ?? 0),
+    balanceAfter: BigInt(r.balance),
+    available: BigInt(r.available),
   };
   if (r.status === 'settled') return base;
   // Released or expired before the work finished: the work was done, so it is still owed.
@@ -271,7 +318,14 @@ async function settledEarlier(holdId: string, usd: bigint, reason?: string): Pro
 }
 
 /** Take `extraUsd` more for a hold from the available balance, as far as it goes (row-locked). */
-async function chargeOverage(holdId: string, s: Settlement, extraUsd: bigint, quotedUsd: bigint, holdAmount: bigint, reason?: string): Promise<Settlement> {
+async function chargeOverage(
+  holdId: string,
+  s: Settlement,
+  extraUsd: bigint,
+  quotedUsd: bigint,
+  holdAmount: bigint,
+  reason?: string,
+): Promise<Settlement> {
   const extra = s.currency === 'USD' ? extraUsd : (extraUsd * holdAmount + quotedUsd - 1n) / quotedUsd;
   const client = await db().pool.connect();
   try {
@@ -289,13 +343,25 @@ async function chargeOverage(holdId: string, s: Settlement, extraUsd: bigint, qu
         `INSERT INTO ledger_entries (account_id, currency, amount, balance_after, kind, reason, idempotency_key, hold_id, request_id)
          VALUES ($1, $2::"Currency", $3::numeric, $4::numeric, 'charge', $5, 'overage:' || $6::text, $6::uuid, $7)
          ON CONFLICT (idempotency_key) DO NOTHING RETURNING id`,
-        [r.account_id, s.currency, (-take).toString(), (BigInt(r.amount) - take).toString(), reason ?? 'usage above reservation', holdId, r.request_id],
+        [
+          r.account_id,
+          s.currency,
+          (-take).toString(),
+          (BigInt(r.amount) - take).toString(),
+          reason ?? 'usage above reservation',
+          holdId,
+          r.request_id,
+        ],
       );
       if (ins.rowCount) {
-        await client.query(`UPDATE balances SET amount = amount - $3::numeric, updated_at = now() WHERE account_id = $1 AND currency = $2::"Currency"`, [
-          r.account_id, s.currency, take.toString(),
+        await client.query(
+          `UPDATE balances SET amount = amount - $3::numeric, updated_at = now() WHERE account_id = $1 AND currency = $2::"Currency"`,
+          [r.account_id, s.currency, take.toString()],
+        );
+        await client.query(`UPDATE balance_holds SET charged = COALESCE(charged, 0) + $2::numeric WHERE id = $1`, [
+          holdId,
+          take.toString(),
         ]);
-        await client.query(`UPDATE balance_holds SET charged = COALESCE(charged, 0) + $2::numeric WHERE id = $1`, [holdId, take.toString()]);
         s = { ...s, charged: s.charged + take, balanceAfter: BigInt(r.amount) - take, available: available - take };
       }
     }
@@ -339,23 +405,32 @@ export async function releaseExpiredHolds(limit = 500): Promise<number> {
  * Give back all or part of an earlier charge or debit. Refunds of one entry never exceed it,
  * even when several race (the original entry's row is locked while they are added up).
  */
-export async function refund(a: { entryId: bigint; amount?: bigint; reason: string; idempotencyKey: string }): Promise<Entry> {
+export async function refund(a: {
+  entryId: bigint;
+  amount?: bigint;
+  reason: string;
+  idempotencyKey: string;
+}): Promise<Entry> {
   const prior = await entryByKey(a.idempotencyKey);
   if (prior) return prior;
   const client = await db().pool.connect();
   try {
     await client.query('BEGIN');
-    const { rows } = await client.query(`SELECT account_id, currency, amount, kind FROM ledger_entries WHERE id = $1 FOR UPDATE`, [
-      a.entryId.toString(),
-    ]);
+    const { rows } = await client.query(
+      `SELECT account_id, currency, amount, kind FROM ledger_entries WHERE id = $1 FOR UPDATE`,
+      [a.entryId.toString()],
+    );
     const orig = rows[0];
-    if (!orig || (orig.kind !== 'charge' && orig.kind !== 'debit')) throw new LedgerError(`entry ${a.entryId} is not a charge or debit`);
-    const { rows: sum } = await client.query(`SELECT COALESCE(SUM(amount), 0) AS refunded FROM ledger_entries WHERE refund_of = $1`, [
-      a.entryId.toString(),
-    ]);
+    if (!orig || (orig.kind !== 'charge' && orig.kind !== 'debit'))
+      throw new LedgerError(`entry ${a.entryId} is not a charge or debit`);
+    const { rows: sum } = await client.query(
+      `SELECT COALESCE(SUM(amount), 0) AS refunded FROM ledger_entries WHERE refund_of = $1`,
+      [a.entryId.toString()],
+    );
     const refundable = -BigInt(orig.amount) - BigInt(sum[0].refunded);
     const amount = a.amount ?? refundable;
-    if (amount <= 0n || amount > refundable) throw new LedgerError(`at most ${refundable} can still be refunded from entry ${a.entryId}`);
+    if (amount <= 0n || amount > refundable)
+      throw new LedgerError(`at most ${refundable} can still be refunded from entry ${a.entryId}`);
     const { rows: out } = await client.query(
       `WITH b AS (
          UPDATE balances SET amount = amount + $3::numeric, updated_at = now()
@@ -380,7 +455,9 @@ export async function refund(a: { entryId: bigint; amount?: bigint; reason: stri
 }
 
 export async function balances(accountId: string): Promise<Record<Currency, BalanceView> | undefined> {
-  const { rows } = await db().pool.query(`SELECT currency, amount, held FROM balances WHERE account_id = $1`, [accountId]);
+  const { rows } = await db().pool.query(`SELECT currency, amount, held FROM balances WHERE account_id = $1`, [
+    accountId,
+  ]);
   if (rows.length === 0) return undefined;
   const out = { USD: { amount: 0n, held: 0n, available: 0n }, XNO: { amount: 0n, held: 0n, available: 0n } };
   for (const r of rows) {

@@ -20,7 +20,12 @@ export interface HostedFileRef {
   expiresAt: Date;
 }
 
-export async function storeHostedFile(a: { accountId: string; jobId?: string; contentType: string; data: Buffer }): Promise<HostedFileRef> {
+export async function storeHostedFile(a: {
+  accountId: string;
+  jobId?: string;
+  contentType: string;
+  data: Buffer;
+}): Promise<HostedFileRef> {
   const id = `file_${randomBytes(12).toString('hex')}`;
   const expiresAt = new Date(Date.now() + RETENTION_MS);
   await db().pool.query(
@@ -61,7 +66,11 @@ export async function signedUrl(id: string, origin: string, fileExpiresAt?: Date
   return `${base}/api/media/${id}?expires=${expires}&signature=${await sign(id, expires)}`;
 }
 
-export async function verifySignature(id: string, expires: string, signature: string): Promise<'ok' | 'expired' | 'invalid'> {
+export async function verifySignature(
+  id: string,
+  expires: string,
+  signature: string,
+): Promise<'ok' | 'expired' | 'invalid'> {
   if (!/^\d{1,12}$/.test(expires)) return 'invalid';
   const expected = Buffer.from(await sign(id, Number(expires)));
   const given = Buffer.from(signature);
@@ -70,7 +79,9 @@ export async function verifySignature(id: string, expires: string, signature: st
 }
 
 async function sign(id: string, expires: number): Promise<string> {
-  return createHmac('sha256', await signingKey()).update(`${id}.${expires}`).digest('base64url');
+  return createHmac('sha256', await signingKey())
+    .update(`${id}.${expires}`)
+    .digest('base64url');
 }
 
 let key: Promise<string> | undefined;
@@ -84,9 +95,10 @@ function signingKey(): Promise<string> {
   if (fromEnv) return Promise.resolve(fromEnv);
   key ??= (async () => {
     const pool = db().pool;
-    await pool.query(`INSERT INTO gateway_secrets (name, value) VALUES ('media_signing_key', $1) ON CONFLICT (name) DO NOTHING`, [
-      randomBytes(32).toString('base64url'),
-    ]);
+    await pool.query(
+      `INSERT INTO gateway_secrets (name, value) VALUES ('media_signing_key', $1) ON CONFLICT (name) DO NOTHING`,
+      [randomBytes(32).toString('base64url')],
+    );
     const r = await pool.query<{ value: string }>(`SELECT value FROM gateway_secrets WHERE name = 'media_signing_key'`);
     return r.rows[0]!.value;
   })().catch((err) => {
@@ -95,4 +107,3 @@ function signingKey(): Promise<string> {
   });
   return key;
 }
-

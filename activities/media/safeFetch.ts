@@ -36,7 +36,15 @@ export class MediaFetchError extends Error {
   constructor(
     message: string,
     readonly code: string,
-    readonly reason: 'bad_url' | 'forbidden_address' | 'dns' | 'too_many_redirects' | 'too_large' | 'timeout' | 'http_status' | 'network',
+    readonly reason:
+      | 'bad_url'
+      | 'forbidden_address'
+      | 'dns'
+      | 'too_many_redirects'
+      | 'too_large'
+      | 'timeout'
+      | 'http_status'
+      | 'network',
   ) {
     super(message);
     this.name = 'MediaFetchError';
@@ -53,14 +61,37 @@ export const DEFAULT_MAX_MEDIA_BYTES = 20 * 1024 * 1024;
 // checked against the IPv4 rules by BlockList itself.
 const forbidden = new net.BlockList();
 for (const [a, p] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15],
-  ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) forbidden.addSubnet(a, p, 'ipv4');
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.88.99.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const)
+  forbidden.addSubnet(a, p, 'ipv4');
 for (const [a, p] of [
-  ['::', 96], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 32], ['2001:db8::', 32],
-  ['2002::', 16], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
-] as const) forbidden.addSubnet(a, p, 'ipv6');
+  ['::', 96],
+  ['64:ff9b::', 96],
+  ['64:ff9b:1::', 48],
+  ['100::', 64],
+  ['2001::', 32],
+  ['2001:db8::', 32],
+  ['2002::', 16],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['fec0::', 10],
+  ['ff00::', 8],
+] as const)
+  forbidden.addSubnet(a, p, 'ipv6');
 
 /** Whether `address` (an IP literal) is one the policy lets us connect to. */
 export function isAllowedAddress(address: string, allowPrivate: boolean | string[] = false): boolean {
@@ -110,7 +141,12 @@ export async function safeFetch(url: string, opts: SafeFetchOptions = {}): Promi
     try {
       let res;
       try {
-        res = await request(target, { method: 'GET', signal, dispatcher: agent, headers: { accept: 'image/*,*/*;q=0.8', 'user-agent': 'Switchyard media fetch' } });
+        res = await request(target, {
+          method: 'GET',
+          signal,
+          dispatcher: agent,
+          headers: { accept: 'image/*,*/*;q=0.8', 'user-agent': 'Switchyard media fetch' },
+        });
       } catch (err) {
         throw fetchFailure(err, current, signal, opts.signal, fail);
       }
@@ -164,7 +200,8 @@ function parseUrl(raw: string, fail: (m: string, r: MediaFetchError['reason']) =
   } catch {
     throw fail(`not a valid URL: ${raw.slice(0, 200)}`, 'bad_url');
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw fail(`only http and https URLs can be fetched, not ${u.protocol}`, 'bad_url');
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw fail(`only http and https URLs can be fetched, not ${u.protocol}`, 'bad_url');
   return u;
 }
 
@@ -191,11 +228,16 @@ async function vettedAddresses(
   }
   // Refuse when ANY answer is off limits: a name that mixes public and private addresses is a trap.
   const bad = found.find((a) => !isAllowedAddress(a.address, policy));
-  if (bad || found.length === 0) throw fail(`${hostname} resolves to an address the gateway may not fetch from`, 'forbidden_address');
+  if (bad || found.length === 0)
+    throw fail(`${hostname} resolves to an address the gateway may not fetch from`, 'forbidden_address');
   return found;
 }
 
-type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
+type LookupCallback = (
+  err: NodeJS.ErrnoException | null,
+  address: string | dns.LookupAddress[],
+  family?: number,
+) => void;
 
 /** A `lookup` for net/tls.connect that answers only from the vetted list, never from DNS. */
 function pinnedLookup(hostname: string, addresses: Array<{ address: string; family: number }>) {

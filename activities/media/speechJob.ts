@@ -57,7 +57,12 @@ export interface SpeechJobView {
 }
 
 /** Stores a reserved call as a pending job. */
-export async function createSpeechJob(jobId: string, caller: Caller, call: SpeechCall, hold: { currency: string; amount: bigint } | undefined): Promise<void> {
+export async function createSpeechJob(
+  jobId: string,
+  caller: Caller,
+  call: SpeechCall,
+  hold: { currency: string; amount: bigint } | undefined,
+): Promise<void> {
   const { model, ...plan } = call.plan;
   const request: SpeechJobRequest = {
     caller: { ...caller, dailyUsdLimit: caller.dailyUsdLimit?.toString() ?? null },
@@ -68,10 +73,18 @@ export async function createSpeechJob(jobId: string, caller: Caller, call: Speec
   const first = call.routes[0];
   await db().prisma.mediaJob.create({
     data: {
-      id: jobId, kind: 'speech', accountId: caller.accountId, apiKeyId: caller.keyId, model: model.id,
-      providerId: first?.provider.id ?? '', upstreamModel: first?.upstreamModel ?? '', status: 'pending',
-      request: request as object, holdId: call.reservation ?? null,
-      currency: (hold?.currency as 'USD' | 'XNO' | undefined) ?? null, precharge: hold ? hold.amount.toString() : null,
+      id: jobId,
+      kind: 'speech',
+      accountId: caller.accountId,
+      apiKeyId: caller.keyId,
+      model: model.id,
+      providerId: first?.provider.id ?? '',
+      upstreamModel: first?.upstreamModel ?? '',
+      status: 'pending',
+      request: request as object,
+      holdId: call.reservation ?? null,
+      currency: (hold?.currency as 'USD' | 'XNO' | undefined) ?? null,
+      precharge: hold ? hold.amount.toString() : null,
     },
   });
 }
@@ -81,7 +94,12 @@ export async function loadSpeechJob(id: string): Promise<SpeechJobView | undefin
   const row = await db().prisma.mediaJob.findUnique({ where: { id } });
   if (!row || row.kind !== 'speech') return undefined;
   return {
-    id: row.id, accountId: row.accountId, model: row.model, status: row.status, error: row.error, outputFileId: row.outputFileId,
+    id: row.id,
+    accountId: row.accountId,
+    model: row.model,
+    status: row.status,
+    error: row.error,
+    outputFileId: row.outputFileId,
     result: (row.result as SpeechJobResult | null) ?? null,
   };
 }
@@ -92,7 +110,10 @@ export async function abandonSpeechJob(jobId: string): Promise<void> {
 }
 
 async function markError(jobId: string, message: string): Promise<void> {
-  await db().prisma.mediaJob.updateMany({ where: { id: jobId, status: 'pending' }, data: { status: 'error', error: message, completedAt: new Date() } });
+  await db().prisma.mediaJob.updateMany({
+    where: { id: jobId, status: 'pending' },
+    data: { status: 'error', error: message, completedAt: new Date() },
+  });
 }
 
 /** Makes, hosts and bills the audio. Returns the terminal status; throws to have Temporal try again. */
@@ -101,7 +122,10 @@ export async function runSpeechJob(jobId: string): Promise<string> {
   if (!row) throw ApplicationFailure.nonRetryable(`speech job ${jobId} is not stored`, 'SpeechJobMissing');
   if (row.status !== 'pending') return row.status; // a retry after the work was done
   const job = row.request as unknown as SpeechJobRequest;
-  const caller: Caller = { ...job.caller, dailyUsdLimit: job.caller.dailyUsdLimit === null ? null : BigInt(job.caller.dailyUsdLimit) };
+  const caller: Caller = {
+    ...job.caller,
+    dailyUsdLimit: job.caller.dailyUsdLimit === null ? null : BigInt(job.caller.dailyUsdLimit),
+  };
   const model = catalog().model(job.modelId);
   if (!model) {
     if (row.holdId) await release(row.holdId);
@@ -117,16 +141,31 @@ export async function runSpeechJob(jobId: string): Promise<string> {
     const out = await call.collect(ctx.cancellationSignal);
     // Hosted before it is charged: a crash in between leaves an unreferenced file (swept after
     // its retention), never a charge without audio.
-    const file = await storeHostedFile({ accountId: row.accountId, jobId, contentType: out.contentType, data: out.audio });
+    const file = await storeHostedFile({
+      accountId: row.accountId,
+      jobId,
+      contentType: out.contentType,
+      data: out.audio,
+    });
     const bill = await call.settle();
     const result: SpeechJobResult = {
-      contentType: out.contentType, bytes: out.audio.length, ...speechBillFields(bill), fileExpiresAt: file.expiresAt.toISOString(),
+      contentType: out.contentType,
+      bytes: out.audio.length,
+      ...speechBillFields(bill),
+      fileExpiresAt: file.expiresAt.toISOString(),
     };
     await db().prisma.mediaJob.update({
       where: { id: jobId },
       data: {
-        status: 'completed', providerId: out.route.provider.id, upstreamModel: out.route.upstreamModel, currency: bill.currency,
-        cost: bill.chargedUnits.toString(), paymentSource: bill.paymentSource, outputFileId: file.id, result: result as object, completedAt: new Date(),
+        status: 'completed',
+        providerId: out.route.provider.id,
+        upstreamModel: out.route.upstreamModel,
+        currency: bill.currency,
+        cost: bill.chargedUnits.toString(),
+        paymentSource: bill.paymentSource,
+        outputFileId: file.id,
+        result: result as object,
+        completedAt: new Date(),
       },
     });
     return 'completed';
@@ -155,8 +194,20 @@ export async function closeSpeechJob(jobId: string, message: string): Promise<vo
   if (row.holdId) await release(row.holdId);
   const job = row.request as unknown as SpeechJobRequest;
   recordRequest({
-    id: jobId, accountId: row.accountId, apiKeyId: row.apiKeyId, surface: job.plan.kind, model: row.model, providerId: null, status: 'failed',
-    inputTokens: null, outputTokens: null, currency: null, cost: null, holdId: row.holdId, errorCode: 'upstream_error', startedAt: row.createdAt,
+    id: jobId,
+    accountId: row.accountId,
+    apiKeyId: row.apiKeyId,
+    surface: job.plan.kind,
+    model: row.model,
+    providerId: null,
+    status: 'failed',
+    inputTokens: null,
+    outputTokens: null,
+    currency: null,
+    cost: null,
+    holdId: row.holdId,
+    errorCode: 'upstream_error',
+    startedAt: row.createdAt,
   });
   await markError(jobId, `${message} Nothing was charged.`);
 }

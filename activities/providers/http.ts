@@ -26,7 +26,12 @@ export interface UpstreamResponse {
 export async function send(
   providerId: string,
   url: string,
-  init: { method?: 'GET' | 'POST' | 'PUT' | 'DELETE'; headers: Record<string, string>; body?: string; signal: AbortSignal },
+  init: {
+    method?: 'GET' | 'POST' | 'PUT' | 'DELETE';
+    headers: Record<string, string>;
+    body?: string;
+    signal: AbortSignal;
+  },
 ): Promise<UpstreamResponse> {
   try {
     const res = await request(url, {
@@ -52,10 +57,17 @@ export function transportError(providerId: string, err: unknown): UpstreamError 
   if (e.name === 'AbortError' || e.code === 'UND_ERR_ABORTED') {
     return new UpstreamError(`request to ${providerId} was aborted`, 499, false, { code: 'aborted', providerId });
   }
-  if (err instanceof errors.HeadersTimeoutError || err instanceof errors.BodyTimeoutError || e.code === 'UND_ERR_CONNECT_TIMEOUT') {
+  if (
+    err instanceof errors.HeadersTimeoutError ||
+    err instanceof errors.BodyTimeoutError ||
+    e.code === 'UND_ERR_CONNECT_TIMEOUT'
+  ) {
     return new UpstreamError(`${providerId} timed out`, 504, true, { code: 'upstream_timeout', providerId });
   }
-  return new UpstreamError(`could not reach ${providerId}: ${e.message}`, 502, true, { code: 'upstream_unreachable', providerId });
+  return new UpstreamError(`could not reach ${providerId}: ${e.message}`, 502, true, {
+    code: 'upstream_unreachable',
+    providerId,
+  });
 }
 
 /**
@@ -68,21 +80,28 @@ export async function statusError(providerId: string, res: UpstreamResponse): Pr
   let message = text.slice(0, 500) || `HTTP ${res.status}`;
   try {
     const j = JSON.parse(text);
-    const m = j?.error?.message ?? (typeof j?.error === 'string' ? j.error : undefined) ?? j?.message ?? j?.[0]?.error?.message;
+    const m =
+      j?.error?.message ?? (typeof j?.error === 'string' ? j.error : undefined) ?? j?.message ?? j?.[0]?.error?.message;
     if (typeof m === 'string' && m) message = m;
   } catch {
     // not JSON: keep the text
   }
   const retryAfter = Number(res.headers['retry-after']);
-  return new UpstreamError(`${providerId} answered ${res.status}: ${message}`, res.status, isRetryableStatus(res.status), {
-    providerId,
-    retryAfterSeconds: Number.isFinite(retryAfter) ? retryAfter : undefined,
-    upstreamBody: text.slice(0, 2000),
-  });
+  return new UpstreamError(
+    `${providerId} answered ${res.status}: ${message}`,
+    res.status,
+    isRetryableStatus(res.status),
+    {
+      providerId,
+      retryAfterSeconds: Number.isFinite(retryAfter) ? retryAfter : undefined,
+      upstreamBody: text.slice(0, 2000),
+    },
+  );
 }
 
 /** Read a whole JSON body, mapping a broken body to a retryable error. */
-export async function readJson(providerId: string, res: UpstreamResponse): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+export async function readJson(providerId: string, res: UpstreamResponse): Promise<any> {
+  // eslint-disable-line @typescript-eslint/no-explicit-any
   let text: string;
   try {
     text = await res.body.text();
@@ -92,7 +111,11 @@ export async function readJson(providerId: string, res: UpstreamResponse): Promi
   try {
     return JSON.parse(text);
   } catch {
-    throw new UpstreamError(`${providerId} sent a body that is not JSON`, 502, true, { code: 'upstream_bad_response', providerId, upstreamBody: text.slice(0, 2000) });
+    throw new UpstreamError(`${providerId} sent a body that is not JSON`, 502, true, {
+      code: 'upstream_bad_response',
+      providerId,
+      upstreamBody: text.slice(0, 2000),
+    });
   }
 }
 

@@ -6,10 +6,17 @@ import { anthropicAdapter } from './anthropic/index.js';
 import { geminiAdapter } from './gemini/index.js';
 import { localAdapter } from './local/index.js';
 
-const adapters = new Map<string, ProviderAdapter>([openaiAdapter, anthropicAdapter, geminiAdapter, localAdapter].map((a) => [a.protocol, a]));
+const adapters = new Map<string, ProviderAdapter>(
+  [openaiAdapter, anthropicAdapter, geminiAdapter, localAdapter].map((a) => [a.protocol, a]),
+);
 
 export function adapterFor(route: Route): ProviderAdapter {
   const a = adapters.get(route.provider.protocol);
-  if (!a) throw new UpstreamError(`no adapter for protocol '${route.provider.protocol}' (provider ${route.provider.id})`, 500, false);
+  if (!a)
+    throw new UpstreamError(
+      `no adapter for protocol '${route.provider.protocol}' (provider ${route.provider.id})`,
+      500,
+      false,
+    );
   return a;
 }

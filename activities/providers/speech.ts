@@ -61,6 +61,11 @@ let adapters: Map<string, SpeechAdapter> | undefined;
 export function speechAdapterFor(route: Route): SpeechAdapter {
   adapters ??= new Map([localSpeechAdapter, openaiSpeechAdapter, elevenlabsSpeechAdapter].map((a) => [a.protocol, a]));
   const a = adapters.get(route.provider.protocol);
-  if (!a) throw new UpstreamError(`no speech adapter for protocol '${route.provider.protocol}' (provider ${route.provider.id})`, 500, false);
+  if (!a)
+    throw new UpstreamError(
+      `no speech adapter for protocol '${route.provider.protocol}' (provider ${route.provider.id})`,
+      500,
+      false,
+    );
   return a;
 }

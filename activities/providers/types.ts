@@ -1,7 +1,13 @@
 // The fixed shape of a provider adapter (one folder per upstream protocol under
 // activities/providers/). Routing, billing and streaming never special-case a provider: they
 // only see this interface and UpstreamError.
-import type { InferenceRequest, InferenceResult, NativeFormat, NativeRequest, StreamEvent } from '../inference/types.js';
+import type {
+  InferenceRequest,
+  InferenceResult,
+  NativeFormat,
+  NativeRequest,
+  StreamEvent,
+} from '../inference/types.js';
 
 /** Everything an adapter needs to reach one route of one provider. */
 export interface ProviderTarget {
@@ -42,8 +48,18 @@ export interface NativePassThrough {
   readonly format: NativeFormat;
   /** whether this request can go as written (false: the translated path serves it) */
   accepts(req: InferenceRequest, target: ProviderTarget): boolean;
-  complete(native: NativeRequest, req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): Promise<InferenceResult>;
-  stream(native: NativeRequest, req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): AsyncIterable<StreamEvent>;
+  complete(
+    native: NativeRequest,
+    req: InferenceRequest,
+    target: ProviderTarget,
+    signal: AbortSignal,
+  ): Promise<InferenceResult>;
+  stream(
+    native: NativeRequest,
+    req: InferenceRequest,
+    target: ProviderTarget,
+    signal: AbortSignal,
+  ): AsyncIterable<StreamEvent>;
 }
 
 /**

@@ -11,7 +11,13 @@ import type { Caller } from '../accounts/keys.js';
 import { InferenceCall } from '../inference/execute.js';
 import { RequestError } from '../inference/errors.js';
 import type { InferenceRequest } from '../inference/types.js';
-import { assistantTurn, toResponse, type ChatMessage, type ResponseMeta, type ResponseObject } from '../surfaces/responses.js';
+import {
+  assistantTurn,
+  toResponse,
+  type ChatMessage,
+  type ResponseMeta,
+  type ResponseObject,
+} from '../surfaces/responses.js';
 
 /** What the API stores beside a queued response so the worker can run it. */
 export interface BackgroundJob {
@@ -39,9 +45,18 @@ async function load(id: string): Promise<Row> {
   return row as unknown as Row;
 }
 
-async function update(id: string, status: string, response: ResponseObject, conversation?: ChatMessage[], row?: Row): Promise<void> {
+async function update(
+  id: string,
+  status: string,
+  response: ResponseObject,
+  conversation?: ChatMessage[],
+  row?: Row,
+): Promise<void> {
   const request = conversation && row ? { ...row.request, conversation } : undefined;
-  await db().prisma.storedResponse.update({ where: { id }, data: { status, response: { ...response, status } as object, ...(request ? { request: request as object } : {}) } });
+  await db().prisma.storedResponse.update({
+    where: { id },
+    data: { status, response: { ...response, status } as object, ...(request ? { request: request as object } : {}) },
+  });
 }
 
 /** Runs the call; returns the terminal status. A cancelled activity aborts the upstream call and rethrows. */
@@ -52,18 +67,44 @@ export async function runBackgroundResponse(id: string): Promise<string> {
   await update(id, 'in_progress', row.response);
 
   const model = catalog().model(job.modelId);
-  const routes = (model?.routes ?? []).filter((r) => job.routeIds.includes(r.id)).sort((a, b) => job.routeIds.indexOf(a.id) - job.routeIds.indexOf(b.id));
-  const caller: Caller = { ...job.caller, dailyUsdLimit: job.caller.dailyUsdLimit === null ? null : BigInt(job.caller.dailyUsdLimit) };
-  const call = new InferenceCall({ caller, requestId: job.requestId, surface: 'responses', modelId: job.modelId, routes, request: job.request, promptTokenEstimate: job.promptTokenEstimate });
+  const routes = (model?.routes ?? [])
+    .filter((r) => job.routeIds.includes(r.id))
+    .sort((a, b) => job.routeIds.indexOf(a.id) - job.routeIds.indexOf(b.id));
+  const caller: Caller = {
+    ...job.caller,
+    dailyUsdLimit: job.caller.dailyUsdLimit === null ? null : BigInt(job.caller.dailyUsdLimit),
+  };
+  const call = new InferenceCall({
+    caller,
+    requestId: job.requestId,
+    surface: 'responses',
+    modelId: job.modelId,
+    routes,
+    request: job.request,
+    promptTokenEstimate: job.promptTokenEstimate,
+  });
   call.adoptReservation(job.holdId ?? undefined);
 
   const ctx = Context.current();
   const beat = setInterval(() => ctx.heartbeat(), 1000);
   try {
-    if (routes.length === 0) throw new RequestError(503, 'model_not_available', `Model '${job.modelId}' has no configured provider on this worker.`);
+    if (routes.length === 0)
+      throw new RequestError(
+        503,
+        'model_not_available',
+        `Model '${job.modelId}' has no configured provider on this worker.`,
+      );
     const { result, route } = await call.complete(ctx.cancellationSignal);
-    if (!result.content && !result.toolCalls.length && !result.reasoning) throw new RequestError(502, 'empty_response', `${route.provider.id} returned an empty response. Nothing was charged.`);
-    const { usage } = await call.settle(result.usage, result.content + (result.reasoning ?? '') + result.toolCalls.map((c) => c.arguments).join(''));
+    if (!result.content && !result.toolCalls.length && !result.reasoning)
+      throw new RequestError(
+        502,
+        'empty_response',
+        `${route.provider.id} returned an empty response. Nothing was charged.`,
+      );
+    const { usage } = await call.settle(
+      result.usage,
+      result.content + (result.reasoning ?? '') + result.toolCalls.map((c) => c.arguments).join(''),
+    );
     const response = toResponse(result, usage, { ...job.meta, provider: route.provider.id });
     await update(id, response.status, response, [...row.request.conversation, assistantTurn(result)], row);
     return response.status;
@@ -73,7 +114,10 @@ export async function runBackgroundResponse(id: string): Promise<string> {
     if (err instanceof RequestError || (err as { status?: number }).status !== undefined) {
       // A request that cannot succeed (every provider failed, bad input): release, record, done.
       await call.fail((err as { code?: string }).code ?? 'error');
-      await update(id, 'failed', { ...row.response, error: { code: (err as { code?: string }).code ?? 'error', message: (err as Error).message } } as ResponseObject);
+      await update(id, 'failed', {
+        ...row.response,
+        error: { code: (err as { code?: string }).code ?? 'error', message: (err as Error).message },
+      } as ResponseObject);
       return 'failed';
     }
     throw err; // unexpected: let Temporal retry the activity
@@ -83,10 +127,17 @@ export async function runBackgroundResponse(id: string): Promise<string> {
 }
 
 /** Cancelled (or given up on): give the reservation back and say so. Idempotent. */
-export async function closeBackgroundResponse(id: string, status: 'cancelled' | 'failed', message?: string): Promise<void> {
+export async function closeBackgroundResponse(
+  id: string,
+  status: 'cancelled' | 'failed',
+  message?: string,
+): Promise<void> {
   const row = await load(id);
   if (TERMINAL.has(row.status)) return;
   if (row.request.job.holdId) await release(row.request.job.holdId);
-  const response = { ...row.response, ...(message ? { error: { code: 'background_failed', message } } : {}) } as ResponseObject;
+  const response = {
+    ...row.response,
+    ...(message ? { error: { code: 'background_failed', message } } : {}),
+  } as ResponseObject;
   await update(id, status, response);
 }

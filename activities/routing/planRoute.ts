@@ -32,37 +32,74 @@ export interface RequestNeeds {
   caching: boolean;
 }
 
-
 /** Bits of precision, for `min_quantization`. Unknown precision never meets a floor. */
 export const QUANTIZATION_BITS: Record<string, number> = {
-  fp32: 32, bf16: 16, fp16: 16, fp8: 8, int8: 8, fp6: 6, fp4: 4, int4: 4,
+  fp32: 32,
+  bf16: 16,
+  fp16: 16,
+  fp8: 8,
+  int8: 8,
+  fp6: 6,
+  fp4: 4,
+  int4: 4,
 };
 
 const ids = (routes: Route[]) => routes.map((r) => r.provider.id).join(', ');
 
-export function planRoute(catalog: Catalog, model: ModelInfo, caller: Caller | null, prefs: ProviderPreferences, needs: RequestNeeds): Route[] {
+export function planRoute(
+  catalog: Catalog,
+  model: ModelInfo,
+  caller: Caller | null,
+  prefs: ProviderPreferences,
+  needs: RequestNeeds,
+): Route[] {
   let routes = model.routes.filter((r) => r.available);
   if (routes.length === 0) {
-    throw new RequestError(503, 'model_not_available', `Model '${model.id}' has no configured provider on this gateway right now.`, 'model');
+    throw new RequestError(
+      503,
+      'model_not_available',
+      `Model '${model.id}' has no configured provider on this gateway right now.`,
+      'model',
+    );
   }
 
   if (prefs.explicit) {
     const wanted = prefs.explicit.toLowerCase();
     if (!catalog.providers.some((p) => p.id === wanted)) {
-      throw new RequestError(400, 'provider_unknown_provider', `Unknown provider '${prefs.explicit}'. GET /api/models/{model}/providers lists the providers of a model.`, 'provider');
+      throw new RequestError(
+        400,
+        'provider_unknown_provider',
+        `Unknown provider '${prefs.explicit}'. GET /api/models/{model}/providers lists the providers of a model.`,
+        'provider',
+      );
     }
     routes = routes.filter((r) => r.provider.id === wanted);
     if (routes.length === 0) {
-      throw new RequestError(400, 'model_not_available', `Provider '${wanted}' does not serve '${model.id}' here. Available: ${ids(model.routes.filter((r) => r.available))}.`, 'provider');
+      throw new RequestError(
+        400,
+        'model_not_available',
+        `Provider '${wanted}' does not serve '${model.id}' here. Available: ${ids(model.routes.filter((r) => r.available))}.`,
+        'provider',
+      );
     }
   }
 
   // Saved restrictions bind whatever the request asks.
   if (caller) {
     const allowed = caller.providerAllow;
-    routes = routes.filter((r) => (allowed === null || allowed.includes(r.provider.id)) && !caller.providerDeny.includes(r.provider.id) && (!caller.zdrOnly || r.zeroDataRetention));
+    routes = routes.filter(
+      (r) =>
+        (allowed === null || allowed.includes(r.provider.id)) &&
+        !caller.providerDeny.includes(r.provider.id) &&
+        (!caller.zdrOnly || r.zeroDataRetention),
+    );
     if (routes.length === 0) {
-      throw new RequestError(403, 'model_not_allowed', `This key's provider restrictions${caller.zdrOnly ? ' (zero-data-retention only)' : ''} leave no provider for '${model.id}'.`, 'model');
+      throw new RequestError(
+        403,
+        'model_not_allowed',
+        `This key's provider restrictions${caller.zdrOnly ? ' (zero-data-retention only)' : ''} leave no provider for '${model.id}'.`,
+        'model',
+      );
     }
   }
 
@@ -74,8 +111,10 @@ export function planRoute(catalog: Catalog, model: ModelInfo, caller: Caller | n
     routes = next;
   };
   if (prefs.only?.length) keep('provider.only', (r) => prefs.only!.map((s) => s.toLowerCase()).includes(r.provider.id));
-  if (prefs.ignore?.length) keep('provider.ignore', (r) => !prefs.ignore!.map((s) => s.toLowerCase()).includes(r.provider.id));
-  if (prefs.quantizations?.length) keep('provider.quantizations', (r) => prefs.quantizations!.includes(r.quantization ?? 'unknown'));
+  if (prefs.ignore?.length)
+    keep('provider.ignore', (r) => !prefs.ignore!.map((s) => s.toLowerCase()).includes(r.provider.id));
+  if (prefs.quantizations?.length)
+    keep('provider.quantizations', (r) => prefs.quantizations!.includes(r.quantization ?? 'unknown'));
   if (prefs.minQuantization) {
     const floor = QUANTIZATION_BITS[prefs.minQuantization];
     keep('provider.min_quantization', (r) => (QUANTIZATION_BITS[r.quantization ?? ''] ?? 0) >= floor);
@@ -83,7 +122,10 @@ export function planRoute(catalog: Catalog, model: ModelInfo, caller: Caller | n
   if (prefs.maxPrice) {
     const p = prefs.maxPrice.prompt === undefined ? undefined : parseAmount(prefs.maxPrice.prompt, 'USD');
     const c = prefs.maxPrice.completion === undefined ? undefined : parseAmount(prefs.maxPrice.completion, 'USD');
-    keep('provider.max_price', (r) => (p === undefined || r.price.input <= p) && (c === undefined || r.price.output <= c));
+    keep(
+      'provider.max_price',
+      (r) => (p === undefined || r.price.input <= p) && (c === undefined || r.price.output <= c),
+    );
   }
   if (needs.tools) keep('tool calling', (r) => r.supportsTools);
   if (needs.caching) keep('prompt caching', (r) => r.supportsCaching);
@@ -92,7 +134,12 @@ export function planRoute(catalog: Catalog, model: ModelInfo, caller: Caller | n
     if (needs.structuredOutput) keep('structured output', () => model.capabilities.structured_output === true);
   }
   if (routes.length === 0) {
-    throw new RequestError(400, 'no_fallback_available', `No provider of '${model.id}' (${ids(before)}) satisfies ${rejected.join(', ')}.`, 'provider');
+    throw new RequestError(
+      400,
+      'no_fallback_available',
+      `No provider of '${model.id}' (${ids(before)}) satisfies ${rejected.join(', ')}.`,
+      'provider',
+    );
   }
 
   routes = order(routes, prefs);

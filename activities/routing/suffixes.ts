@@ -22,7 +22,6 @@ export interface ModelName {
   suffixes: string[];
 }
 
-
 class SuffixError extends RequestError {
   constructor(message: string) {
     super(400, 'invalid_parameter_value', message, 'model');
@@ -30,8 +29,12 @@ class SuffixError extends RequestError {
 }
 
 const SORTS: Record<string, RouteSort> = {
-  fast: 'throughput', speed: 'throughput', throughput: 'throughput',
-  cheap: 'price', price: 'price', floor: 'price',
+  fast: 'throughput',
+  speed: 'throughput',
+  throughput: 'throughput',
+  cheap: 'price',
+  price: 'price',
+  floor: 'price',
   latency: 'latency',
 };
 const EFFORTS = ['none', 'low', 'medium', 'high', 'xhigh', 'max'];
@@ -44,8 +47,15 @@ const NOT_OFFERED: Array<[RegExp, string]> = [
 ];
 
 function isSuffix(token: string): boolean {
-  return token in SORTS || token === 'tools' || /^(caching|cache|cached)$/.test(token) || token === 'thinking' ||
-    token === 'reasoning-exclude' || token.startsWith('reasoning-effort/') || NOT_OFFERED.some(([re]) => re.test(token));
+  return (
+    token in SORTS ||
+    token === 'tools' ||
+    /^(caching|cache|cached)$/.test(token) ||
+    token === 'thinking' ||
+    token === 'reasoning-exclude' ||
+    token.startsWith('reasoning-effort/') ||
+    NOT_OFFERED.some(([re]) => re.test(token))
+  );
 }
 
 /**
@@ -62,9 +72,13 @@ export function parseModelName(name: string, exists: (base: string) => boolean):
   const out: ModelName = { base, suffixes: suffixes.map((s) => `:${s}`) };
   for (const s of suffixes) {
     const refused = NOT_OFFERED.find(([re]) => re.test(s));
-    if (refused) throw new SuffixError(`The ':${s}' suffix asks for ${refused[1]}, which this gateway does not offer. Remove the suffix.`);
+    if (refused)
+      throw new SuffixError(
+        `The ':${s}' suffix asks for ${refused[1]}, which this gateway does not offer. Remove the suffix.`,
+      );
     if (s in SORTS) {
-      if (out.sort && out.sort !== SORTS[s]) throw new SuffixError(`Conflicting routing suffixes: sort by ${out.sort} and by ${SORTS[s]}. Use one.`);
+      if (out.sort && out.sort !== SORTS[s])
+        throw new SuffixError(`Conflicting routing suffixes: sort by ${out.sort} and by ${SORTS[s]}. Use one.`);
       out.sort = SORTS[s];
     } else if (s === 'tools') out.requireTools = true;
     else if (s === 'caching' || s === 'cache' || s === 'cached') out.requireCaching = true;
@@ -72,11 +86,16 @@ export function parseModelName(name: string, exists: (base: string) => boolean):
     else if (s === 'reasoning-exclude') out.reasoningExclude = true;
     else if (s.startsWith('reasoning-effort/')) {
       const effort = s.slice('reasoning-effort/'.length);
-      if (!EFFORTS.includes(effort)) throw new SuffixError(`':reasoning-effort/${effort}' is not a reasoning effort; use one of ${EFFORTS.join(', ')}.`);
-      if (out.reasoningEffort && out.reasoningEffort !== effort) throw new SuffixError('Two different reasoning efforts in the model name. Use one.');
+      if (!EFFORTS.includes(effort))
+        throw new SuffixError(
+          `':reasoning-effort/${effort}' is not a reasoning effort; use one of ${EFFORTS.join(', ')}.`,
+        );
+      if (out.reasoningEffort && out.reasoningEffort !== effort)
+        throw new SuffixError('Two different reasoning efforts in the model name. Use one.');
       out.reasoningEffort = effort as ReasoningEffort;
     }
   }
-  if (out.thinking && out.reasoningEffort === 'none') throw new SuffixError("':thinking' and ':reasoning-effort/none' contradict each other.");
+  if (out.thinking && out.reasoningEffort === 'none')
+    throw new SuffixError("':thinking' and ':reasoning-effort/none' contradict each other.");
   return out;
 }

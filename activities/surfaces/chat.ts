@@ -5,7 +5,17 @@
 import { Ajv } from 'ajv';
 import type { ModelInfo } from '../catalog/catalog.js';
 import { RequestError } from '../inference/errors.js';
-import type { CacheControl, ContentPart, InferenceRequest, Message, ReasoningEffort, ResponseFormat, ToolCall, ToolChoice, ToolSpec } from '../inference/types.js';
+import type {
+  CacheControl,
+  ContentPart,
+  InferenceRequest,
+  Message,
+  ReasoningEffort,
+  ResponseFormat,
+  ToolCall,
+  ToolChoice,
+  ToolSpec,
+} from '../inference/types.js';
 import type { ModelName } from '../routing/suffixes.js';
 import type { ProviderPreferences, RequestNeeds } from '../routing/planRoute.js';
 import { QUANTIZATION_BITS } from '../routing/planRoute.js';
@@ -26,29 +36,56 @@ export function parseTools(raw: unknown): ToolSpec[] | undefined {
     try {
       tools = JSON.parse(raw);
     } catch {
-      throw bad('invalid_tool_spec_parse', "'tools' is a string that is not valid JSON. Send an array of tool objects.", 'tools');
+      throw bad(
+        'invalid_tool_spec_parse',
+        "'tools' is a string that is not valid JSON. Send an array of tool objects.",
+        'tools',
+      );
     }
   }
-  if (!Array.isArray(tools)) throw bad('invalid_tool_spec', "'tools' must be an array of {type:'function', function:{name, description?, parameters?}}.", 'tools');
+  if (!Array.isArray(tools))
+    throw bad(
+      'invalid_tool_spec',
+      "'tools' must be an array of {type:'function', function:{name, description?, parameters?}}.",
+      'tools',
+    );
   const size = Buffer.byteLength(JSON.stringify(tools));
   if (size > toolSpecLimit()) {
-    throw new RequestError(413, 'tool_spec_too_large', `'tools' is ${size} bytes serialized; the limit is ${toolSpecLimit()}.`, 'tools');
+    throw new RequestError(
+      413,
+      'tool_spec_too_large',
+      `'tools' is ${size} bytes serialized; the limit is ${toolSpecLimit()}.`,
+      'tools',
+    );
   }
   const names = new Set<string>();
   return tools.map((t: any, i: number) => {
     const at = `tools[${i}]`;
     if (!t || typeof t !== 'object') throw bad('invalid_tool_spec', `${at} must be an object.`, at);
-    if (t.type !== 'function') throw bad('invalid_tool_spec', `${at}.type must be 'function': only function tools are supported.`, `${at}.type`);
+    if (t.type !== 'function')
+      throw bad('invalid_tool_spec', `${at}.type must be 'function': only function tools are supported.`, `${at}.type`);
     const f = t.function;
     if (!f || typeof f !== 'object') throw bad('invalid_tool_spec', `${at}.function is required.`, `${at}.function`);
     if (typeof f.name !== 'string' || !TOOL_NAME.test(f.name)) {
-      throw bad('invalid_tool_spec', `${at}.function.name must be 1-64 letters, digits, '_' or '-'.`, `${at}.function.name`);
+      throw bad(
+        'invalid_tool_spec',
+        `${at}.function.name must be 1-64 letters, digits, '_' or '-'.`,
+        `${at}.function.name`,
+      );
     }
     if (names.has(f.name)) throw bad('invalid_tool_spec', `Two tools are named '${f.name}'.`, `${at}.function.name`);
     names.add(f.name);
-    if (f.description !== undefined && typeof f.description !== 'string') throw bad('invalid_tool_spec', `${at}.function.description must be a string.`, `${at}.function.description`);
-    if (f.parameters !== undefined && (typeof f.parameters !== 'object' || f.parameters === null || Array.isArray(f.parameters))) {
-      throw bad('invalid_tool_spec', `${at}.function.parameters must be a JSON Schema object.`, `${at}.function.parameters`);
+    if (f.description !== undefined && typeof f.description !== 'string')
+      throw bad('invalid_tool_spec', `${at}.function.description must be a string.`, `${at}.function.description`);
+    if (
+      f.parameters !== undefined &&
+      (typeof f.parameters !== 'object' || f.parameters === null || Array.isArray(f.parameters))
+    ) {
+      throw bad(
+        'invalid_tool_spec',
+        `${at}.function.parameters must be a JSON Schema object.`,
+        `${at}.function.parameters`,
+      );
     }
     return { name: f.name, description: f.description, parameters: f.parameters };
   });
@@ -57,10 +94,20 @@ export function parseTools(raw: unknown): ToolSpec[] | undefined {
 export function parseToolChoice(raw: any, tools: ToolSpec[] | undefined): ToolChoice | undefined {
   if (raw === undefined || raw === null) return undefined;
   if (raw === 'none' || raw === 'auto') return raw;
-  if (!tools?.length) throw bad('tool_choice_unsupported', `tool_choice '${typeof raw === 'string' ? raw : raw.function?.name}' needs 'tools'.`, 'tool_choice');
+  if (!tools?.length)
+    throw bad(
+      'tool_choice_unsupported',
+      `tool_choice '${typeof raw === 'string' ? raw : raw.function?.name}' needs 'tools'.`,
+      'tool_choice',
+    );
   if (raw === 'required') return 'required';
   const name = raw.function.name;
-  if (!tools.some((t) => t.name === name)) throw bad('tool_choice_unsupported', `tool_choice names '${name}', which is not in 'tools'.`, 'tool_choice.function.name');
+  if (!tools.some((t) => t.name === name))
+    throw bad(
+      'tool_choice_unsupported',
+      `tool_choice names '${name}', which is not in 'tools'.`,
+      'tool_choice.function.name',
+    );
   return { name };
 }
 
@@ -70,31 +117,62 @@ const schemaAjv = new Ajv({ strict: false, allErrors: false });
 function checkStrict(node: any, path: string): void {
   if (!node || typeof node !== 'object') return;
   if (Array.isArray(node)) return node.forEach((n, i) => checkStrict(n, `${path}[${i}]`));
-  const isObject = node.type === 'object' || (Array.isArray(node.type) && node.type.includes('object')) || node.properties;
+  const isObject =
+    node.type === 'object' || (Array.isArray(node.type) && node.type.includes('object')) || node.properties;
   if (isObject) {
-    if (node.additionalProperties !== false) throw bad('invalid_json_schema', `With strict: true, ${path} must set additionalProperties: false.`, 'response_format.json_schema.schema');
+    if (node.additionalProperties !== false)
+      throw bad(
+        'invalid_json_schema',
+        `With strict: true, ${path} must set additionalProperties: false.`,
+        'response_format.json_schema.schema',
+      );
     const keys = Object.keys(node.properties ?? {});
     const missing = keys.filter((k) => !(node.required ?? []).includes(k));
-    if (missing.length) throw bad('invalid_json_schema', `With strict: true, every property of ${path} must be in 'required' (missing: ${missing.join(', ')}).`, 'response_format.json_schema.schema');
+    if (missing.length)
+      throw bad(
+        'invalid_json_schema',
+        `With strict: true, every property of ${path} must be in 'required' (missing: ${missing.join(', ')}).`,
+        'response_format.json_schema.schema',
+      );
   }
-  for (const key of ['properties', '$defs', 'definitions']) for (const [k, v] of Object.entries(node[key] ?? {})) checkStrict(v, `${path}.${k}`);
-  for (const key of ['items', 'anyOf', 'oneOf', 'allOf', 'prefixItems']) if (node[key]) checkStrict(node[key], `${path}.${key}`);
+  for (const key of ['properties', '$defs', 'definitions'])
+    for (const [k, v] of Object.entries(node[key] ?? {})) checkStrict(v, `${path}.${k}`);
+  for (const key of ['items', 'anyOf', 'oneOf', 'allOf', 'prefixItems'])
+    if (node[key]) checkStrict(node[key], `${path}.${key}`);
 }
 
 export function parseResponseFormat(raw: any): ResponseFormat | undefined {
   if (!raw) return undefined;
   if (raw.type !== 'json_schema') return { type: raw.type };
   const js = raw.json_schema;
-  if (!js || typeof js !== 'object') throw bad('invalid_json_schema', "response_format.json_schema is required when type is 'json_schema'.", 'response_format.json_schema');
+  if (!js || typeof js !== 'object')
+    throw bad(
+      'invalid_json_schema',
+      "response_format.json_schema is required when type is 'json_schema'.",
+      'response_format.json_schema',
+    );
   if (typeof js.name !== 'string' || !/^[a-zA-Z0-9_-]{1,64}$/.test(js.name)) {
-    throw bad('invalid_json_schema', 'response_format.json_schema.name is required: 1-64 letters, digits, underscores or dashes.', 'response_format.json_schema.name');
+    throw bad(
+      'invalid_json_schema',
+      'response_format.json_schema.name is required: 1-64 letters, digits, underscores or dashes.',
+      'response_format.json_schema.name',
+    );
   }
   const schema = js.schema ?? { type: 'object' };
-  if (typeof schema !== 'object' || Array.isArray(schema)) throw bad('invalid_json_schema', 'response_format.json_schema.schema must be a JSON Schema object.', 'response_format.json_schema.schema');
+  if (typeof schema !== 'object' || Array.isArray(schema))
+    throw bad(
+      'invalid_json_schema',
+      'response_format.json_schema.schema must be a JSON Schema object.',
+      'response_format.json_schema.schema',
+    );
   try {
     schemaAjv.compile(schema);
   } catch (err) {
-    throw bad('invalid_json_schema', `response_format.json_schema.schema is not a valid JSON Schema: ${(err as Error).message}`, 'response_format.json_schema.schema');
+    throw bad(
+      'invalid_json_schema',
+      `response_format.json_schema.schema is not a valid JSON Schema: ${(err as Error).message}`,
+      'response_format.json_schema.schema',
+    );
   }
   if (js.strict === true) checkStrict(schema, 'the schema');
   return { type: 'json_schema', name: js.name, schema, strict: js.strict === true, description: js.description };
@@ -104,8 +182,18 @@ export function parseResponseFormat(raw: any): ResponseFormat | undefined {
 export function cacheControlOf(raw: any, where: string): { cacheControl?: CacheControl } {
   const c = raw?.cache_control;
   if (c === undefined || c === null) return {};
-  if (typeof c !== 'object' || c.type !== 'ephemeral') throw bad('invalid_parameter_value', `${where}.cache_control must be {type: 'ephemeral'} (optionally with ttl '5m' or '1h').`, `${where}.cache_control`);
-  if (c.ttl !== undefined && c.ttl !== '5m' && c.ttl !== '1h') throw bad('invalid_parameter_value', `${where}.cache_control.ttl must be '5m' or '1h'.`, `${where}.cache_control.ttl`);
+  if (typeof c !== 'object' || c.type !== 'ephemeral')
+    throw bad(
+      'invalid_parameter_value',
+      `${where}.cache_control must be {type: 'ephemeral'} (optionally with ttl '5m' or '1h').`,
+      `${where}.cache_control`,
+    );
+  if (c.ttl !== undefined && c.ttl !== '5m' && c.ttl !== '1h')
+    throw bad(
+      'invalid_parameter_value',
+      `${where}.cache_control.ttl must be '5m' or '1h'.`,
+      `${where}.cache_control.ttl`,
+    );
   return { cacheControl: c.ttl ? { type: 'ephemeral', ttl: c.ttl } : { type: 'ephemeral' } };
 }
 
@@ -114,7 +202,8 @@ function textOf(content: any, at: string): string {
   if (typeof content === 'string') return content;
   return content
     .map((p: any, i: number) => {
-      if (p.type !== 'text' || typeof p.text !== 'string') throw bad('invalid_parameter_value', `${at}.content[${i}] must be a text part here.`, `${at}.content[${i}]`);
+      if (p.type !== 'text' || typeof p.text !== 'string')
+        throw bad('invalid_parameter_value', `${at}.content[${i}] must be a text part here.`, `${at}.content[${i}]`);
       return p.text;
     })
     .join('');
@@ -126,19 +215,31 @@ function parts(content: any, at: string): ContentPart[] {
   return content.map((p: any, i: number): ContentPart => {
     const where = `${at}.content[${i}]`;
     if (p.type === 'text') {
-      if (typeof p.text !== 'string') throw bad('invalid_parameter_value', `${where}.text must be a string.`, `${where}.text`);
+      if (typeof p.text !== 'string')
+        throw bad('invalid_parameter_value', `${where}.text must be a string.`, `${where}.text`);
       return { type: 'text', text: p.text, ...cacheControlOf(p, where) };
     }
     if (p.type === 'image_url') {
       const url = typeof p.image_url === 'string' ? p.image_url : p.image_url?.url;
       if (typeof url !== 'string' || !/^(https?:|data:image\/)/i.test(url)) {
-        throw bad('invalid_parameter_value', `${where}.image_url.url must be an http(s) URL or a data:image/... URL.`, `${where}.image_url.url`);
+        throw bad(
+          'invalid_parameter_value',
+          `${where}.image_url.url must be an http(s) URL or a data:image/... URL.`,
+          `${where}.image_url.url`,
+        );
       }
       const m = /^data:(image\/[a-z0-9.+-]+);base64,(.*)$/is.exec(url);
       const cache = cacheControlOf(p, where);
-      return m ? { type: 'image', data: m[2], mediaType: m[1].toLowerCase(), detail: p.image_url?.detail, ...cache } : { type: 'image', url, detail: p.image_url?.detail, ...cache };
+      return m
+        ? { type: 'image', data: m[2], mediaType: m[1].toLowerCase(), detail: p.image_url?.detail, ...cache }
+        : { type: 'image', url, detail: p.image_url?.detail, ...cache };
     }
-    throw new RequestError(400, 'unsupported_input_modality', `${where} has type '${p.type}'; chat completions here take 'text' and 'image_url' parts.`, `${where}.type`);
+    throw new RequestError(
+      400,
+      'unsupported_input_modality',
+      `${where} has type '${p.type}'; chat completions here take 'text' and 'image_url' parts.`,
+      `${where}.type`,
+    );
   });
 }
 
@@ -152,27 +253,55 @@ export function toMessages(raw: any[]): Message[] {
       case 'system':
       case 'developer':
         // parts stay parts only when one is a cache breakpoint (as OpenRouter takes them for Anthropic)
-        out.push({ role: 'system', content: Array.isArray(m.content) && m.content.some((p: any) => p?.cache_control) ? parts(m.content, at) : [{ type: 'text', text: textOf(m.content, at) }] });
+        out.push({
+          role: 'system',
+          content:
+            Array.isArray(m.content) && m.content.some((p: any) => p?.cache_control)
+              ? parts(m.content, at)
+              : [{ type: 'text', text: textOf(m.content, at) }],
+        });
         break;
       case 'user':
         out.push({ role: 'user', content: parts(m.content, at), name: m.name });
         break;
       case 'assistant': {
-        const toolCalls: ToolCall[] = (m.tool_calls ?? []).map((c: any) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments ?? '{}' }));
+        const toolCalls: ToolCall[] = (m.tool_calls ?? []).map((c: any) => ({
+          id: c.id,
+          name: c.function.name,
+          arguments: c.function.arguments ?? '{}',
+        }));
         toolCalls.forEach((c) => issued.add(c.id));
-        out.push({ role: 'assistant', content: typeof m.content === 'string' || Array.isArray(m.content) ? [{ type: 'text', text: textOf(m.content, at) }].filter((p) => p.text) as ContentPart[] : [], toolCalls: toolCalls.length ? toolCalls : undefined });
+        out.push({
+          role: 'assistant',
+          content:
+            typeof m.content === 'string' || Array.isArray(m.content)
+              ? ([{ type: 'text', text: textOf(m.content, at) }].filter((p) => p.text) as ContentPart[])
+              : [],
+          toolCalls: toolCalls.length ? toolCalls : undefined,
+        });
         break;
       }
       case 'tool':
-        if (typeof m.tool_call_id !== 'string') throw bad('missing_required_parameter', `${at}.tool_call_id is required for tool messages.`, `${at}.tool_call_id`);
-        if (issued.has(m.tool_call_id)) out.push({ role: 'tool', toolCallId: m.tool_call_id, content: [{ type: 'text', text: textOf(m.content, at) }] });
+        if (typeof m.tool_call_id !== 'string')
+          throw bad(
+            'missing_required_parameter',
+            `${at}.tool_call_id is required for tool messages.`,
+            `${at}.tool_call_id`,
+          );
+        if (issued.has(m.tool_call_id))
+          out.push({
+            role: 'tool',
+            toolCallId: m.tool_call_id,
+            content: [{ type: 'text', text: textOf(m.content, at) }],
+          });
         break;
       case 'function':
         // The long-deprecated function role has no call id to pair with: dropped like an unknown tool result.
         break;
     }
   });
-  if (!out.some((m) => m.role !== 'system')) throw bad('invalid_parameter_value', "'messages' must contain at least one user or assistant message.", 'messages');
+  if (!out.some((m) => m.role !== 'system'))
+    throw bad('invalid_parameter_value', "'messages' must contain at least one user or assistant message.", 'messages');
   return out;
 }
 
@@ -190,10 +319,15 @@ export interface ChatPlanInput {
 export function chatToInternal(body: any, model: ModelInfo, name: ModelName): ChatPlanInput {
   for (const field of ['web_search', 'webSearch', 'linkup', 'web_search_options'] as const) {
     if (body[field] !== undefined && body[field] !== false && body[field] !== null) {
-      throw bad('invalid_parameter_value', `'${field}' asks for web search, which this gateway does not offer. Remove the field.`, field);
+      throw bad(
+        'invalid_parameter_value',
+        `'${field}' asks for web search, which this gateway does not offer. Remove the field.`,
+        field,
+      );
     }
   }
-  if (body.advisor !== undefined && body.advisor !== null) throw bad('invalid_parameter_value', "'advisor' is not offered by this gateway. Remove the field.", 'advisor');
+  if (body.advisor !== undefined && body.advisor !== null)
+    throw bad('invalid_parameter_value', "'advisor' is not offered by this gateway. Remove the field.", 'advisor');
 
   const messages = toMessages(body.messages);
   let tools = parseTools(body.tools);
@@ -202,36 +336,65 @@ export function chatToInternal(body: any, model: ModelInfo, name: ModelName): Ch
   const responseFormat = parseResponseFormat(body.response_format);
   const images = messages.some((m) => m.content.some((c) => c.type === 'image'));
   if (images && model.capabilities.vision !== true) {
-    throw bad('image_input_not_supported', `Model '${model.id}' does not accept images. Send text only, or pick a model with vision.`, 'messages');
+    throw bad(
+      'image_input_not_supported',
+      `Model '${model.id}' does not accept images. Send text only, or pick a model with vision.`,
+      'messages',
+    );
   }
 
   const effort = body.reasoning?.effort ?? body.reasoning_effort;
-  const reasoningEffort: ReasoningEffort | undefined = name.reasoningEffort ?? (effort ? EFFORT_ALIASES[effort] ?? effort : undefined);
-  const wantsReasoning = name.thinking || body.reasoning?.enabled === true || (reasoningEffort !== undefined && reasoningEffort !== 'none') || (body.reasoning?.max_tokens ?? 0) > 0;
+  const reasoningEffort: ReasoningEffort | undefined =
+    name.reasoningEffort ?? (effort ? (EFFORT_ALIASES[effort] ?? effort) : undefined);
+  const wantsReasoning =
+    name.thinking ||
+    body.reasoning?.enabled === true ||
+    (reasoningEffort !== undefined && reasoningEffort !== 'none') ||
+    (body.reasoning?.max_tokens ?? 0) > 0;
   // Reasoning controls go only to models that reason: others' upstreams reject them (OpenAI
   // answers 400), and OpenRouter likewise ignores them for such models.
-  const reasoning = model.capabilities.reasoning !== true ? undefined : wantsReasoning || name.reasoningExclude || body.reasoning?.exclude || reasoningEffort === 'none'
-    ? { enabled: wantsReasoning, effort: reasoningEffort, budgetTokens: body.reasoning?.max_tokens || undefined, exclude: name.reasoningExclude || body.reasoning?.exclude === true }
-    : undefined;
+  const reasoning =
+    model.capabilities.reasoning !== true
+      ? undefined
+      : wantsReasoning || name.reasoningExclude || body.reasoning?.exclude || reasoningEffort === 'none'
+        ? {
+            enabled: wantsReasoning,
+            effort: reasoningEffort,
+            budgetTokens: body.reasoning?.max_tokens || undefined,
+            exclude: name.reasoningExclude || body.reasoning?.exclude === true,
+          }
+        : undefined;
 
   let prefs: ProviderPreferences = {};
   if (typeof body.provider === 'string') prefs = { explicit: body.provider };
   else if (body.provider) {
     const p = body.provider;
     prefs = {
-      order: p.order, only: p.only, ignore: p.ignore, sort: p.sort, quantizations: p.quantizations, minQuantization: p.min_quantization,
-      maxPrice: p.max_price, allowFallbacks: p.allow_fallbacks, requireParameters: p.require_parameters,
+      order: p.order,
+      only: p.only,
+      ignore: p.ignore,
+      sort: p.sort,
+      quantizations: p.quantizations,
+      minQuantization: p.min_quantization,
+      maxPrice: p.max_price,
+      allowFallbacks: p.allow_fallbacks,
+      requireParameters: p.require_parameters,
     };
     if (p.quantizations && p.min_quantization) {
       const floor = QUANTIZATION_BITS[p.min_quantization];
       if (!p.quantizations.some((q: string) => (QUANTIZATION_BITS[q] ?? 0) >= floor)) {
-        throw bad('invalid_parameter_value', `provider.quantizations (${p.quantizations.join(', ')}) has nothing at or above provider.min_quantization ${p.min_quantization}.`, 'provider.quantizations');
+        throw bad(
+          'invalid_parameter_value',
+          `provider.quantizations (${p.quantizations.join(', ')}) has nothing at or above provider.min_quantization ${p.min_quantization}.`,
+          'provider.quantizations',
+        );
       }
     }
   }
   if (name.sort) prefs.sort = name.sort;
 
-  const stop = body.stop === undefined || body.stop === null ? undefined : Array.isArray(body.stop) ? body.stop : [body.stop];
+  const stop =
+    body.stop === undefined || body.stop === null ? undefined : Array.isArray(body.stop) ? body.stop : [body.stop];
   return {
     request: {
       messages,
@@ -241,14 +404,28 @@ export function chatToInternal(body: any, model: ModelInfo, name: ModelName): Ch
       responseFormat,
       maxTokens: body.max_completion_tokens ?? body.max_tokens,
       sampling: {
-        temperature: body.temperature, topP: body.top_p, topK: body.top_k, minP: body.min_p,
-        frequencyPenalty: body.frequency_penalty, presencePenalty: body.presence_penalty, repetitionPenalty: body.repetition_penalty,
-        seed: body.seed, stop, logitBias: body.logit_bias, logprobs: body.logprobs, topLogprobs: body.top_logprobs,
+        temperature: body.temperature,
+        topP: body.top_p,
+        topK: body.top_k,
+        minP: body.min_p,
+        frequencyPenalty: body.frequency_penalty,
+        presencePenalty: body.presence_penalty,
+        repetitionPenalty: body.repetition_penalty,
+        seed: body.seed,
+        stop,
+        logitBias: body.logit_bias,
+        logprobs: body.logprobs,
+        topLogprobs: body.top_logprobs,
       },
       reasoning,
       user: body.user,
     },
-    needs: { tools: !!tools?.length || !!name.requireTools, images, structuredOutput: responseFormat?.type === 'json_schema', caching: !!name.requireCaching || body.caching === true },
+    needs: {
+      tools: !!tools?.length || !!name.requireTools,
+      images,
+      structuredOutput: responseFormat?.type === 'json_schema',
+      caching: !!name.requireCaching || body.caching === true,
+    },
     prefs,
     maxToolCalls: body.max_tool_calls,
     includeUsage: body.stream_options?.include_usage === true,

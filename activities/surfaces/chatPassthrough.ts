@@ -41,7 +41,12 @@ export function chatPassThroughBody(body: Record<string, any>): NativeRequest | 
  * A passed-through `chat.completion`: the upstream's, renamed, with provider and pricing. `raw` is
  * this request's own parsed answer and is completed in place (see withBill).
  */
-export function passedThroughCompletion(raw: Record<string, any>, usage: Usage, bill: Bill, meta: Pick<ChatMeta, 'model' | 'provider'>) {
+export function passedThroughCompletion(
+  raw: Record<string, any>,
+  usage: Usage,
+  bill: Bill,
+  meta: Pick<ChatMeta, 'model' | 'provider'>,
+) {
   raw.model = meta.model;
   raw.provider = meta.provider;
   raw.usage ??= usageJson(usage);
@@ -59,7 +64,10 @@ export class ChatRelay {
   private tail: NativeEvent[] = [];
   private usageChunks: NativeEvent[] = [];
 
-  constructor(private readonly meta: Pick<ChatMeta, 'model' | 'provider'>, private readonly callerWantsUsage: boolean) {}
+  constructor(
+    private readonly meta: Pick<ChatMeta, 'model' | 'provider'>,
+    private readonly callerWantsUsage: boolean,
+  ) {}
 
   /** The data to write now for one upstream chunk, or null when it is held. */
   chunk(e: NativeEvent): string | null {

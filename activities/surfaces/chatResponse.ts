@@ -18,7 +18,14 @@ export function usageJson(u: Usage) {
 }
 
 export function pricingJson(b: Bill) {
-  return { amount: b.amount, currency: b.currency, cost: b.cost, paymentSource: b.paymentSource, inputTokens: b.inputTokens, outputTokens: b.outputTokens };
+  return {
+    amount: b.amount,
+    currency: b.currency,
+    cost: b.cost,
+    paymentSource: b.paymentSource,
+    inputTokens: b.inputTokens,
+    outputTokens: b.outputTokens,
+  };
 }
 
 /**
@@ -40,13 +47,16 @@ function logprobsJson(lp: TokenLogprob[] | undefined) {
   if (!lp) return null;
   return {
     content: lp.map((t) => ({
-      token: t.token, logprob: t.logprob, bytes: t.bytes ?? null,
+      token: t.token,
+      logprob: t.logprob,
+      bytes: t.bytes ?? null,
       top_logprobs: (t.topLogprobs ?? []).map((a) => ({ token: a.token, logprob: a.logprob, bytes: a.bytes ?? null })),
     })),
   };
 }
 
-const toolCallsJson = (calls: ToolCall[]) => calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } }));
+const toolCallsJson = (calls: ToolCall[]) =>
+  calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } }));
 
 export interface ChatMeta {
   id: string;
@@ -60,22 +70,28 @@ export interface ChatMeta {
 
 export function toChatCompletion(r: InferenceResult, usage: Usage, bill: Bill, meta: ChatMeta) {
   const toolCalls = meta.maxToolCalls ? r.toolCalls.slice(0, meta.maxToolCalls) : r.toolCalls;
-  const message: Record<string, unknown> = { role: 'assistant', content: toolCalls.length && !r.content ? null : r.content };
+  const message: Record<string, unknown> = {
+    role: 'assistant',
+    content: toolCalls.length && !r.content ? null : r.content,
+  };
   if (meta.showReasoning && r.reasoning) {
     message.reasoning = r.reasoning;
     message.reasoning_content = r.reasoning;
   }
   if (toolCalls.length) message.tool_calls = toolCallsJson(toolCalls);
-  return withBill({
-    id: meta.id,
-    object: 'chat.completion',
-    created: meta.created,
-    model: meta.model,
-    provider: meta.provider,
-    system_fingerprint: null,
-    choices: [{ index: 0, message, finish_reason: r.finishReason, logprobs: logprobsJson(r.logprobs) }],
-    usage: usageJson(usage),
-  }, bill);
+  return withBill(
+    {
+      id: meta.id,
+      object: 'chat.completion',
+      created: meta.created,
+      model: meta.model,
+      provider: meta.provider,
+      system_fingerprint: null,
+      choices: [{ index: 0, message, finish_reason: r.finishReason, logprobs: logprobsJson(r.logprobs) }],
+      usage: usageJson(usage),
+    },
+    bill,
+  );
 }
 
 /** Builds the chunk frames of one streamed completion, in the order the spec's Events table gives. */
@@ -85,9 +101,18 @@ export class ChatChunker {
 
   constructor(private readonly meta: ChatMeta) {}
 
-  private chunk(delta: Record<string, unknown>, finish: FinishReason | null = null, extra: Record<string, unknown> = {}, logprobs?: TokenLogprob[]) {
+  private chunk(
+    delta: Record<string, unknown>,
+    finish: FinishReason | null = null,
+    extra: Record<string, unknown> = {},
+    logprobs?: TokenLogprob[],
+  ) {
     return {
-      id: this.meta.id, object: 'chat.completion.chunk', created: this.meta.created, model: this.meta.model, provider: this.meta.provider,
+      id: this.meta.id,
+      object: 'chat.completion.chunk',
+      created: this.meta.created,
+      model: this.meta.model,
+      provider: this.meta.provider,
       system_fingerprint: null,
       choices: [{ index: 0, delta, finish_reason: finish, logprobs: logprobsJson(logprobs) }],
       ...extra,
@@ -110,7 +135,10 @@ export class ChatChunker {
         const fresh = !this.seenCalls.has(e.index);
         this.seenCalls.add(e.index);
         if (fresh) this.toolCalls++;
-        const call: Record<string, unknown> = { index: e.index, function: { arguments: e.argumentsDelta, ...(fresh && e.name ? { name: e.name } : {}) } };
+        const call: Record<string, unknown> = {
+          index: e.index,
+          function: { arguments: e.argumentsDelta, ...(fresh && e.name ? { name: e.name } : {}) },
+        };
         if (fresh) Object.assign(call, { id: e.id, type: 'function' });
         return this.chunk({ tool_calls: [call] });
       }

@@ -32,14 +32,37 @@ const bad = (message: string, param: string) => new RequestError(400, 'invalid_p
 
 /** Fields of a completions body that mean the same as on chat, handed to chatToInternal as they are. */
 const CHAT_FIELDS = [
-  'provider', 'max_tokens', 'temperature', 'top_p', 'top_k', 'min_p', 'frequency_penalty', 'presence_penalty',
-  'repetition_penalty', 'seed', 'stop', 'logit_bias', 'user',
+  'provider',
+  'max_tokens',
+  'temperature',
+  'top_p',
+  'top_k',
+  'min_p',
+  'frequency_penalty',
+  'presence_penalty',
+  'repetition_penalty',
+  'seed',
+  'stop',
+  'logit_bias',
+  'user',
 ] as const;
 
 /** Self-hosted servers' sampling controls, forwarded where the upstream's quirks accept them. */
 export const VENDOR_SAMPLING_FIELDS = [
-  'top_a', 'tfs', 'eta_cutoff', 'epsilon_cutoff', 'typical_p', 'mirostat_mode', 'mirostat_tau', 'mirostat_eta', 'min_tokens',
-  'stop_token_ids', 'include_stop_str_in_output', 'ignore_eos', 'no_repeat_ngram_size', 'custom_token_bans',
+  'top_a',
+  'tfs',
+  'eta_cutoff',
+  'epsilon_cutoff',
+  'typical_p',
+  'mirostat_mode',
+  'mirostat_tau',
+  'mirostat_eta',
+  'min_tokens',
+  'stop_token_ids',
+  'include_stop_str_in_output',
+  'ignore_eos',
+  'no_repeat_ngram_size',
+  'custom_token_bans',
 ] as const;
 
 export interface CompletionsPlanInput {
@@ -57,7 +80,10 @@ export function promptOf(raw: unknown): string {
   if (Array.isArray(raw) && raw.length > 0 && raw.every((x) => typeof x === 'number')) {
     throw bad("'prompt' is an array of token ids; send the prompt as text.", 'prompt');
   }
-  throw bad(`'prompt' must be a string or an array of exactly one string; this one is an array of ${(raw as unknown[]).length} items. Send one request per prompt.`, 'prompt');
+  throw bad(
+    `'prompt' must be a string or an array of exactly one string; this one is an array of ${(raw as unknown[]).length} items. Send one request per prompt.`,
+    'prompt',
+  );
 }
 
 /** The legacy `logprobs`: a count of alternatives 0-5, `true` read as 0, false/null = none. */
@@ -69,7 +95,11 @@ export function logprobsOf(raw: unknown): { logprobs?: boolean; topLogprobs?: nu
 
 export function completionsToInternal(body: any, model: ModelInfo, name: ModelName): CompletionsPlanInput {
   const prompt = promptOf(body.prompt);
-  if (body.echo === true) throw bad("'echo' is not supported here: the answer holds only the completion. Leave it out or set it to false.", 'echo');
+  if (body.echo === true)
+    throw bad(
+      "'echo' is not supported here: the answer holds only the completion. Leave it out or set it to false.",
+      'echo',
+    );
   if (body.min_tokens !== undefined && body.max_tokens !== undefined && body.min_tokens > body.max_tokens) {
     throw bad(`min_tokens (${body.min_tokens}) is above max_tokens (${body.max_tokens}).`, 'min_tokens');
   }
@@ -82,7 +112,9 @@ export function completionsToInternal(body: any, model: ModelInfo, name: ModelNa
   for (const f of VENDOR_SAMPLING_FIELDS) if (body[f] !== undefined && body[f] !== null) vendor[f] = body[f];
   return {
     request: {
-      ...rest, messages: [], prompt,
+      ...rest,
+      messages: [],
+      prompt,
       sampling: { ...rest.sampling, ...logprobsOf(body.logprobs), ...(Object.keys(vendor).length ? { vendor } : {}) },
     },
     needs: chat.needs,
@@ -133,17 +165,23 @@ export interface CompletionMeta {
 }
 
 export function toTextCompletion(r: InferenceResult, usage: Usage, bill: Bill, meta: CompletionMeta) {
-  const logprobs = meta.topLogprobs !== undefined && r.logprobs ? legacyLogprobs(r.logprobs, meta.topLogprobs, meta.promptLength) : null;
-  return withBill({
-    id: meta.id,
-    object: 'text_completion',
-    created: meta.created,
-    model: meta.model,
-    provider: meta.provider,
-    system_fingerprint: null,
-    choices: [{ text: r.content, index: 0, logprobs, finish_reason: r.finishReason }],
-    usage: usageJson(usage),
-  }, bill);
+  const logprobs =
+    meta.topLogprobs !== undefined && r.logprobs
+      ? legacyLogprobs(r.logprobs, meta.topLogprobs, meta.promptLength)
+      : null;
+  return withBill(
+    {
+      id: meta.id,
+      object: 'text_completion',
+      created: meta.created,
+      model: meta.model,
+      provider: meta.provider,
+      system_fingerprint: null,
+      choices: [{ text: r.content, index: 0, logprobs, finish_reason: r.finishReason }],
+      usage: usageJson(usage),
+    },
+    bill,
+  );
 }
 
 /** The frames of one streamed completion: text frames as they come, then one final frame. */
@@ -154,9 +192,18 @@ export class CompletionChunker {
     this.offset = meta.promptLength;
   }
 
-  private frame(text: string, logprobs: LegacyLogprobs | null, finish: FinishReason | null, extra: Record<string, unknown> = {}) {
+  private frame(
+    text: string,
+    logprobs: LegacyLogprobs | null,
+    finish: FinishReason | null,
+    extra: Record<string, unknown> = {},
+  ) {
     return {
-      id: this.meta.id, object: 'text_completion', created: this.meta.created, model: this.meta.model, provider: this.meta.provider,
+      id: this.meta.id,
+      object: 'text_completion',
+      created: this.meta.created,
+      model: this.meta.model,
+      provider: this.meta.provider,
       system_fingerprint: null,
       choices: [{ text, index: 0, logprobs, finish_reason: finish }],
       ...extra,
@@ -165,7 +212,8 @@ export class CompletionChunker {
 
   /** A text event's frame; the offsets continue across frames. */
   text(text: string, lp: TokenLogprob[] | undefined) {
-    const logprobs = this.meta.topLogprobs !== undefined && lp ? legacyLogprobs(lp, this.meta.topLogprobs, this.offset) : null;
+    const logprobs =
+      this.meta.topLogprobs !== undefined && lp ? legacyLogprobs(lp, this.meta.topLogprobs, this.offset) : null;
     this.offset += text.length;
     return this.frame(text, logprobs, null);
   }

@@ -19,7 +19,12 @@ export function messagesPassThroughBody(body: Record<string, any>): NativeReques
   return { format: 'anthropic-messages', body: out };
 }
 
-export function passedThroughMessage(raw: Record<string, any>, usage: Usage, bill: Bill, meta: Pick<MessageMeta, 'model' | 'provider'>) {
+export function passedThroughMessage(
+  raw: Record<string, any>,
+  usage: Usage,
+  bill: Bill,
+  meta: Pick<MessageMeta, 'model' | 'provider'>,
+) {
   raw.model = meta.model;
   raw.usage ??= messageUsage(usage);
   raw.provider = meta.provider;

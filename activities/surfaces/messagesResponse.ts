@@ -52,20 +52,29 @@ export function toMessage(r: InferenceResult, usage: Usage, bill: Bill, meta: Me
   // signed blocks as the upstream gave them (a caller sends them back to keep thinking on in a tool
   // loop); reasoning from upstreams that do not sign it has an empty signature
   if (meta.showReasoning && r.thinkingBlocks?.length) {
-    for (const t of r.thinkingBlocks) content.push('redacted' in t ? { type: 'redacted_thinking', data: t.redacted } : { type: 'thinking', thinking: t.text, signature: t.signature });
-  } else if (meta.showReasoning && r.reasoning) content.push({ type: 'thinking', thinking: r.reasoning, signature: '' });
+    for (const t of r.thinkingBlocks)
+      content.push(
+        'redacted' in t
+          ? { type: 'redacted_thinking', data: t.redacted }
+          : { type: 'thinking', thinking: t.text, signature: t.signature },
+      );
+  } else if (meta.showReasoning && r.reasoning)
+    content.push({ type: 'thinking', thinking: r.reasoning, signature: '' });
   if (r.content || (!r.toolCalls.length && !content.length)) content.push({ type: 'text', text: r.content });
   for (const c of r.toolCalls) content.push({ type: 'tool_use', id: c.id, name: c.name, input: toolInput(c) });
-  return withBill({
-    id: meta.id,
-    type: 'message',
-    role: 'assistant',
-    model: meta.model,
-    content,
-    ...stopFields(r.finishReason, r.toolCalls.length, r.stopSequence),
-    usage: messageUsage(usage),
-    provider: meta.provider,
-  }, bill);
+  return withBill(
+    {
+      id: meta.id,
+      type: 'message',
+      role: 'assistant',
+      model: meta.model,
+      content,
+      ...stopFields(r.finishReason, r.toolCalls.length, r.stopSequence),
+      usage: messageUsage(usage),
+      provider: meta.provider,
+    },
+    bill,
+  );
 }
 
 export type Frame = [event: string, data: Record<string, unknown>];
@@ -84,13 +93,27 @@ export class MessageStreamer {
 
   start(promptTokenEstimate: number): Frame[] {
     return [
-      ['message_start', {
-        type: 'message_start',
-        message: {
-          id: this.meta.id, type: 'message', role: 'assistant', model: this.meta.model, content: [], stop_reason: null, stop_sequence: null,
-          usage: { input_tokens: promptTokenEstimate, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+      [
+        'message_start',
+        {
+          type: 'message_start',
+          message: {
+            id: this.meta.id,
+            type: 'message',
+            role: 'assistant',
+            model: this.meta.model,
+            content: [],
+            stop_reason: null,
+            stop_sequence: null,
+            usage: {
+              input_tokens: promptTokenEstimate,
+              output_tokens: 0,
+              cache_creation_input_tokens: 0,
+              cache_read_input_tokens: 0,
+            },
+          },
         },
-      }],
+      ],
       ['ping', { type: 'ping' }],
     ];
   }
@@ -101,7 +124,11 @@ export class MessageStreamer {
     return [['content_block_stop', { type: 'content_block_stop', index: this.index }]];
   }
 
-  private begin(kind: 'text' | 'thinking' | 'redacted' | 'tool', block: Record<string, unknown>, toolIndex?: number): Frame[] {
+  private begin(
+    kind: 'text' | 'thinking' | 'redacted' | 'tool',
+    block: Record<string, unknown>,
+    toolIndex?: number,
+  ): Frame[] {
     const frames = this.close();
     this.index++;
     this.open = { kind, toolIndex };
@@ -124,21 +151,39 @@ export class MessageStreamer {
       }
       case 'reasoning': {
         if (!this.meta.showReasoning || !e.text) return [];
-        const frames = this.open?.kind === 'thinking' ? [] : this.begin('thinking', { type: 'thinking', thinking: '', signature: '' });
+        const frames =
+          this.open?.kind === 'thinking'
+            ? []
+            : this.begin('thinking', { type: 'thinking', thinking: '', signature: '' });
         frames.push(this.delta({ type: 'thinking_delta', thinking: e.text }));
         return frames;
       }
       case 'reasoning_signature':
         // closes the open thinking block; the caller needs it to send the block back
-        return this.meta.showReasoning && this.open?.kind === 'thinking' ? [this.delta({ type: 'signature_delta', signature: e.signature }), ...this.close()] : [];
+        return this.meta.showReasoning && this.open?.kind === 'thinking'
+          ? [this.delta({ type: 'signature_delta', signature: e.signature }), ...this.close()]
+          : [];
       case 'reasoning_redacted':
-        return this.meta.showReasoning ? [...this.begin('redacted', { type: 'redacted_thinking', data: e.data }), ...this.close()] : [];
+        return this.meta.showReasoning
+          ? [...this.begin('redacted', { type: 'redacted_thinking', data: e.data }), ...this.close()]
+          : [];
       case 'tool_call': {
         const same = this.open?.kind === 'tool' && this.open.toolIndex === e.index;
         const frames: Frame[] = [];
         if (!same) {
           this.toolCalls++;
-          frames.push(...this.begin('tool', { type: 'tool_use', id: e.id ?? `toolu_${this.meta.id.slice(4)}_${e.index}`, name: e.name ?? '', input: {} }, e.index));
+          frames.push(
+            ...this.begin(
+              'tool',
+              {
+                type: 'tool_use',
+                id: e.id ?? `toolu_${this.meta.id.slice(4)}_${e.index}`,
+                name: e.name ?? '',
+                input: {},
+              },
+              e.index,
+            ),
+          );
         }
         if (e.argumentsDelta) frames.push(this.delta({ type: 'input_json_delta', partial_json: e.argumentsDelta }));
         return frames;
@@ -152,11 +197,17 @@ export class MessageStreamer {
   end(finish: FinishReason, usage: Usage, bill: Bill, stopSequence?: string): Frame[] {
     return [
       ...this.close(),
-      ['message_delta', withBill({
-        type: 'message_delta',
-        delta: stopFields(finish, this.toolCalls, stopSequence),
-        usage: messageUsage(usage),
-      }, bill)],
+      [
+        'message_delta',
+        withBill(
+          {
+            type: 'message_delta',
+            delta: stopFields(finish, this.toolCalls, stopSequence),
+            usage: messageUsage(usage),
+          },
+          bill,
+        ),
+      ],
       ['message_stop', { type: 'message_stop' }],
     ];
   }

@@ -23,7 +23,12 @@ export type ChatMessage = Record<string, any>;
 
 function partsOf(content: any, role: string, at: string): string | any[] {
   if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) throw bad('invalid_parameter_value', `${at}.content must be a string or an array of content parts.`, `${at}.content`);
+  if (!Array.isArray(content))
+    throw bad(
+      'invalid_parameter_value',
+      `${at}.content must be a string or an array of content parts.`,
+      `${at}.content`,
+    );
   return content.map((p: any, i: number) => {
     const where = `${at}.content[${i}]`;
     if (!p || typeof p !== 'object') throw bad('invalid_parameter_value', `${where} must be an object.`, where);
@@ -31,7 +36,8 @@ function partsOf(content: any, role: string, at: string): string | any[] {
       case 'input_text':
       case 'output_text':
       case 'text':
-        if (typeof p.text !== 'string') throw bad('invalid_parameter_value', `${where}.text must be a string.`, `${where}.text`);
+        if (typeof p.text !== 'string')
+          throw bad('invalid_parameter_value', `${where}.text must be a string.`, `${where}.text`);
         return { type: 'text', text: p.text };
       case 'refusal':
         return { type: 'text', text: String(p.refusal ?? '') };
@@ -39,12 +45,21 @@ function partsOf(content: any, role: string, at: string): string | any[] {
         if (role !== 'user') throw bad('invalid_parameter_value', `${where}: images go in user messages.`, where);
         const url = typeof p.image_url === 'string' ? p.image_url : p.image_url?.url;
         if (typeof url !== 'string') {
-          throw bad('invalid_parameter_value', `${where}.image_url is required: an http(s) URL or a data:image/... URL (file_id is not supported here).`, `${where}.image_url`);
+          throw bad(
+            'invalid_parameter_value',
+            `${where}.image_url is required: an http(s) URL or a data:image/... URL (file_id is not supported here).`,
+            `${where}.image_url`,
+          );
         }
         return { type: 'image_url', image_url: { url, ...(p.detail ? { detail: p.detail } : {}) } };
       }
       default:
-        throw new RequestError(400, 'unsupported_input_modality', `${where} has type '${p.type}'; this gateway takes 'input_text', 'input_image' and 'output_text' parts.`, `${where}.type`);
+        throw new RequestError(
+          400,
+          'unsupported_input_modality',
+          `${where} has type '${p.type}'; this gateway takes 'input_text', 'input_image' and 'output_text' parts.`,
+          `${where}.type`,
+        );
     }
   });
 }
@@ -67,18 +82,30 @@ export function inputToChatMessages(input: string | any[], history: ChatMessage[
     switch (type) {
       case 'message': {
         if (!['user', 'assistant', 'system', 'developer'].includes(item.role)) {
-          throw bad('invalid_parameter_value', `${at}.role must be 'user', 'assistant', 'system' or 'developer'.`, `${at}.role`);
+          throw bad(
+            'invalid_parameter_value',
+            `${at}.role must be 'user', 'assistant', 'system' or 'developer'.`,
+            `${at}.role`,
+          );
         }
         const content = partsOf(item.content, item.role, at);
-        if (item.role === 'system' || item.role === 'developer') out.push({ role: 'system', content: textOnly(content) });
+        if (item.role === 'system' || item.role === 'developer')
+          out.push({ role: 'system', content: textOnly(content) });
         else out.push({ role: item.role, content });
         break;
       }
       case 'function_call': {
-        if (typeof item.call_id !== 'string' || !item.call_id) throw bad('missing_required_parameter', `${at}.call_id is required.`, `${at}.call_id`);
-        if (typeof item.name !== 'string' || !item.name) throw bad('missing_required_parameter', `${at}.name is required.`, `${at}.name`);
-        if (item.arguments !== undefined && typeof item.arguments !== 'string') throw bad('invalid_parameter_value', `${at}.arguments must be a JSON string.`, `${at}.arguments`);
-        const call = { id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments ?? '{}' } };
+        if (typeof item.call_id !== 'string' || !item.call_id)
+          throw bad('missing_required_parameter', `${at}.call_id is required.`, `${at}.call_id`);
+        if (typeof item.name !== 'string' || !item.name)
+          throw bad('missing_required_parameter', `${at}.name is required.`, `${at}.name`);
+        if (item.arguments !== undefined && typeof item.arguments !== 'string')
+          throw bad('invalid_parameter_value', `${at}.arguments must be a JSON string.`, `${at}.arguments`);
+        const call = {
+          id: item.call_id,
+          type: 'function',
+          function: { name: item.name, arguments: item.arguments ?? '{}' },
+        };
         const last = out[out.length - 1];
         if (last?.role === 'assistant') last.tool_calls = [...(last.tool_calls ?? []), call];
         else out.push({ role: 'assistant', content: null, tool_calls: [call] });
@@ -86,9 +113,14 @@ export function inputToChatMessages(input: string | any[], history: ChatMessage[
         break;
       }
       case 'function_call_output': {
-        if (typeof item.call_id !== 'string' || !item.call_id) throw bad('missing_required_parameter', `${at}.call_id is required.`, `${at}.call_id`);
+        if (typeof item.call_id !== 'string' || !item.call_id)
+          throw bad('missing_required_parameter', `${at}.call_id is required.`, `${at}.call_id`);
         if (!issued.has(item.call_id)) {
-          throw bad('invalid_parameter_value', `No function call with call_id '${item.call_id}' precedes ${at}. Send the function_call item first, or use previous_response_id.`, `${at}.call_id`);
+          throw bad(
+            'invalid_parameter_value',
+            `No function call with call_id '${item.call_id}' precedes ${at}. Send the function_call item first, or use previous_response_id.`,
+            `${at}.call_id`,
+          );
         }
         const output = typeof item.output === 'string' ? item.output : JSON.stringify(item.output ?? '');
         out.push({ role: 'tool', tool_call_id: item.call_id, content: output });
@@ -97,7 +129,11 @@ export function inputToChatMessages(input: string | any[], history: ChatMessage[
       case 'reasoning':
         break; // earlier reasoning is not sent back upstream
       default:
-        throw bad('invalid_parameter_value', `${at}.type '${item.type}' is not supported; input items are messages, 'function_call' and 'function_call_output'.`, `${at}.type`);
+        throw bad(
+          'invalid_parameter_value',
+          `${at}.type '${item.type}' is not supported; input items are messages, 'function_call' and 'function_call_output'.`,
+          `${at}.type`,
+        );
     }
   });
   return out;
@@ -108,23 +144,45 @@ function toolsToChat(raw: any[] | undefined): any[] | undefined {
   if (!raw) return undefined;
   return raw.map((t: any, i: number) => {
     const at = `tools[${i}]`;
-    if (t.type !== 'function') throw bad('invalid_tool_spec', `${at}.type must be 'function': only function tools are supported.`, `${at}.type`);
+    if (t.type !== 'function')
+      throw bad('invalid_tool_spec', `${at}.type must be 'function': only function tools are supported.`, `${at}.type`);
     if (t.function !== undefined && t.name === undefined) {
-      throw bad('invalid_tool_spec', `${at} is in the chat-completions shape; Responses tools are flat: {type:'function', name, description?, parameters?, strict?}.`, `${at}.function`);
+      throw bad(
+        'invalid_tool_spec',
+        `${at} is in the chat-completions shape; Responses tools are flat: {type:'function', name, description?, parameters?, strict?}.`,
+        `${at}.function`,
+      );
     }
-    if (typeof t.name !== 'string' || !TOOL_NAME.test(t.name)) throw bad('invalid_tool_spec', `${at}.name must be 1-64 letters, digits, '_' or '-'.`, `${at}.name`);
-    if (t.description !== undefined && t.description !== null && typeof t.description !== 'string') throw bad('invalid_tool_spec', `${at}.description must be a string.`, `${at}.description`);
-    if (t.parameters !== undefined && t.parameters !== null && (typeof t.parameters !== 'object' || Array.isArray(t.parameters))) {
+    if (typeof t.name !== 'string' || !TOOL_NAME.test(t.name))
+      throw bad('invalid_tool_spec', `${at}.name must be 1-64 letters, digits, '_' or '-'.`, `${at}.name`);
+    if (t.description !== undefined && t.description !== null && typeof t.description !== 'string')
+      throw bad('invalid_tool_spec', `${at}.description must be a string.`, `${at}.description`);
+    if (
+      t.parameters !== undefined &&
+      t.parameters !== null &&
+      (typeof t.parameters !== 'object' || Array.isArray(t.parameters))
+    ) {
       throw bad('invalid_tool_spec', `${at}.parameters must be a JSON Schema object.`, `${at}.parameters`);
     }
-    return { type: 'function', function: { name: t.name, description: t.description ?? undefined, parameters: t.parameters ?? undefined } };
+    return {
+      type: 'function',
+      function: { name: t.name, description: t.description ?? undefined, parameters: t.parameters ?? undefined },
+    };
   });
 }
 
 function formatToChat(format: any): any {
   if (!format || format.type === 'text') return undefined;
   if (format.type === 'json_object') return { type: 'json_object' };
-  return { type: 'json_schema', json_schema: { name: format.name, schema: format.schema, strict: format.strict === true, description: format.description } };
+  return {
+    type: 'json_schema',
+    json_schema: {
+      name: format.name,
+      schema: format.schema,
+      strict: format.strict === true,
+      description: format.description,
+    },
+  };
 }
 
 export interface ResponsesPlanInput extends ChatPlanInput {
@@ -135,15 +193,21 @@ export interface ResponsesPlanInput extends ChatPlanInput {
 }
 
 /** The whole Responses body in internal form; `history` is the chained conversation (previous_response_id). */
-export function responsesToInternal(body: any, model: ModelInfo, name: ModelName, history: ChatMessage[] = []): ResponsesPlanInput {
+export function responsesToInternal(
+  body: any,
+  model: ModelInfo,
+  name: ModelName,
+  history: ChatMessage[] = [],
+): ResponsesPlanInput {
   const conversation = [...history, ...inputToChatMessages(body.input, history)];
-  const instructions = typeof body.instructions === 'string' && body.instructions ? [{ role: 'system', content: body.instructions }] : [];
+  const instructions =
+    typeof body.instructions === 'string' && body.instructions ? [{ role: 'system', content: body.instructions }] : [];
   const tc = body.tool_choice;
   const chatBody = {
     model: body.model,
     messages: [...instructions, ...conversation],
     tools: toolsToChat(body.tools),
-    tool_choice: tc && typeof tc === 'object' ? { type: 'function', function: { name: tc.name } } : tc ?? undefined,
+    tool_choice: tc && typeof tc === 'object' ? { type: 'function', function: { name: tc.name } } : (tc ?? undefined),
     parallel_tool_calls: body.parallel_tool_calls ?? undefined,
     response_format: formatToChat(body.text?.format),
     reasoning: body.reasoning?.effort ? { effort: body.reasoning.effort } : undefined,
@@ -157,9 +221,17 @@ export function responsesToInternal(body: any, model: ModelInfo, name: ModelName
 }
 
 /** The assistant turn a result adds to the conversation (chat form), for chaining. */
-export function assistantTurn(r: { content: string; toolCalls: Array<{ id: string; name: string; arguments: string }> }): ChatMessage {
+export function assistantTurn(r: {
+  content: string;
+  toolCalls: Array<{ id: string; name: string; arguments: string }>;
+}): ChatMessage {
   const m: ChatMessage = { role: 'assistant', content: r.content || (r.toolCalls.length ? null : '') };
-  if (r.toolCalls.length) m.tool_calls = r.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
+  if (r.toolCalls.length)
+    m.tool_calls = r.toolCalls.map((c) => ({
+      id: c.id,
+      type: 'function',
+      function: { name: c.name, arguments: c.arguments },
+    }));
   return m;
 }
 
@@ -217,9 +289,26 @@ export function responseShell(meta: ResponseMeta, status: ResponseStatus) {
     reasoning: { effort: b.reasoning?.effort ?? null, summary: null },
     store: b.store !== false,
     temperature: b.temperature ?? 1,
-    text: { format: format.type === 'json_schema' ? { type: 'json_schema', name: format.name, schema: format.schema, strict: format.strict === true, ...(format.description ? { description: format.description } : {}) } : { type: format.type } },
+    text: {
+      format:
+        format.type === 'json_schema'
+          ? {
+              type: 'json_schema',
+              name: format.name,
+              schema: format.schema,
+              strict: format.strict === true,
+              ...(format.description ? { description: format.description } : {}),
+            }
+          : { type: format.type },
+    },
     tool_choice: b.tool_choice ?? 'auto',
-    tools: (b.tools ?? []).map((t: any) => ({ type: 'function', name: t.name, description: t.description ?? null, parameters: t.parameters ?? null, strict: t.strict ?? true })),
+    tools: (b.tools ?? []).map((t: any) => ({
+      type: 'function',
+      name: t.name,
+      description: t.description ?? null,
+      parameters: t.parameters ?? null,
+      strict: t.strict ?? true,
+    })),
     top_p: b.top_p ?? 1,
     truncation: 'disabled',
     usage: null as ReturnType<typeof responsesUsage> | null,
@@ -231,10 +320,25 @@ export function responseShell(meta: ResponseMeta, status: ResponseStatus) {
 export type ResponseObject = ReturnType<typeof responseShell>;
 
 const messageItem = (id: string, text: string, status: string) => ({
-  type: 'message', id, status, role: 'assistant', content: [{ type: 'output_text', text, annotations: [], logprobs: [] }],
+  type: 'message',
+  id,
+  status,
+  role: 'assistant',
+  content: [{ type: 'output_text', text, annotations: [], logprobs: [] }],
 });
-const reasoningItem = (id: string, text: string) => ({ type: 'reasoning', id, summary: [{ type: 'summary_text', text }] });
-const callItem = (id: string, callId: string, name: string, args: string, status: string) => ({ type: 'function_call', id, call_id: callId, name, arguments: args, status });
+const reasoningItem = (id: string, text: string) => ({
+  type: 'reasoning',
+  id,
+  summary: [{ type: 'summary_text', text }],
+});
+const callItem = (id: string, callId: string, name: string, args: string, status: string) => ({
+  type: 'function_call',
+  id,
+  call_id: callId,
+  name,
+  arguments: args,
+  status,
+});
 
 /** The finished response for a non-streamed result. */
 export function toResponse(r: InferenceResult, usage: Usage, meta: ResponseMeta): ResponseObject {
@@ -267,7 +371,10 @@ export class ResponseStreamer {
   private seq = 0;
   private readonly res: ResponseObject;
   private open: { kind: 'text' | 'reasoning'; index: number; id: string; text: string } | null = null;
-  private readonly calls = new Map<number, { index: number; id: string; callId: string; name: string; args: string; done: boolean }>();
+  private readonly calls = new Map<
+    number,
+    { index: number; id: string; callId: string; name: string; args: string; done: boolean }
+  >();
   private text = '';
   readonly toolCalls: Array<{ id: string; name: string; arguments: string }> = [];
 
@@ -284,7 +391,10 @@ export class ResponseStreamer {
   }
 
   start(): Frame[] {
-    return [this.frame('response.created', { response: this.snapshot() }), this.frame('response.in_progress', { response: this.snapshot() })];
+    return [
+      this.frame('response.created', { response: this.snapshot() }),
+      this.frame('response.in_progress', { response: this.snapshot() }),
+    ];
   }
 
   private closeOpen(): Frame[] {
@@ -295,7 +405,12 @@ export class ResponseStreamer {
       const item = reasoningItem(o.id, o.text);
       this.res.output[o.index] = item;
       return [
-        this.frame('response.reasoning_summary_text.done', { item_id: o.id, output_index: o.index, summary_index: 0, text: o.text }),
+        this.frame('response.reasoning_summary_text.done', {
+          item_id: o.id,
+          output_index: o.index,
+          summary_index: 0,
+          text: o.text,
+        }),
         this.frame('response.output_item.done', { output_index: o.index, item }),
       ];
     }
@@ -303,7 +418,13 @@ export class ResponseStreamer {
     this.res.output[o.index] = item;
     const part = item.content[0];
     return [
-      this.frame('response.output_text.done', { item_id: o.id, output_index: o.index, content_index: 0, text: o.text, logprobs: [] }),
+      this.frame('response.output_text.done', {
+        item_id: o.id,
+        output_index: o.index,
+        content_index: 0,
+        text: o.text,
+        logprobs: [],
+      }),
       this.frame('response.content_part.done', { item_id: o.id, output_index: o.index, content_index: 0, part }),
       this.frame('response.output_item.done', { output_index: o.index, item }),
     ];
@@ -316,13 +437,23 @@ export class ResponseStreamer {
     this.open = { kind, index, id, text: '' };
     if (kind === 'reasoning') {
       this.res.output.push({ type: 'reasoning', id, summary: [] });
-      frames.push(this.frame('response.output_item.added', { output_index: index, item: { type: 'reasoning', id, summary: [] } }));
+      frames.push(
+        this.frame('response.output_item.added', { output_index: index, item: { type: 'reasoning', id, summary: [] } }),
+      );
       return frames;
     }
     this.res.output.push({ type: 'message', id, status: 'in_progress', role: 'assistant', content: [] });
     frames.push(
-      this.frame('response.output_item.added', { output_index: index, item: { type: 'message', id, status: 'in_progress', role: 'assistant', content: [] } }),
-      this.frame('response.content_part.added', { item_id: id, output_index: index, content_index: 0, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } }),
+      this.frame('response.output_item.added', {
+        output_index: index,
+        item: { type: 'message', id, status: 'in_progress', role: 'assistant', content: [] },
+      }),
+      this.frame('response.content_part.added', {
+        item_id: id,
+        output_index: index,
+        content_index: 0,
+        part: { type: 'output_text', text: '', annotations: [], logprobs: [] },
+      }),
     );
     return frames;
   }
@@ -334,14 +465,29 @@ export class ResponseStreamer {
         const frames = this.open?.kind === 'text' ? [] : this.openItem('text');
         this.open!.text += e.text;
         this.text += e.text;
-        frames.push(this.frame('response.output_text.delta', { item_id: this.open!.id, output_index: this.open!.index, content_index: 0, delta: e.text, logprobs: [] }));
+        frames.push(
+          this.frame('response.output_text.delta', {
+            item_id: this.open!.id,
+            output_index: this.open!.index,
+            content_index: 0,
+            delta: e.text,
+            logprobs: [],
+          }),
+        );
         return frames;
       }
       case 'reasoning': {
         if (!this.meta.showReasoning || !e.text) return [];
         const frames = this.open?.kind === 'reasoning' ? [] : this.openItem('reasoning');
         this.open!.text += e.text;
-        frames.push(this.frame('response.reasoning_summary_text.delta', { item_id: this.open!.id, output_index: this.open!.index, summary_index: 0, delta: e.text }));
+        frames.push(
+          this.frame('response.reasoning_summary_text.delta', {
+            item_id: this.open!.id,
+            output_index: this.open!.index,
+            summary_index: 0,
+            delta: e.text,
+          }),
+        );
         return frames;
       }
       case 'tool_call': {
@@ -349,14 +495,32 @@ export class ResponseStreamer {
         let call = this.calls.get(e.index);
         if (!call) {
           frames.push(...this.closeOpen());
-          call = { index: this.res.output.length, id: newId('fc'), callId: e.id ?? newId('call'), name: e.name ?? '', args: '', done: false };
+          call = {
+            index: this.res.output.length,
+            id: newId('fc'),
+            callId: e.id ?? newId('call'),
+            name: e.name ?? '',
+            args: '',
+            done: false,
+          };
           this.calls.set(e.index, call);
           this.res.output.push(callItem(call.id, call.callId, call.name, '', 'in_progress'));
-          frames.push(this.frame('response.output_item.added', { output_index: call.index, item: callItem(call.id, call.callId, call.name, '', 'in_progress') }));
+          frames.push(
+            this.frame('response.output_item.added', {
+              output_index: call.index,
+              item: callItem(call.id, call.callId, call.name, '', 'in_progress'),
+            }),
+          );
         }
         if (e.argumentsDelta) {
           call.args += e.argumentsDelta;
-          frames.push(this.frame('response.function_call_arguments.delta', { item_id: call.id, output_index: call.index, delta: e.argumentsDelta }));
+          frames.push(
+            this.frame('response.function_call_arguments.delta', {
+              item_id: call.id,
+              output_index: call.index,
+              delta: e.argumentsDelta,
+            }),
+          );
         }
         return frames;
       }
@@ -374,7 +538,12 @@ export class ResponseStreamer {
       this.res.output[call.index] = item;
       this.toolCalls.push({ id: call.callId, name: call.name, arguments: call.args || '{}' });
       frames.push(
-        this.frame('response.function_call_arguments.done', { item_id: call.id, output_index: call.index, name: call.name, arguments: item.arguments }),
+        this.frame('response.function_call_arguments.done', {
+          item_id: call.id,
+          output_index: call.index,
+          name: call.name,
+          arguments: item.arguments,
+        }),
         this.frame('response.output_item.done', { output_index: call.index, item }),
       );
     }

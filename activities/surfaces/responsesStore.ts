@@ -31,8 +31,17 @@ export async function saveResponse(accountId: string, response: ResponseObject, 
   const { prisma } = db();
   const now = new Date();
   await prisma.storedResponse.deleteMany({ where: { accountId, expiresAt: { lte: now } } });
-  const data = { status: response.status, request: request as object, response: response as object, expiresAt: new Date(now.getTime() + days * 86_400_000) };
-  await prisma.storedResponse.upsert({ where: { id: response.id }, create: { id: response.id, accountId, ...data }, update: data });
+  const data = {
+    status: response.status,
+    request: request as object,
+    response: response as object,
+    expiresAt: new Date(now.getTime() + days * 86_400_000),
+  };
+  await prisma.storedResponse.upsert({
+    where: { id: response.id },
+    create: { id: response.id, accountId, ...data },
+    update: data,
+  });
 }
 
 /** The caller's own, unexpired response, or undefined. */
@@ -43,7 +52,13 @@ export async function loadResponse(accountId: string, id: string): Promise<Store
     await db().prisma.storedResponse.deleteMany({ where: { id } });
     return undefined;
   }
-  return { id: row.id, accountId: row.accountId, status: row.status, request: row.request as unknown as StoredRequest, response: row.response as unknown as ResponseObject };
+  return {
+    id: row.id,
+    accountId: row.accountId,
+    status: row.status,
+    request: row.request as unknown as StoredRequest,
+    response: row.response as unknown as ResponseObject,
+  };
 }
 
 /** Activity: delete up to `limit` expired responses, oldest first; returns how many. */

@@ -58,20 +58,30 @@ export interface SpeechPlan {
 export function billingUnit(model: ModelInfo): { unit: 'character' | 'second'; per: bigint } {
   const per = model.options.billing_per;
   const unit = model.category === 'music' ? 'second' : 'character';
-  return { unit, per: typeof per === 'number' && Number.isInteger(per) && per > 0 ? BigInt(per) : unit === 'second' ? 1n : 1_000_000n };
+  return {
+    unit,
+    per:
+      typeof per === 'number' && Number.isInteger(per) && per > 0 ? BigInt(per) : unit === 'second' ? 1n : 1_000_000n,
+  };
 }
 
 /** A speech or music model by name: /audio/speech and /api/tts serve both categories. */
 export function resolveSpeechModel(requested: string): ModelInfo {
   const found = catalog().model(requested);
   const wrong = (id: string, category: string) =>
-    new RequestError(400, 'invalid_model', `Model '${id}' is a ${category} model; this endpoint needs a speech or music model (GET /api/v1/audio/voices lists them).`, 'model');
+    new RequestError(
+      400,
+      'invalid_model',
+      `Model '${id}' is a ${category} model; this endpoint needs a speech or music model (GET /api/v1/audio/voices lists them).`,
+      'model',
+    );
   if (found && found.category !== 'speech' && found.category !== 'music') throw wrong(found.id, found.category);
   try {
     return resolveModel(requested, found?.category ?? 'speech').model;
   } catch (err) {
     // a name with a suffix that resolves to another category
-    if (err instanceof RequestError && err.code === 'invalid_parameter_value') throw new RequestError(400, 'invalid_model', err.message, 'model');
+    if (err instanceof RequestError && err.code === 'invalid_parameter_value')
+      throw new RequestError(400, 'invalid_model', err.message, 'model');
     throw err;
   }
 }
@@ -88,12 +98,22 @@ export function planSpeech(model: ModelInfo, body: SpeechBody): SpeechPlan {
   let format: SpeechFormat;
   if (fixed) {
     if (!ALL_FORMATS.includes(asked)) {
-      throw new RequestError(400, 'unsupported_format', `Unknown response_format '${asked}'. Supported: ${ALL_FORMATS.join(', ')}.`, 'response_format');
+      throw new RequestError(
+        400,
+        'unsupported_format',
+        `Unknown response_format '${asked}'. Supported: ${ALL_FORMATS.join(', ')}.`,
+        'response_format',
+      );
     }
     format = fixed; // this family always answers one format and ignores response_format
   } else {
     if (!formats.includes(asked)) {
-      throw new RequestError(400, 'unsupported_format', `Model '${model.id}' cannot produce response_format '${asked}'. Supported: ${formats.join(', ')}.`, 'response_format');
+      throw new RequestError(
+        400,
+        'unsupported_format',
+        `Model '${model.id}' cannot produce response_format '${asked}'. Supported: ${formats.join(', ')}.`,
+        'response_format',
+      );
     }
     format = asked as SpeechFormat;
   }
@@ -103,7 +123,12 @@ export function planSpeech(model: ModelInfo, body: SpeechBody): SpeechPlan {
   const max = Number(o.max_input_chars ?? 4096);
   if (chars > max) {
     const what = kind === 'music' ? 'The music prompt' : 'Input';
-    throw new RequestError(400, 'input_too_long', `${what} is ${chars} characters; '${model.id}' accepts at most ${max}. ${kind === 'music' ? 'Shorten the prompt.' : 'Split the text into several requests.'}`, 'input');
+    throw new RequestError(
+      400,
+      'input_too_long',
+      `${what} is ${chars} characters; '${model.id}' accepts at most ${max}. ${kind === 'music' ? 'Shorten the prompt.' : 'Split the text into several requests.'}`,
+      'input',
+    );
   }
 
   if (kind === 'music') {
@@ -112,25 +137,48 @@ export function planSpeech(model: ModelInfo, body: SpeechBody): SpeechPlan {
     const maxSeconds = Number(o.max_seconds ?? 300);
     const seconds = body.duration ?? Number(o.default_seconds ?? 30);
     if (!Number.isInteger(seconds) || seconds < min || seconds > maxSeconds) {
-      throw new RequestError(400, 'invalid_parameter_value', `'${model.id}' composes between ${min} and ${maxSeconds} seconds of music (whole seconds); duration was ${seconds}.`, 'duration');
+      throw new RequestError(
+        400,
+        'invalid_parameter_value',
+        `'${model.id}' composes between ${min} and ${maxSeconds} seconds of music (whole seconds); duration was ${seconds}.`,
+        'duration',
+      );
     }
     return { model, kind, input: body.input, chars, units: seconds, voice: '', format, durationSeconds: seconds };
   }
 
   const voices = strings(o.voices);
   const voice = body.voice ?? voices[0];
-  if (!voice) throw new RequestError(400, 'missing_required_parameter', "Missing required parameter: 'voice'.", 'voice');
+  if (!voice)
+    throw new RequestError(400, 'missing_required_parameter', "Missing required parameter: 'voice'.", 'voice');
   const pattern = typeof o.voice_id_pattern === 'string' ? new RegExp(o.voice_id_pattern) : null;
   if (!voices.some((v) => v.toLowerCase() === voice.toLowerCase()) && !pattern?.test(voice)) {
-    throw new RequestError(400, 'invalid_voice', `Voice '${voice}' is not available for '${model.id}'. Voices: ${voices.join(', ')}${pattern ? ', or a voice id' : ''}.`, 'voice');
+    throw new RequestError(
+      400,
+      'invalid_voice',
+      `Voice '${voice}' is not available for '${model.id}'. Voices: ${voices.join(', ')}${pattern ? ', or a voice id' : ''}.`,
+      'voice',
+    );
   }
   // Voice controls reach only the models that have them; the others ignore them, as tts-1 ignores `instructions`.
   let voiceSettings: VoiceSettings | undefined;
   if (o.voice_settings === true) {
     const v = { stability: body.stability, similarity_boost: body.similarity_boost, style: body.style };
-    if (Object.values(v).some((x) => x !== undefined)) voiceSettings = Object.fromEntries(Object.entries(v).filter(([, x]) => x !== undefined));
+    if (Object.values(v).some((x) => x !== undefined))
+      voiceSettings = Object.fromEntries(Object.entries(v).filter(([, x]) => x !== undefined));
   }
-  return { model, kind, input: body.input, chars, units: chars, voice, format, speed: body.speed, instructions: o.instructions === true ? body.instructions : undefined, voiceSettings };
+  return {
+    model,
+    kind,
+    input: body.input,
+    chars,
+    units: chars,
+    voice,
+    format,
+    speed: body.speed,
+    instructions: o.instructions === true ? body.instructions : undefined,
+    voiceSettings,
+  };
 }
 
 /** The voice as this route's upstream names it (`voice_map`), else as given. */
@@ -160,8 +208,11 @@ export interface SpeechBill {
 /** A bill as JSON answers (and job records) show it: cost, charge, source, and what was billed. */
 export function speechBillFields(bill: SpeechBill) {
   return {
-    cost: bill.cost, amount: bill.amount, paymentSource: bill.paymentSource,
-    characters: bill.characters, ...(bill.seconds !== undefined ? { seconds: bill.seconds } : {}),
+    cost: bill.cost,
+    amount: bill.amount,
+    paymentSource: bill.paymentSource,
+    characters: bill.characters,
+    ...(bill.seconds !== undefined ? { seconds: bill.seconds } : {}),
   };
 }
 
@@ -218,14 +269,24 @@ export class SpeechCall {
     routes?: string | { routeIds: string[] },
   ) {
     if (caller.billingMode === 'subscription_only') {
-      throw new RequestError(402, 'subscription_required', 'This API key is limited to subscription billing, and no subscription covers this request. Use a pay-as-you-go key.', null);
+      throw new RequestError(
+        402,
+        'subscription_required',
+        'This API key is limited to subscription billing, and no subscription covers this request. Use a pay-as-you-go key.',
+        null,
+      );
     }
     if (typeof routes === 'object') {
       const ids = routes.routeIds;
-      this.routes = plan.model.routes.filter((r) => ids.includes(r.id)).sort((a, b) => ids.indexOf(a.id) - ids.indexOf(b.id));
+      this.routes = plan.model.routes
+        .filter((r) => ids.includes(r.id))
+        .sort((a, b) => ids.indexOf(a.id) - ids.indexOf(b.id));
     } else {
       this.routes = planRoute(catalog(), plan.model, caller, routes ? { explicit: routes } : {}, {
-        tools: false, images: false, structuredOutput: false, caching: false,
+        tools: false,
+        images: false,
+        structuredOutput: false,
+        caching: false,
       });
     }
   }
@@ -255,7 +316,11 @@ export class SpeechCall {
     if (worst === 0n) return undefined;
     try {
       const hold = await reserve({
-        accountId: this.caller.accountId, usd: worst, idempotencyKey: `hold:${this.requestId}`, requestId: this.requestId, apiKeyId: this.caller.keyId,
+        accountId: this.caller.accountId,
+        usd: worst,
+        idempotencyKey: `hold:${this.requestId}`,
+        requestId: this.requestId,
+        apiKeyId: this.caller.keyId,
         ttlSeconds: opts.ttlSeconds,
       });
       this.holdId = hold.id;
@@ -263,10 +328,16 @@ export class SpeechCall {
     } catch (err) {
       if (err instanceof InsufficientFunds) {
         throw new RequestError(
-          402, 'insufficient_balance',
+          402,
+          'insufficient_balance',
           `Insufficient balance: this request costs $${formatAmount(err.requiredUsd, 'USD')} and $${formatAmount(err.availableUsd, 'USD')} is available. Add funds, or send shorter input.`,
           null,
-          { details: { requiredBalance: toDisplayNumber(err.requiredUsd, 'USD'), availableBalance: toDisplayNumber(err.availableUsd, 'USD') } },
+          {
+            details: {
+              requiredBalance: toDisplayNumber(err.requiredUsd, 'USD'),
+              availableBalance: toDisplayNumber(err.availableUsd, 'USD'),
+            },
+          },
         );
       }
       throw err;
@@ -278,33 +349,65 @@ export class SpeechCall {
     const failures: UpstreamError[] = [];
     for (const route of this.routes) {
       const req: SpeechRequest = {
-        model: route.upstreamModel, input: this.plan.input, voice: upstreamVoice(route, this.plan.voice), format: this.plan.format,
-        speed: this.plan.speed, instructions: this.plan.instructions, kind: this.plan.kind, durationSeconds: this.plan.durationSeconds,
+        model: route.upstreamModel,
+        input: this.plan.input,
+        voice: upstreamVoice(route, this.plan.voice),
+        format: this.plan.format,
+        speed: this.plan.speed,
+        instructions: this.plan.instructions,
+        kind: this.plan.kind,
+        durationSeconds: this.plan.durationSeconds,
         voiceSettings: this.plan.voiceSettings,
       };
       try {
         const out = await speechAdapterFor(route).synthesize(req, targetFor(route), signal);
         const rest = out.audio[Symbol.asyncIterator]();
         const first = await rest.next();
-        if (first.done) throw new UpstreamError(`${route.provider.id} returned no audio`, 502, true, { code: 'empty_response', providerId: route.provider.id });
+        if (first.done)
+          throw new UpstreamError(`${route.provider.id} returned no audio`, 502, true, {
+            code: 'empty_response',
+            providerId: route.provider.id,
+          });
         this.route = route;
         return { route, contentType: out.contentType, format: this.plan.format, first: first.value, rest };
       } catch (err) {
-        const e = err instanceof UpstreamError ? err : new UpstreamError(`${route.provider.id} failed unexpectedly`, 502, false, { code: 'provider_error', providerId: route.provider.id });
-        if (!(err instanceof UpstreamError)) console.error(`[speech] adapter for ${route.provider.id} failed unexpectedly:`, err);
+        const e =
+          err instanceof UpstreamError
+            ? err
+            : new UpstreamError(`${route.provider.id} failed unexpectedly`, 502, false, {
+                code: 'provider_error',
+                providerId: route.provider.id,
+              });
+        if (!(err instanceof UpstreamError))
+          console.error(`[speech] adapter for ${route.provider.id} failed unexpectedly:`, err);
         failures.push(e);
         if (!e.retryable || signal.aborted) break;
       }
     }
     const last = failures[failures.length - 1];
-    if (!last) throw new SpeechFailure(503, 'model_not_available', `Model '${this.plan.model.id}' has no configured provider here.`, false);
+    if (!last)
+      throw new SpeechFailure(
+        503,
+        'model_not_available',
+        `Model '${this.plan.model.id}' has no configured provider here.`,
+        false,
+      );
     const retryable = failures.every((f) => f.retryable);
     if (failures.length === 1) {
       const status = last.status === 400 && last.opts.code === 'unsupported_format' ? 400 : callerStatus(last.status);
-      const code = last.opts.code ?? (status === 400 ? 'upstream_rejected_request' : status === 429 ? 'rate_limit_exceeded' : 'upstream_error');
-      throw new SpeechFailure(status, code, last.message, retryable, { retryAfterSeconds: last.opts.retryAfterSeconds });
+      const code =
+        last.opts.code ??
+        (status === 400 ? 'upstream_rejected_request' : status === 429 ? 'rate_limit_exceeded' : 'upstream_error');
+      throw new SpeechFailure(status, code, last.message, retryable, {
+        retryAfterSeconds: last.opts.retryAfterSeconds,
+      });
     }
-    throw new SpeechFailure(502, 'all_fallbacks_failed', `Every provider failed: ${failures.map((f) => f.message).join('; ')}`, retryable);
+    throw new SpeechFailure(
+      502,
+      'all_fallbacks_failed',
+      `Every provider failed: ${failures.map((f) => f.message).join('; ')}`,
+      retryable,
+    );
   }
 
   /**
@@ -319,7 +422,12 @@ export class SpeechCall {
       for (let r = await opened.rest.next(); !r.done; r = await opened.rest.next()) parts.push(r.value);
     } catch (err) {
       const e = err as { message?: string };
-      throw new SpeechFailure(502, 'upstream_error', `${opened.route.provider.id} broke off the audio: ${e.message ?? 'error'}. Nothing was charged; retry the request.`, !signal.aborted);
+      throw new SpeechFailure(
+        502,
+        'upstream_error',
+        `${opened.route.provider.id} broke off the audio: ${e.message ?? 'error'}. Nothing was charged; retry the request.`,
+        !signal.aborted,
+      );
     }
     return { route: opened.route, contentType: opened.contentType, audio: Buffer.concat(parts) };
   }
@@ -329,19 +437,40 @@ export class SpeechCall {
     const route = this.route!;
     const cost = this.costOn(route);
     let s: Settlement | undefined;
-    if (this.holdId) s = await settle({ holdId: this.holdId, usd: cost, reason: `${this.plan.kind} ${this.plan.model.id} via ${route.provider.id}` });
+    if (this.holdId)
+      s = await settle({
+        holdId: this.holdId,
+        usd: cost,
+        reason: `${this.plan.kind} ${this.plan.model.id} via ${route.provider.id}`,
+      });
     const currency = s?.currency ?? 'USD';
     const charged = s?.charged ?? 0n;
     recordRequest({
-      id: this.requestId, accountId: this.caller.accountId, apiKeyId: this.caller.keyId, surface: this.plan.kind, model: this.plan.model.id,
-      providerId: route.provider.id, status: 'completed', inputTokens: this.plan.chars, outputTokens: 0, currency, cost: charged,
-      holdId: this.holdId ?? null, errorCode: null, startedAt: new Date(this.started),
+      id: this.requestId,
+      accountId: this.caller.accountId,
+      apiKeyId: this.caller.keyId,
+      surface: this.plan.kind,
+      model: this.plan.model.id,
+      providerId: route.provider.id,
+      status: 'completed',
+      inputTokens: this.plan.chars,
+      outputTokens: 0,
+      currency,
+      cost: charged,
+      holdId: this.holdId ?? null,
+      errorCode: null,
+      startedAt: new Date(this.started),
     });
     return {
-      amount: toDisplayNumber(charged, currency), currency, cost: toDisplayNumber(cost, 'USD'), paymentSource: currency, characters: this.plan.chars,
+      amount: toDisplayNumber(charged, currency),
+      currency,
+      cost: toDisplayNumber(cost, 'USD'),
+      paymentSource: currency,
+      characters: this.plan.chars,
       ...(this.plan.kind === 'music' ? { seconds: this.plan.units } : {}),
       ...(s ? { remainingBalance: toDisplayNumber(s.available, currency) } : {}),
-      chargedUnits: charged, costUnits: cost,
+      chargedUnits: charged,
+      costUnits: cost,
     };
   }
 
@@ -362,9 +491,20 @@ export class SpeechCall {
   async fail(code: string): Promise<void> {
     if (this.holdId) await release(this.holdId);
     recordRequest({
-      id: this.requestId, accountId: this.caller.accountId, apiKeyId: this.caller.keyId, surface: this.plan.kind, model: this.plan.model.id,
-      providerId: this.route?.provider.id ?? null, status: 'failed', inputTokens: null, outputTokens: null, currency: null, cost: null,
-      holdId: this.holdId ?? null, errorCode: code, startedAt: new Date(this.started),
+      id: this.requestId,
+      accountId: this.caller.accountId,
+      apiKeyId: this.caller.keyId,
+      surface: this.plan.kind,
+      model: this.plan.model.id,
+      providerId: this.route?.provider.id ?? null,
+      status: 'failed',
+      inputTokens: null,
+      outputTokens: null,
+      currency: null,
+      cost: null,
+      holdId: this.holdId ?? null,
+      errorCode: code,
+      startedAt: new Date(this.started),
     });
   }
 }

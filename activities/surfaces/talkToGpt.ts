@@ -33,7 +33,12 @@ export function talkToInternal(body: any, model: ModelInfo, name: ModelName): Ch
   const history: any[] = body.messages ?? [];
   const hasPrompt = typeof body.prompt === 'string' && body.prompt !== '';
   if (!hasPrompt && history.length === 0) {
-    throw new RequestError(400, 'missing_required_parameter', "Send 'prompt' (the new user message), 'messages' (the conversation so far), or both.", 'prompt');
+    throw new RequestError(
+      400,
+      'missing_required_parameter',
+      "Send 'prompt' (the new user message), 'messages' (the conversation so far), or both.",
+      'prompt',
+    );
   }
   const messages = hasPrompt ? [...history, { role: 'user', content: body.prompt }] : history;
   const chatBody: Record<string, unknown> = { messages };
@@ -52,7 +57,11 @@ export interface TalkMetadata {
 /** The plain-text answer: the reply, then `<Tag>{json}</Tag>` with what it cost. */
 export function talkReply(text: string, bill: Bill, tag = serviceTag()): string {
   const meta: TalkMetadata = {
-    cost: bill.cost, inputTokens: bill.inputTokens, outputTokens: bill.outputTokens, paymentSource: bill.paymentSource, remainingBalance: bill.remainingBalance,
+    cost: bill.cost,
+    inputTokens: bill.inputTokens,
+    outputTokens: bill.outputTokens,
+    paymentSource: bill.paymentSource,
+    remainingBalance: bill.remainingBalance,
   };
   return `${text}<${tag}>${JSON.stringify(meta)}</${tag}>`;
 }

@@ -81,44 +81,82 @@ export interface CreatedVideoJob {
  * the hold is released and no row exists. The caller starts the workflow next (and calls
  * `abandonVideoJob` if that fails).
  */
-export async function createVideoJob(a: { caller: Caller; plan: VideoPlan; conversationUuid: string | null; id?: string; extendOf?: VideoJobRequest['extendOf'] }): Promise<CreatedVideoJob> {
+export async function createVideoJob(a: {
+  caller: Caller;
+  plan: VideoPlan;
+  conversationUuid: string | null;
+  id?: string;
+  extendOf?: VideoJobRequest['extendOf'];
+}): Promise<CreatedVideoJob> {
   const { caller, plan } = a;
   if (caller.billingMode === 'subscription_only') {
-    throw new RequestError(402, 'subscription_required', 'This API key is limited to subscription billing, and no subscription covers video. Use a pay-as-you-go key.');
+    throw new RequestError(
+      402,
+      'subscription_required',
+      'This API key is limited to subscription billing, and no subscription covers video. Use a pay-as-you-go key.',
+    );
   }
   const id = a.id ?? newVideoJobId();
   let hold: Awaited<ReturnType<typeof reserve>> | null = null;
   if (plan.maxUsd > 0n) {
     try {
       hold = await reserve({
-        accountId: caller.accountId, usd: plan.maxUsd, idempotencyKey: `video:${id}`, requestId: id, apiKeyId: caller.keyId,
+        accountId: caller.accountId,
+        usd: plan.maxUsd,
+        idempotencyKey: `video:${id}`,
+        requestId: id,
+        apiKeyId: caller.keyId,
         // the hold must outlive the job, or the hold sweeper would hand the money back mid-run
         ttlSeconds: videoSettings.deadlineSeconds() + 3600,
       });
     } catch (err) {
       if (err instanceof InsufficientFunds) {
         throw new RequestError(
-          402, 'insufficient_balance',
+          402,
+          'insufficient_balance',
           `Insufficient balance: this video is pre-charged $${formatAmount(err.requiredUsd, 'USD')} (${plan.prechargeLabel.replace(/^Pre-charged for /, '')} at $${formatAmount(plan.perSecond, 'USD')}/s) and $${formatAmount(err.availableUsd, 'USD')} is available. Add funds, or ask for a shorter video.`,
           null,
-          { details: { requiredBalance: toDisplayNumber(err.requiredUsd, 'USD'), availableBalance: toDisplayNumber(err.availableUsd, 'USD') } },
+          {
+            details: {
+              requiredBalance: toDisplayNumber(err.requiredUsd, 'USD'),
+              availableBalance: toDisplayNumber(err.availableUsd, 'USD'),
+            },
+          },
         );
       }
       throw err;
     }
   }
   const request: VideoJobRequest = {
-    submitPath: plan.submitPath, input: plan.input, durationSeconds: plan.durationSeconds, variants: plan.variants,
-    perSecond: plan.perSecond.toString(), maxUsd: plan.maxUsd.toString(), prechargeLabel: plan.prechargeLabel,
-    prompt: plan.prompt, typicalSeconds: plan.typicalSeconds, ...(a.extendOf ? { extendOf: a.extendOf } : {}),
+    submitPath: plan.submitPath,
+    input: plan.input,
+    durationSeconds: plan.durationSeconds,
+    variants: plan.variants,
+    perSecond: plan.perSecond.toString(),
+    maxUsd: plan.maxUsd.toString(),
+    prechargeLabel: plan.prechargeLabel,
+    prompt: plan.prompt,
+    typicalSeconds: plan.typicalSeconds,
+    ...(a.extendOf ? { extendOf: a.extendOf } : {}),
   };
   const currency: Currency = hold?.currency ?? 'USD';
   try {
     await db().prisma.mediaJob.create({
       data: {
-        id, kind: 'video', accountId: caller.accountId, apiKeyId: caller.keyId, model: plan.model.id, providerId: plan.route.provider.id,
-        upstreamModel: plan.route.upstreamModel, status: 'pending', request: request as object, conversationUuid: a.conversationUuid,
-        currency, precharge: (hold?.amount ?? 0n).toString(), holdId: hold?.id ?? null, paymentSource: currency,
+        id,
+        kind: 'video',
+        accountId: caller.accountId,
+        apiKeyId: caller.keyId,
+        model: plan.model.id,
+        providerId: plan.route.provider.id,
+        upstreamModel: plan.route.upstreamModel,
+        status: 'pending',
+        request: request as object,
+        conversationUuid: a.conversationUuid,
+        currency,
+        precharge: (hold?.amount ?? 0n).toString(),
+        holdId: hold?.id ?? null,
+        paymentSource: currency,
       },
     });
   } catch (err) {
@@ -143,9 +181,17 @@ export async function abandonVideoJob(id: string): Promise<void> {
 }
 
 /** The caller's recent video jobs, newest first (GET /api/generate-video/recover). */
-export async function recentVideoJobs(accountId: string, opts: { model?: string; conversationUuid?: string; limit: number }) {
+export async function recentVideoJobs(
+  accountId: string,
+  opts: { model?: string; conversationUuid?: string; limit: number },
+) {
   return db().prisma.mediaJob.findMany({
-    where: { accountId, kind: 'video', ...(opts.model ? { model: opts.model } : {}), ...(opts.conversationUuid ? { conversationUuid: opts.conversationUuid } : {}) },
+    where: {
+      accountId,
+      kind: 'video',
+      ...(opts.model ? { model: opts.model } : {}),
+      ...(opts.conversationUuid ? { conversationUuid: opts.conversationUuid } : {}),
+    },
     orderBy: { createdAt: 'desc' },
     take: opts.limit,
   });

@@ -59,7 +59,8 @@ export interface VideoPlan {
 
 const article = (kind: string) => (kind === 'video' ? 'a video' : `an ${kind}`);
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.map(String) : []);
-const bad = (message: string, param: string, code = 'invalid_parameter_value') => new RequestError(400, code, message, param);
+const bad = (message: string, param: string, code = 'invalid_parameter_value') =>
+  new RequestError(400, code, message, param);
 
 export function numberOption(model: ModelInfo, name: string, fallback: number): number {
   const v = Number(model.options[name]);
@@ -79,20 +80,31 @@ export function planVideo(model: ModelInfo, route: Route, body: VideoBody): Vide
 
   // the prompt (required unless the model is a scripted-story one; none of those is served here)
   const prompt = typeof body.prompt === 'string' ? body.prompt.trim() : '';
-  if (!prompt) throw bad(`Missing required parameter: 'prompt' (describe the video to generate).`, 'prompt', 'missing_required_parameter');
+  if (!prompt)
+    throw bad(
+      `Missing required parameter: 'prompt' (describe the video to generate).`,
+      'prompt',
+      'missing_required_parameter',
+    );
   const maxPrompt = numberOption(model, 'max_prompt_chars', 2500);
-  if ([...prompt].length > maxPrompt) throw bad(`'prompt' is ${[...prompt].length} characters; '${model.id}' accepts at most ${maxPrompt}.`, 'prompt');
+  if ([...prompt].length > maxPrompt)
+    throw bad(`'prompt' is ${[...prompt].length} characters; '${model.id}' accepts at most ${maxPrompt}.`, 'prompt');
   input.prompt = prompt;
 
   // duration: `duration` or `seconds`, in the model's list; the first listed is the default
-  const durations = strings(o.durations).map(Number).filter((n) => n > 0);
+  const durations = strings(o.durations)
+    .map(Number)
+    .filter((n) => n > 0);
   const asked = body.duration ?? body.seconds;
   let duration = durations[0] ?? 5;
   if (asked !== undefined && asked !== null && asked !== '') {
     const param = body.duration !== undefined ? 'duration' : 'seconds';
     duration = seconds(asked);
     if (!durations.includes(duration)) {
-      throw bad(`'${param}' ${JSON.stringify(asked)} is not offered by '${model.id}'. Durations: ${durations.map((d) => `"${d}"`).join(', ')} (seconds).`, param);
+      throw bad(
+        `'${param}' ${JSON.stringify(asked)} is not offered by '${model.id}'. Durations: ${durations.map((d) => `"${d}"`).join(', ')} (seconds).`,
+        param,
+      );
     }
   }
   const suffix = typeof route.options.duration_suffix === 'string' ? route.options.duration_suffix : '';
@@ -101,14 +113,23 @@ export function planVideo(model: ModelInfo, route: Route, body: VideoBody): Vide
   // aspect ratio (or orientation), resolution: checked when the model offers a choice
   const ratios = strings(o.aspect_ratios);
   let ratio = typeof body.aspect_ratio === 'string' ? body.aspect_ratio : undefined;
-  if (!ratio && (body.orientation === 'landscape' || body.orientation === 'portrait')) ratio = body.orientation === 'landscape' ? '16:9' : '9:16';
+  if (!ratio && (body.orientation === 'landscape' || body.orientation === 'portrait'))
+    ratio = body.orientation === 'landscape' ? '16:9' : '9:16';
   if (ratio !== undefined && ratios.length) {
-    if (!ratios.includes(ratio)) throw bad(`'aspect_ratio' "${ratio}" is not offered by '${model.id}'. Aspect ratios: ${ratios.join(', ')}.`, 'aspect_ratio');
+    if (!ratios.includes(ratio))
+      throw bad(
+        `'aspect_ratio' "${ratio}" is not offered by '${model.id}'. Aspect ratios: ${ratios.join(', ')}.`,
+        'aspect_ratio',
+      );
     input.aspect_ratio = ratio;
   }
   const resolutions = strings(o.resolutions);
   if (typeof body.resolution === 'string' && resolutions.length) {
-    if (!resolutions.includes(body.resolution)) throw bad(`'resolution' "${body.resolution}" is not offered by '${model.id}'. Resolutions: ${resolutions.join(', ')}.`, 'resolution');
+    if (!resolutions.includes(body.resolution))
+      throw bad(
+        `'resolution' "${body.resolution}" is not offered by '${model.id}'. Resolutions: ${resolutions.join(', ')}.`,
+        'resolution',
+      );
     input.resolution = body.resolution;
   }
   if (body.seed !== undefined && body.seed !== null && body.seed !== '') {
@@ -130,12 +151,21 @@ export function planVideo(model: ModelInfo, route: Route, body: VideoBody): Vide
     const given = MEDIA_FIELDS[kind].filter((f) => body[f] !== undefined && body[f] !== null && body[f] !== '');
     if (given.length === 0) {
       if (strings(o.media_required).includes(kind)) {
-        throw bad(`'${model.id}' needs ${article(kind)}: send it as '${kind}Url' (or '${kind}DataUrl', ${MAX_INLINE_MEDIA_BYTES / 1024 / 1024} MB at most).`, `${kind}Url`, 'missing_required_parameter');
+        throw bad(
+          `'${model.id}' needs ${article(kind)}: send it as '${kind}Url' (or '${kind}DataUrl', ${MAX_INLINE_MEDIA_BYTES / 1024 / 1024} MB at most).`,
+          `${kind}Url`,
+          'missing_required_parameter',
+        );
       }
       continue;
     }
     if (!accepted.includes(kind)) {
-      throw new RequestError(400, 'unsupported_input_modality', `'${model.id}' does not take ${kind} input; remove '${given.join("', '")}' or choose a model that accepts ${kind}s.`, given[0]);
+      throw new RequestError(
+        400,
+        'unsupported_input_modality',
+        `'${model.id}' does not take ${kind} input; remove '${given.join("', '")}' or choose a model that accepts ${kind}s.`,
+        given[0],
+      );
     }
     input[FAL_MEDIA_INPUT[kind]] = mediaValue(kind, given, body);
   }
@@ -144,9 +174,17 @@ export function planVideo(model: ModelInfo, route: Route, body: VideoBody): Vide
   const perSecond = route.price.input;
   const maxUsd = perSecond * BigInt(Math.ceil(duration)) * BigInt(variants);
   return {
-    model, route, submitPath: route.upstreamModel, input, durationSeconds: duration, variants, perSecond, maxUsd,
+    model,
+    route,
+    submitPath: route.upstreamModel,
+    input,
+    durationSeconds: duration,
+    variants,
+    perSecond,
+    maxUsd,
     prechargeLabel: variants > 1 ? `Pre-charged for ${variants} × ${duration} s` : `Pre-charged for ${duration} s`,
-    prompt, typicalSeconds: numberOption(model, 'typical_seconds', 180),
+    prompt,
+    typicalSeconds: numberOption(model, 'typical_seconds', 180),
   };
 }
 
@@ -156,7 +194,10 @@ function mediaValue(kind: 'image' | 'audio' | 'video', given: string[], body: Vi
   const order = [`${kind}Url`, `${kind}DataUrl`, kind, ...MEDIA_FIELDS[kind]];
   const field = order.find((f) => given.includes(f))!;
   if (field.endsWith('AttachmentId')) {
-    throw bad(`'${field}' refers to a media library this gateway does not have; send '${kind}Url' or '${kind}DataUrl' instead.`, field);
+    throw bad(
+      `'${field}' refers to a media library this gateway does not have; send '${kind}Url' or '${kind}DataUrl' instead.`,
+      field,
+    );
   }
   let value = body[field];
   if (Array.isArray(value)) {
@@ -169,7 +210,12 @@ function mediaValue(kind: 'image' | 'audio' | 'video', given: string[], body: Vi
       throw bad(`'${field}' is not a base64 data URL of ${article(kind)} (data:${kind}/...;base64,...).`, field);
     }
     if (Buffer.byteLength(value) > MAX_INLINE_MEDIA_BYTES) {
-      throw new RequestError(413, 'payload_too_large', `'${field}' is ${(Buffer.byteLength(value) / 1048576).toFixed(1)} MB; uploads are limited to 4 MB after encoding. Host the file and send its URL as '${kind}Url'.`, field);
+      throw new RequestError(
+        413,
+        'payload_too_large',
+        `'${field}' is ${(Buffer.byteLength(value) / 1048576).toFixed(1)} MB; uploads are limited to 4 MB after encoding. Host the file and send its URL as '${kind}Url'.`,
+        field,
+      );
     }
     return value;
   }
@@ -179,6 +225,7 @@ function mediaValue(kind: 'image' | 'audio' | 'video', given: string[], body: Vi
   } catch {
     throw bad(`'${field}' is not a valid URL.`, field);
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw bad(`'${field}' must be an http(s) URL or a data URL.`, field);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw bad(`'${field}' must be an http(s) URL or a data URL.`, field);
   return url.href;
 }

@@ -19,13 +19,26 @@ import { UpstreamError, type ProviderTarget } from '../providers/types.js';
 import { falCancel, falResult, falStatus, falSubmit, jobFailure, type FalJobFailure } from '../providers/fal/queue.js';
 import { safeFetch, MediaFetchError } from '../media/safeFetch.js';
 import { storeHostedFile } from '../media/hostedFiles.js';
-import { isTerminal, loadVideoJob, videoSettings, type VideoJobRequest, type VideoJobResult, type VideoJobRow, type VideoStatus } from './jobs.js';
+import {
+  isTerminal,
+  loadVideoJob,
+  videoSettings,
+  type VideoJobRequest,
+  type VideoJobResult,
+  type VideoJobRow,
+  type VideoStatus,
+} from './jobs.js';
 
 /** What the workflow learns from one step. */
 export type VideoStep = VideoStatus;
 
 const STATUS_MAP: Record<string, VideoStatus> = {
-  IN_QUEUE: 'queued', IN_PROGRESS: 'processing', COMPLETED: 'completed', FAILED: 'failed', CANCELED: 'cancelled', CANCELLED: 'cancelled',
+  IN_QUEUE: 'queued',
+  IN_PROGRESS: 'processing',
+  COMPLETED: 'completed',
+  FAILED: 'failed',
+  CANCELED: 'cancelled',
+  CANCELLED: 'cancelled',
 };
 
 /** A provider status label as the spec's normalized status. */
@@ -34,7 +47,7 @@ export function normalizeStatus(label: string): VideoStatus {
 }
 
 const FRIENDLY = {
-  nsfw: 'Your prompt or image was flagged by the provider\'s content filter, so no video was made. Nothing was charged; rephrase the prompt or use a different image.',
+  nsfw: "Your prompt or image was flagged by the provider's content filter, so no video was made. Nothing was charged; rephrase the prompt or use a different image.",
   failed: 'The video could not be generated. Nothing was charged; you can try again.',
   timeout: 'The video took too long to generate and was stopped. Nothing was charged; you can try again.',
   cancelled: 'The video was cancelled. Nothing was charged.',
@@ -52,18 +65,27 @@ const request = (row: VideoJobRow) => row.request as unknown as VideoJobRequest;
 function target(row: VideoJobRow): ProviderTarget {
   const provider = catalog().providers.find((p) => p.id === row.providerId);
   const env = providerEnv(row.providerId);
-  return { providerId: row.providerId, baseUrl: env.baseUrl ?? provider?.baseUrl ?? '', apiKey: env.apiKey, options: provider?.options ?? {} };
+  return {
+    providerId: row.providerId,
+    baseUrl: env.baseUrl ?? provider?.baseUrl ?? '',
+    apiKey: env.apiKey,
+    options: provider?.options ?? {},
+  };
 }
 
 /** Update a job that is not finished yet (a late poll must not undo a cancellation). */
 async function updateOpen(id: string, data: Record<string, unknown>): Promise<boolean> {
-  const { count } = await db().prisma.mediaJob.updateMany({ where: { id, status: { notIn: ['completed', 'failed', 'cancelled'] } }, data });
+  const { count } = await db().prisma.mediaJob.updateMany({
+    where: { id, status: { notIn: ['completed', 'failed', 'cancelled'] } },
+    data,
+  });
   return count > 0;
 }
 
 /** Upstream trouble that retrying cannot fix (our credentials, a 4xx that is not the job's fault) stops the retries. */
 function rethrow(err: unknown): never {
-  if (err instanceof UpstreamError && !err.retryable) throw ApplicationFailure.nonRetryable(err.message, 'VideoProviderError');
+  if (err instanceof UpstreamError && !err.retryable)
+    throw ApplicationFailure.nonRetryable(err.message, 'VideoProviderError');
   throw err;
 }
 
@@ -77,13 +99,27 @@ export async function submitVideoJob(id: string): Promise<VideoStep> {
     requestId = await falSubmit(target(row), req.submitPath, req.input, Context.current().cancellationSignal);
   } catch (err) {
     // The provider refused the job itself (bad input it checks, content policy): record it, stop.
-    if (err instanceof UpstreamError && err.status >= 400 && err.status < 500 && err.status !== 401 && err.status !== 403 && err.status !== 408 && err.status !== 429) {
+    if (
+      err instanceof UpstreamError &&
+      err.status >= 400 &&
+      err.status < 500 &&
+      err.status !== 401 &&
+      err.status !== 403 &&
+      err.status !== 408 &&
+      err.status !== 429
+    ) {
       await recordFailure(row, jobFailure(err));
       return 'failed';
     }
     rethrow(err);
   }
-  await updateOpen(id, { providerRequestId: requestId, status: 'queued', providerStatus: 'IN_QUEUE', progress: 0, etaSeconds: req.typicalSeconds });
+  await updateOpen(id, {
+    providerRequestId: requestId,
+    status: 'queued',
+    providerStatus: 'IN_QUEUE',
+    progress: 0,
+    etaSeconds: req.typicalSeconds,
+  });
   return 'queued';
 }
 
@@ -94,7 +130,12 @@ export async function pollVideoJob(id: string): Promise<VideoStep> {
   const req = request(row);
   let reply;
   try {
-    reply = await falStatus(target(row), row.upstreamModel, row.providerRequestId!, Context.current().cancellationSignal);
+    reply = await falStatus(
+      target(row),
+      row.upstreamModel,
+      row.providerRequestId!,
+      Context.current().cancellationSignal,
+    );
   } catch (err) {
     rethrow(err);
   }
@@ -103,7 +144,11 @@ export async function pollVideoJob(id: string): Promise<VideoStep> {
   if (status === 'failed' || status === 'cancelled') {
     // the provider ended it (fal: COMPLETED with `error`; bridges: FAILED / CANCELED)
     const failure: FalJobFailure = reply.error
-      ? { message: `${row.providerId}: ${reply.error}`, type: reply.errorType, nsfw: /content[_ ]policy|nsfw/i.test(`${reply.errorType} ${reply.error}`) }
+      ? {
+          message: `${row.providerId}: ${reply.error}`,
+          type: reply.errorType,
+          nsfw: /content[_ ]policy|nsfw/i.test(`${reply.errorType} ${reply.error}`),
+        }
       : { message: `${row.providerId} reports the job ${reply.status}`, type: null, nsfw: false };
     if (status === 'cancelled') await closeRow(row, 'cancelled', failure.message, FRIENDLY.cancelled, false);
     else await recordFailure(row, failure);
@@ -112,7 +157,10 @@ export async function pollVideoJob(id: string): Promise<VideoStep> {
   const elapsed = (Date.now() - row.createdAt.getTime()) / 1000;
   const { progress, eta } = estimate(status, reply.logs, reply.queuePosition, elapsed, req.typicalSeconds);
   // `completed` stays `processing` (at most 99%) on the row until the output is stored and paid for
-  const stored = status === 'completed' ? { status: 'processing', progress: 99, etaSeconds: 1 } : { status, progress, etaSeconds: eta };
+  const stored =
+    status === 'completed'
+      ? { status: 'processing', progress: 99, etaSeconds: 1 }
+      : { status, progress, etaSeconds: eta };
   await updateOpen(id, { ...stored, providerStatus: reply.status });
   return status;
 }
@@ -122,7 +170,13 @@ export async function pollVideoJob(id: string): Promise<VideoStep> {
  * one, else the time elapsed against the model's typical run (`typical_seconds`), capped at 95
  * until the job is really done.
  */
-export function estimate(status: VideoStatus, logs: string[], queuePosition: number | null, elapsed: number, typical: number): { progress: number; eta: number } {
+export function estimate(
+  status: VideoStatus,
+  logs: string[],
+  queuePosition: number | null,
+  elapsed: number,
+  typical: number,
+): { progress: number; eta: number } {
   if (status === 'completed') return { progress: 100, eta: 0 };
   if (status === 'queued') return { progress: 0, eta: Math.round(typical * (1 + (queuePosition ?? 0) * 0.1)) };
   for (let i = logs.length - 1; i >= 0; i--) {
@@ -132,7 +186,10 @@ export function estimate(status: VideoStatus, logs: string[], queuePosition: num
       return { progress: p, eta: p > 0 ? Math.max(1, Math.round((elapsed * (100 - p)) / p)) : Math.round(typical) };
     }
   }
-  return { progress: Math.min(95, Math.floor((elapsed / typical) * 100)), eta: Math.max(1, Math.round(typical - elapsed)) };
+  return {
+    progress: Math.min(95, Math.floor((elapsed / typical) * 100)),
+    eta: Math.max(1, Math.round(typical - elapsed)),
+  };
 }
 
 export async function finishVideoJob(id: string): Promise<VideoStep> {
@@ -156,34 +213,62 @@ export async function finishVideoJob(id: string): Promise<VideoStep> {
   // blanked or unfit to hand out, so the job fails as NSFW and is not charged.
   const flags = Array.isArray(out.has_nsfw_concepts) ? out.has_nsfw_concepts : [out.has_nsfw_concepts];
   if (flags.some((f) => f === true)) {
-    await recordFailure(row, { message: `${row.providerId} flagged the output as NSFW (has_nsfw_concepts)`, type: 'content_policy_violation', nsfw: true });
+    await recordFailure(row, {
+      message: `${row.providerId} flagged the output as NSFW (has_nsfw_concepts)`,
+      type: 'content_policy_violation',
+      nsfw: true,
+    });
     return 'failed';
   }
   const videos = outputVideos(out);
   if (videos.length === 0) {
-    await recordFailure(row, { message: `${row.providerId} finished the job without a video in its result`, type: 'empty_response', nsfw: false });
+    await recordFailure(row, {
+      message: `${row.providerId} finished the job without a video in its result`,
+      type: 'empty_response',
+      nsfw: false,
+    });
     return 'failed';
   }
 
   // Host each output (once: a retry finds the files an earlier attempt stored).
-  const stored = await db().pool.query<{ id: string; expires_at: Date; content_type: string; byte_size: number }>(
-    `SELECT id, expires_at, content_type, byte_size FROM hosted_files WHERE job_id = $1 ORDER BY created_at, id`,
-    [id],
-  ).then((r) => r.rows);
+  const stored = await db()
+    .pool.query<{ id: string; expires_at: Date; content_type: string; byte_size: number }>(
+      `SELECT id, expires_at, content_type, byte_size FROM hosted_files WHERE job_id = $1 ORDER BY created_at, id`,
+      [id],
+    )
+    .then((r) => r.rows);
   const hosted: VideoJobResult['videos'] = [];
   for (let i = 0; i < videos.length; i++) {
     const requested = req.durationSeconds;
     const seconds = Math.min(requested, Math.ceil(videos[i].duration ?? requested));
     if (stored[i]) {
-      hosted.push({ fileId: stored[i].id, expiresAt: stored[i].expires_at.toISOString(), contentType: stored[i].content_type, bytes: Number(stored[i].byte_size), seconds });
+      hosted.push({
+        fileId: stored[i].id,
+        expiresAt: stored[i].expires_at.toISOString(),
+        contentType: stored[i].content_type,
+        bytes: Number(stored[i].byte_size),
+        seconds,
+      });
       continue;
     }
     let media;
     try {
-      media = await safeFetch(videos[i].url, { signal, maxBytes: videoSettings.maxBytes(), timeoutMs: 300_000, errorCode: 'video_download_failed' });
+      media = await safeFetch(videos[i].url, {
+        signal,
+        maxBytes: videoSettings.maxBytes(),
+        timeoutMs: 300_000,
+        errorCode: 'video_download_failed',
+      });
     } catch (err) {
-      if (err instanceof MediaFetchError && (err.reason === 'too_large' || err.reason === 'bad_url' || err.reason === 'forbidden_address')) {
-        await recordFailure(row, { message: `the finished video could not be kept: ${err.message}`, type: 'video_download_failed', nsfw: false });
+      if (
+        err instanceof MediaFetchError &&
+        (err.reason === 'too_large' || err.reason === 'bad_url' || err.reason === 'forbidden_address')
+      ) {
+        await recordFailure(row, {
+          message: `the finished video could not be kept: ${err.message}`,
+          type: 'video_download_failed',
+          nsfw: false,
+        });
         return 'failed';
       }
       throw err; // network trouble: Temporal retries the activity
@@ -191,7 +276,13 @@ export async function finishVideoJob(id: string): Promise<VideoStep> {
     Context.current().heartbeat();
     const contentType = videos[i].contentType ?? (media.mediaType.startsWith('video/') ? media.mediaType : 'video/mp4');
     const file = await storeHostedFile({ accountId: row.accountId, jobId: id, contentType, data: media.data });
-    hosted.push({ fileId: file.id, expiresAt: file.expiresAt.toISOString(), contentType, bytes: media.data.length, seconds });
+    hosted.push({
+      fileId: file.id,
+      expiresAt: file.expiresAt.toISOString(),
+      contentType,
+      bytes: media.data.length,
+      seconds,
+    });
   }
 
   // Claim the job as completed (one conditional update: a close racing us either won already, so
@@ -203,8 +294,14 @@ export async function finishVideoJob(id: string): Promise<VideoStep> {
     data: {
       // the charge the settlement below will make (it corrects the figure if the ledger differs)
       cost: expectedCharge(row, BigInt(req.perSecond) * BigInt(billedSeconds)).toString(),
-      status: 'completed', providerStatus: 'COMPLETED', progress: 100, etaSeconds: 0, outputFileId: hosted[0].fileId,
-      outputUrl: videos[0].url, result: cached as object, completedAt: new Date(),
+      status: 'completed',
+      providerStatus: 'COMPLETED',
+      progress: 100,
+      etaSeconds: 0,
+      outputFileId: hosted[0].fileId,
+      outputUrl: videos[0].url,
+      result: cached as object,
+      completedAt: new Date(),
     },
   });
   return finishMoney(await job(id));
@@ -230,8 +327,13 @@ async function finishMoney(row: VideoJobRow): Promise<VideoStep> {
   if (row.status === 'completed') {
     const req = request(row);
     const billedSeconds = (row.result as unknown as VideoJobResult).billedSeconds;
-    const s = await settle({ holdId: row.holdId, usd: BigInt(req.perSecond) * BigInt(billedSeconds), reason: `video ${row.model} (${billedSeconds} s) via ${row.providerId}, job ${row.id}` });
-    if (row.cost?.toString() !== s.charged.toString()) await db().prisma.mediaJob.update({ where: { id: row.id }, data: { cost: s.charged.toString() } });
+    const s = await settle({
+      holdId: row.holdId,
+      usd: BigInt(req.perSecond) * BigInt(billedSeconds),
+      reason: `video ${row.model} (${billedSeconds} s) via ${row.providerId}, job ${row.id}`,
+    });
+    if (row.cost?.toString() !== s.charged.toString())
+      await db().prisma.mediaJob.update({ where: { id: row.id }, data: { cost: s.charged.toString() } });
   } else if (row.status === 'failed' || row.status === 'cancelled') {
     await release(row.holdId);
   }
@@ -239,7 +341,11 @@ async function finishMoney(row: VideoJobRow): Promise<VideoStep> {
 }
 
 /** The job ended without a video: release the pre-charge and record why (idempotent). */
-export async function closeVideoJob(id: string, how: 'failed' | 'cancelled' | 'timeout', message?: string): Promise<VideoStep> {
+export async function closeVideoJob(
+  id: string,
+  how: 'failed' | 'cancelled' | 'timeout',
+  message?: string,
+): Promise<VideoStep> {
   const row = await job(id);
   if (isTerminal(row.status)) return finishMoney(row);
   if (row.providerRequestId) {
@@ -250,7 +356,8 @@ export async function closeVideoJob(id: string, how: 'failed' | 'cancelled' | 't
   }
   // the outcome that stands: ours, or a finish's that got there first
   if (how === 'cancelled') return closeRow(row, 'cancelled', 'cancelled by the caller', FRIENDLY.cancelled, false);
-  if (how === 'timeout') return closeRow(row, 'failed', message ?? 'the job did not finish in time', FRIENDLY.timeout, false);
+  if (how === 'timeout')
+    return closeRow(row, 'failed', message ?? 'the job did not finish in time', FRIENDLY.timeout, false);
   return closeRow(row, 'failed', message ?? 'the job failed', FRIENDLY.failed, false);
 }
 
@@ -259,10 +366,24 @@ async function recordFailure(row: VideoJobRow, f: FalJobFailure): Promise<void> 
 }
 
 /** Claim the job as ended without a video, then release its pre-charge (unless a finish won the claim). */
-async function closeRow(row: VideoJobRow, status: 'failed' | 'cancelled', error: string, friendly: string, nsfw: boolean): Promise<VideoStep> {
+async function closeRow(
+  row: VideoJobRow,
+  status: 'failed' | 'cancelled',
+  error: string,
+  friendly: string,
+  nsfw: boolean,
+): Promise<VideoStep> {
   await db().prisma.mediaJob.updateMany({
     where: { id: row.id, status: { notIn: ['completed', 'failed', 'cancelled'] } },
-    data: { status, error, userFriendlyError: friendly, isNsfwError: nsfw, cost: '0', etaSeconds: null, completedAt: new Date() },
+    data: {
+      status,
+      error,
+      userFriendlyError: friendly,
+      isNsfwError: nsfw,
+      cost: '0',
+      etaSeconds: null,
+      completedAt: new Date(),
+    },
   });
   return finishMoney(await job(row.id));
 }
@@ -277,7 +398,10 @@ interface OutputVideo {
 function outputVideos(out: Record<string, unknown>): OutputVideo[] {
   const list = Array.isArray(out.videos) ? out.videos : out.video ? [out.video] : [];
   return list
-    .filter((v): v is Record<string, unknown> => !!v && typeof v === 'object' && typeof (v as { url?: unknown }).url === 'string')
+    .filter(
+      (v): v is Record<string, unknown> =>
+        !!v && typeof v === 'object' && typeof (v as { url?: unknown }).url === 'string',
+    )
     .map((v) => ({
       url: v.url as string,
       contentType: typeof v.content_type === 'string' ? v.content_type : undefined,

@@ -41,7 +41,10 @@ export async function videoStatusData(row: VideoJobRow, origin: string): Promise
   if (row.status === 'completed' && result?.videos.length) {
     const urls = await Promise.all(result.videos.map((v) => signedUrl(v.fileId, origin, new Date(v.expiresAt))));
     data.videoUrl = urls[0];
-    data.output = { video: { url: urls[0] }, ...(urls.length > 1 ? { videos: urls.map((url, index) => ({ index, url })) } : {}) };
+    data.output = {
+      video: { url: urls[0] },
+      ...(urls.length > 1 ? { videos: urls.map((url, index) => ({ index, url })) } : {}),
+    };
     if (result.details) data.details = { ...result.details, billedSeconds: result.billedSeconds };
     else data.details = { billedSeconds: result.billedSeconds };
   }
@@ -58,9 +61,13 @@ export async function videoStatusData(row: VideoJobRow, origin: string): Promise
 /** The provider-style label of the deprecated legacy status route. */
 export function videoStatusLabel(row: VideoJobRow): string {
   switch (row.status) {
-    case 'completed': return 'COMPLETED';
-    case 'failed': return 'FAILED';
-    case 'cancelled': return 'CANCELED';
-    default: return row.providerStatus ?? 'IN_QUEUE';
+    case 'completed':
+      return 'COMPLETED';
+    case 'failed':
+      return 'FAILED';
+    case 'cancelled':
+      return 'CANCELED';
+    default:
+      return row.providerStatus ?? 'IN_QUEUE';
   }
 }

@@ -24,7 +24,11 @@ export function presentedKey(ctx: Context): string | undefined {
 export const authenticate: Middleware = async (ctx, next) => {
   const raw = presentedKey(ctx);
   if (!raw) {
-    throw new ApiError(401, 'missing_api_key', "Missing API key. Send it as 'Authorization: Bearer <key>' or in the 'x-api-key' header.");
+    throw new ApiError(
+      401,
+      'missing_api_key',
+      "Missing API key. Send it as 'Authorization: Bearer <key>' or in the 'x-api-key' header.",
+    );
   }
   const resolved = await resolveKey(raw);
   if (!resolved.caller) {

@@ -15,7 +15,12 @@ export const billingMode: Middleware = async (ctx, next) => {
   const raw = ctx.get('x-billing-mode').trim();
   if (raw) {
     if (!(PAYGO_BILLING_MODES as readonly string[]).includes(raw.toLowerCase())) {
-      throw new RequestError(400, 'invalid_parameter_value', `X-Billing-Mode '${raw.slice(0, 40)}' is not a billing mode; use one of ${PAYGO_BILLING_MODES.join(', ')} (pay-as-you-go), or leave the header out.`, 'X-Billing-Mode');
+      throw new RequestError(
+        400,
+        'invalid_parameter_value',
+        `X-Billing-Mode '${raw.slice(0, 40)}' is not a billing mode; use one of ${PAYGO_BILLING_MODES.join(', ')} (pay-as-you-go), or leave the header out.`,
+        'X-Billing-Mode',
+      );
     }
     ctx.state.forcePaygo = true;
   }

@@ -26,7 +26,12 @@ const JSON_TYPES = /^\s*(application\/(json|[^\s;]+\+json|x-www-form-urlencoded)
 const OBJECT_OR_ARRAY = /^[\x20\x09\x0a\x0d]*[[{]/;
 
 export function jsonBody(limitBytes: number): Middleware {
-  const tooLarge = () => new ApiError(413, 'request_too_large', `Request body is larger than the limit of ${limitBytes} bytes (measured after decompression).`);
+  const tooLarge = () =>
+    new ApiError(
+      413,
+      'request_too_large',
+      `Request body is larger than the limit of ${limitBytes} bytes (measured after decompression).`,
+    );
   return async (ctx, next) => {
     if (!PARSED_METHODS.has(ctx.method)) return next();
     const type = ctx.get('content-type');
@@ -43,7 +48,8 @@ export function jsonBody(limitBytes: number): Middleware {
       ctx.request.body = {};
       return next();
     }
-    if (!OBJECT_OR_ARRAY.test(text)) throw new ApiError(400, 'invalid_json', 'Request body is not valid JSON: it must be a JSON object.');
+    if (!OBJECT_OR_ARRAY.test(text))
+      throw new ApiError(400, 'invalid_json', 'Request body is not valid JSON: it must be a JSON object.');
     try {
       ctx.request.body = bourne.parse(text, { protoAction: 'error' });
     } catch (err) {
@@ -74,7 +80,13 @@ function readBody(req: IncomingMessage, encoding: string, limit: number, tooLarg
   if (encoding !== 'identity') {
     inflate = decoder(encoding);
     if (!inflate) {
-      return Promise.reject(new ApiError(415, 'unsupported_content_encoding', `Unsupported Content-Encoding "${encoding}"; use gzip, deflate, br or none.`));
+      return Promise.reject(
+        new ApiError(
+          415,
+          'unsupported_content_encoding',
+          `Unsupported Content-Encoding "${encoding}"; use gzip, deflate, br or none.`,
+        ),
+      );
     }
     source = req.pipe(inflate);
   }
@@ -98,9 +110,19 @@ function readBody(req: IncomingMessage, encoding: string, limit: number, tooLarg
       if (size > limit) return finish(tooLarge());
       chunks.push(chunk);
     });
-    source.once('end', () => finish(null, chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8')));
+    source.once('end', () =>
+      finish(null, chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8')),
+    );
     source.once('error', (err) =>
-      finish(source === req ? new ApiError(400, 'invalid_body', 'The request body could not be read.') : new ApiError(400, 'invalid_body', `The request body could not be decompressed as ${encoding}: ${err.message}`)),
+      finish(
+        source === req
+          ? new ApiError(400, 'invalid_body', 'The request body could not be read.')
+          : new ApiError(
+              400,
+              'invalid_body',
+              `The request body could not be decompressed as ${encoding}: ${err.message}`,
+            ),
+      ),
     );
     req.once('aborted', () => finish(new ApiError(400, 'invalid_body', 'The request body ended early.')));
   });

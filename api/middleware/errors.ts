@@ -13,8 +13,18 @@ export function useEnvelope(envelope: Envelope): Middleware {
 
 /** The router's bare statuses (no route; a route without this method, its Allow header already set) as errors. */
 function unanswered(status: number, method: string, path: string): void {
-  if (status === 404) throw new ApiError(404, 'not_found', `No route for ${method} ${path}. See the API reference for the available endpoints.`);
-  if (status === 405) throw new ApiError(405, 'method_not_allowed', `${path} does not accept ${method}; the Allow header lists the methods it does.`);
+  if (status === 404)
+    throw new ApiError(
+      404,
+      'not_found',
+      `No route for ${method} ${path}. See the API reference for the available endpoints.`,
+    );
+  if (status === 405)
+    throw new ApiError(
+      405,
+      'method_not_allowed',
+      `${path} does not accept ${method}; the Allow header lists the methods it does.`,
+    );
   if (status === 501) throw new ApiError(501, 'not_implemented', `The HTTP method ${method} is not supported.`);
 }
 

@@ -16,9 +16,15 @@ export function perKeyRate(bucket: string, perMinute: number): Middleware {
     const recent = (hits.get(key) ?? []).filter((t) => t > now - 60_000);
     if (recent.length >= perMinute) {
       const retry = Math.max(1, Math.ceil((recent[0] + 60_000 - now) / 1000));
-      throw new ApiError(429, 'rate_limit_exceeded', `Too many ${bucket} requests: at most ${perMinute} per minute per API key. Retry in ${retry} s.`, {
-        type: 'rate_limit_error', headers: { 'Retry-After': String(retry) },
-      });
+      throw new ApiError(
+        429,
+        'rate_limit_exceeded',
+        `Too many ${bucket} requests: at most ${perMinute} per minute per API key. Retry in ${retry} s.`,
+        {
+          type: 'rate_limit_error',
+          headers: { 'Retry-After': String(retry) },
+        },
+      );
     }
     recent.push(now);
     hits.set(key, recent);

@@ -12,13 +12,23 @@ mediaRouter.get('/api/media/:id', surface('legacy'), async (ctx) => {
   const id = ctx.params.id!;
   const { expires, signature } = ctx.query;
   if (typeof expires !== 'string' || typeof signature !== 'string') {
-    throw new ApiError(403, 'invalid_signature', 'This media URL is not signed; ask the job status route for a fresh URL.');
+    throw new ApiError(
+      403,
+      'invalid_signature',
+      'This media URL is not signed; ask the job status route for a fresh URL.',
+    );
   }
   const verdict = await verifySignature(id, expires, signature);
   if (verdict === 'invalid') throw new ApiError(403, 'invalid_signature', 'This media URL has a wrong signature.');
-  if (verdict === 'expired') throw new ApiError(403, 'url_expired', 'This media URL has expired; ask the job status route for a fresh one.');
+  if (verdict === 'expired')
+    throw new ApiError(403, 'url_expired', 'This media URL has expired; ask the job status route for a fresh one.');
   const file = await readHostedFile(id);
-  if (!file) throw new ApiError(404, 'not_found', 'This file no longer exists: hosted outputs are deleted 24 hours after they are made.');
+  if (!file)
+    throw new ApiError(
+      404,
+      'not_found',
+      'This file no longer exists: hosted outputs are deleted 24 hours after they are made.',
+    );
   ctx.set('Cache-Control', 'private, max-age=3600');
   ctx.type = file.contentType;
   ctx.body = file.data;

@@ -11,7 +11,15 @@ import { catalog, type ModelInfo, type Route } from '../../activities/catalog/ca
 import { formatAmount } from '../../activities/ledger/money.js';
 import { billingUnit } from '../../activities/surfaces/speech.js';
 
-const CAPABILITIES = ['vision', 'reasoning', 'tool_calling', 'parallel_tool_calls', 'structured_output', 'pdf_upload', 'video_input'];
+const CAPABILITIES = [
+  'vision',
+  'reasoning',
+  'tool_calling',
+  'parallel_tool_calls',
+  'structured_output',
+  'pdf_upload',
+  'video_input',
+];
 
 /** nano-USD per 1M tokens → USD per 1M tokens (or per 1k) as a JSON number */
 const perMillion = (p: bigint) => Number(formatAmount(p, 'USD'));
@@ -34,12 +42,27 @@ function pricingOf(m: ModelInfo, r: Route | undefined) {
     const { unit, per } = billingUnit(m);
     const input = r ? perMillion(r.price.input) : null;
     if (unit === 'character') {
-      return { input, currency: 'USD', unit: per === 1_000_000n ? 'per_million_characters' : `per_${per}_characters`, billed_by: 'character' };
+      return {
+        input,
+        currency: 'USD',
+        unit: per === 1_000_000n ? 'per_million_characters' : `per_${per}_characters`,
+        billed_by: 'character',
+      };
     }
-    return { input, currency: 'USD', unit: per === 60n ? 'per_minute' : per === 1n ? 'per_second' : `per_${per}_seconds`, billed_by: 'second' };
+    return {
+      input,
+      currency: 'USD',
+      unit: per === 60n ? 'per_minute' : per === 1n ? 'per_second' : `per_${per}_seconds`,
+      billed_by: 'second',
+    };
   }
   if (m.category === 'video') {
-    return { per_second: r ? perMillion(r.price.input) : null, currency: 'USD', unit: 'per_second', billed_by: 'second' };
+    return {
+      per_second: r ? perMillion(r.price.input) : null,
+      currency: 'USD',
+      unit: 'per_second',
+      billed_by: 'second',
+    };
   }
   return {
     prompt: r ? perMillion(r.price.input) : null,
@@ -78,7 +101,9 @@ modelsRouter.get(
   surface('openai'),
   validateQuery({ type: 'object', properties: { detailed: { type: 'boolean', default: false } } }),
   (ctx) => {
-    const models = catalog().usable().filter((m) => m.category !== 'embedding');
+    const models = catalog()
+      .usable()
+      .filter((m) => m.category !== 'embedding');
     ctx.body = { object: 'list', data: models.map(ctx.state.query.detailed ? detailed : summary) };
   },
 );
@@ -109,13 +134,16 @@ modelsRouter.get('/api/models/*canonicalId/providers', surface('openai'), (ctx) 
   const raw = ctx.params.canonicalId as unknown as string | string[];
   const id = Array.isArray(raw) ? raw.join('/') : raw;
   const m = catalog().model(id);
-  if (!m) throw notFound('model_not_found', `Model '${id}' is not in the catalog. GET /api/v1/models lists the models.`);
+  if (!m)
+    throw notFound('model_not_found', `Model '${id}' is not in the catalog. GET /api/v1/models lists the models.`);
   const d = defaultRoute(m);
   ctx.body = {
     canonicalId: m.id,
     displayName: m.name,
     supportsProviderSelection: m.routes.length > 1,
-    defaultPrice: d ? { inputPer1kTokens: perThousand(d.price.input), outputPer1kTokens: perThousand(d.price.output) } : null,
+    defaultPrice: d
+      ? { inputPer1kTokens: perThousand(d.price.input), outputPer1kTokens: perThousand(d.price.output) }
+      : null,
     providers: m.routes.map((r) => ({
       provider: r.provider.id,
       name: r.provider.name,

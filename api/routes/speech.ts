@@ -15,7 +15,13 @@ import { v1 } from './paths.js';
 import { speechRequestSchema } from '../schemas/speech.js';
 import type { Caller } from '../../activities/accounts/keys.js';
 import { catalog } from '../../activities/catalog/catalog.js';
-import { planSpeech, resolveSpeechModel, SpeechCall, type SpeechBill, type SpeechBody } from '../../activities/surfaces/speech.js';
+import {
+  planSpeech,
+  resolveSpeechModel,
+  SpeechCall,
+  type SpeechBill,
+  type SpeechBody,
+} from '../../activities/surfaces/speech.js';
 import { validateQuery } from '../validate.js';
 import { notFound } from '../errors.js';
 
@@ -29,41 +35,47 @@ export function billingHeaders(ctx: Context, bill: SpeechBill): void {
   if (bill.seconds !== undefined) ctx.set('X-Seconds', String(bill.seconds));
 }
 
-speechRouter.post(v1('/audio/speech'), surface('openai'), authenticate, validateBody(speechRequestSchema), async (ctx) => {
-  const body = ctx.request.body as SpeechBody;
-  const caller = ctx.state.caller as Caller;
-  const plan = planSpeech(resolveSpeechModel(body.model), body);
-  const call = new SpeechCall(caller, ctx.state.requestId, plan, ctx.get('x-provider').trim() || undefined);
-  await call.reserve();
+speechRouter.post(
+  v1('/audio/speech'),
+  surface('openai'),
+  authenticate,
+  validateBody(speechRequestSchema),
+  async (ctx) => {
+    const body = ctx.request.body as SpeechBody;
+    const caller = ctx.state.caller as Caller;
+    const plan = planSpeech(resolveSpeechModel(body.model), body);
+    const call = new SpeechCall(caller, ctx.state.requestId, plan, ctx.get('x-provider').trim() || undefined);
+    await call.reserve();
 
-  const signal = clientAbortSignal(ctx);
+    const signal = clientAbortSignal(ctx);
 
-  if (!body.stream) {
-    // no audio reached the caller on a failure: nothing is charged
-    const out = await call.orRelease(call.collect(signal));
+    if (!body.stream) {
+      // no audio reached the caller on a failure: nothing is charged
+      const out = await call.orRelease(call.collect(signal));
+      billingHeaders(ctx, await call.settle());
+      ctx.type = out.contentType;
+      ctx.body = out.audio;
+      return;
+    }
+
+    const opened = await call.orRelease(call.open(signal));
+
+    // Streaming: the first chunk is here, so the audio is billed now.
     billingHeaders(ctx, await call.settle());
-    ctx.type = out.contentType;
-    ctx.body = out.audio;
-    return;
-  }
-
-  const opened = await call.orRelease(call.open(signal));
-
-  // Streaming: the first chunk is here, so the audio is billed now.
-  billingHeaders(ctx, await call.settle());
-  ctx.req.socket.setNoDelay(true);
-  ctx.set('Cache-Control', 'no-cache, no-transform');
-  ctx.set('X-Accel-Buffering', 'no');
-  ctx.type = opened.contentType;
-  const { first, rest } = opened;
-  ctx.body = Readable.from(
-    (async function* () {
-      yield first;
-      for (let r = await rest.next(); !r.done; r = await rest.next()) yield r.value;
-    })(),
-    { objectMode: false },
-  );
-});
+    ctx.req.socket.setNoDelay(true);
+    ctx.set('Cache-Control', 'no-cache, no-transform');
+    ctx.set('X-Accel-Buffering', 'no');
+    ctx.type = opened.contentType;
+    const { first, rest } = opened;
+    ctx.body = Readable.from(
+      (async function* () {
+        yield first;
+        for (let r = await rest.next(); !r.done; r = await rest.next()) yield r.value;
+      })(),
+      { objectMode: false },
+    );
+  },
+);
 
 // GET /api/v1/audio/voices[?model=]: the voices each usable speech model accepts (by name; the
 // models with `custom_voice_ids` also take a provider voice id), music models with none (their
@@ -77,7 +89,11 @@ speechRouter.get(
     let models = [...catalog().usable('speech'), ...catalog().usable('music')];
     if (asked) {
       const m = catalog().model(asked);
-      if (!m || (m.category !== 'speech' && m.category !== 'music')) throw notFound('model_not_found', `'${asked}' is not a speech or music model. GET /api/v1/audio/voices without a model lists them.`);
+      if (!m || (m.category !== 'speech' && m.category !== 'music'))
+        throw notFound(
+          'model_not_found',
+          `'${asked}' is not a speech or music model. GET /api/v1/audio/voices without a model lists them.`,
+        );
       models = [m];
     }
     ctx.body = {

@@ -14,17 +14,33 @@ import { billingMode } from '../middleware/billingMode.js';
 
 export const talkToGptRouter = new Router();
 
-talkToGptRouter.post('/api/talk-to-gpt', surface('legacy'), authenticate, billingMode, validateBody(talkToGptRequestSchema), async (ctx) => {
-  const body = ctx.request.body as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-  const caller = ctx.state.caller as Caller;
-  const { model, name } = resolveModel(body.model);
-  const input = talkToInternal(body, model, name);
-  const header = ctx.get('x-provider').trim();
-  if (header) input.prefs.explicit = header;
+talkToGptRouter.post(
+  '/api/talk-to-gpt',
+  surface('legacy'),
+  authenticate,
+  billingMode,
+  validateBody(talkToGptRequestSchema),
+  async (ctx) => {
+    const body = ctx.request.body as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const caller = ctx.state.caller as Caller;
+    const { model, name } = resolveModel(body.model);
+    const input = talkToInternal(body, model, name);
+    const header = ctx.get('x-provider').trim();
+    if (header) input.prefs.explicit = header;
 
-  const call = await prepareCall({ caller, requestId: ctx.state.requestId, surface: 'talk-to-gpt', model, request: input.request, needs: input.needs, prefs: input.prefs, forcePaygo: ctx.state.forcePaygo === true });
-  // Only the reply text is shown here; reasoning, when a model produces it, is billed like on chat.
-  const { result, bill } = await completeOnce(ctx, call, (r) => !!r.content);
-  ctx.type = 'text/plain; charset=utf-8';
-  ctx.body = talkReply(result.content, bill);
-});
+    const call = await prepareCall({
+      caller,
+      requestId: ctx.state.requestId,
+      surface: 'talk-to-gpt',
+      model,
+      request: input.request,
+      needs: input.needs,
+      prefs: input.prefs,
+      forcePaygo: ctx.state.forcePaygo === true,
+    });
+    // Only the reply text is shown here; reasoning, when a model produces it, is billed like on chat.
+    const { result, bill } = await completeOnce(ctx, call, (r) => !!r.content);
+    ctx.type = 'text/plain; charset=utf-8';
+    ctx.body = talkReply(result.content, bill);
+  },
+);

@@ -26,9 +26,20 @@ import type { Caller } from '../../activities/accounts/keys.js';
 import { config } from '../../activities/config.js';
 import { catalog } from '../../activities/catalog/catalog.js';
 import { temporal } from '../../activities/temporalClient.js';
-import { planSpeech, resolveSpeechModel, SpeechCall, speechBillFields, type SpeechBody } from '../../activities/surfaces/speech.js';
+import {
+  planSpeech,
+  resolveSpeechModel,
+  SpeechCall,
+  speechBillFields,
+  type SpeechBody,
+} from '../../activities/surfaces/speech.js';
 import { signedUrl, storeHostedFile } from '../../activities/media/hostedFiles.js';
-import { abandonSpeechJob, createSpeechJob, loadSpeechJob, SPEECH_JOB_HOLD_SECONDS } from '../../activities/media/speechJob.js';
+import {
+  abandonSpeechJob,
+  createSpeechJob,
+  loadSpeechJob,
+  SPEECH_JOB_HOLD_SECONDS,
+} from '../../activities/media/speechJob.js';
 
 export const ttsRouter = new Router();
 
@@ -53,11 +64,17 @@ ttsRouter.post('/api/tts', surface('legacy'), authenticate, validateBody(ttsRequ
   const out = await call.orRelease(call.collect(signal));
 
   if (ctx.accepts('audio/*', 'application/json') === 'application/json') {
-    const file = await call.orRelease(storeHostedFile({ accountId: caller.accountId, contentType: out.contentType, data: out.audio }), 'storage_error');
+    const file = await call.orRelease(
+      storeHostedFile({ accountId: caller.accountId, contentType: out.contentType, data: out.audio }),
+      'storage_error',
+    );
     const bill = await call.settle();
     ctx.body = {
-      audioUrl: await signedUrl(file.id, publicOrigin(ctx), file.expiresAt), contentType: out.contentType, model: model.id,
-      expiresAt: file.expiresAt.toISOString(), ...speechBillFields(bill),
+      audioUrl: await signedUrl(file.id, publicOrigin(ctx), file.expiresAt),
+      contentType: out.contentType,
+      model: model.id,
+      expiresAt: file.expiresAt.toISOString(),
+      ...speechBillFields(bill),
       ...(bill.remainingBalance !== undefined ? { remainingBalance: bill.remainingBalance } : {}),
     };
     return;
@@ -75,39 +92,75 @@ async function startSpeechJob(caller: Caller, plan: ReturnType<typeof planSpeech
     await createSpeechJob(runId, caller, call, hold);
     const client = await temporal();
     await client.workflow.start('speechJob', {
-      workflowId: runId, taskQueue: config.taskQueue, args: [runId],
+      workflowId: runId,
+      taskQueue: config.taskQueue,
+      args: [runId],
       searchAttributes: { SwitchyardAccountId: [caller.accountId] },
     });
   } catch (err) {
     await call.fail('job_unavailable');
     await abandonSpeechJob(runId).catch(() => undefined);
     console.error(`[tts] could not start speech job ${runId}:`, err);
-    throw new ApiError(503, 'job_unavailable', 'Asynchronous speech is unavailable right now (the workflow engine did not accept the job). Nothing was charged; retry later, or send a shorter text.');
+    throw new ApiError(
+      503,
+      'job_unavailable',
+      'Asynchronous speech is unavailable right now (the workflow engine did not accept the job). Nothing was charged; retry later, or send a shorter text.',
+    );
   }
   return { runId, model: plan.model.id, status: 'pending' };
 }
 
-ttsRouter.get('/api/tts/status', surface('legacy'), authenticate, validateQuery(ttsStatusQuerySchema), async (ctx: Context) => {
-  const caller = ctx.state.caller as Caller;
-  const { runId, model } = ctx.state.query as { runId: string; model?: string };
-  const job = await loadSpeechJob(runId);
-  if (!job) throw new ApiError(404, 'not_found', `No speech job '${runId}'. Use the runId that POST /api/tts answered with 202.`);
-  if (job.accountId !== caller.accountId) throw new ApiError(403, 'forbidden', `Speech job '${runId}' belongs to another account.`);
-  if (model !== undefined && catalog().model(model)?.id !== job.model) {
-    throw new ApiError(400, 'invalid_parameter_value', `Speech job '${runId}' was made with model '${job.model}', not '${model}'.`, { param: 'model' });
-  }
-  const base = { runId: job.id, model: job.model };
-  if (job.status === 'completed' && job.outputFileId && job.result) {
-    const expiresAt = new Date(job.result.fileExpiresAt);
-    const { fileExpiresAt: _, bytes: __, ...fields } = job.result;
-    ctx.body = expiresAt.getTime() > Date.now()
-      ? { ...base, status: 'completed', audioUrl: await signedUrl(job.outputFileId, publicOrigin(ctx), expiresAt), expiresAt: expiresAt.toISOString(), ...fields }
-      : { ...base, status: 'completed', audioUrl: null, error: 'The audio was deleted: hosted outputs are kept 24 hours.', ...fields };
-    return;
-  }
-  if (job.status === 'error') {
-    ctx.body = { ...base, status: 'error', error: job.error ?? 'The job failed.' };
-    return;
-  }
-  ctx.body = { ...base, status: 'pending' };
-});
+ttsRouter.get(
+  '/api/tts/status',
+  surface('legacy'),
+  authenticate,
+  validateQuery(ttsStatusQuerySchema),
+  async (ctx: Context) => {
+    const caller = ctx.state.caller as Caller;
+    const { runId, model } = ctx.state.query as { runId: string; model?: string };
+    const job = await loadSpeechJob(runId);
+    if (!job)
+      throw new ApiError(
+        404,
+        'not_found',
+        `No speech job '${runId}'. Use the runId that POST /api/tts answered with 202.`,
+      );
+    if (job.accountId !== caller.accountId)
+      throw new ApiError(403, 'forbidden', `Speech job '${runId}' belongs to another account.`);
+    if (model !== undefined && catalog().model(model)?.id !== job.model) {
+      throw new ApiError(
+        400,
+        'invalid_parameter_value',
+        `Speech job '${runId}' was made with model '${job.model}', not '${model}'.`,
+        { param: 'model' },
+      );
+    }
+    const base = { runId: job.id, model: job.model };
+    if (job.status === 'completed' && job.outputFileId && job.result) {
+      const expiresAt = new Date(job.result.fileExpiresAt);
+      const { fileExpiresAt: _, bytes: __, ...fields } = job.result;
+      ctx.body =
+        expiresAt.getTime() > Date.now()
+          ? {
+              ...base,
+              status: 'completed',
+              audioUrl: await signedUrl(job.outputFileId, publicOrigin(ctx), expiresAt),
+              expiresAt: expiresAt.toISOString(),
+              ...fields,
+            }
+          : {
+              ...base,
+              status: 'completed',
+              audioUrl: null,
+              error: 'The audio was deleted: hosted outputs are kept 24 hours.',
+              ...fields,
+            };
+      return;
+    }
+    if (job.status === 'error') {
+      ctx.body = { ...base, status: 'error', error: job.error ?? 'The job failed.' };
+      return;
+    }
+    ctx.body = { ...base, status: 'pending' };
+  },
+);

@@ -25,8 +25,15 @@ import { resolveModel } from '../../activities/inference/prepare.js';
 import { planRoute } from '../../activities/routing/planRoute.js';
 import { MEDIA_FIELDS, numberOption, planVideo, type VideoBody, type VideoPlan } from '../../activities/video/plan.js';
 import {
-  abandonVideoJob, createVideoJob, isTerminal, loadVideoJob, newVideoJobId, recentVideoJobs, videoSettings,
-  type CreatedVideoJob, type VideoJobRow,
+  abandonVideoJob,
+  createVideoJob,
+  isTerminal,
+  loadVideoJob,
+  newVideoJobId,
+  recentVideoJobs,
+  videoSettings,
+  type CreatedVideoJob,
+  type VideoJobRow,
 } from '../../activities/video/jobs.js';
 import { videoStatusData, videoStatusLabel } from '../../activities/video/views.js';
 import { readHostedFile } from '../../activities/media/hostedFiles.js';
@@ -34,36 +41,64 @@ import type { VideoJobInput } from '../../workflows/videoJob.js';
 
 export const videoRouter = new Router();
 
-
 const NO_NEEDS = { tools: false, images: false, structuredOutput: false, caching: false };
 
-videoRouter.post('/api/generate-video', surface('legacy'), authenticate, validateBody(videoRequestSchema), async (ctx) => {
-  const body = ctx.request.body as VideoBody;
-  const caller = ctx.state.caller as Caller;
-  const { model } = resolveModel(body.model, 'video');
-  const header = ctx.get('x-provider').trim();
-  const [route] = planRoute(catalog(), model, caller, header ? { explicit: header } : {}, NO_NEEDS);
-  const plan = planVideo(model, route, body);
-  const conversationUuid = typeof body.conversationUUID === 'string' ? body.conversationUUID : null;
-  ctx.status = 202;
-  ctx.body = { ...(await start(caller, plan, conversationUuid)), model: model.id };
-});
+videoRouter.post(
+  '/api/generate-video',
+  surface('legacy'),
+  authenticate,
+  validateBody(videoRequestSchema),
+  async (ctx) => {
+    const body = ctx.request.body as VideoBody;
+    const caller = ctx.state.caller as Caller;
+    const { model } = resolveModel(body.model, 'video');
+    const header = ctx.get('x-provider').trim();
+    const [route] = planRoute(catalog(), model, caller, header ? { explicit: header } : {}, NO_NEEDS);
+    const plan = planVideo(model, route, body);
+    const conversationUuid = typeof body.conversationUUID === 'string' ? body.conversationUUID : null;
+    ctx.status = 202;
+    ctx.body = { ...(await start(caller, plan, conversationUuid)), model: model.id };
+  },
+);
 
 /** Reserve, store, start the workflow; on a refusal from the engine, undo both and say so. */
-async function start(caller: Caller, plan: VideoPlan, conversationUuid: string | null, extendOf?: { runId: string; index: number }) {
+async function start(
+  caller: Caller,
+  plan: VideoPlan,
+  conversationUuid: string | null,
+  extendOf?: { runId: string; index: number },
+) {
   const job: CreatedVideoJob = await createVideoJob({ caller, plan, conversationUuid, id: newVideoJobId(), extendOf });
   try {
-    const input: VideoJobInput = { jobId: job.id, pollMs: videoSettings.pollMs(), deadlineMs: videoSettings.deadlineSeconds() * 1000 };
+    const input: VideoJobInput = {
+      jobId: job.id,
+      pollMs: videoSettings.pollMs(),
+      deadlineMs: videoSettings.deadlineSeconds() * 1000,
+    };
     await (await temporal()).workflow.start('videoJob', {
-      workflowId: job.id, taskQueue: config.taskQueue, args: [input],
+      workflowId: job.id,
+      taskQueue: config.taskQueue,
+      args: [input],
       searchAttributes: { SwitchyardAccountId: [caller.accountId] },
     });
   } catch (err) {
     await abandonVideoJob(job.id);
     console.error(`[video] could not start job ${job.id}:`, err);
-    throw new ApiError(503, 'video_unavailable', 'Video generation is unavailable right now (the workflow engine did not accept the job). Nothing was charged; retry shortly.');
+    throw new ApiError(
+      503,
+      'video_unavailable',
+      'Video generation is unavailable right now (the workflow engine did not accept the job). Nothing was charged; retry shortly.',
+    );
   }
-  return { runId: job.id, id: job.id, status: 'pending', cost: job.cost, paymentSource: job.paymentSource, remainingBalance: job.remainingBalance, prechargeLabel: job.prechargeLabel };
+  return {
+    runId: job.id,
+    id: job.id,
+    status: 'pending',
+    cost: job.cost,
+    paymentSource: job.paymentSource,
+    remainingBalance: job.remainingBalance,
+    prechargeLabel: job.prechargeLabel,
+  };
 }
 
 // Finished jobs never change again: keep a few thousand in memory so repeated status checks of
@@ -73,7 +108,13 @@ const FINISHED_CACHE = 5000;
 
 /** The caller's job, or the spec's 400 / 404 / 403. */
 async function ownedJob(ctx: Context, id: unknown, param = 'requestId'): Promise<VideoJobRow> {
-  if (typeof id !== 'string' || !id) throw new ApiError(400, 'missing_required_parameter', `Missing required parameter: '${param}' (the runId that POST /api/generate-video returned).`, { param });
+  if (typeof id !== 'string' || !id)
+    throw new ApiError(
+      400,
+      'missing_required_parameter',
+      `Missing required parameter: '${param}' (the runId that POST /api/generate-video returned).`,
+      { param },
+    );
   const caller = ctx.state.caller as Caller;
   let row = finished.get(id) ?? null;
   if (!row) {
@@ -84,11 +125,15 @@ async function ownedJob(ctx: Context, id: unknown, param = 'requestId'): Promise
     }
   }
   if (!row) throw new ApiError(404, 'not_found', `No video job with id '${id}'.`, { param });
-  if (row.accountId !== caller.accountId) throw new ApiError(403, 'forbidden', 'This video job belongs to another account.', { param });
+  if (row.accountId !== caller.accountId)
+    throw new ApiError(403, 'forbidden', 'This video job belongs to another account.', { param });
   return row;
 }
 
-const statusQuery = validateQuery({ type: 'object', properties: { requestId: { type: 'string' }, runId: { type: 'string' }, model: { type: 'string' } } });
+const statusQuery = validateQuery({
+  type: 'object',
+  properties: { requestId: { type: 'string' }, runId: { type: 'string' }, model: { type: 'string' } },
+});
 
 videoRouter.get('/api/video/status', surface('legacy'), authenticate, statusQuery, async (ctx) => {
   const q = ctx.state.query as { requestId?: string; runId?: string };
@@ -106,7 +151,13 @@ videoRouter.get('/api/generate-video/status', surface('legacy'), authenticate, s
   const data = await videoStatusData(row, publicOrigin(ctx));
   // The legacy flow shows the provider's own labels (IN_QUEUE, IN_PROGRESS, COMPLETED, ...).
   const label = videoStatusLabel(row);
-  ctx.body = { requestId: row.id, model: row.model, status: label, videoUrl: data.videoUrl, data: { ...data, status: label, normalizedStatus: data.status } };
+  ctx.body = {
+    requestId: row.id,
+    model: row.model,
+    status: label,
+    videoUrl: data.videoUrl,
+    data: { ...data, status: label, normalizedStatus: data.status },
+  };
 });
 
 videoRouter.get(
@@ -116,110 +167,203 @@ videoRouter.get(
   perKeyRate('video recover', 20),
   validateQuery({
     type: 'object',
-    properties: { model: { type: 'string' }, limit: { type: 'integer', minimum: 1, maximum: 50, default: 10 }, conversationUUID: { type: 'string' } },
+    properties: {
+      model: { type: 'string' },
+      limit: { type: 'integer', minimum: 1, maximum: 50, default: 10 },
+      conversationUUID: { type: 'string' },
+    },
   }),
   async (ctx) => {
     const q = ctx.state.query as { model?: string; limit: number; conversationUUID?: string };
     const caller = ctx.state.caller as Caller;
     const model = q.model ? (catalog().model(q.model)?.id ?? q.model) : undefined;
-    const rows = await recentVideoJobs(caller.accountId, { model, conversationUuid: q.conversationUUID, limit: q.limit });
+    const rows = await recentVideoJobs(caller.accountId, {
+      model,
+      conversationUuid: q.conversationUUID,
+      limit: q.limit,
+    });
     const data = await Promise.all(
       rows.map(async (row) => ({
-        runId: row.id, id: row.id, model: row.model, conversationUUID: row.conversationUuid,
-        prompt: (row.request as { prompt?: string | null }).prompt ?? null, ...(await videoStatusData(row, publicOrigin(ctx))),
+        runId: row.id,
+        id: row.id,
+        model: row.model,
+        conversationUUID: row.conversationUuid,
+        prompt: (row.request as { prompt?: string | null }).prompt ?? null,
+        ...(await videoStatusData(row, publicOrigin(ctx))),
       })),
     );
     ctx.body = { object: 'list', data, count: data.length };
   },
 );
 
-videoRouter.post('/api/generate-video/extend', surface('legacy'), authenticate, perKeyRate('video extend', 20), validateBody(videoExtendSchema), async (ctx) => {
-  const body = ctx.request.body as { runId?: string; taskId?: string; index: number; prompt?: string } & Record<string, unknown>;
-  const caller = ctx.state.caller as Caller;
-  const videoFields = MEDIA_FIELDS.video.filter((f) => body[f] !== undefined);
-  if (videoFields.length) {
-    throw new ApiError(400, 'invalid_parameter_value', `Extend continues the job's own video and takes no video input ('${videoFields.join("', '")}'). To extend a video of your own, POST /api/generate-video with an extend model and videoUrl.`, { param: videoFields[0] });
-  }
-  const source = await ownedJob(ctx, body.runId ?? body.taskId, body.runId ? 'runId' : 'taskId');
-  const model = catalog().model(source.model);
-  if (!model || model.options.extendable !== true) {
-    throw new ApiError(400, 'invalid_parameter_value', `Only Midjourney-style jobs can be extended here; '${source.model}' is not one.`, { param: 'runId' });
-  }
-  if (source.status !== 'completed' || !source.providerRequestId) {
-    throw new ApiError(409, 'video_not_ready', `Job '${source.id}' is ${source.status}; only a completed job can be extended.`, { param: 'runId' });
-  }
-  const variants = Math.max(1, Math.floor(numberOption(model, 'variants', 1)));
-  if (body.index >= variants) throw new ApiError(400, 'invalid_parameter_value', `'index' must be 0-${variants - 1} for '${model.id}'.`, { param: 'index' });
-  const route = model.routes.find((r) => r.provider.id === source.providerId && r.available);
-  if (!route) throw new ApiError(503, 'model_not_available', `The provider that made job '${source.id}' is not configured here any more.`);
-  const seconds = numberOption(model, 'extend_seconds', 4);
-  const prompt = typeof body.prompt === 'string' && body.prompt.trim() ? body.prompt.trim() : null;
-  // The bridge's extend endpoint is the model's `/extend` sub-path: {task_id, index[, prompt]}.
-  const plan: VideoPlan = {
-    model, route, submitPath: `${source.upstreamModel}/extend`,
-    input: { task_id: source.providerRequestId, index: body.index, ...(prompt ? { prompt } : {}) },
-    durationSeconds: seconds, variants, perSecond: route.price.input, maxUsd: route.price.input * BigInt(Math.ceil(seconds)) * BigInt(variants),
-    prechargeLabel: `Pre-charged for ${variants} × ${seconds} s`, prompt, typicalSeconds: numberOption(model, 'typical_seconds', 180),
-  };
-  ctx.status = 202;
-  ctx.body = { ...(await start(caller, plan, source.conversationUuid, { runId: source.id, index: body.index })), model: model.id, extendedFrom: { runId: source.id, index: body.index } };
-});
+videoRouter.post(
+  '/api/generate-video/extend',
+  surface('legacy'),
+  authenticate,
+  perKeyRate('video extend', 20),
+  validateBody(videoExtendSchema),
+  async (ctx) => {
+    const body = ctx.request.body as { runId?: string; taskId?: string; index: number; prompt?: string } & Record<
+      string,
+      unknown
+    >;
+    const caller = ctx.state.caller as Caller;
+    const videoFields = MEDIA_FIELDS.video.filter((f) => body[f] !== undefined);
+    if (videoFields.length) {
+      throw new ApiError(
+        400,
+        'invalid_parameter_value',
+        `Extend continues the job's own video and takes no video input ('${videoFields.join("', '")}'). To extend a video of your own, POST /api/generate-video with an extend model and videoUrl.`,
+        { param: videoFields[0] },
+      );
+    }
+    const source = await ownedJob(ctx, body.runId ?? body.taskId, body.runId ? 'runId' : 'taskId');
+    const model = catalog().model(source.model);
+    if (!model || model.options.extendable !== true) {
+      throw new ApiError(
+        400,
+        'invalid_parameter_value',
+        `Only Midjourney-style jobs can be extended here; '${source.model}' is not one.`,
+        { param: 'runId' },
+      );
+    }
+    if (source.status !== 'completed' || !source.providerRequestId) {
+      throw new ApiError(
+        409,
+        'video_not_ready',
+        `Job '${source.id}' is ${source.status}; only a completed job can be extended.`,
+        { param: 'runId' },
+      );
+    }
+    const variants = Math.max(1, Math.floor(numberOption(model, 'variants', 1)));
+    if (body.index >= variants)
+      throw new ApiError(400, 'invalid_parameter_value', `'index' must be 0-${variants - 1} for '${model.id}'.`, {
+        param: 'index',
+      });
+    const route = model.routes.find((r) => r.provider.id === source.providerId && r.available);
+    if (!route)
+      throw new ApiError(
+        503,
+        'model_not_available',
+        `The provider that made job '${source.id}' is not configured here any more.`,
+      );
+    const seconds = numberOption(model, 'extend_seconds', 4);
+    const prompt = typeof body.prompt === 'string' && body.prompt.trim() ? body.prompt.trim() : null;
+    // The bridge's extend endpoint is the model's `/extend` sub-path: {task_id, index[, prompt]}.
+    const plan: VideoPlan = {
+      model,
+      route,
+      submitPath: `${source.upstreamModel}/extend`,
+      input: { task_id: source.providerRequestId, index: body.index, ...(prompt ? { prompt } : {}) },
+      durationSeconds: seconds,
+      variants,
+      perSecond: route.price.input,
+      maxUsd: route.price.input * BigInt(Math.ceil(seconds)) * BigInt(variants),
+      prechargeLabel: `Pre-charged for ${variants} × ${seconds} s`,
+      prompt,
+      typicalSeconds: numberOption(model, 'typical_seconds', 180),
+    };
+    ctx.status = 202;
+    ctx.body = {
+      ...(await start(caller, plan, source.conversationUuid, { runId: source.id, index: body.index })),
+      model: model.id,
+      extendedFrom: { runId: source.id, index: body.index },
+    };
+  },
+);
 
 videoRouter.get(
   '/api/generate-video/content',
   surface('legacy'),
   authenticate,
-  validateQuery({ type: 'object', properties: { runId: { type: 'string' }, model: { type: 'string' }, variant: { type: 'string', default: 'video' } } }),
+  validateQuery({
+    type: 'object',
+    properties: { runId: { type: 'string' }, model: { type: 'string' }, variant: { type: 'string', default: 'video' } },
+  }),
   async (ctx) => {
     const q = ctx.state.query as { runId?: string; model?: string; variant: string };
-    if (!q.model) throw new ApiError(400, 'missing_required_parameter', "Missing required parameter: 'model'.", { param: 'model' });
+    if (!q.model)
+      throw new ApiError(400, 'missing_required_parameter', "Missing required parameter: 'model'.", { param: 'model' });
     const row = await ownedJob(ctx, q.runId, 'runId');
     // The spec names `sora-2` (OpenAI's videos API); jobs of other models answer for their own model.
     const named = catalog().model(q.model)?.id ?? q.model;
     if (named !== row.model && q.model !== 'sora-2') {
-      throw new ApiError(400, 'invalid_parameter_value', `Job '${row.id}' was made by '${row.model}', not '${q.model}'.`, { param: 'model' });
+      throw new ApiError(
+        400,
+        'invalid_parameter_value',
+        `Job '${row.id}' was made by '${row.model}', not '${q.model}'.`,
+        { param: 'model' },
+      );
     }
     if (!['video', 'thumbnail', 'spritesheet'].includes(q.variant)) {
-      throw new ApiError(400, 'invalid_parameter_value', `'variant' must be video, thumbnail or spritesheet.`, { param: 'variant' });
+      throw new ApiError(400, 'invalid_parameter_value', `'variant' must be video, thumbnail or spritesheet.`, {
+        param: 'variant',
+      });
     }
     if (q.variant !== 'video') {
-      throw new ApiError(404, 'variant_not_available', `'${row.model}' produces no ${q.variant}; only variant=video is available for this job.`, { param: 'variant' });
+      throw new ApiError(
+        404,
+        'variant_not_available',
+        `'${row.model}' produces no ${q.variant}; only variant=video is available for this job.`,
+        { param: 'variant' },
+      );
     }
     if (row.status !== 'completed' || !row.outputFileId) {
-      throw new ApiError(409, 'video_not_ready', `Job '${row.id}' is ${row.status}; its content is available once it is completed.`, { param: 'runId' });
+      throw new ApiError(
+        409,
+        'video_not_ready',
+        `Job '${row.id}' is ${row.status}; its content is available once it is completed.`,
+        { param: 'runId' },
+      );
     }
     const file = await readHostedFile(row.outputFileId);
-    if (!file) throw new ApiError(404, 'not_found', 'This video no longer exists: hosted outputs are deleted 24 hours after they are made.');
+    if (!file)
+      throw new ApiError(
+        404,
+        'not_found',
+        'This video no longer exists: hosted outputs are deleted 24 hours after they are made.',
+      );
     ctx.set('Cache-Control', 'private, max-age=3600');
     ctx.type = file.contentType;
     ctx.body = file.data;
   },
 );
 
-videoRouter.post('/api/generate-video/cancel', surface('legacy'), authenticate, validateBody(videoCancelSchema), async (ctx) => {
-  const { runId } = ctx.request.body as { runId: string };
-  const row = await ownedJob(ctx, runId, 'runId');
-  if (row.status === 'completed' || row.status === 'failed') {
-    throw new ApiError(409, 'job_not_cancellable', `Job '${row.id}' has already ${row.status === 'completed' ? 'completed' : 'failed'}; there is nothing to cancel.`, { param: 'runId' });
-  }
-  if (row.status !== 'cancelled') {
-    try {
-      await (await temporal()).workflow.getHandle(row.id).cancel();
-    } catch (err) {
-      // already closed: the row says how it ended
-      if (!/not found|already completed/i.test((err as Error).message)) throw err;
+videoRouter.post(
+  '/api/generate-video/cancel',
+  surface('legacy'),
+  authenticate,
+  validateBody(videoCancelSchema),
+  async (ctx) => {
+    const { runId } = ctx.request.body as { runId: string };
+    const row = await ownedJob(ctx, runId, 'runId');
+    if (row.status === 'completed' || row.status === 'failed') {
+      throw new ApiError(
+        409,
+        'job_not_cancellable',
+        `Job '${row.id}' has already ${row.status === 'completed' ? 'completed' : 'failed'}; there is nothing to cancel.`,
+        { param: 'runId' },
+      );
     }
-    // The workflow asks the provider to stop, releases the pre-charge and marks the job; wait briefly for it.
-    for (let i = 0; i < 100; i++) {
-      const now = await loadVideoJob(row.id);
-      if (now && isTerminal(now.status)) {
-        ctx.body = { requestId: now.id, model: now.model, data: await videoStatusData(now, publicOrigin(ctx)) };
-        return;
+    if (row.status !== 'cancelled') {
+      try {
+        await (await temporal()).workflow.getHandle(row.id).cancel();
+      } catch (err) {
+        // already closed: the row says how it ended
+        if (!/not found|already completed/i.test((err as Error).message)) throw err;
       }
-      await new Promise((r) => setTimeout(r, 100));
+      // The workflow asks the provider to stop, releases the pre-charge and marks the job; wait briefly for it.
+      for (let i = 0; i < 100; i++) {
+        const now = await loadVideoJob(row.id);
+        if (now && isTerminal(now.status)) {
+          ctx.body = { requestId: now.id, model: now.model, data: await videoStatusData(now, publicOrigin(ctx)) };
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
     }
-  }
-  const now = (await loadVideoJob(row.id)) ?? row;
-  ctx.status = isTerminal(now.status) ? 200 : 202;
-  ctx.body = { requestId: now.id, model: now.model, data: await videoStatusData(now, publicOrigin(ctx)) };
-});
+    const now = (await loadVideoJob(row.id)) ?? row;
+    ctx.status = isTerminal(now.status) ? 200 : 202;
+    ctx.body = { requestId: now.id, model: now.model, data: await videoStatusData(now, publicOrigin(ctx)) };
+  },
+);

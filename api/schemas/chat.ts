@@ -58,7 +58,16 @@ export const chatRequestSchema = {
         required: ['role'],
         properties: {
           role: { type: 'string', enum: ['system', 'developer', 'user', 'assistant', 'tool', 'function'] },
-          content: { anyOf: [{ type: 'string' }, { type: 'null' }, { type: 'array', items: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } } }] },
+          content: {
+            anyOf: [
+              { type: 'string' },
+              { type: 'null' },
+              {
+                type: 'array',
+                items: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } },
+              },
+            ],
+          },
           name: { type: 'string' },
           tool_call_id: { type: 'string' },
           tool_calls: {
@@ -81,7 +90,9 @@ export const chatRequestSchema = {
       },
     },
     stream: { type: 'boolean' },
-    stream_options: { anyOf: [{ type: 'null' }, { type: 'object', properties: { include_usage: { type: 'boolean' } } }] },
+    stream_options: {
+      anyOf: [{ type: 'null' }, { type: 'object', properties: { include_usage: { type: 'boolean' } } }],
+    },
     max_tokens: { type: 'integer', minimum: 1 },
     max_completion_tokens: { type: 'integer', minimum: 1 },
     n: { type: 'integer', minimum: 1, maximum: 1 },
@@ -91,7 +102,10 @@ export const chatRequestSchema = {
         {
           type: 'object',
           required: ['type', 'function'],
-          properties: { type: { const: 'function' }, function: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } },
+          properties: {
+            type: { const: 'function' },
+            function: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } },
+          },
         },
       ],
     },

@@ -28,7 +28,9 @@ export const completionsRequestSchema = {
     prompt: { type: ['string', 'array'] },
     max_tokens: { type: 'integer', minimum: 1 },
     stream: { type: 'boolean' },
-    stream_options: { anyOf: [{ type: 'null' }, { type: 'object', properties: { include_usage: { type: 'boolean' } } }] },
+    stream_options: {
+      anyOf: [{ type: 'null' }, { type: 'object', properties: { include_usage: { type: 'boolean' } } }],
+    },
     n: { type: 'integer', minimum: 1, maximum: 1 },
     best_of: { type: 'integer', minimum: 1, maximum: 1 },
     echo: { type: 'boolean' },

@@ -24,7 +24,12 @@ const messageFields = {
     items: {
       type: 'object',
       required: ['name'],
-      properties: { name: { type: 'string' }, description: { type: 'string' }, input_schema: { type: 'object' }, type: { type: 'string' } },
+      properties: {
+        name: { type: 'string' },
+        description: { type: 'string' },
+        input_schema: { type: 'object' },
+        type: { type: 'string' },
+      },
     },
   },
   tool_choice: {
@@ -48,7 +53,12 @@ const messageFields = {
     type: 'object',
     properties: {
       effort: { type: 'string', enum: ['low', 'medium', 'high', 'max'] },
-      format: { anyOf: [{ type: 'null' }, { type: 'object', required: ['type'], properties: { type: { type: 'string' }, schema: { type: 'object' } } }] },
+      format: {
+        anyOf: [
+          { type: 'null' },
+          { type: 'object', required: ['type'], properties: { type: { type: 'string' }, schema: { type: 'object' } } },
+        ],
+      },
     },
   },
 } as const;
@@ -64,7 +74,10 @@ export const messagesRequestSchema = {
     temperature: { type: 'number', minimum: 0, maximum: 1 },
     top_p: { type: 'number', minimum: 0, maximum: 1 },
     top_k: { type: 'integer', minimum: 0 },
-    metadata: { type: 'object', properties: { user_id: { anyOf: [{ type: 'string', maxLength: 256 }, { type: 'null' }] } } },
+    metadata: {
+      type: 'object',
+      properties: { user_id: { anyOf: [{ type: 'string', maxLength: 256 }, { type: 'null' }] } },
+    },
   },
 } as const;
 

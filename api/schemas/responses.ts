@@ -19,7 +19,11 @@ export const responsesRequestSchema = {
     tool_choice: {
       anyOf: [
         { type: 'string', enum: ['auto', 'none', 'required'] },
-        { type: 'object', required: ['type', 'name'], properties: { type: { const: 'function' }, name: { type: 'string', minLength: 1 } } },
+        {
+          type: 'object',
+          required: ['type', 'name'],
+          properties: { type: { const: 'function' }, name: { type: 'string', minLength: 1 } },
+        },
       ],
     },
     parallel_tool_calls: { anyOf: [{ type: 'boolean' }, { type: 'null' }] },
@@ -40,7 +44,10 @@ export const responsesRequestSchema = {
       },
     },
     reasoning: {
-      anyOf: [{ type: 'null' }, { type: 'object', properties: { effort: { anyOf: [effort, { type: 'null' }] }, summary: {} } }],
+      anyOf: [
+        { type: 'null' },
+        { type: 'object', properties: { effort: { anyOf: [effort, { type: 'null' }] }, summary: {} } },
+      ],
     },
     max_output_tokens: { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'null' }] },
     temperature: { anyOf: [{ type: 'number', minimum: 0, maximum: 2 }, { type: 'null' }] },
@@ -50,7 +57,12 @@ export const responsesRequestSchema = {
     metadata: {
       anyOf: [
         { type: 'null' },
-        { type: 'object', maxProperties: 16, additionalProperties: { type: 'string', maxLength: 512 }, propertyNames: { maxLength: 64 } },
+        {
+          type: 'object',
+          maxProperties: 16,
+          additionalProperties: { type: 'string', maxLength: 512 },
+          propertyNames: { maxLength: 64 },
+        },
       ],
     },
     stream: { anyOf: [{ type: 'boolean' }, { type: 'null' }] },

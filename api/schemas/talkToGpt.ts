@@ -16,7 +16,15 @@ export const talkToGptRequestSchema = {
         required: ['role', 'content'],
         properties: {
           role: { type: 'string', enum: ['system', 'developer', 'user', 'assistant'] },
-          content: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } } }] },
+          content: {
+            anyOf: [
+              { type: 'string' },
+              {
+                type: 'array',
+                items: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } },
+              },
+            ],
+          },
         },
       },
     },

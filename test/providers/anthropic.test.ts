@@ -6,9 +6,17 @@ import { UpstreamError, type ProviderTarget } from '../../activities/providers/t
 import { startAnthropicUpstream, type AnthropicUpstream } from '../support/upstreams/anthropic.js';
 
 const user = (text: string): Message => ({ role: 'user', content: [{ type: 'text', text }] });
-const assistant = (text: string, toolCalls?: Message['toolCalls']): Message => ({ role: 'assistant', content: text ? [{ type: 'text', text }] : [], toolCalls });
+const assistant = (text: string, toolCalls?: Message['toolCalls']): Message => ({
+  role: 'assistant',
+  content: text ? [{ type: 'text', text }] : [],
+  toolCalls,
+});
 const system = (text: string): Message => ({ role: 'system', content: [{ type: 'text', text }] });
-const toolResult = (toolCallId: string, text: string): Message => ({ role: 'tool', toolCallId, content: [{ type: 'text', text }] });
+const toolResult = (toolCallId: string, text: string): Message => ({
+  role: 'tool',
+  toolCallId,
+  content: [{ type: 'text', text }],
+});
 
 const request = (over: Partial<InferenceRequest> = {}): InferenceRequest => ({
   model: 'claude-sonnet-4-20250514',
@@ -42,7 +50,13 @@ describe('anthropic provider adapter', () => {
 
   before(async () => {
     up = await startAnthropicUpstream();
-    target = { providerId: 'anthropic', baseUrl: up.url, apiKey: up.apiKey, options: {}, headers: { 'anthropic-beta': 'prompt-caching-2024-07-31' } };
+    target = {
+      providerId: 'anthropic',
+      baseUrl: up.url,
+      apiKey: up.apiKey,
+      options: {},
+      headers: { 'anthropic-beta': 'prompt-caching-2024-07-31' },
+    };
   });
   after(() => up.close());
   afterEach(() => up.always(undefined));
@@ -71,14 +85,36 @@ describe('anthropic provider adapter', () => {
     });
 
     it('moves system turns to the top level and merges consecutive turns of one role', async () => {
-      await anthropicAdapter.complete(request({
-        messages: [system('Be brief.'), system('Answer in French.'), user('one'), user('two'), assistant('first answer'), assistant(''), user('three'), assistant('Prefilled ')],
-        sampling: { temperature: 1.6, topP: 0.9, topK: 40, stop: ['END', '  '] },
-      }), target, signal());
+      await anthropicAdapter.complete(
+        request({
+          messages: [
+            system('Be brief.'),
+            system('Answer in French.'),
+            user('one'),
+            user('two'),
+            assistant('first answer'),
+            assistant(''),
+            user('three'),
+            assistant('Prefilled '),
+          ],
+          sampling: { temperature: 1.6, topP: 0.9, topK: 40, stop: ['END', '  '] },
+        }),
+        target,
+        signal(),
+      );
       const body = up.last().body;
-      assert.deepEqual(body.system, [{ type: 'text', text: 'Be brief.' }, { type: 'text', text: 'Answer in French.' }]);
+      assert.deepEqual(body.system, [
+        { type: 'text', text: 'Be brief.' },
+        { type: 'text', text: 'Answer in French.' },
+      ]);
       assert.deepEqual(body.messages, [
-        { role: 'user', content: [{ type: 'text', text: 'one' }, { type: 'text', text: 'two' }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'one' },
+            { type: 'text', text: 'two' },
+          ],
+        },
         { role: 'assistant', content: [{ type: 'text', text: 'first answer' }] },
         { role: 'user', content: [{ type: 'text', text: 'three' }] },
         // a final assistant turn is a prefill; Anthropic rejects trailing whitespace in it
@@ -93,34 +129,45 @@ describe('anthropic provider adapter', () => {
       assert.equal(up.last().body.system, 'Only one.');
 
       // a raw prompt (legacy completions) becomes the user turn
-      assert.deepEqual(toMessagesRequest(request({ messages: [], prompt: 'Once upon a time' })).body.messages, [{ role: 'user', content: [{ type: 'text', text: 'Once upon a time' }] }]);
+      assert.deepEqual(toMessagesRequest(request({ messages: [], prompt: 'Once upon a time' })).body.messages, [
+        { role: 'user', content: [{ type: 'text', text: 'Once upon a time' }] },
+      ]);
     });
 
     it('translates images and documents into Anthropic blocks', async () => {
       const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]).toString('base64');
       const jpeg = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 0x10]).toString('base64');
       const pdf = Buffer.from('%PDF-1.4 test').toString('base64');
-      await anthropicAdapter.complete(request({
-        messages: [{
-          role: 'user',
-          content: [
-            { type: 'text', text: 'What are these?' },
-            { type: 'image', data: png, mediaType: 'image/png' },
-            { type: 'image', data: jpeg }, // media type read from the bytes
-            { type: 'image', url: `data:image/webp;base64,${png}` },
-            { type: 'image', url: 'data:image/svg+xml,%3Csvg%3E%3C/svg%3E' },
-            { type: 'image', url: 'https://example.com/cat.png', detail: 'high' },
-            { type: 'document', data: pdf, mediaType: 'application/pdf', title: 'Report' },
-            { type: 'document', data: Buffer.from('plain words').toString('base64'), mediaType: 'text/plain' },
+      await anthropicAdapter.complete(
+        request({
+          messages: [
+            {
+              role: 'user',
+              content: [
+                { type: 'text', text: 'What are these?' },
+                { type: 'image', data: png, mediaType: 'image/png' },
+                { type: 'image', data: jpeg }, // media type read from the bytes
+                { type: 'image', url: `data:image/webp;base64,${png}` },
+                { type: 'image', url: 'data:image/svg+xml,%3Csvg%3E%3C/svg%3E' },
+                { type: 'image', url: 'https://example.com/cat.png', detail: 'high' },
+                { type: 'document', data: pdf, mediaType: 'application/pdf', title: 'Report' },
+                { type: 'document', data: Buffer.from('plain words').toString('base64'), mediaType: 'text/plain' },
+              ],
+            },
           ],
-        }],
-      }), target, signal());
+        }),
+        target,
+        signal(),
+      );
       assert.deepEqual(up.last().body.messages[0].content, [
         { type: 'text', text: 'What are these?' },
         { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } },
         { type: 'image', source: { type: 'base64', media_type: 'image/jpeg', data: jpeg } },
         { type: 'image', source: { type: 'base64', media_type: 'image/webp', data: png } },
-        { type: 'image', source: { type: 'base64', media_type: 'image/svg+xml', data: Buffer.from('<svg></svg>').toString('base64') } },
+        {
+          type: 'image',
+          source: { type: 'base64', media_type: 'image/svg+xml', data: Buffer.from('<svg></svg>').toString('base64') },
+        },
         { type: 'image', source: { type: 'url', url: 'https://example.com/cat.png' } },
         { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: pdf }, title: 'Report' },
         { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'plain words' } },
@@ -128,24 +175,38 @@ describe('anthropic provider adapter', () => {
     });
 
     it('round-trips tools: tool_use and tool_result blocks out, tool calls back', async () => {
-      const weather = { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };
-      up.script({ text: 'Checking both.', toolCalls: [{ id: 'toolu_a', name: 'get_weather', input: { city: 'Oslo' } }, { id: 'toolu_b', name: 'get_time', input: {} }] });
-      const result = await anthropicAdapter.complete(request({
-        messages: [
-          user('Weather in Paris and Rome?'),
-          assistant('Let me look.', [
-            { id: 'toolu_1', name: 'get_weather', arguments: '{"city":"Paris"}' },
-            { id: 'toolu_2', name: 'get_weather', arguments: '{"city": Rome' }, // broken JSON from the model
-            { id: 'toolu_3', name: 'get_time', arguments: '' },
-          ]),
-          toolResult('toolu_1', '18C, sunny'),
-          toolResult('toolu_2', 'error: arguments were not JSON'),
-          toolResult('toolu_3', ''), // a tool that returned nothing
-          user('And Oslo?'),
+      const weather = {
+        name: 'get_weather',
+        description: 'Weather for a city',
+        parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      };
+      up.script({
+        text: 'Checking both.',
+        toolCalls: [
+          { id: 'toolu_a', name: 'get_weather', input: { city: 'Oslo' } },
+          { id: 'toolu_b', name: 'get_time', input: {} },
         ],
-        tools: [weather, { name: 'get_time' }],
-        parallelToolCalls: false,
-      }), target, signal());
+      });
+      const result = await anthropicAdapter.complete(
+        request({
+          messages: [
+            user('Weather in Paris and Rome?'),
+            assistant('Let me look.', [
+              { id: 'toolu_1', name: 'get_weather', arguments: '{"city":"Paris"}' },
+              { id: 'toolu_2', name: 'get_weather', arguments: '{"city": Rome' }, // broken JSON from the model
+              { id: 'toolu_3', name: 'get_time', arguments: '' },
+            ]),
+            toolResult('toolu_1', '18C, sunny'),
+            toolResult('toolu_2', 'error: arguments were not JSON'),
+            toolResult('toolu_3', ''), // a tool that returned nothing
+            user('And Oslo?'),
+          ],
+          tools: [weather, { name: 'get_time' }],
+          parallelToolCalls: false,
+        }),
+        target,
+        signal(),
+      );
       const body = up.last().body;
       assert.deepEqual(body.tools, [
         { name: 'get_weather', description: 'Weather for a city', input_schema: weather.parameters },
@@ -189,11 +250,21 @@ describe('anthropic provider adapter', () => {
       assert.deepEqual(choice({ name: 'f' }, false), { type: 'tool', name: 'f', disable_parallel_tool_use: true });
       assert.deepEqual(choice('none', false), { type: 'none' });
       assert.equal(choice(undefined), undefined);
-      assert.equal(toMessagesRequest(request({ toolChoice: 'auto' })).body.tool_choice, undefined, 'no tools, no tool_choice');
+      assert.equal(
+        toMessagesRequest(request({ toolChoice: 'auto' })).body.tool_choice,
+        undefined,
+        'no tools, no tool_choice',
+      );
     });
 
     it('maps stop reasons', async () => {
-      const cases: Array<[string, string]> = [['end_turn', 'stop'], ['stop_sequence', 'stop'], ['pause_turn', 'stop'], ['max_tokens', 'length'], ['refusal', 'content_filter']];
+      const cases: Array<[string, string]> = [
+        ['end_turn', 'stop'],
+        ['stop_sequence', 'stop'],
+        ['pause_turn', 'stop'],
+        ['max_tokens', 'length'],
+        ['refusal', 'content_filter'],
+      ];
       for (const [stopReason, expected] of cases) {
         up.script({ text: 'x', stopReason });
         const r = await anthropicAdapter.complete(request(), target, signal());
@@ -202,10 +273,24 @@ describe('anthropic provider adapter', () => {
     });
 
     it('implements json_schema with a forced tool and returns its input as the content', async () => {
-      const schema = { type: 'object', properties: { city: { type: 'string' }, population: { type: 'integer' } }, required: ['city', 'population'] };
-      const r = await anthropicAdapter.complete(request({ responseFormat: { type: 'json_schema', name: 'city_info', schema } }), target, signal());
+      const schema = {
+        type: 'object',
+        properties: { city: { type: 'string' }, population: { type: 'integer' } },
+        required: ['city', 'population'],
+      };
+      const r = await anthropicAdapter.complete(
+        request({ responseFormat: { type: 'json_schema', name: 'city_info', schema } }),
+        target,
+        signal(),
+      );
       const body = up.last().body;
-      assert.deepEqual(body.tools, [{ name: 'json_response', description: 'Give your final answer by calling this tool with "city_info".', input_schema: schema }]);
+      assert.deepEqual(body.tools, [
+        {
+          name: 'json_response',
+          description: 'Give your final answer by calling this tool with "city_info".',
+          input_schema: schema,
+        },
+      ]);
       assert.deepEqual(body.tool_choice, { type: 'tool', name: 'json_response' });
       assert.deepEqual(JSON.parse(r.content), { city: 'example', population: 0 });
       assert.equal(r.finishReason, 'stop');
@@ -213,34 +298,57 @@ describe('anthropic provider adapter', () => {
 
       // a root that is not an object is wrapped as {value} for the tool and unwrapped on return
       const list = { type: 'array', items: { type: 'string' } };
-      const r2 = await anthropicAdapter.complete(request({ responseFormat: { type: 'json_schema', name: 'names', schema: list } }), target, signal());
-      assert.deepEqual(up.last().body.tools[0].input_schema, { type: 'object', properties: { value: list }, required: ['value'] });
+      const r2 = await anthropicAdapter.complete(
+        request({ responseFormat: { type: 'json_schema', name: 'names', schema: list } }),
+        target,
+        signal(),
+      );
+      assert.deepEqual(up.last().body.tools[0].input_schema, {
+        type: 'object',
+        properties: { value: list },
+        required: ['value'],
+      });
       assert.deepEqual(JSON.parse(r2.content), ['example']);
 
       // json_object: an open object schema
       up.script({ toolCalls: [{ name: 'json_response', input: { anything: [1, 2] } }] });
-      const r3 = await anthropicAdapter.complete(request({ responseFormat: { type: 'json_object' } }), target, signal());
+      const r3 = await anthropicAdapter.complete(
+        request({ responseFormat: { type: 'json_object' } }),
+        target,
+        signal(),
+      );
       assert.deepEqual(up.last().body.tools[0].input_schema, { type: 'object', additionalProperties: true });
       assert.equal(r3.content, '{"anything":[1,2]}');
       assert.equal(r3.finishReason, 'stop');
     });
 
-    it('keeps the caller\'s tools callable next to the JSON tool', async () => {
+    it("keeps the caller's tools callable next to the JSON tool", async () => {
       up.script({ toolCalls: [{ id: 'toolu_x', name: 'lookup', input: { q: 'a' } }] });
-      const r = await anthropicAdapter.complete(request({ tools: [{ name: 'lookup' }], toolChoice: 'auto', responseFormat: { type: 'json_object' } }), target, signal());
+      const r = await anthropicAdapter.complete(
+        request({ tools: [{ name: 'lookup' }], toolChoice: 'auto', responseFormat: { type: 'json_object' } }),
+        target,
+        signal(),
+      );
       const body = up.last().body;
-      assert.deepEqual(body.tools.map((t: { name: string }) => t.name), ['lookup', 'json_response']);
+      assert.deepEqual(
+        body.tools.map((t: { name: string }) => t.name),
+        ['lookup', 'json_response'],
+      );
       assert.deepEqual(body.tool_choice, { type: 'auto' });
       assert.equal(r.finishReason, 'tool_calls');
       assert.deepEqual(r.toolCalls, [{ id: 'toolu_x', name: 'lookup', arguments: '{"q":"a"}' }]);
     });
 
-    it('turns reasoning options into thinking, within Anthropic\'s rules, and returns the thinking', async () => {
-      const r = await anthropicAdapter.complete(request({
-        maxTokens: 4000,
-        reasoning: { effort: 'high' },
-        sampling: { temperature: 0.5, topK: 5, topP: 0.5 },
-      }), target, signal());
+    it("turns reasoning options into thinking, within Anthropic's rules, and returns the thinking", async () => {
+      const r = await anthropicAdapter.complete(
+        request({
+          maxTokens: 4000,
+          reasoning: { effort: 'high' },
+          sampling: { temperature: 0.5, topK: 5, topP: 0.5 },
+        }),
+        target,
+        signal(),
+      );
       const body = up.last().body;
       assert.deepEqual(body.thinking, { type: 'enabled', budget_tokens: 3200 }); // high = 80% of max_tokens
       assert.equal(body.temperature, undefined);
@@ -249,7 +357,8 @@ describe('anthropic provider adapter', () => {
       assert.equal(r.reasoning, 'Thinking about "hello there".');
       assert.equal(r.content, 'Echo: hello there');
 
-      const budget = (reasoning: InferenceRequest['reasoning'], maxTokens = 4000) => toMessagesRequest(request({ reasoning, maxTokens })).body.thinking;
+      const budget = (reasoning: InferenceRequest['reasoning'], maxTokens = 4000) =>
+        toMessagesRequest(request({ reasoning, maxTokens })).body.thinking;
       assert.deepEqual(budget({ enabled: true }), { type: 'enabled', budget_tokens: 2000 });
       assert.deepEqual(budget({ effort: 'low' }), { type: 'enabled', budget_tokens: 1024 }); // 800 raised to the minimum
       assert.deepEqual(budget({ budgetTokens: 9999 }), { type: 'enabled', budget_tokens: 3999 }); // kept below max_tokens
@@ -257,30 +366,62 @@ describe('anthropic provider adapter', () => {
       assert.equal(budget({ effort: 'none' }), undefined);
       assert.equal(budget({ enabled: true, effort: 'high' }, 4000) !== undefined, true);
       // temperature 1 is the one value Anthropic accepts with thinking
-      assert.equal(toMessagesRequest(request({ maxTokens: 4000, reasoning: { enabled: true }, sampling: { temperature: 1 } })).body.temperature, 1);
+      assert.equal(
+        toMessagesRequest(request({ maxTokens: 4000, reasoning: { enabled: true }, sampling: { temperature: 1 } })).body
+          .temperature,
+        1,
+      );
       // a forced tool or a tool loop (no signed thinking block to send back) turns thinking off
-      assert.equal(toMessagesRequest(request({ maxTokens: 4000, reasoning: { enabled: true }, tools: [{ name: 'f' }], toolChoice: 'required' })).body.thinking, undefined);
-      assert.equal(toMessagesRequest(request({
-        maxTokens: 4000,
-        reasoning: { enabled: true },
-        messages: [user('q'), assistant('', [{ id: 't1', name: 'f', arguments: '{}' }]), toolResult('t1', 'ok')],
-        tools: [{ name: 'f' }],
-      })).body.thinking, undefined);
+      assert.equal(
+        toMessagesRequest(
+          request({ maxTokens: 4000, reasoning: { enabled: true }, tools: [{ name: 'f' }], toolChoice: 'required' }),
+        ).body.thinking,
+        undefined,
+      );
+      assert.equal(
+        toMessagesRequest(
+          request({
+            maxTokens: 4000,
+            reasoning: { enabled: true },
+            messages: [user('q'), assistant('', [{ id: 't1', name: 'f', arguments: '{}' }]), toolResult('t1', 'ok')],
+            tools: [{ name: 'f' }],
+          }),
+        ).body.thinking,
+        undefined,
+      );
 
-      const hidden = await anthropicAdapter.complete(request({ maxTokens: 4000, reasoning: { enabled: true, exclude: true } }), target, signal());
+      const hidden = await anthropicAdapter.complete(
+        request({ maxTokens: 4000, reasoning: { enabled: true, exclude: true } }),
+        target,
+        signal(),
+      );
       assert.ok(up.last().body.thinking, 'exclude still thinks');
       assert.equal(hidden.reasoning, undefined);
     });
 
     it('normalizes usage: prompt tokens include cache reads and writes', async () => {
-      const usage = { input_tokens: 10, cache_read_input_tokens: 100, cache_creation_input_tokens: 50, output_tokens: 7 };
+      const usage = {
+        input_tokens: 10,
+        cache_read_input_tokens: 100,
+        cache_creation_input_tokens: 50,
+        output_tokens: 7,
+      };
       up.script({ usage });
       const r = await anthropicAdapter.complete(request(), target, signal());
-      assert.deepEqual(r.usage, { promptTokens: 160, cachedTokens: 100, cacheWriteTokens: 50, completionTokens: 7, reasoningTokens: 0 });
+      assert.deepEqual(r.usage, {
+        promptTokens: 160,
+        cachedTokens: 100,
+        cacheWriteTokens: 50,
+        completionTokens: 7,
+        reasoningTokens: 0,
+      });
 
       up.script({ usage });
       const events = await collect(anthropicAdapter.stream(request(), target, signal()));
-      assert.deepEqual(events.at(-1), { type: 'usage', usage: { promptTokens: 160, cachedTokens: 100, cacheWriteTokens: 50, completionTokens: 7, reasoningTokens: 0 } });
+      assert.deepEqual(events.at(-1), {
+        type: 'usage',
+        usage: { promptTokens: 160, cachedTokens: 100, cacheWriteTokens: 50, completionTokens: 7, reasoningTokens: 0 },
+      });
 
       // newer answers break thinking out of output_tokens
       up.script({ usage: { ...usage, output_tokens: 70, output_tokens_details: { thinking_tokens: 60 } } });
@@ -296,7 +437,11 @@ describe('anthropic provider adapter', () => {
     });
 
     it('a text answer that reaches max_tokens finishes with length', async () => {
-      const r = await anthropicAdapter.complete(request({ messages: [user('a long question that will not fit')], maxTokens: 3 }), target, signal());
+      const r = await anthropicAdapter.complete(
+        request({ messages: [user('a long question that will not fit')], maxTokens: 3 }),
+        target,
+        signal(),
+      );
       assert.equal(r.finishReason, 'length');
       assert.equal(r.content.length, 12);
     });
@@ -314,42 +459,85 @@ describe('anthropic provider adapter', () => {
     });
 
     it('streams tool calls with their arguments assembled from input_json_delta', async () => {
-      up.script({ text: 'Calling.', toolCalls: [{ id: 'toolu_s1', name: 'get_weather', input: { city: 'Paris', days: [1, 2, 3] } }, { id: 'toolu_s2', name: 'get_time', input: { tz: 'Europe/Oslo' } }] });
-      const events = await collect(anthropicAdapter.stream(request({ tools: [{ name: 'get_weather' }, { name: 'get_time' }] }), target, signal()));
+      up.script({
+        text: 'Calling.',
+        toolCalls: [
+          { id: 'toolu_s1', name: 'get_weather', input: { city: 'Paris', days: [1, 2, 3] } },
+          { id: 'toolu_s2', name: 'get_time', input: { tz: 'Europe/Oslo' } },
+        ],
+      });
+      const events = await collect(
+        anthropicAdapter.stream(request({ tools: [{ name: 'get_weather' }, { name: 'get_time' }] }), target, signal()),
+      );
       const calls = events.filter((e) => e.type === 'tool_call');
       // indexes count tool calls (0, 1), not content blocks (the text block is block 0)
-      assert.deepEqual(calls.filter((c) => c.id), [
-        { type: 'tool_call', index: 0, id: 'toolu_s1', name: 'get_weather', argumentsDelta: '' },
-        { type: 'tool_call', index: 1, id: 'toolu_s2', name: 'get_time', argumentsDelta: '' },
-      ]);
-      const args = (i: number) => calls.filter((c) => c.index === i).map((c) => c.argumentsDelta).join('');
+      assert.deepEqual(
+        calls.filter((c) => c.id),
+        [
+          { type: 'tool_call', index: 0, id: 'toolu_s1', name: 'get_weather', argumentsDelta: '' },
+          { type: 'tool_call', index: 1, id: 'toolu_s2', name: 'get_time', argumentsDelta: '' },
+        ],
+      );
+      const args = (i: number) =>
+        calls
+          .filter((c) => c.index === i)
+          .map((c) => c.argumentsDelta)
+          .join('');
       assert.ok(calls.filter((c) => c.index === 0).length > 2, 'arguments arrive in pieces');
       assert.deepEqual(JSON.parse(args(0)), { city: 'Paris', days: [1, 2, 3] });
       assert.deepEqual(JSON.parse(args(1)), { tz: 'Europe/Oslo' });
       assert.equal(textOf(events), 'Calling.');
-      assert.deepEqual(events.find((e) => e.type === 'finish'), { type: 'finish', reason: 'tool_calls' });
+      assert.deepEqual(
+        events.find((e) => e.type === 'finish'),
+        { type: 'finish', reason: 'tool_calls' },
+      );
     });
 
     it('streams thinking as reasoning before the text (unless excluded)', async () => {
       up.script({ reasoning: 'Step one. Step two.', text: 'Done.' });
-      const events = await collect(anthropicAdapter.stream(request({ maxTokens: 4000, reasoning: { enabled: true } }), target, signal()));
+      const events = await collect(
+        anthropicAdapter.stream(request({ maxTokens: 4000, reasoning: { enabled: true } }), target, signal()),
+      );
       assert.equal(textOf(events, 'reasoning'), 'Step one. Step two.');
       assert.equal(textOf(events), 'Done.');
       assert.ok(events.findIndex((e) => e.type === 'reasoning') < events.findIndex((e) => e.type === 'text'));
 
       up.script({ reasoning: 'secret', text: 'Done.' });
-      const hidden = await collect(anthropicAdapter.stream(request({ maxTokens: 4000, reasoning: { enabled: true, exclude: true } }), target, signal()));
+      const hidden = await collect(
+        anthropicAdapter.stream(
+          request({ maxTokens: 4000, reasoning: { enabled: true, exclude: true } }),
+          target,
+          signal(),
+        ),
+      );
       assert.equal(hidden.filter((e) => e.type === 'reasoning').length, 0);
     });
 
     it('streams a JSON-mode answer as text with finish stop', async () => {
       const schema = { type: 'object', properties: { ok: { type: 'boolean' } } };
-      const events = await collect(anthropicAdapter.stream(request({ responseFormat: { type: 'json_schema', name: 'r', schema } }), target, signal()));
+      const events = await collect(
+        anthropicAdapter.stream(
+          request({ responseFormat: { type: 'json_schema', name: 'r', schema } }),
+          target,
+          signal(),
+        ),
+      );
       assert.deepEqual(JSON.parse(textOf(events)), { ok: false });
       assert.equal(events.filter((e) => e.type === 'tool_call').length, 0);
-      assert.deepEqual(events.find((e) => e.type === 'finish'), { type: 'finish', reason: 'stop' });
+      assert.deepEqual(
+        events.find((e) => e.type === 'finish'),
+        { type: 'finish', reason: 'stop' },
+      );
 
-      const wrapped = await collect(anthropicAdapter.stream(request({ responseFormat: { type: 'json_schema', name: 'n', schema: { type: 'array', items: { type: 'integer' } } } }), target, signal()));
+      const wrapped = await collect(
+        anthropicAdapter.stream(
+          request({
+            responseFormat: { type: 'json_schema', name: 'n', schema: { type: 'array', items: { type: 'integer' } } },
+          }),
+          target,
+          signal(),
+        ),
+      );
       assert.deepEqual(JSON.parse(textOf(wrapped)), [0]);
     });
 
@@ -381,20 +569,30 @@ describe('anthropic provider adapter', () => {
   });
 
   describe('errors', () => {
-    it('a wrong or missing key is a 401, not retryable, with Anthropic\'s message', async () => {
-      await rejectsUpstream(anthropicAdapter.complete(request(), { ...target, apiKey: 'sk-ant-wrong' }, signal()), (e) => {
-        assert.equal(e.status, 401);
-        assert.equal(e.retryable, false);
-        assert.match(e.message, /invalid x-api-key/);
-        assert.equal(JSON.parse(e.opts.upstreamBody ?? '').error.type, 'authentication_error');
-      });
-      await rejectsUpstream(collect(anthropicAdapter.stream(request(), { ...target, apiKey: undefined }, signal())), (e) => {
-        assert.equal(e.status, 401);
-        assert.match(e.message, /x-api-key header is required/);
-      });
+    it("a wrong or missing key is a 401, not retryable, with Anthropic's message", async () => {
+      await rejectsUpstream(
+        anthropicAdapter.complete(request(), { ...target, apiKey: 'sk-ant-wrong' }, signal()),
+        (e) => {
+          assert.equal(e.status, 401);
+          assert.equal(e.retryable, false);
+          assert.match(e.message, /invalid x-api-key/);
+          assert.equal(JSON.parse(e.opts.upstreamBody ?? '').error.type, 'authentication_error');
+        },
+      );
+      await rejectsUpstream(
+        collect(anthropicAdapter.stream(request(), { ...target, apiKey: undefined }, signal())),
+        (e) => {
+          assert.equal(e.status, 401);
+          assert.match(e.message, /x-api-key header is required/);
+        },
+      );
     });
 
-    for (const [status, type, message] of [[429, 'rate_limit_error', 'This request would exceed the rate limit'], [500, 'api_error', 'Internal server error'], [529, 'overloaded_error', 'Overloaded']] as const) {
+    for (const [status, type, message] of [
+      [429, 'rate_limit_error', 'This request would exceed the rate limit'],
+      [500, 'api_error', 'Internal server error'],
+      [529, 'overloaded_error', 'Overloaded'],
+    ] as const) {
       it(`${status} ${type} is retryable and carries Anthropic's message`, async () => {
         up.script({ error: { status, retryAfter: status === 429 ? 7 : undefined } });
         await rejectsUpstream(anthropicAdapter.complete(request(), target, signal()), (e) => {
@@ -415,11 +613,14 @@ describe('anthropic provider adapter', () => {
     }
 
     it('a 400 from Anthropic is not retryable', async () => {
-      await rejectsUpstream(anthropicAdapter.complete(request({ messages: [user('x')], model: '' }), target, signal()), (e) => {
-        assert.equal(e.status, 400);
-        assert.equal(e.retryable, false);
-        assert.match(e.message, /model: Field required/);
-      });
+      await rejectsUpstream(
+        anthropicAdapter.complete(request({ messages: [user('x')], model: '' }), target, signal()),
+        (e) => {
+          assert.equal(e.status, 400);
+          assert.equal(e.retryable, false);
+          assert.match(e.message, /model: Field required/);
+        },
+      );
     });
 
     it('an overloaded `event: error` after some text is thrown from a later next()', async () => {
@@ -450,19 +651,27 @@ describe('anthropic provider adapter', () => {
       it(`a stream cut before message_stop (${mode}) is upstream_stream_cut`, async () => {
         up.script({ text: 'one two three', cut: { afterEvents: 4, mode } });
         const events: StreamEvent[] = [];
-        await rejectsUpstream((async () => {
-          for await (const e of anthropicAdapter.stream(request(), target, signal())) events.push(e);
-        })(), (e) => {
-          assert.equal(e.opts.code, 'upstream_stream_cut');
-          assert.equal(e.retryable, true);
-        });
-        assert.ok(events.length > 0 && events.every((e) => e.type === 'text'), 'the text before the cut arrived, no finish');
+        await rejectsUpstream(
+          (async () => {
+            for await (const e of anthropicAdapter.stream(request(), target, signal())) events.push(e);
+          })(),
+          (e) => {
+            assert.equal(e.opts.code, 'upstream_stream_cut');
+            assert.equal(e.retryable, true);
+          },
+        );
+        assert.ok(
+          events.length > 0 && events.every((e) => e.type === 'text'),
+          'the text before the cut arrived, no finish',
+        );
       });
     }
 
     it('a stream cut after message_delta (finish known, no message_stop) is still a cut', async () => {
       up.script({ text: 'hi', cut: { afterEvents: 6 } }); // start, block start, ping, delta, block stop, message_delta
-      await rejectsUpstream(collect(anthropicAdapter.stream(request(), target, signal())), (e) => assert.equal(e.opts.code, 'upstream_stream_cut'));
+      await rejectsUpstream(collect(anthropicAdapter.stream(request(), target, signal())), (e) =>
+        assert.equal(e.opts.code, 'upstream_stream_cut'),
+      );
     });
 
     it('an abort stops a hanging upstream promptly (before headers and mid-stream)', async () => {
@@ -512,22 +721,29 @@ describe('anthropic provider adapter', () => {
     });
 
     it('an unreachable upstream is retryable', async () => {
-      await rejectsUpstream(anthropicAdapter.complete(request(), { ...target, baseUrl: 'http://127.0.0.1:1' }, signal()), (e) => {
-        assert.equal(e.retryable, true);
-        assert.equal(e.opts.code, 'upstream_unreachable');
-      });
+      await rejectsUpstream(
+        anthropicAdapter.complete(request(), { ...target, baseUrl: 'http://127.0.0.1:1' }, signal()),
+        (e) => {
+          assert.equal(e.retryable, true);
+          assert.equal(e.opts.code, 'upstream_unreachable');
+        },
+      );
     });
   });
 
   describe('countTokens', () => {
     it('asks /v1/messages/count_tokens with only the prompt-shaping fields', async () => {
       up.script({ endpoint: 'count_tokens', inputTokens: 1234 });
-      const n = await countTokens(request({
-        messages: [system('Be brief.'), user('count me')],
-        tools: [{ name: 'f' }],
-        sampling: { temperature: 0.2 },
-        maxTokens: 100,
-      }), target, signal());
+      const n = await countTokens(
+        request({
+          messages: [system('Be brief.'), user('count me')],
+          tools: [{ name: 'f' }],
+          sampling: { temperature: 0.2 },
+          maxTokens: 100,
+        }),
+        target,
+        signal(),
+      );
       assert.equal(n, 1234);
       const rec = up.last();
       assert.equal(rec.path, '/v1/messages/count_tokens');

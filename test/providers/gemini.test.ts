@@ -11,7 +11,11 @@ import { startGeminiUpstream, type GeminiUpstream } from '../support/upstreams/g
 
 const user = (text: string): Message => ({ role: 'user', content: [{ type: 'text', text }] });
 const request = (over: Partial<InferenceRequest> = {}): InferenceRequest => ({
-  model: 'gemini-2.0-flash', messages: [user('Hello there')], maxTokens: 256, sampling: {}, ...over,
+  model: 'gemini-2.0-flash',
+  messages: [user('Hello there')],
+  maxTokens: 256,
+  sampling: {},
+  ...over,
 });
 
 async function collect(iter: AsyncIterable<StreamEvent>): Promise<StreamEvent[]> {
@@ -46,7 +50,8 @@ describe('gemini adapter', () => {
   it('completes a plain request', async () => {
     const res = await geminiAdapter.complete(
       request({ sampling: { temperature: 0.3, topP: 0.9, topK: 40, seed: 7, stop: ['END'], minP: 0.1 } }),
-      target, signal(),
+      target,
+      signal(),
     );
     assert.equal(res.content, 'Echo: Hello there');
     assert.equal(res.finishReason, 'stop');
@@ -56,31 +61,57 @@ describe('gemini adapter', () => {
     assert.equal(rec.path, '/v1beta/models/gemini-2.0-flash:generateContent');
     assert.equal(rec.headers['x-goog-api-key'], up.apiKey);
     assert.deepEqual(rec.body.contents, [{ role: 'user', parts: [{ text: 'Hello there' }] }]);
-    assert.deepEqual(rec.body.generationConfig, { maxOutputTokens: 256, temperature: 0.3, topP: 0.9, topK: 40, seed: 7, stopSequences: ['END'] });
+    assert.deepEqual(rec.body.generationConfig, {
+      maxOutputTokens: 256,
+      temperature: 0.3,
+      topP: 0.9,
+      topK: 40,
+      seed: 7,
+      stopSequences: ['END'],
+    });
     assert.equal(res.usage?.completionTokens, 3);
     assert.ok(res.usage!.promptTokens > 0);
     assert.equal(res.usage?.reasoningTokens, 0);
   });
 
   it('maps usage: cached tokens inside the prompt, thoughts inside the completion', async () => {
-    up.script({ text: 'ok', usage: { promptTokenCount: 100, cachedContentTokenCount: 60, candidatesTokenCount: 5, thoughtsTokenCount: 20, totalTokenCount: 125 } });
+    up.script({
+      text: 'ok',
+      usage: {
+        promptTokenCount: 100,
+        cachedContentTokenCount: 60,
+        candidatesTokenCount: 5,
+        thoughtsTokenCount: 20,
+        totalTokenCount: 125,
+      },
+    });
     const res = await geminiAdapter.complete(request(), target, signal());
-    assert.deepEqual(res.usage, { promptTokens: 100, cachedTokens: 60, cacheWriteTokens: 0, completionTokens: 25, reasoningTokens: 20 });
+    assert.deepEqual(res.usage, {
+      promptTokens: 100,
+      cachedTokens: 60,
+      cacheWriteTokens: 0,
+      completionTokens: 25,
+      reasoningTokens: 20,
+    });
     up.script({ text: 'ok', usage: null });
     assert.equal((await geminiAdapter.complete(request(), target, signal())).usage, null);
   });
 
   it('sends system turns as systemInstruction, assistant as model, and merges same-role turns', async () => {
-    await geminiAdapter.complete(request({
-      messages: [
-        { role: 'system', content: [{ type: 'text', text: 'Be brief.' }] },
-        { role: 'system', content: [{ type: 'text', text: 'Speak French.' }] },
-        user('Hi'),
-        { role: 'assistant', content: [{ type: 'text', text: 'Bonjour' }] },
-        user('How are you?'),
-        user('And the weather?'),
-      ],
-    }), target, signal());
+    await geminiAdapter.complete(
+      request({
+        messages: [
+          { role: 'system', content: [{ type: 'text', text: 'Be brief.' }] },
+          { role: 'system', content: [{ type: 'text', text: 'Speak French.' }] },
+          user('Hi'),
+          { role: 'assistant', content: [{ type: 'text', text: 'Bonjour' }] },
+          user('How are you?'),
+          user('And the weather?'),
+        ],
+      }),
+      target,
+      signal(),
+    );
     const body = up.lastRequest()!.body;
     assert.deepEqual(body.systemInstruction, { parts: [{ text: 'Be brief.' }, { text: 'Speak French.' }] });
     assert.deepEqual(body.contents, [
@@ -97,16 +128,38 @@ describe('gemini adapter', () => {
 
   it('round-trips tools: declarations, choices, calls with ids, results with the function name', async () => {
     const tools = [
-      { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false } },
+      {
+        name: 'get_weather',
+        description: 'Weather for a city',
+        parameters: {
+          type: 'object',
+          properties: { city: { type: 'string' } },
+          required: ['city'],
+          additionalProperties: false,
+        },
+      },
       { name: 'get_time', parameters: { type: 'object', properties: {} } },
     ];
-    up.script({ toolCalls: [{ name: 'get_weather', args: { city: 'Paris' } }, { name: 'get_time', args: {} }] });
-    const first = await geminiAdapter.complete(request({ messages: [user('Weather and time in Paris?')], tools, toolChoice: 'auto' }), target, signal());
+    up.script({
+      toolCalls: [
+        { name: 'get_weather', args: { city: 'Paris' } },
+        { name: 'get_time', args: {} },
+      ],
+    });
+    const first = await geminiAdapter.complete(
+      request({ messages: [user('Weather and time in Paris?')], tools, toolChoice: 'auto' }),
+      target,
+      signal(),
+    );
     let body = up.lastRequest()!.body;
-    assert.deepEqual(body.tools, [{ functionDeclarations: [
-      { name: 'get_weather', description: 'Weather for a city', parametersJsonSchema: tools[0].parameters },
-      { name: 'get_time', parametersJsonSchema: tools[1].parameters },
-    ] }]);
+    assert.deepEqual(body.tools, [
+      {
+        functionDeclarations: [
+          { name: 'get_weather', description: 'Weather for a city', parametersJsonSchema: tools[0].parameters },
+          { name: 'get_time', parametersJsonSchema: tools[1].parameters },
+        ],
+      },
+    ]);
     assert.deepEqual(body.toolConfig, { functionCallingConfig: { mode: 'AUTO' } });
     assert.equal(first.finishReason, 'tool_calls');
     assert.equal(first.content, '');
@@ -114,25 +167,44 @@ describe('gemini adapter', () => {
     assert.match(first.toolCalls[0].id, /^call_0_/);
     assert.match(first.toolCalls[1].id, /^call_1_/);
     assert.notEqual(first.toolCalls[0].id, first.toolCalls[1].id);
-    assert.deepEqual(first.toolCalls.map((c) => [c.name, JSON.parse(c.arguments)]), [['get_weather', { city: 'Paris' }], ['get_time', {}]]);
+    assert.deepEqual(
+      first.toolCalls.map((c) => [c.name, JSON.parse(c.arguments)]),
+      [
+        ['get_weather', { city: 'Paris' }],
+        ['get_time', {}],
+      ],
+    );
 
     // The results go back by call id; Gemini wants the function names, found from the assistant turn.
-    const second = await geminiAdapter.complete(request({
-      tools,
-      messages: [
-        user('Weather and time in Paris?'),
-        { role: 'assistant', content: [], toolCalls: first.toolCalls },
-        { role: 'tool', toolCallId: first.toolCalls[1].id, content: [{ type: 'text', text: '12:00' }] },
-        { role: 'tool', toolCallId: first.toolCalls[0].id, content: [{ type: 'text', text: '{"temp_c": 21}' }] },
-      ],
-    }), target, signal());
+    const second = await geminiAdapter.complete(
+      request({
+        tools,
+        messages: [
+          user('Weather and time in Paris?'),
+          { role: 'assistant', content: [], toolCalls: first.toolCalls },
+          { role: 'tool', toolCallId: first.toolCalls[1].id, content: [{ type: 'text', text: '12:00' }] },
+          { role: 'tool', toolCallId: first.toolCalls[0].id, content: [{ type: 'text', text: '{"temp_c": 21}' }] },
+        ],
+      }),
+      target,
+      signal(),
+    );
     body = up.lastRequest()!.body;
     assert.deepEqual(body.contents.slice(1), [
-      { role: 'model', parts: [{ functionCall: { name: 'get_weather', args: { city: 'Paris' } } }, { functionCall: { name: 'get_time', args: {} } }] },
-      { role: 'user', parts: [
-        { functionResponse: { name: 'get_time', response: { result: '12:00' } } },
-        { functionResponse: { name: 'get_weather', response: { temp_c: 21 } } },
-      ] },
+      {
+        role: 'model',
+        parts: [
+          { functionCall: { name: 'get_weather', args: { city: 'Paris' } } },
+          { functionCall: { name: 'get_time', args: {} } },
+        ],
+      },
+      {
+        role: 'user',
+        parts: [
+          { functionResponse: { name: 'get_time', response: { result: '12:00' } } },
+          { functionResponse: { name: 'get_weather', response: { temp_c: 21 } } },
+        ],
+      },
     ]);
     assert.equal(second.content, 'get_time returned {"result":"12:00"}; get_weather returned {"temp_c":21}');
     assert.equal(second.finishReason, 'stop');
@@ -157,26 +229,50 @@ describe('gemini adapter', () => {
     up.script({ toolCalls: [{ id: 'gem-id-1', name: 'f', args: { x: 1 } }] });
     const res = await geminiAdapter.complete(request({ tools: [{ name: 'f' }] }), target, signal());
     assert.equal(res.toolCalls[0].id, 'gem-id-1');
-    await rejects(geminiAdapter.complete(request({
-      messages: [user('x'), { role: 'tool', toolCallId: 'nope', content: [{ type: 'text', text: '1' }] }],
-    }), target, signal()), (e) => {
-      assert.equal(e.status, 400);
-      assert.equal(e.retryable, false);
-    });
+    await rejects(
+      geminiAdapter.complete(
+        request({
+          messages: [user('x'), { role: 'tool', toolCallId: 'nope', content: [{ type: 'text', text: '1' }] }],
+        }),
+        target,
+        signal(),
+      ),
+      (e) => {
+        assert.equal(e.status, 400);
+        assert.equal(e.retryable, false);
+      },
+    );
   });
 
   it('replays calls with the signature bypass for Gemini 3 models', async () => {
-    await geminiAdapter.complete(request({
-      model: 'gemini-3-pro-preview',
-      messages: [user('q'), { role: 'assistant', content: [], toolCalls: [{ id: 'c1', name: 'f', arguments: '{}' }] }, { role: 'tool', toolCallId: 'c1', content: [{ type: 'text', text: 'done' }] }],
-    }), target, signal());
+    await geminiAdapter.complete(
+      request({
+        model: 'gemini-3-pro-preview',
+        messages: [
+          user('q'),
+          { role: 'assistant', content: [], toolCalls: [{ id: 'c1', name: 'f', arguments: '{}' }] },
+          { role: 'tool', toolCallId: 'c1', content: [{ type: 'text', text: 'done' }] },
+        ],
+      }),
+      target,
+      signal(),
+    );
     assert.equal(up.lastRequest()!.body.contents[1].parts[0].thoughtSignature, 'skip_thought_signature_validator');
   });
 
   it('asks for JSON output with the full JSON Schema', async () => {
-    const schema = { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'], additionalProperties: false };
+    const schema = {
+      type: 'object',
+      properties: { answer: { type: 'string' } },
+      required: ['answer'],
+      additionalProperties: false,
+    };
     up.script({ text: '{"answer":"42"}' });
-    const res = await geminiAdapter.complete(request({ responseFormat: { type: 'json_schema', name: 'a', schema, strict: true } }), target, signal());
+    const res = await geminiAdapter.complete(
+      request({ responseFormat: { type: 'json_schema', name: 'a', schema, strict: true } }),
+      target,
+      signal(),
+    );
     assert.deepEqual(JSON.parse(res.content), { answer: '42' });
     const g = up.lastRequest()!.body.generationConfig!;
     assert.equal(g.responseMimeType, 'application/json');
@@ -190,8 +286,15 @@ describe('gemini adapter', () => {
   it('thinks: effort/budget to thinkingConfig, thought parts to reasoning', async () => {
     const m = 'gemini-2.5-flash';
     up.script({ reasoning: 'Let me consider the greeting.', text: 'Hi!' });
-    const res = await geminiAdapter.complete(request({ model: m, maxTokens: 30000, reasoning: { effort: 'medium' } }), target, signal());
-    assert.deepEqual(up.lastRequest()!.body.generationConfig!.thinkingConfig, { thinkingBudget: 8192, includeThoughts: true });
+    const res = await geminiAdapter.complete(
+      request({ model: m, maxTokens: 30000, reasoning: { effort: 'medium' } }),
+      target,
+      signal(),
+    );
+    assert.deepEqual(up.lastRequest()!.body.generationConfig!.thinkingConfig, {
+      thinkingBudget: 8192,
+      includeThoughts: true,
+    });
     assert.equal(res.reasoning, 'Let me consider the greeting.');
     assert.equal(res.content, 'Hi!');
     assert.equal(res.usage?.reasoningTokens, 5);
@@ -199,14 +302,21 @@ describe('gemini adapter', () => {
 
     const cases: Array<[InferenceRequest['reasoning'], unknown, number?]> = [
       [{ enabled: true }, { thinkingBudget: -1, includeThoughts: true }],
-      [{ budgetTokens: 2000, exclude: true }, { thinkingBudget: 2000, includeThoughts: false }],
+      [
+        { budgetTokens: 2000, exclude: true },
+        { thinkingBudget: 2000, includeThoughts: false },
+      ],
       [{ effort: 'high' }, { thinkingBudget: 1000, includeThoughts: true }, 1000],
       [{ effort: 'max' }, { thinkingBudget: 24576, includeThoughts: true }, 60000],
       [{ effort: 'none' }, { thinkingBudget: 0 }],
       [{ enabled: false }, { thinkingBudget: 0 }],
     ];
     for (const [reasoning, config, maxTokens] of cases) {
-      const r = await geminiAdapter.complete(request({ model: m, reasoning, maxTokens: maxTokens ?? 30000 }), target, signal());
+      const r = await geminiAdapter.complete(
+        request({ model: m, reasoning, maxTokens: maxTokens ?? 30000 }),
+        target,
+        signal(),
+      );
       assert.deepEqual(up.lastRequest()!.body.generationConfig!.thinkingConfig, config, JSON.stringify(reasoning));
       if (reasoning?.exclude) assert.equal(r.reasoning, undefined);
     }
@@ -216,17 +326,27 @@ describe('gemini adapter', () => {
 
   it('streams text, reasoning and usage', async () => {
     up.script({ text: 'one two three four five six', reasoning: 'hmm yes', chunks: 3 });
-    const iter = geminiAdapter.stream(request({ model: 'gemini-2.5-flash', reasoning: { enabled: true } }), target, signal());
+    const iter = geminiAdapter.stream(
+      request({ model: 'gemini-2.5-flash', reasoning: { enabled: true } }),
+      target,
+      signal(),
+    );
     assert.equal(up.requests.length, 0, 'no upstream call before the first next()');
     const events = await collect(iter);
     const rec = up.lastRequest()!;
     assert.equal(rec.path, '/v1beta/models/gemini-2.5-flash:streamGenerateContent');
     assert.equal(rec.query.alt, 'sse');
-    assert.deepEqual(events.filter((e) => e.type === 'reasoning'), [{ type: 'reasoning', text: 'hmm yes' }]);
+    assert.deepEqual(
+      events.filter((e) => e.type === 'reasoning'),
+      [{ type: 'reasoning', text: 'hmm yes' }],
+    );
     const texts = events.filter((e) => e.type === 'text');
     assert.equal(texts.length, 3);
     assert.equal(texts.map((e) => (e as { text: string }).text).join(''), 'one two three four five six');
-    assert.deepEqual(events.slice(-2).map((e) => e.type), ['finish', 'usage']);
+    assert.deepEqual(
+      events.slice(-2).map((e) => e.type),
+      ['finish', 'usage'],
+    );
     assert.deepEqual(events.at(-2), { type: 'finish', reason: 'stop' });
     const usage = (events.at(-1) as { usage: { completionTokens: number; reasoningTokens: number } }).usage;
     assert.equal(usage.completionTokens, 8);
@@ -243,7 +363,10 @@ describe('gemini adapter', () => {
     assert.match(call.id!, /^call_0_/);
     assert.equal(call.name, 'get_weather');
     assert.deepEqual(JSON.parse(call.argumentsDelta), { city: 'Oslo', days: 2 });
-    assert.deepEqual(events.find((e) => e.type === 'finish'), { type: 'finish', reason: 'tool_calls' });
+    assert.deepEqual(
+      events.find((e) => e.type === 'finish'),
+      { type: 'finish', reason: 'tool_calls' },
+    );
   });
 
   it('maps safety stops and blocked prompts to content_filter, MAX_TOKENS to length', async () => {
@@ -264,7 +387,10 @@ describe('gemini adapter', () => {
 
     up.script({ finishReason: 'RECITATION', text: 'partial' });
     const streamed = await collect(geminiAdapter.stream(request(), target, signal()));
-    assert.deepEqual(streamed.find((e) => e.type === 'finish'), { type: 'finish', reason: 'content_filter' });
+    assert.deepEqual(
+      streamed.find((e) => e.type === 'finish'),
+      { type: 'finish', reason: 'content_filter' },
+    );
 
     res = await geminiAdapter.complete(request({ maxTokens: 2, messages: [user('a b c d e')] }), target, signal());
     assert.equal(res.finishReason, 'length');
@@ -272,7 +398,14 @@ describe('gemini adapter', () => {
   });
 
   it('maps upstream errors to UpstreamError with the right retryability', async () => {
-    const cases: Array<[number, boolean]> = [[400, false], [403, false], [404, false], [429, true], [500, true], [503, true]];
+    const cases: Array<[number, boolean]> = [
+      [400, false],
+      [403, false],
+      [404, false],
+      [429, true],
+      [500, true],
+      [503, true],
+    ];
     for (const [status, retryable] of cases) {
       up.script({ error: { status } });
       await rejects(geminiAdapter.complete(request(), target, signal()), (e) => {
@@ -282,7 +415,9 @@ describe('gemini adapter', () => {
       });
     }
     up.script({ error: { status: 429 } });
-    await rejects(geminiAdapter.complete(request(), target, signal()), (e) => assert.match(e.message, /Resource has been exhausted/));
+    await rejects(geminiAdapter.complete(request(), target, signal()), (e) =>
+      assert.match(e.message, /Resource has been exhausted/),
+    );
 
     // A wrong key is Google's 400 API_KEY_INVALID: reported as the 401 it means. No key: 403.
     await rejects(geminiAdapter.complete(request(), { ...target, apiKey: 'wrong' }, signal()), (e) => {
@@ -327,7 +462,9 @@ describe('gemini adapter', () => {
     }
     // Cut before anything: from the first next(), so the router can still fall back.
     up.script({ cutAfter: 0, cutMode: 'end' });
-    await rejects(geminiAdapter.stream(request(), target, signal())[Symbol.asyncIterator]().next(), (e) => assert.equal(e.opts.code, 'upstream_stream_cut'));
+    await rejects(geminiAdapter.stream(request(), target, signal())[Symbol.asyncIterator]().next(), (e) =>
+      assert.equal(e.opts.code, 'upstream_stream_cut'),
+    );
   });
 
   it('stops a hanging upstream when aborted', async () => {
@@ -359,14 +496,23 @@ describe('gemini adapter', () => {
 
   it('has a loopback upstream that rejects what the real API rejects', async () => {
     const post = async (body: unknown) => {
-      const r = await fetch(`${up.url}/v1beta/models/gemini-2.0-flash:generateContent`, { method: 'POST', headers: { 'x-goog-api-key': up.apiKey, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const r = await fetch(`${up.url}/v1beta/models/gemini-2.0-flash:generateContent`, {
+        method: 'POST',
+        headers: { 'x-goog-api-key': up.apiKey, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       return { status: r.status, error: ((await r.json()) as { error: { status: string; message: string } }).error };
     };
     let r = await post({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }], generation_config: { max_tokens: 5 } });
     assert.equal(r.status, 400);
     assert.equal(r.error.status, 'INVALID_ARGUMENT');
     assert.match(r.error.message, /Unknown name "max_tokens" at 'generation_config'/);
-    r = await post({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }, { role: 'user', parts: [{ functionResponse: { name: 'f', response: {} } }] }] });
+    r = await post({
+      contents: [
+        { role: 'user', parts: [{ text: 'hi' }] },
+        { role: 'user', parts: [{ functionResponse: { name: 'f', response: {} } }] },
+      ],
+    });
     assert.match(r.error.message, /function response turn comes immediately after a function call turn/);
     r = await post({ contents: [{ role: 'assistant', parts: [{ text: 'hi' }] }] });
     assert.match(r.error.message, /valid role/);
@@ -374,14 +520,23 @@ describe('gemini adapter', () => {
 
   it('inlines data: URL images and base64 documents', async () => {
     const png = tinyPng().toString('base64');
-    await geminiAdapter.complete(request({
-      messages: [{ role: 'user', content: [
-        { type: 'text', text: 'What is this?' },
-        { type: 'image', url: `data:image/png;base64,${png}` },
-        { type: 'image', data: png },
-        { type: 'document', data: Buffer.from('%PDF-1.4').toString('base64'), mediaType: 'application/pdf' },
-      ] }],
-    }), target, signal());
+    await geminiAdapter.complete(
+      request({
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'What is this?' },
+              { type: 'image', url: `data:image/png;base64,${png}` },
+              { type: 'image', data: png },
+              { type: 'document', data: Buffer.from('%PDF-1.4').toString('base64'), mediaType: 'application/pdf' },
+            ],
+          },
+        ],
+      }),
+      target,
+      signal(),
+    );
     assert.deepEqual(up.lastRequest()!.body.contents[0].parts.slice(1), [
       { inlineData: { mimeType: 'image/png', data: png } },
       { inlineData: { mimeType: 'image/png', data: png } },
@@ -422,13 +577,36 @@ describe('gemini adapter', () => {
 
     it('fetches an http(s) image and inlines it (private hosts allowed by the operator)', async () => {
       process.env.SWITCHYARD_FETCH_ALLOW_PRIVATE = '1';
-      await geminiAdapter.complete(request({ messages: [{ role: 'user', content: [{ type: 'text', text: 'see' }, { type: 'image', url: `${mediaUrl}/cat.png` }] }] }), target, signal());
-      assert.deepEqual(up.lastRequest()!.body.contents[0].parts[1], { inlineData: { mimeType: 'image/png', data: tinyPng().toString('base64') } });
-
-      await rejects(geminiAdapter.complete(request({ messages: [{ role: 'user', content: [{ type: 'image', url: `${mediaUrl}/page` }] }] }), target, signal()), (e) => {
-        assert.equal(e.status, 400);
-        assert.equal(e.opts.code, 'invalid_image_url');
+      await geminiAdapter.complete(
+        request({
+          messages: [
+            {
+              role: 'user',
+              content: [
+                { type: 'text', text: 'see' },
+                { type: 'image', url: `${mediaUrl}/cat.png` },
+              ],
+            },
+          ],
+        }),
+        target,
+        signal(),
+      );
+      assert.deepEqual(up.lastRequest()!.body.contents[0].parts[1], {
+        inlineData: { mimeType: 'image/png', data: tinyPng().toString('base64') },
       });
+
+      await rejects(
+        geminiAdapter.complete(
+          request({ messages: [{ role: 'user', content: [{ type: 'image', url: `${mediaUrl}/page` }] }] }),
+          target,
+          signal(),
+        ),
+        (e) => {
+          assert.equal(e.status, 400);
+          assert.equal(e.opts.code, 'invalid_image_url');
+        },
+      );
     });
 
     it('stops fetching an image when the caller aborts', async () => {
@@ -436,20 +614,34 @@ describe('gemini adapter', () => {
       const ac = new AbortController();
       setTimeout(() => ac.abort(), 100);
       const before = up.requests.length;
-      await rejects(geminiAdapter.complete(request({ messages: [{ role: 'user', content: [{ type: 'image', url: `${mediaUrl}/slow` }] }] }), target, ac.signal), (e) => {
-        assert.equal(e.opts.code, 'aborted');
-      });
+      await rejects(
+        geminiAdapter.complete(
+          request({ messages: [{ role: 'user', content: [{ type: 'image', url: `${mediaUrl}/slow` }] }] }),
+          target,
+          ac.signal,
+        ),
+        (e) => {
+          assert.equal(e.opts.code, 'aborted');
+        },
+      );
       assert.equal(up.requests.length, before);
     });
 
     it('refuses a private image URL by default, as a 400 invalid_image_url', async () => {
       delete process.env.SWITCHYARD_FETCH_ALLOW_PRIVATE;
       const before = up.requests.length;
-      await rejects(geminiAdapter.complete(request({ messages: [{ role: 'user', content: [{ type: 'image', url: `${mediaUrl}/cat.png` }] }] }), target, signal()), (e) => {
-        assert.equal(e.status, 400);
-        assert.equal(e.retryable, false);
-        assert.equal(e.opts.code, 'invalid_image_url');
-      });
+      await rejects(
+        geminiAdapter.complete(
+          request({ messages: [{ role: 'user', content: [{ type: 'image', url: `${mediaUrl}/cat.png` }] }] }),
+          target,
+          signal(),
+        ),
+        (e) => {
+          assert.equal(e.status, 400);
+          assert.equal(e.retryable, false);
+          assert.equal(e.opts.code, 'invalid_image_url');
+        },
+      );
       assert.equal(up.requests.length, before, 'nothing was sent upstream');
     });
   });
@@ -499,7 +691,11 @@ describe('safeFetch', () => {
     return new Promise<void>((r) => server.close(() => r()));
   });
 
-  async function refused(url: string, reason: MediaFetchError['reason'], opts: Parameters<typeof safeFetch>[1] = {}): Promise<void> {
+  async function refused(
+    url: string,
+    reason: MediaFetchError['reason'],
+    opts: Parameters<typeof safeFetch>[1] = {},
+  ): Promise<void> {
     try {
       await safeFetch(url, { timeoutMs: 5000, ...opts });
     } catch (err) {
@@ -524,10 +720,28 @@ describe('safeFetch', () => {
   });
 
   it('classifies addresses', () => {
-    for (const a of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.1.1', '100.64.0.1', '169.254.169.254', '0.0.0.0', '::1', '::', 'fd12::1', 'fe80::1', '::ffff:10.0.0.1', '::ffff:7f00:1', '64:ff9b::a00:1', '224.0.0.1']) {
+    for (const a of [
+      '127.0.0.1',
+      '10.1.2.3',
+      '172.16.0.1',
+      '172.31.255.255',
+      '192.168.1.1',
+      '100.64.0.1',
+      '169.254.169.254',
+      '0.0.0.0',
+      '::1',
+      '::',
+      'fd12::1',
+      'fe80::1',
+      '::ffff:10.0.0.1',
+      '::ffff:7f00:1',
+      '64:ff9b::a00:1',
+      '224.0.0.1',
+    ]) {
       assert.equal(isAllowedAddress(a), false, a);
     }
-    for (const a of ['8.8.8.8', '1.1.1.1', '172.32.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8']) assert.equal(isAllowedAddress(a), true, a);
+    for (const a of ['8.8.8.8', '1.1.1.1', '172.32.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8'])
+      assert.equal(isAllowedAddress(a), true, a);
     assert.equal(isAllowedAddress('10.1.2.3', ['10.1.2.0/24']), true);
     assert.equal(isAllowedAddress('10.1.3.3', ['10.1.2.0/24']), false);
     assert.equal(isAllowedAddress('not-an-ip', true), false);
@@ -542,9 +756,15 @@ describe('safeFetch', () => {
     assert.equal(redirected.url, `${base}/img`);
 
     // 127.0.0.1 is allowed here, but a redirect still cannot lead elsewhere in private space.
-    await refused(`${base}/redirect?to=${encodeURIComponent('http://10.0.0.1/x.png')}`, 'forbidden_address', { allowPrivate: allow });
-    await refused(`${base}/redirect?to=${encodeURIComponent(`http://[::1]:${port}/img`)}`, 'forbidden_address', { allowPrivate: allow });
-    await refused(`${base}/redirect?to=${encodeURIComponent('http://169.254.169.254/')}`, 'forbidden_address', { allowPrivate: allow });
+    await refused(`${base}/redirect?to=${encodeURIComponent('http://10.0.0.1/x.png')}`, 'forbidden_address', {
+      allowPrivate: allow,
+    });
+    await refused(`${base}/redirect?to=${encodeURIComponent(`http://[::1]:${port}/img`)}`, 'forbidden_address', {
+      allowPrivate: allow,
+    });
+    await refused(`${base}/redirect?to=${encodeURIComponent('http://169.254.169.254/')}`, 'forbidden_address', {
+      allowPrivate: allow,
+    });
     await refused(`${base}/loop`, 'too_many_redirects', { allowPrivate: allow });
   });
 
@@ -561,7 +781,10 @@ describe('safeFetch', () => {
   it('enforces the size limit, declared or streamed', async () => {
     await refused(`${base}/big`, 'too_large', { allowPrivate: true, maxBytes: 1000 });
     await refused(`${base}/big-chunked`, 'too_large', { allowPrivate: true, maxBytes: 4000 });
-    assert.equal((await safeFetch(`${base}/big-chunked`, { allowPrivate: true, maxBytes: 10_000 })).data.length, 10_000);
+    assert.equal(
+      (await safeFetch(`${base}/big-chunked`, { allowPrivate: true, maxBytes: 10_000 })).data.length,
+      10_000,
+    );
     await refused(`${base}/missing`, 'http_status', { allowPrivate: true });
   });
 
@@ -582,5 +805,8 @@ async function waitFor(cond: () => boolean, ms = 3000): Promise<void> {
 
 /** A real 1×1 PNG. */
 function tinyPng(): Buffer {
-  return Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
+  return Buffer.from(
+    'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
+    'base64',
+  );
 }

@@ -49,13 +49,15 @@ async function rejectsUpstream(p: Promise<unknown>, check: (e: UpstreamError) =>
 const noEnd = () => ({ '2': -100 });
 
 /** The first next() of a stream, where the adapter contract puts any failure to start. */
-const firstEvent = (req: InferenceRequest, t = target) => localAdapter.stream(req, t, signal())[Symbol.asyncIterator]().next();
+const firstEvent = (req: InferenceRequest, t = target) =>
+  localAdapter.stream(req, t, signal())[Symbol.asyncIterator]().next();
 
 describe('local provider (llama.cpp in-process, stories260K)', function () {
   this.timeout(30_000);
 
   before(function () {
-    if (!findLocalModel(MODEL)) throw new Error(`${MODEL} is not on the model search path (LOCAL_MODELS_DIR or ../shared/models)`);
+    if (!findLocalModel(MODEL))
+      throw new Error(`${MODEL} is not on the model search path (LOCAL_MODELS_DIR or ../shared/models)`);
   });
 
   describe('completion', () => {
@@ -67,8 +69,12 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
       assert.equal(r.logprobs, undefined);
     });
 
-    it('reports the tokenizer\'s real counts', async () => {
-      const r = await localAdapter.complete(request({ maxTokens: 30, sampling: { temperature: 0, logprobs: true } }), target, signal());
+    it("reports the tokenizer's real counts", async () => {
+      const r = await localAdapter.complete(
+        request({ maxTokens: 30, sampling: { temperature: 0, logprobs: true } }),
+        target,
+        signal(),
+      );
       const promptText = await countTokens(MODEL, 'Once upon a time');
       assert.equal(promptText, 4);
       assert.equal(r.usage!.promptTokens, promptText + 1, 'the prompt plus the start token');
@@ -92,14 +98,22 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
       const full = await localAdapter.complete(request({ maxTokens: 60 }), target, signal());
       const at = full.content.indexOf('Lily');
       assert.ok(at > 0, `the greedy story names Lily: ${full.content}`);
-      const r = await localAdapter.complete(request({ maxTokens: 60, sampling: { temperature: 0, stop: ['Lily', 'never seen'] } }), target, signal());
+      const r = await localAdapter.complete(
+        request({ maxTokens: 60, sampling: { temperature: 0, stop: ['Lily', 'never seen'] } }),
+        target,
+        signal(),
+      );
       assert.equal(r.finishReason, 'stop');
       assert.equal(r.content, full.content.slice(0, at));
       assert.ok(r.usage!.completionTokens < 60);
     });
 
     it('uses a legacy prompt verbatim', async () => {
-      const viaPrompt = await localAdapter.complete(request({ messages: [], prompt: 'Once upon a time' }), target, signal());
+      const viaPrompt = await localAdapter.complete(
+        request({ messages: [], prompt: 'Once upon a time' }),
+        target,
+        signal(),
+      );
       const viaMessage = await localAdapter.complete(request(), target, signal());
       assert.equal(viaPrompt.content, viaMessage.content);
       assert.equal(viaPrompt.usage!.promptTokens, 5);
@@ -112,7 +126,11 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
       assert.equal(r.usage!.promptTokens, (await countTokens(MODEL, 'Tom had a red ball.\n\nOne day, Tom')) + 1);
       assert.equal(await countPromptTokens(MODEL, req), r.usage!.promptTokens);
       // an assistant turn at the end is continued, not answered
-      const prefill = await localAdapter.complete(request({ messages: [user('Once upon a time'), assistant('there was a')] }), target, signal());
+      const prefill = await localAdapter.complete(
+        request({ messages: [user('Once upon a time'), assistant('there was a')] }),
+        target,
+        signal(),
+      );
       assert.equal(prefill.usage!.promptTokens, (await countTokens(MODEL, 'Once upon a time\n\nthere was a')) + 1);
     });
 
@@ -121,21 +139,33 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
       const a = await localAdapter.complete(seeded, target, signal());
       const b = await localAdapter.complete(seeded, target, signal());
       assert.equal(a.content, b.content);
-      const unseeded = await Promise.all([1, 2, 3].map(() => localAdapter.complete(request({ maxTokens: 40, sampling: { temperature: 1.5 } }), target, signal())));
+      const unseeded = await Promise.all(
+        [1, 2, 3].map(() =>
+          localAdapter.complete(request({ maxTokens: 40, sampling: { temperature: 1.5 } }), target, signal()),
+        ),
+      );
       assert.ok(new Set(unseeded.map((r) => r.content)).size > 1, 'unseeded samples differ');
     });
   });
 
   describe('logprobs', () => {
-    it('are the model\'s next-token probabilities, with sorted alternatives', async () => {
-      const r = await localAdapter.complete(request({ maxTokens: 12, sampling: { temperature: 0, logprobs: true, topLogprobs: 3 } }), target, signal());
+    it("are the model's next-token probabilities, with sorted alternatives", async () => {
+      const r = await localAdapter.complete(
+        request({ maxTokens: 12, sampling: { temperature: 0, logprobs: true, topLogprobs: 3 } }),
+        target,
+        signal(),
+      );
       assert.equal(r.logprobs!.length, 12);
       assert.equal(r.logprobs!.map((l) => l.token).join(''), r.content, 'token texts keep their leading spaces');
       for (const l of r.logprobs!) {
         assert.ok(l.logprob <= 0 && Number.isFinite(l.logprob));
         assert.equal(l.topLogprobs!.length, 3);
         const tops = l.topLogprobs!.map((t) => t.logprob);
-        assert.deepEqual(tops, [...tops].sort((x, y) => y - x), 'most likely first');
+        assert.deepEqual(
+          tops,
+          [...tops].sort((x, y) => y - x),
+          'most likely first',
+        );
         // greedy: the chosen token is the most likely one
         assert.equal(l.topLogprobs![0].token, l.token);
         assert.equal(l.topLogprobs![0].logprob, l.logprob);
@@ -149,7 +179,11 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
     });
 
     it('give no alternatives when topLogprobs is not asked for', async () => {
-      const r = await localAdapter.complete(request({ maxTokens: 4, sampling: { temperature: 0, logprobs: true } }), target, signal());
+      const r = await localAdapter.complete(
+        request({ maxTokens: 4, sampling: { temperature: 0, logprobs: true } }),
+        target,
+        signal(),
+      );
       assert.equal(r.logprobs!.length, 4);
       assert.ok(r.logprobs!.every((l) => l.topLogprobs === undefined && l.logprob <= 0));
     });
@@ -164,7 +198,10 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
         const texts = events.filter((e) => e.type === 'text');
         assert.ok(texts.length >= 10, `several text events, got ${texts.length}`);
         assert.equal(textOf(events), whole.content);
-        assert.deepEqual(events.slice(-2).map((e) => e.type), ['finish', 'usage']);
+        assert.deepEqual(
+          events.slice(-2).map((e) => e.type),
+          ['finish', 'usage'],
+        );
         assert.deepEqual(events.at(-2), { type: 'finish', reason: 'length' });
         const usage = events.at(-1) as Extract<StreamEvent, { type: 'usage' }>;
         assert.equal(usage.usage.promptTokens, 5);
@@ -173,8 +210,14 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
     });
 
     it('attaches logprobs to the text events', async () => {
-      const events = await collect(localAdapter.stream(request({ maxTokens: 20, sampling: { temperature: 0, logprobs: true, topLogprobs: 2 } }), target, signal()));
-      const lps = events.flatMap((e) => (e.type === 'text' ? e.logprobs ?? [] : []));
+      const events = await collect(
+        localAdapter.stream(
+          request({ maxTokens: 20, sampling: { temperature: 0, logprobs: true, topLogprobs: 2 } }),
+          target,
+          signal(),
+        ),
+      );
+      const lps = events.flatMap((e) => (e.type === 'text' ? (e.logprobs ?? []) : []));
       assert.equal(lps.length, 20);
       assert.equal(lps.map((l) => l.token).join(''), textOf(events));
       assert.ok(lps.every((l) => l.logprob <= 0 && l.topLogprobs!.length === 2));
@@ -193,7 +236,10 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
       const lm = await localModel(MODEL);
       const ac = new AbortController();
       // as long a story as the context allows, the end token banned: seconds of work
-      const req = request({ maxTokens: lm.contextSize - 5, sampling: { temperature: 0.8, seed: 1, logitBias: noEnd() } });
+      const req = request({
+        maxTokens: lm.contextSize - 5,
+        sampling: { temperature: 0.8, seed: 1, logitBias: noEnd() },
+      });
       const it = localAdapter.stream(req, target, ac.signal)[Symbol.asyncIterator]();
       for (let i = 0; i < 3; i++) assert.equal((await it.next()).value?.type, 'text');
       const t0 = Date.now();
@@ -216,7 +262,13 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
     it('an abort while waiting for a busy model leaves the queue', async () => {
       const lm = await localModel(MODEL);
       const total = lm.context.totalSequences;
-      const busy = Array.from({ length: total }, () => localAdapter.complete(request({ maxTokens: 300, sampling: { temperature: 0, logitBias: noEnd() } }), target, signal()));
+      const busy = Array.from({ length: total }, () =>
+        localAdapter.complete(
+          request({ maxTokens: 300, sampling: { temperature: 0, logitBias: noEnd() } }),
+          target,
+          signal(),
+        ),
+      );
       const ac = new AbortController();
       const waiting = localAdapter.complete(request(), target, ac.signal);
       await new Promise((r) => setTimeout(r, 5));
@@ -227,7 +279,11 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
     });
 
     it('a timeout (AbortSignal.timeout) is a retryable 504', async () => {
-      const events = localAdapter.stream(request({ maxTokens: 1500, sampling: { temperature: 0, logitBias: noEnd() } }), target, AbortSignal.timeout(50));
+      const events = localAdapter.stream(
+        request({ maxTokens: 1500, sampling: { temperature: 0, logitBias: noEnd() } }),
+        target,
+        AbortSignal.timeout(50),
+      );
       await rejectsUpstream(collect(events), (e) => {
         assert.equal(e.status, 504);
         assert.equal(e.retryable, true);
@@ -238,11 +294,22 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
 
   describe('concurrency', () => {
     it('serves concurrent requests without mixing them up', async () => {
-      const prompts = ['Once upon a time', 'The little dog', 'Tom and Sue went to the park', 'One day, a girl named Mia'];
+      const prompts = [
+        'Once upon a time',
+        'The little dog',
+        'Tom and Sue went to the park',
+        'One day, a girl named Mia',
+      ];
       const alone: string[] = [];
-      for (const p of prompts) alone.push((await localAdapter.complete(request({ messages: [user(p)] }), target, signal())).content);
-      const together = await Promise.all(prompts.map((p) => localAdapter.complete(request({ messages: [user(p)] }), target, signal())));
-      assert.deepEqual(together.map((r) => r.content), alone);
+      for (const p of prompts)
+        alone.push((await localAdapter.complete(request({ messages: [user(p)] }), target, signal())).content);
+      const together = await Promise.all(
+        prompts.map((p) => localAdapter.complete(request({ messages: [user(p)] }), target, signal())),
+      );
+      assert.deepEqual(
+        together.map((r) => r.content),
+        alone,
+      );
       assert.ok(together.every((r) => r.usage!.completionTokens === 40));
     });
   });
@@ -250,9 +317,25 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
   describe('what it refuses', () => {
     const refusals: Array<[string, Partial<InferenceRequest>]> = [
       ['tools', { tools: [{ name: 'get_weather', parameters: { type: 'object' } }] }],
-      ['images', { messages: [{ role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type: 'image', url: 'https://example.com/cat.png' }] }] }],
+      [
+        'images',
+        {
+          messages: [
+            {
+              role: 'user',
+              content: [
+                { type: 'text', text: 'What is this?' },
+                { type: 'image', url: 'https://example.com/cat.png' },
+              ],
+            },
+          ],
+        },
+      ],
       ['json_schema', { responseFormat: { type: 'json_schema', name: 'story', schema: { type: 'object' } } }],
-      ['tool results', { messages: [user('hi'), { role: 'tool', toolCallId: 'call_1', content: [{ type: 'text', text: '42' }] }] }],
+      [
+        'tool results',
+        { messages: [user('hi'), { role: 'tool', toolCallId: 'call_1', content: [{ type: 'text', text: '42' }] }] },
+      ],
     ];
     for (const [what, over] of refusals) {
       it(`refuses ${what} with a 400, also from a stream's first next()`, async () => {
@@ -272,7 +355,12 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
       await rejectsUpstream(localAdapter.complete(request({ maxTokens: lm.contextSize }), target, signal()), (e) => {
         assert.equal(e.status, 400);
         assert.equal(e.opts.code, 'context_length_exceeded');
-        assert.match(e.message, new RegExp(`${lm.contextSize + 5} tokens \\(5 in the prompt \\+ ${lm.contextSize} max output\\).*context of ${lm.contextSize}`));
+        assert.match(
+          e.message,
+          new RegExp(
+            `${lm.contextSize + 5} tokens \\(5 in the prompt \\+ ${lm.contextSize} max output\\).*context of ${lm.contextSize}`,
+          ),
+        );
       });
     });
 
@@ -302,27 +390,42 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
     before(() => {
       // stories260K plus a ChatML template in its metadata: the template path on a real model
       templated = path.join(os.tmpdir(), `stories260K-chatml-${process.pid}.gguf`);
-      writeFileSync(templated, withMetadataString(readFileSync(findLocalModel(MODEL)!), 'tokenizer.chat_template', CHATML));
+      writeFileSync(
+        templated,
+        withMetadataString(readFileSync(findLocalModel(MODEL)!), 'tokenizer.chat_template', CHATML),
+      );
     });
 
     it('renders messages with the template', async () => {
-      const req = request({ model: templated, messages: [system('You tell stories.'), user('Once upon a time')], maxTokens: 20 });
+      const req = request({
+        model: templated,
+        messages: [system('You tell stories.'), user('Once upon a time')],
+        maxTokens: 20,
+      });
       const r = await localAdapter.complete(req, { ...target, options: {} }, signal());
       const plain = (await countTokens(MODEL, 'You tell stories.\n\nOnce upon a time')) + 1;
       assert.equal(r.usage!.promptTokens, await countPromptTokens(templated, req));
       // the role markers and turn separators of ChatML are in the prompt
-      assert.ok(r.usage!.promptTokens > plain + 10, `templated prompt ${r.usage!.promptTokens} tokens vs plain ${plain}`);
+      assert.ok(
+        r.usage!.promptTokens > plain + 10,
+        `templated prompt ${r.usage!.promptTokens} tokens vs plain ${plain}`,
+      );
       assert.ok(r.usage!.completionTokens > 0);
       assert.ok(['stop', 'length'].includes(r.finishReason));
       // a legacy prompt stays verbatim even on a chat model
-      const raw = await localAdapter.complete(request({ model: templated, messages: [], prompt: 'Once upon a time' }), { ...target, options: {} }, signal());
+      const raw = await localAdapter.complete(
+        request({ model: templated, messages: [], prompt: 'Once upon a time' }),
+        { ...target, options: {} },
+        signal(),
+      );
       assert.equal(raw.usage!.promptTokens, 5);
     });
   });
 });
 
-const CHATML = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}"
-  + "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+const CHATML =
+  "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}" +
+  "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
 /**
  * A copy of a GGUF file with one more string metadata entry. The layout: header (magic, version,

@@ -12,7 +12,11 @@ import type { OpenAIUpstream } from '../support/upstreams/openai.js';
 
 const user = (text: string): Message => ({ role: 'user', content: [{ type: 'text', text }] });
 const request = (over: Partial<InferenceRequest> = {}): InferenceRequest => ({
-  model: 'gpt-4o-mini', messages: [user('hello there')], maxTokens: 64, sampling: {}, ...over,
+  model: 'gpt-4o-mini',
+  messages: [user('hello there')],
+  maxTokens: 64,
+  sampling: {},
+  ...over,
 });
 const live = () => new AbortController().signal;
 
@@ -32,7 +36,11 @@ async function rejection(p: Promise<unknown>): Promise<UpstreamError> {
   assert.fail('expected a rejection');
 }
 
-const weatherTool = { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };
+const weatherTool = {
+  name: 'get_weather',
+  description: 'Weather for a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+};
 
 describe('OpenAI-compatible adapter', () => {
   // `up` answers like api.openai.com (`strict`: any field it does not know is a 400);
@@ -58,41 +66,73 @@ describe('OpenAI-compatible adapter', () => {
   });
 
   it('completes a chat: content, finish, usage, id, and the request as OpenAI expects it', async () => {
-    const r = await openaiAdapter.complete(request({ user: 'end-user-7', sampling: { temperature: 0.2, seed: 3, stop: ['\n\n'] } }), openai, live());
+    const r = await openaiAdapter.complete(
+      request({ user: 'end-user-7', sampling: { temperature: 0.2, seed: 3, stop: ['\n\n'] } }),
+      openai,
+      live(),
+    );
     assert.equal(r.content, 'Echo: hello there');
     assert.equal(r.finishReason, 'stop');
     assert.deepEqual(r.toolCalls, []);
-    assert.deepEqual(r.usage, { promptTokens: 2, cachedTokens: 0, cacheWriteTokens: 0, completionTokens: 3, reasoningTokens: 0 });
+    assert.deepEqual(r.usage, {
+      promptTokens: 2,
+      cachedTokens: 0,
+      cacheWriteTokens: 0,
+      completionTokens: 3,
+      reasoningTokens: 0,
+    });
     assert.match(r.upstreamId!, /^chatcmpl-/);
     const got = up.last();
     assert.equal(got.path, '/v1/chat/completions');
     assert.equal(got.headers.authorization, `Bearer ${up.apiKey}`);
     assert.deepEqual(got.body, {
-      model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello there' }], max_completion_tokens: 64,
-      temperature: 0.2, seed: 3, stop: ['\n\n'], user: 'end-user-7',
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'hello there' }],
+      max_completion_tokens: 64,
+      temperature: 0.2,
+      seed: 3,
+      stop: ['\n\n'],
+      user: 'end-user-7',
     });
   });
 
   it('translates system turns, names, images (data: and http) and documents', async () => {
-    await openaiAdapter.complete(request({
-      messages: [
-        { role: 'system', content: [{ type: 'text', text: 'Be brief.' }, { type: 'text', text: 'Be kind.' }] },
-        {
-          role: 'user', name: 'ada',
-          content: [
-            { type: 'text', text: 'What is in these?' },
-            { type: 'image', data: 'iVBORw0KGgo=', mediaType: 'image/png', detail: 'low' },
-            { type: 'image', url: 'https://example.com/cat.jpg' },
-            { type: 'document', data: Buffer.from('plain notes').toString('base64'), mediaType: 'text/plain', title: 'notes.txt' },
-            { type: 'document', data: 'JVBERi0=', mediaType: 'application/pdf' },
-          ],
-        },
-      ],
-    }), openai, live());
+    await openaiAdapter.complete(
+      request({
+        messages: [
+          {
+            role: 'system',
+            content: [
+              { type: 'text', text: 'Be brief.' },
+              { type: 'text', text: 'Be kind.' },
+            ],
+          },
+          {
+            role: 'user',
+            name: 'ada',
+            content: [
+              { type: 'text', text: 'What is in these?' },
+              { type: 'image', data: 'iVBORw0KGgo=', mediaType: 'image/png', detail: 'low' },
+              { type: 'image', url: 'https://example.com/cat.jpg' },
+              {
+                type: 'document',
+                data: Buffer.from('plain notes').toString('base64'),
+                mediaType: 'text/plain',
+                title: 'notes.txt',
+              },
+              { type: 'document', data: 'JVBERi0=', mediaType: 'application/pdf' },
+            ],
+          },
+        ],
+      }),
+      openai,
+      live(),
+    );
     assert.deepEqual(up.last().body.messages, [
       { role: 'system', content: 'Be brief.\nBe kind.' },
       {
-        role: 'user', name: 'ada',
+        role: 'user',
+        name: 'ada',
         content: [
           { type: 'text', text: 'What is in these?' },
           { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=', detail: 'low' } },
@@ -106,9 +146,16 @@ describe('OpenAI-compatible adapter', () => {
 
   it('round-trips a tool call: tools and choice out, the call back, then the call and its result as history', async () => {
     up.script({ toolCalls: [{ id: 'call_abc', name: 'get_weather', arguments: '{"city":"Paris"}' }] });
-    const first = await openaiAdapter.complete(request({
-      messages: [user('Weather in Paris?')], tools: [weatherTool], toolChoice: { name: 'get_weather' }, parallelToolCalls: false,
-    }), openai, live());
+    const first = await openaiAdapter.complete(
+      request({
+        messages: [user('Weather in Paris?')],
+        tools: [weatherTool],
+        toolChoice: { name: 'get_weather' },
+        parallelToolCalls: false,
+      }),
+      openai,
+      live(),
+    );
     assert.equal(first.finishReason, 'tool_calls');
     assert.deepEqual(first.toolCalls, [{ id: 'call_abc', name: 'get_weather', arguments: '{"city":"Paris"}' }]);
     assert.equal(first.content, '');
@@ -117,19 +164,30 @@ describe('OpenAI-compatible adapter', () => {
     assert.deepEqual(sent.tool_choice, { type: 'function', function: { name: 'get_weather' } });
     assert.equal(sent.parallel_tool_calls, false);
 
-    const second = await openaiAdapter.complete(request({
-      messages: [
-        user('Weather in Paris?'),
-        { role: 'assistant', content: [], toolCalls: first.toolCalls },
-        { role: 'tool', toolCallId: 'call_abc', content: [{ type: 'text', text: '{"temp_c":21}' }] },
-      ],
-      tools: [weatherTool], toolChoice: 'auto',
-    }), openai, live());
+    const second = await openaiAdapter.complete(
+      request({
+        messages: [
+          user('Weather in Paris?'),
+          { role: 'assistant', content: [], toolCalls: first.toolCalls },
+          { role: 'tool', toolCallId: 'call_abc', content: [{ type: 'text', text: '{"temp_c":21}' }] },
+        ],
+        tools: [weatherTool],
+        toolChoice: 'auto',
+      }),
+      openai,
+      live(),
+    );
     assert.equal(second.finishReason, 'stop');
     const history = up.last().body;
     assert.equal(history.tool_choice, 'auto');
     assert.deepEqual(history.messages.slice(1), [
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_abc', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_abc', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } },
+        ],
+      },
       { role: 'tool', tool_call_id: 'call_abc', content: '{"temp_c":21}' },
     ]);
   });
@@ -141,9 +199,21 @@ describe('OpenAI-compatible adapter', () => {
   });
 
   it('passes json_schema and json_object output formats through', async () => {
-    const schema = { type: 'object', properties: { echo: { type: 'string' } }, required: ['echo'], additionalProperties: false };
-    const r = await openaiAdapter.complete(request({ responseFormat: { type: 'json_schema', name: 'echo', schema, strict: true } }), openai, live());
-    assert.deepEqual(up.last().body.response_format, { type: 'json_schema', json_schema: { name: 'echo', schema, strict: true } });
+    const schema = {
+      type: 'object',
+      properties: { echo: { type: 'string' } },
+      required: ['echo'],
+      additionalProperties: false,
+    };
+    const r = await openaiAdapter.complete(
+      request({ responseFormat: { type: 'json_schema', name: 'echo', schema, strict: true } }),
+      openai,
+      live(),
+    );
+    assert.deepEqual(up.last().body.response_format, {
+      type: 'json_schema',
+      json_schema: { name: 'echo', schema, strict: true },
+    });
     assert.deepEqual(JSON.parse(r.content), { echo: 'hello there' });
     await openaiAdapter.complete(request({ responseFormat: { type: 'json_object' } }), openai, live());
     assert.deepEqual(up.last().body.response_format, { type: 'json_object' });
@@ -156,7 +226,10 @@ describe('OpenAI-compatible adapter', () => {
       { type: 'text', text: ' hello' },
       { type: 'text', text: ' there' },
       { type: 'finish', reason: 'stop' },
-      { type: 'usage', usage: { promptTokens: 2, cachedTokens: 0, cacheWriteTokens: 0, completionTokens: 3, reasoningTokens: 0 } },
+      {
+        type: 'usage',
+        usage: { promptTokens: 2, cachedTokens: 0, cacheWriteTokens: 0, completionTokens: 3, reasoningTokens: 0 },
+      },
     ]);
     assert.equal(up.last().body.stream, true);
     assert.deepEqual(up.last().body.stream_options, { include_usage: true });
@@ -164,7 +237,12 @@ describe('OpenAI-compatible adapter', () => {
   });
 
   it('streams tool-call deltas: id and name first, then argument pieces by index', async () => {
-    up.script({ toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' }, { id: 'call_2', name: 'get_weather', arguments: '{"city":"Rome"}' }] });
+    up.script({
+      toolCalls: [
+        { id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' },
+        { id: 'call_2', name: 'get_weather', arguments: '{"city":"Rome"}' },
+      ],
+    });
     const events = await collect(openaiAdapter.stream(request({ tools: [weatherTool] }), openai, live()));
     const calls = events.filter((e): e is Extract<StreamEvent, { type: 'tool_call' }> => e.type === 'tool_call');
     assert.deepEqual(calls[0], { type: 'tool_call', index: 0, id: 'call_1', name: 'get_weather', argumentsDelta: '' });
@@ -178,20 +256,36 @@ describe('OpenAI-compatible adapter', () => {
       const a = assembled.get(c.index) ?? { args: '' };
       assembled.set(c.index, { id: a.id ?? c.id, name: a.name ?? c.name, args: a.args + c.argumentsDelta });
     }
-    assert.deepEqual([...assembled.values()], [
-      { id: 'call_1', name: 'get_weather', args: '{"city":"Paris"}' },
-      { id: 'call_2', name: 'get_weather', args: '{"city":"Rome"}' },
-    ]);
+    assert.deepEqual(
+      [...assembled.values()],
+      [
+        { id: 'call_1', name: 'get_weather', args: '{"city":"Paris"}' },
+        { id: 'call_2', name: 'get_weather', args: '{"city":"Rome"}' },
+      ],
+    );
     assert.deepEqual(events.at(-2), { type: 'finish', reason: 'tool_calls' });
   });
 
   it('reads reasoning under either name, and drops it when asked to exclude it', async () => {
-    selfHosted.script({ reasoning: 'Think first.', reasoningField: 'reasoning_content' }, { reasoning: 'Think again.', reasoningField: 'reasoning' });
+    selfHosted.script(
+      { reasoning: 'Think first.', reasoningField: 'reasoning_content' },
+      { reasoning: 'Think again.', reasoningField: 'reasoning' },
+    );
     const a = await openaiAdapter.complete(request(), vllm, live());
     assert.equal(a.reasoning, 'Think first.');
     const events = await collect(openaiAdapter.stream(request(), vllm, live()));
-    assert.equal(events.filter((e) => e.type === 'reasoning').map((e) => (e as { text: string }).text).join(''), 'Think again.');
-    assert.equal(events.findIndex((e) => e.type === 'reasoning'), 0, 'reasoning comes before the answer');
+    assert.equal(
+      events
+        .filter((e) => e.type === 'reasoning')
+        .map((e) => (e as { text: string }).text)
+        .join(''),
+      'Think again.',
+    );
+    assert.equal(
+      events.findIndex((e) => e.type === 'reasoning'),
+      0,
+      'reasoning comes before the answer',
+    );
 
     selfHosted.script({ reasoning: 'Secret.' }, { reasoning: 'Secret.' });
     const hidden = await openaiAdapter.complete(request({ reasoning: { exclude: true } }), vllm, live());
@@ -201,11 +295,25 @@ describe('OpenAI-compatible adapter', () => {
   });
 
   it('normalizes usage with cached and reasoning tokens, and reports none as null', async () => {
-    up.script({
-      usage: { prompt_tokens: 1200, completion_tokens: 300, total_tokens: 1500, prompt_tokens_details: { cached_tokens: 1024 }, completion_tokens_details: { reasoning_tokens: 256 } },
-    }, { usage: null }, { usage: null });
+    up.script(
+      {
+        usage: {
+          prompt_tokens: 1200,
+          completion_tokens: 300,
+          total_tokens: 1500,
+          prompt_tokens_details: { cached_tokens: 1024 },
+          completion_tokens_details: { reasoning_tokens: 256 },
+        },
+      },
+      { usage: null },
+      { usage: null },
+    );
     assert.deepEqual((await openaiAdapter.complete(request(), openai, live())).usage, {
-      promptTokens: 1200, cachedTokens: 1024, cacheWriteTokens: 0, completionTokens: 300, reasoningTokens: 256,
+      promptTokens: 1200,
+      cachedTokens: 1024,
+      cacheWriteTokens: 0,
+      completionTokens: 300,
+      reasoningTokens: 256,
     });
     assert.equal((await openaiAdapter.complete(request(), openai, live())).usage, null);
     const events = await collect(openaiAdapter.stream(request(), openai, live()));
@@ -214,10 +322,20 @@ describe('OpenAI-compatible adapter', () => {
   });
 
   it('maps vendor finish reasons and the output cap', async () => {
-    selfHosted.script({ finishReason: 'eos' }, { finishReason: 'function_call', toolCalls: [{ name: 'f', arguments: '{}' }] }, { finishReason: 'stop', toolCalls: [{ name: 'f', arguments: '{}' }] });
+    selfHosted.script(
+      { finishReason: 'eos' },
+      { finishReason: 'function_call', toolCalls: [{ name: 'f', arguments: '{}' }] },
+      { finishReason: 'stop', toolCalls: [{ name: 'f', arguments: '{}' }] },
+    );
     assert.equal((await openaiAdapter.complete(request(), vllm, live())).finishReason, 'stop');
-    assert.equal((await openaiAdapter.complete(request({ tools: [weatherTool] }), vllm, live())).finishReason, 'tool_calls');
-    assert.equal((await openaiAdapter.complete(request({ tools: [weatherTool] }), vllm, live())).finishReason, 'tool_calls');
+    assert.equal(
+      (await openaiAdapter.complete(request({ tools: [weatherTool] }), vllm, live())).finishReason,
+      'tool_calls',
+    );
+    assert.equal(
+      (await openaiAdapter.complete(request({ tools: [weatherTool] }), vllm, live())).finishReason,
+      'tool_calls',
+    );
     const capped = await openaiAdapter.complete(request({ maxTokens: 2 }), vllm, live());
     assert.equal(capped.finishReason, 'length');
     assert.equal(capped.content, 'Echo: hello');
@@ -231,11 +349,17 @@ describe('OpenAI-compatible adapter', () => {
     assert.equal(r.logprobs![1].token, ' hello');
     assert.equal(r.logprobs![1].logprob, -0.2);
     assert.deepEqual(r.logprobs![1].bytes, [...Buffer.from(' hello')]);
-    assert.deepEqual(r.logprobs![1].topLogprobs!.map((t) => t.token), [' hello', ' hello~1']);
+    assert.deepEqual(
+      r.logprobs![1].topLogprobs!.map((t) => t.token),
+      [' hello', ' hello~1'],
+    );
   });
 
   describe('vendor quirks', () => {
-    const sampled = request({ sampling: { temperature: 0.7, topK: 40, minP: 0.05, repetitionPenalty: 1.1 }, reasoning: { effort: 'high' } });
+    const sampled = request({
+      sampling: { temperature: 0.7, topK: 40, minP: 0.05, repetitionPenalty: 1.1 },
+      reasoning: { effort: 'high' },
+    });
 
     it('OpenAI gets max_completion_tokens and no extended sampling; vLLM gets max_tokens and top_k', async () => {
       await openaiAdapter.complete(sampled, openai, live()); // strict: an unknown field would be a 400
@@ -260,8 +384,17 @@ describe('OpenAI-compatible adapter', () => {
     it('OpenRouter gets its reasoning object and attribution headers; Groq loses what it rejects', async () => {
       const router = await startOpenAIUpstream({ basePath: '/api/v1' });
       try {
-        const target = { providerId: 'openrouter', baseUrl: router.url, apiKey: router.apiKey, options: { http_referer: 'https://switchyard.example', x_title: 'Switchyard' } };
-        await openaiAdapter.complete(request({ reasoning: { effort: 'max', exclude: true }, sampling: { topK: 20 } }), target, live());
+        const target = {
+          providerId: 'openrouter',
+          baseUrl: router.url,
+          apiKey: router.apiKey,
+          options: { http_referer: 'https://switchyard.example', x_title: 'Switchyard' },
+        };
+        await openaiAdapter.complete(
+          request({ reasoning: { effort: 'max', exclude: true }, sampling: { topK: 20 } }),
+          target,
+          live(),
+        );
         const got = router.last();
         assert.equal(got.path, '/api/v1/chat/completions');
         assert.deepEqual(got.body.reasoning, { effort: 'xhigh', exclude: true });
@@ -273,9 +406,14 @@ describe('OpenAI-compatible adapter', () => {
         assert.deepEqual(router.last().body.reasoning, { max_tokens: 2000 });
 
         const groq = { providerId: 'groq', baseUrl: router.url, apiKey: router.apiKey, options: {} };
-        await openaiAdapter.complete(request({
-          messages: [{ ...user('hi'), name: 'ada' }], sampling: { logprobs: true, topLogprobs: 3, logitBias: { '50256': -100 }, topK: 5 },
-        }), groq, live());
+        await openaiAdapter.complete(
+          request({
+            messages: [{ ...user('hi'), name: 'ada' }],
+            sampling: { logprobs: true, topLogprobs: 3, logitBias: { '50256': -100 }, topK: 5 },
+          }),
+          groq,
+          live(),
+        );
         const g = router.last().body;
         assert.equal(g.max_tokens, 64);
         for (const gone of ['logprobs', 'top_logprobs', 'logit_bias', 'top_k']) assert.equal(g[gone], undefined, gone);
@@ -286,7 +424,10 @@ describe('OpenAI-compatible adapter', () => {
     });
 
     it('takes catalog options over the vendor defaults', async () => {
-      const target = { ...openai, options: { stream_usage: false, drop_params: ['temperature'], max_tokens_field: 'max_tokens' } };
+      const target = {
+        ...openai,
+        options: { stream_usage: false, drop_params: ['temperature'], max_tokens_field: 'max_tokens' },
+      };
       const events = await collect(openaiAdapter.stream(request({ sampling: { temperature: 1 } }), target, live()));
       const body = up.last().body;
       assert.equal(body.stream_options, undefined);
@@ -309,7 +450,13 @@ describe('OpenAI-compatible adapter', () => {
       assert.equal(e400.retryable, false);
       assert.match(e400.message, /Invalid value for 'messages\[0\]\.role'/);
       // strict OpenAI rejects what it does not know: the adapter's own mistakes would look like this
-      const e400b = await rejection(openaiAdapter.complete(request({ sampling: { topK: 3 } }), { ...openai, options: { extended_sampling: true } }, live()));
+      const e400b = await rejection(
+        openaiAdapter.complete(
+          request({ sampling: { topK: 3 } }),
+          { ...openai, options: { extended_sampling: true } },
+          live(),
+        ),
+      );
       assert.match(e400b.message, /Unrecognized request argument supplied: top_k/);
     });
 
@@ -330,7 +477,9 @@ describe('OpenAI-compatible adapter', () => {
 
     it('a refused connection is a retryable 502', async () => {
       const port = await freePort();
-      const e = await rejection(openaiAdapter.complete(request(), { ...openai, baseUrl: `http://127.0.0.1:${port}/v1` }, live()));
+      const e = await rejection(
+        openaiAdapter.complete(request(), { ...openai, baseUrl: `http://127.0.0.1:${port}/v1` }, live()),
+      );
       assert.deepEqual([e.status, e.retryable, e.opts.code], [502, true, 'upstream_unreachable']);
     });
 
@@ -391,19 +540,29 @@ describe('OpenAI-compatible adapter', () => {
     it('a finish without [DONE] is a complete stream', async () => {
       selfHosted.script({ omitDone: true });
       const events = await collect(openaiAdapter.stream(request(), vllm, live()));
-      assert.deepEqual(events.map((e) => e.type), ['text', 'text', 'text', 'finish', 'usage']);
+      assert.deepEqual(
+        events.map((e) => e.type),
+        ['text', 'text', 'text', 'finish', 'usage'],
+      );
     });
 
     it('a server that ignores stream: true and answers in one piece is replayed as events', async () => {
       selfHosted.script({ ignoreStream: true, reasoning: 'Hmm.' });
       const events = await collect(openaiAdapter.stream(request(), vllm, live()));
-      assert.deepEqual(events.map((e) => e.type), ['reasoning', 'text', 'finish', 'usage']);
+      assert.deepEqual(
+        events.map((e) => e.type),
+        ['reasoning', 'text', 'finish', 'usage'],
+      );
       assert.deepEqual(events[1], { type: 'text', text: 'Echo: hello there' });
     });
 
     it('a consumer that stops early releases the upstream request', async () => {
       up.script({ eventDelayMs: 20 });
-      for await (const e of openaiAdapter.stream(request({ messages: [user('one two three four five six seven')] }), openai, live())) {
+      for await (const e of openaiAdapter.stream(
+        request({ messages: [user('one two three four five six seven')] }),
+        openai,
+        live(),
+      )) {
         assert.equal(e.type, 'text');
         break;
       }
@@ -414,21 +573,50 @@ describe('OpenAI-compatible adapter', () => {
 
   describe('legacy prompts', () => {
     it('go to /completions with legacy logprobs mapped, JSON and streamed', async () => {
-      const req = request({ model: 'meta-llama/Llama-3.1-8B', messages: [], prompt: 'Once upon a time', sampling: { logprobs: true, topLogprobs: 2, topK: 10 } });
+      const req = request({
+        model: 'meta-llama/Llama-3.1-8B',
+        messages: [],
+        prompt: 'Once upon a time',
+        sampling: { logprobs: true, topLogprobs: 2, topK: 10 },
+      });
       const r = await openaiAdapter.complete(req, vllm, live());
       const sent = selfHosted.last();
       assert.equal(sent.path, '/v1/completions');
-      assert.deepEqual(sent.body, { model: 'meta-llama/Llama-3.1-8B', prompt: 'Once upon a time', max_tokens: 64, logprobs: 2, top_k: 10 });
+      assert.deepEqual(sent.body, {
+        model: 'meta-llama/Llama-3.1-8B',
+        prompt: 'Once upon a time',
+        max_tokens: 64,
+        logprobs: 2,
+        top_k: 10,
+      });
       assert.equal(r.content, ' Echo: Once upon a time');
       assert.equal(r.finishReason, 'stop');
-      assert.deepEqual(r.logprobs![0], { token: ' Echo:', logprob: -0.1, topLogprobs: [{ token: ' Echo:', logprob: -0.1 }, { token: ' Echo:~1', logprob: -1.1 }] });
-      assert.deepEqual(r.usage, { promptTokens: 4, cachedTokens: 0, cacheWriteTokens: 0, completionTokens: 5, reasoningTokens: 0 });
+      assert.deepEqual(r.logprobs![0], {
+        token: ' Echo:',
+        logprob: -0.1,
+        topLogprobs: [
+          { token: ' Echo:', logprob: -0.1 },
+          { token: ' Echo:~1', logprob: -1.1 },
+        ],
+      });
+      assert.deepEqual(r.usage, {
+        promptTokens: 4,
+        cachedTokens: 0,
+        cacheWriteTokens: 0,
+        completionTokens: 5,
+        reasoningTokens: 0,
+      });
 
       const events = await collect(openaiAdapter.stream({ ...req, sampling: { logprobs: true } }, vllm, live()));
       const texts = events.filter((e): e is Extract<StreamEvent, { type: 'text' }> => e.type === 'text');
       assert.equal(texts.map((t) => t.text).join(''), ' Echo: Once upon a time');
-      assert.deepEqual(texts[1].logprobs, [{ token: ' Once', logprob: -0.2, topLogprobs: [{ token: ' Once', logprob: -0.2 }] }]);
-      assert.deepEqual(events.slice(-2).map((e) => e.type), ['finish', 'usage']);
+      assert.deepEqual(texts[1].logprobs, [
+        { token: ' Once', logprob: -0.2, topLogprobs: [{ token: ' Once', logprob: -0.2 }] },
+      ]);
+      assert.deepEqual(
+        events.slice(-2).map((e) => e.type),
+        ['finish', 'usage'],
+      );
     });
 
     it('become a user turn where the vendor has no /completions for the model (OpenAI chat models)', async () => {
@@ -442,12 +630,17 @@ describe('OpenAI-compatible adapter', () => {
   it('reads the stream chunks of less regular servers', () => {
     // no index, id and name repeated on every delta, arguments as an object, usage under x_groq, "eos"
     const d = new StreamDecoder('x', false, false);
-    const chunk = (delta: unknown, extra: Record<string, unknown> = {}) => ({ choices: [{ index: 0, delta, finish_reason: null, ...extra }] });
+    const chunk = (delta: unknown, extra: Record<string, unknown> = {}) => ({
+      choices: [{ index: 0, delta, finish_reason: null, ...extra }],
+    });
     const events = [
       chunk({ tool_calls: [{ id: 'a', function: { name: 'f', arguments: '{"x":' } }] }),
       chunk({ tool_calls: [{ id: 'a', function: { name: 'f', arguments: '1}' } }] }),
       chunk({ tool_calls: [{ function: { name: 'g', arguments: { y: 2 } } }] }),
-      { choices: [{ index: 0, delta: {}, finish_reason: 'eos' }], x_groq: { usage: { prompt_tokens: 5, completion_tokens: 7 } } },
+      {
+        choices: [{ index: 0, delta: {}, finish_reason: 'eos' }],
+        x_groq: { usage: { prompt_tokens: 5, completion_tokens: 7 } },
+      },
     ].flatMap((c) => d.push(c));
     assert.deepEqual(events, [
       { type: 'tool_call', index: 0, id: 'a', name: 'f', argumentsDelta: '{"x":' },
@@ -457,26 +650,50 @@ describe('OpenAI-compatible adapter', () => {
     assert.ok(d.finished);
     assert.deepEqual(d.end(), [
       { type: 'finish', reason: 'tool_calls' },
-      { type: 'usage', usage: { promptTokens: 5, cachedTokens: 0, cacheWriteTokens: 0, completionTokens: 7, reasoningTokens: 0 } },
+      {
+        type: 'usage',
+        usage: { promptTokens: 5, cachedTokens: 0, cacheWriteTokens: 0, completionTokens: 7, reasoningTokens: 0 },
+      },
     ]);
     // OpenRouter ends a failed generation with finish_reason "error"; vLLM sends {"object":"error"}
-    assert.throws(() => new StreamDecoder('x', false, false).push({ choices: [{ delta: {}, finish_reason: 'error', error: { code: 502, message: 'provider down' } }] }),
-      (e: UpstreamError) => e.status === 502 && e.retryable && /provider down/.test(e.message));
-    assert.throws(() => new StreamDecoder('x', false, false).push({ object: 'error', message: 'bad schema', type: 'BadRequestError', code: 400 }),
-      (e: UpstreamError) => e.status === 400 && !e.retryable && /bad schema/.test(e.message));
+    assert.throws(
+      () =>
+        new StreamDecoder('x', false, false).push({
+          choices: [{ delta: {}, finish_reason: 'error', error: { code: 502, message: 'provider down' } }],
+        }),
+      (e: UpstreamError) => e.status === 502 && e.retryable && /provider down/.test(e.message),
+    );
+    assert.throws(
+      () =>
+        new StreamDecoder('x', false, false).push({
+          object: 'error',
+          message: 'bad schema',
+          type: 'BadRequestError',
+          code: 400,
+        }),
+      (e: UpstreamError) => e.status === 400 && !e.retryable && /bad schema/.test(e.message),
+    );
   });
 
   it('the loopback speaks the protocol the official OpenAI SDK expects', async () => {
     const client = new OpenAI({ baseURL: up.url, apiKey: up.apiKey, maxRetries: 0 });
     up.script({ toolCalls: [{ name: 'get_weather', arguments: '{"city":"Oslo"}' }] });
     const runner = client.chat.completions.stream({
-      model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Weather?' }],
-      tools: [{ type: 'function', function: weatherTool }], stream_options: { include_usage: true },
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'Weather?' }],
+      tools: [{ type: 'function', function: weatherTool }],
+      stream_options: { include_usage: true },
     });
     const done = await runner.finalChatCompletion();
-    assert.equal(done.choices[0].message.tool_calls?.[0].type === 'function' && done.choices[0].message.tool_calls[0].function.arguments, '{"city":"Oslo"}');
+    assert.equal(
+      done.choices[0].message.tool_calls?.[0].type === 'function' &&
+        done.choices[0].message.tool_calls[0].function.arguments,
+      '{"city":"Oslo"}',
+    );
     assert.equal(done.choices[0].finish_reason, 'tool_calls');
-    const err = await client.chat.completions.create({ model: 'x', messages: [] }, { headers: { authorization: 'Bearer nope' } }).catch((e) => e);
+    const err = await client.chat.completions
+      .create({ model: 'x', messages: [] }, { headers: { authorization: 'Bearer nope' } })
+      .catch((e) => e);
     assert.ok(err instanceof OpenAI.AuthenticationError);
   });
 });

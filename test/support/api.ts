@@ -18,7 +18,13 @@ let n = 0;
 export async function newAccount(usd = '10', restrictions: KeyRestrictions = {}) {
   const account = await createAccount(`test-${process.pid}-${++n}`);
   if (usd !== '0') {
-    await credit({ accountId: account.id, currency: 'USD', amount: parseAmount(usd, 'USD'), reason: 'test funds', idempotencyKey: `test-funds:${account.id}` });
+    await credit({
+      accountId: account.id,
+      currency: 'USD',
+      amount: parseAmount(usd, 'USD'),
+      reason: 'test funds',
+      idempotencyKey: `test-funds:${account.id}`,
+    });
   }
   const { key, record } = await createKey(account.id, restrictions);
   return { accountId: account.id, key, keyId: record.id };

@@ -16,9 +16,20 @@ export async function assertBooksBalance(accountId?: string): Promise<void> {
     [accountId ?? null],
   );
   for (const r of rows) {
-    assert.equal(r.amount, r.entries, `balance ${r.account_id}/${r.currency} = ${r.amount} but its entries sum to ${r.entries}`);
-    assert.equal(r.held, r.holds, `held ${r.account_id}/${r.currency} = ${r.held} but its active holds sum to ${r.holds}`);
-    assert.ok(BigInt(r.amount) >= 0n && BigInt(r.held) >= 0n && BigInt(r.held) <= BigInt(r.amount), `balance out of bounds: ${JSON.stringify(r)}`);
+    assert.equal(
+      r.amount,
+      r.entries,
+      `balance ${r.account_id}/${r.currency} = ${r.amount} but its entries sum to ${r.entries}`,
+    );
+    assert.equal(
+      r.held,
+      r.holds,
+      `held ${r.account_id}/${r.currency} = ${r.held} but its active holds sum to ${r.holds}`,
+    );
+    assert.ok(
+      BigInt(r.amount) >= 0n && BigInt(r.held) >= 0n && BigInt(r.held) <= BigInt(r.amount),
+      `balance out of bounds: ${JSON.stringify(r)}`,
+    );
   }
 }
 

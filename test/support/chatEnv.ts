@@ -21,8 +21,10 @@ export async function startChatBench(): Promise<ChatBench> {
   const openai = await startOpenAIUpstream({ strict: true });
   const openrouter = await startOpenAIUpstream({ basePath: '/api/v1', apiKey: 'sk-or-loopback' });
   const restoreEnv = await useProviderEnv({
-    OPENAI_API_KEY: openai.apiKey, OPENAI_BASE_URL: openai.url,
-    OPENROUTER_API_KEY: openrouter.apiKey, OPENROUTER_BASE_URL: openrouter.url,
+    OPENAI_API_KEY: openai.apiKey,
+    OPENAI_BASE_URL: openai.url,
+    OPENROUTER_API_KEY: openrouter.apiKey,
+    OPENROUTER_BASE_URL: openrouter.url,
   });
   const api = await startApi();
   return {
@@ -63,11 +65,18 @@ export function useChatBench(): () => ChatBench {
 }
 
 /** Reads an SSE response into its `data:` payloads (JSON parsed, except [DONE]). */
-export async function readSse(res: Response): Promise<Array<any>> { // eslint-disable-line @typescript-eslint/no-explicit-any
+export async function readSse(res: Response): Promise<Array<any>> {
+  // eslint-disable-line @typescript-eslint/no-explicit-any
   const text = await res.text();
   return text
     .split(/\n\n/)
-    .map((f) => f.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n'))
+    .map((f) =>
+      f
+        .split('\n')
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => l.slice(6))
+        .join('\n'),
+    )
     .filter(Boolean)
     .map((d) => (d === '[DONE]' ? d : JSON.parse(d)));
 }

@@ -15,7 +15,10 @@ export function freePort(): Promise<number> {
 export function isListening(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const c = net.connect(port, '127.0.0.1');
-    c.once('connect', () => { c.destroy(); resolve(true); });
+    c.once('connect', () => {
+      c.destroy();
+      resolve(true);
+    });
     c.once('error', () => resolve(false));
   });
 }

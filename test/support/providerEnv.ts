@@ -7,7 +7,10 @@ import { loadCatalog } from '../../activities/catalog/catalog.js';
  * Unset `clear`, set `values` (undefined: unset), reload the catalog. Returns what undoes it (the previous values
  * back, the catalog reloaded).
  */
-export async function useProviderEnv(values: Record<string, string | undefined>, clear: string[] = []): Promise<() => Promise<void>> {
+export async function useProviderEnv(
+  values: Record<string, string | undefined>,
+  clear: string[] = [],
+): Promise<() => Promise<void>> {
   const names = [...new Set([...clear, ...Object.keys(values)])];
   const saved = Object.fromEntries(names.map((k) => [k, process.env[k]]));
   for (const k of clear) delete process.env[k];

@@ -12,10 +12,16 @@ type History = proto.temporal.api.history.v1.IHistory;
 export function loadHistoryJson(file: string): History {
   const require = createRequire(import.meta.url);
   const fromProto = createRequire(require.resolve('@temporalio/proto'));
-  const { fromJson } = fromProto('protobufjs/ext/protojson') as { fromJson(type: unknown, json: unknown, opts: object): History | null };
-  const { patchProtobufRoot } = require('@temporalio/proto/lib/patch-protobuf-root') as { patchProtobufRoot(root: unknown): { lookupType(name: string): unknown } };
+  const { fromJson } = fromProto('protobufjs/ext/protojson') as {
+    fromJson(type: unknown, json: unknown, opts: object): History | null;
+  };
+  const { patchProtobufRoot } = require('@temporalio/proto/lib/patch-protobuf-root') as {
+    patchProtobufRoot(root: unknown): { lookupType(name: string): unknown };
+  };
   const root = patchProtobufRoot(require('@temporalio/proto'));
-  const history = fromJson(root.lookupType('temporal.api.history.v1.History'), JSON.parse(readFileSync(file, 'utf8')), { ignoreUnknownFields: true });
+  const history = fromJson(root.lookupType('temporal.api.history.v1.History'), JSON.parse(readFileSync(file, 'utf8')), {
+    ignoreUnknownFields: true,
+  });
   if (!history?.events?.length) throw new Error(`${file} holds no workflow history`);
   return history;
 }

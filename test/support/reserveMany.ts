@@ -6,7 +6,9 @@ import { InsufficientFunds, reserve } from '../../activities/ledger/ledger.js';
 const [url, accountId, count, usd, tag] = process.argv.slice(2);
 connectDatabase(url, 8);
 const results = await Promise.allSettled(
-  Array.from({ length: Number(count) }, (_, i) => reserve({ accountId, usd: BigInt(usd), idempotencyKey: `${tag}:${i}` })),
+  Array.from({ length: Number(count) }, (_, i) =>
+    reserve({ accountId, usd: BigInt(usd), idempotencyKey: `${tag}:${i}` }),
+  ),
 );
 const unexpected = results.find((r) => r.status === 'rejected' && !(r.reason instanceof InsufficientFunds));
 if (unexpected) {

@@ -14,21 +14,21 @@ import { flushLeases } from '../../activities/ledger/leases.js';
 let drop: (() => Promise<void>) | undefined;
 
 before(async function (this: Mocha.Context) {
-    this.timeout(120_000);
-    const database = await createTestDatabase();
-    drop = database.drop;
-    config.databaseUrl = database.url;
-    process.env.DATABASE_URL = database.url;
-    connectDatabase(database.url, 20);
-    await syncCatalog(await readCatalogFile(config.catalogFile));
-    await loadCatalog();
+  this.timeout(120_000);
+  const database = await createTestDatabase();
+  drop = database.drop;
+  config.databaseUrl = database.url;
+  process.env.DATABASE_URL = database.url;
+  connectDatabase(database.url, 20);
+  await syncCatalog(await readCatalogFile(config.catalogFile));
+  await loadCatalog();
 });
 
 after(async function (this: Mocha.Context) {
-    this.timeout(60_000);
-    await stopTemporal();
-    await flushLeases({ close: true });
-    await flushRequestRecords();
-    await closeDatabase();
-    await drop?.();
+  this.timeout(60_000);
+  await stopTemporal();
+  await flushLeases({ close: true });
+  await flushRequestRecords();
+  await closeDatabase();
+  await drop?.();
 });

@@ -43,5 +43,8 @@ export function streamErrorFrame(providerId: string, data: string): UpstreamErro
  */
 export function abortedError(providerId: string, signal: AbortSignal): UpstreamError {
   const reason = signal.reason as Error | undefined;
-  return transportError(providerId, reason?.name === 'TimeoutError' ? reason : new DOMException('aborted', 'AbortError'));
+  return transportError(
+    providerId,
+    reason?.name === 'TimeoutError' ? reason : new DOMException('aborted', 'AbortError'),
+  );
 }

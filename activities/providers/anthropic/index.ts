@@ -19,10 +19,14 @@ export const anthropicAdapter: ProviderAdapter = {
   async complete(req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): Promise<InferenceResult> {
     const plan = toMessagesRequest(req);
     const res = await post(target, '/v1/messages', plan.body, signal);
-    const msg = await readJson(target.providerId, res).catch((err) => { throw abortAware(target, signal, err); });
+    const msg = await readJson(target.providerId, res).catch((err) => {
+      throw abortAware(target, signal, err);
+    });
     if (msg?.type !== 'message' || !Array.isArray(msg.content)) {
       throw new UpstreamError(`${target.providerId} sent an answer that is not a message`, 502, true, {
-        code: 'upstream_bad_response', providerId: target.providerId, upstreamBody: JSON.stringify(msg).slice(0, 2000),
+        code: 'upstream_bad_response',
+        providerId: target.providerId,
+        upstreamBody: JSON.stringify(msg).slice(0, 2000),
       });
     }
     return fromMessage(msg, plan);
@@ -50,13 +54,19 @@ export async function countTokens(req: InferenceRequest, target: ProviderTarget,
   const { body } = toMessagesRequest(req);
   // count_tokens takes only what shapes the prompt; generation parameters are rejected
   const counted = Object.fromEntries(
-    Object.entries(body).filter(([k]) => ['model', 'system', 'messages', 'tools', 'tool_choice', 'thinking'].includes(k)),
+    Object.entries(body).filter(([k]) =>
+      ['model', 'system', 'messages', 'tools', 'tool_choice', 'thinking'].includes(k),
+    ),
   );
   const res = await post(target, '/v1/messages/count_tokens', counted, signal);
-  const j = await readJson(target.providerId, res).catch((err) => { throw abortAware(target, signal, err); });
+  const j = await readJson(target.providerId, res).catch((err) => {
+    throw abortAware(target, signal, err);
+  });
   if (typeof j?.input_tokens !== 'number') {
     throw new UpstreamError(`${target.providerId} sent no input_tokens`, 502, true, {
-      code: 'upstream_bad_response', providerId: target.providerId, upstreamBody: JSON.stringify(j).slice(0, 2000),
+      code: 'upstream_bad_response',
+      providerId: target.providerId,
+      upstreamBody: JSON.stringify(j).slice(0, 2000),
     });
   }
   return j.input_tokens;

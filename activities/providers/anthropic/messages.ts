@@ -21,7 +21,8 @@ export function toConversation(messages: Message[], prompt?: string): Conversati
   const turns: AnthropicMessage[] = [];
   for (const m of messages) {
     if (m.role === 'system') {
-      for (const p of m.content) if (p.type === 'text' && p.text !== '') system.push({ type: 'text', text: p.text, ...cached(p) });
+      for (const p of m.content)
+        if (p.type === 'text' && p.text !== '') system.push({ type: 'text', text: p.text, ...cached(p) });
       continue;
     }
     const turn = toTurn(m);
@@ -45,15 +46,23 @@ function toTurn(m: Message): AnthropicMessage {
   if (m.role === 'tool') {
     const content = toolResultContent(m.content);
     // an empty result is sent without content (it is optional; empty text is not allowed)
-    return { role: 'user', content: [{ type: 'tool_result', tool_use_id: m.toolCallId ?? '', ...(content.length ? { content } : {}) }] };
+    return {
+      role: 'user',
+      content: [{ type: 'tool_result', tool_use_id: m.toolCallId ?? '', ...(content.length ? { content } : {}) }],
+    };
   }
   if (m.role === 'assistant') {
     // signed thinking first, as Anthropic returned it; then text (assistants only write text) and tool calls
-    const content: Block[] = (m.thinking ?? []).map((t): Block => ('redacted' in t
-      ? { type: 'redacted_thinking', data: t.redacted }
-      : { type: 'thinking', thinking: t.text, signature: t.signature }));
-    for (const p of m.content) if (p.type === 'text' && p.text !== '') content.push({ type: 'text', text: p.text, ...cached(p) });
-    for (const call of m.toolCalls ?? []) content.push({ type: 'tool_use', id: call.id, name: call.name, input: toolInput(call) });
+    const content: Block[] = (m.thinking ?? []).map(
+      (t): Block =>
+        'redacted' in t
+          ? { type: 'redacted_thinking', data: t.redacted }
+          : { type: 'thinking', thinking: t.text, signature: t.signature },
+    );
+    for (const p of m.content)
+      if (p.type === 'text' && p.text !== '') content.push({ type: 'text', text: p.text, ...cached(p) });
+    for (const call of m.toolCalls ?? [])
+      content.push({ type: 'tool_use', id: call.id, name: call.name, input: toolInput(call) });
     return { role: 'assistant', content };
   }
   return { role: 'user', content: m.content.flatMap(toBlock) };
@@ -100,9 +109,10 @@ function imageSource(p: Extract<ContentPart, { type: 'image' }>): Record<string,
 
 function documentBlock(p: Extract<ContentPart, { type: 'document' }>): Block {
   // plain text goes as text (Anthropic can cite it); PDFs and anything else as base64
-  const source = p.mediaType === 'text/plain'
-    ? { type: 'text', media_type: 'text/plain', data: Buffer.from(p.data, 'base64').toString('utf8') }
-    : { type: 'base64', media_type: p.mediaType, data: p.data };
+  const source =
+    p.mediaType === 'text/plain'
+      ? { type: 'text', media_type: 'text/plain', data: Buffer.from(p.data, 'base64').toString('utf8') }
+      : { type: 'base64', media_type: p.mediaType, data: p.data };
   return { type: 'document', source, ...(p.title ? { title: p.title } : {}) };
 }
 
@@ -122,7 +132,8 @@ function sniffImageType(base64: string): string {
   const b = Buffer.from(base64.slice(0, 24), 'base64');
   if (b[0] === 0xff && b[1] === 0xd8) return 'image/jpeg';
   if (b.subarray(0, 4).toString('latin1') === 'GIF8') return 'image/gif';
-  if (b.subarray(0, 4).toString('latin1') === 'RIFF' && b.subarray(8, 12).toString('latin1') === 'WEBP') return 'image/webp';
+  if (b.subarray(0, 4).toString('latin1') === 'RIFF' && b.subarray(8, 12).toString('latin1') === 'WEBP')
+    return 'image/webp';
   return 'image/png';
 }
 

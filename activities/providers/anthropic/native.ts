@@ -34,7 +34,11 @@ export function upstreamBody(native: NativeRequest, req: InferenceRequest, strea
   if (!added) return body;
   // sampling Anthropic rejects alongside thinking is left out, as on the translated path
   const { temperature: _t, top_p: _p, top_k: _k, ...unsampled } = body;
-  return { ...unsampled, ...samplingFor({ ...req, sampling: { temperature: body.temperature as number, topP: body.top_p as number } }, true), thinking: added };
+  return {
+    ...unsampled,
+    ...samplingFor({ ...req, sampling: { temperature: body.temperature as number, topP: body.top_p as number } }, true),
+    thinking: added,
+  };
 }
 
 export const anthropicPassThrough: NativePassThrough = {
@@ -43,18 +47,32 @@ export const anthropicPassThrough: NativePassThrough = {
   // Hidden reasoning (":reasoning-exclude") and JSON output (carried on a tool) need translation.
   accepts: (req) => !req.reasoning?.exclude && req.responseFormat === undefined && req.prompt === undefined,
 
-  async complete(native: NativeRequest, req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): Promise<InferenceResult> {
+  async complete(
+    native: NativeRequest,
+    req: InferenceRequest,
+    target: ProviderTarget,
+    signal: AbortSignal,
+  ): Promise<InferenceResult> {
     const res = await post(target, '/v1/messages', upstreamBody(native, req, false), signal);
-    const msg = await readJson(target.providerId, res).catch((err) => { throw abortAware(target, signal, err); });
+    const msg = await readJson(target.providerId, res).catch((err) => {
+      throw abortAware(target, signal, err);
+    });
     if (msg?.type !== 'message' || !Array.isArray(msg.content)) {
       throw new UpstreamError(`${target.providerId} sent an answer that is not a message`, 502, true, {
-        code: 'upstream_bad_response', providerId: target.providerId, upstreamBody: JSON.stringify(msg).slice(0, 2000),
+        code: 'upstream_bad_response',
+        providerId: target.providerId,
+        upstreamBody: JSON.stringify(msg).slice(0, 2000),
       });
     }
     return { ...fromMessage(msg, PLAN), native: msg };
   },
 
-  async *stream(native: NativeRequest, req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): AsyncGenerator<StreamEvent> {
+  async *stream(
+    native: NativeRequest,
+    req: InferenceRequest,
+    target: ProviderTarget,
+    signal: AbortSignal,
+  ): AsyncGenerator<StreamEvent> {
     const res = await post(target, '/v1/messages', upstreamBody(native, req, true), signal);
     const chunks = res.body.iterator({ destroyOnReturn: false });
     const decoder = new MessageStreamDecoder(PLAN, target.providerId);
@@ -64,7 +82,10 @@ export const anthropicPassThrough: NativePassThrough = {
     try {
       for await (const frame of readFrames(chunks, target.providerId, signal)) {
         const derived = decoder.push(frame);
-        const events: StreamEvent[] = [{ type: 'native', event: frame.event, data: frame.data, json: decoder.last }, ...derived];
+        const events: StreamEvent[] = [
+          { type: 'native', event: frame.event, data: frame.data, json: decoder.last },
+          ...derived,
+        ];
         if (held && !CONTENT_FRAMES.has(frame.event ?? '')) {
           held.push(...events);
           continue;

@@ -26,7 +26,10 @@ export function toMessagesRequest(req: InferenceRequest, opts: { stream?: boolea
   const tools: Array<Record<string, unknown>> = (req.tools ?? []).map((t) => ({
     name: t.name,
     ...(t.description ? { description: t.description } : {}),
-    input_schema: t.parameters && Object.keys(t.parameters).length > 0 ? { type: 'object', ...t.parameters } : { type: 'object', properties: {} },
+    input_schema:
+      t.parameters && Object.keys(t.parameters).length > 0
+        ? { type: 'object', ...t.parameters }
+        : { type: 'object', properties: {} },
     ...(t.cacheControl ? { cache_control: t.cacheControl } : {}),
   }));
   let toolChoice: Record<string, unknown> | undefined = toolChoiceFor(req);
@@ -36,7 +39,8 @@ export function toMessagesRequest(req: InferenceRequest, opts: { stream?: boolea
     // them, the caller's choice stands and the model may answer through the JSON tool.
     if (!req.tools?.length || req.toolChoice === 'none') toolChoice = { type: 'tool', name: json.tool.name };
   }
-  if (toolChoice && req.parallelToolCalls === false && toolChoice.type !== 'none') toolChoice.disable_parallel_tool_use = true;
+  if (toolChoice && req.parallelToolCalls === false && toolChoice.type !== 'none')
+    toolChoice.disable_parallel_tool_use = true;
   if (!toolChoice && req.parallelToolCalls === false) toolChoice = { type: 'auto', disable_parallel_tool_use: true };
   if (tools.length === 0) toolChoice = undefined; // Anthropic rejects a tool_choice without tools
 
@@ -82,19 +86,27 @@ function toolChoiceFor(req: InferenceRequest): Record<string, unknown> | undefin
  * `json_object` gets an open object schema. A tool input must be an object, so a schema whose root
  * is not one (an array, a string) is wrapped as `{value: <schema>}` and unwrapped on the way back.
  */
-function jsonToolFor(format: ResponseFormat | undefined): { tool: JsonTool; spec: Record<string, unknown> } | undefined {
+function jsonToolFor(
+  format: ResponseFormat | undefined,
+): { tool: JsonTool; spec: Record<string, unknown> } | undefined {
   if (!format || format.type === 'text') return undefined;
-  let schema: Record<string, unknown> = format.type === 'json_schema' ? format.schema : { type: 'object', additionalProperties: true };
+  let schema: Record<string, unknown> =
+    format.type === 'json_schema' ? format.schema : { type: 'object', additionalProperties: true };
   const isObject = schema.type === 'object' || (schema.type === undefined && typeof schema.properties === 'object');
   const wrapped = !isObject;
   if (wrapped) schema = { type: 'object', properties: { value: schema }, required: ['value'] };
   else if (schema.type === undefined) schema = { type: 'object', ...schema };
-  const what = format.type === 'json_schema'
-    ? `"${format.name}"${format.description ? `: ${format.description}` : ''}`
-    : 'a JSON object';
+  const what =
+    format.type === 'json_schema'
+      ? `"${format.name}"${format.description ? `: ${format.description}` : ''}`
+      : 'a JSON object';
   return {
     tool: { name: JSON_TOOL_NAME, wrapped },
-    spec: { name: JSON_TOOL_NAME, description: `Give your final answer by calling this tool with ${what}.`, input_schema: schema },
+    spec: {
+      name: JSON_TOOL_NAME,
+      description: `Give your final answer by calling this tool with ${what}.`,
+      input_schema: schema,
+    },
   };
 }
 

@@ -46,7 +46,8 @@ export function toUsage(u: AnthropicUsage | null | undefined): Usage | null {
 
 /** The JSON text a JSON-mode tool call carries, unwrapped when its schema was wrapped. */
 export function jsonToolText(tool: JsonTool, input: unknown): string {
-  const value = tool.wrapped && input !== null && typeof input === 'object' ? (input as { value?: unknown }).value : input;
+  const value =
+    tool.wrapped && input !== null && typeof input === 'object' ? (input as { value?: unknown }).value : input;
   return JSON.stringify(value ?? null);
 }
 
@@ -62,7 +63,13 @@ interface ContentBlock {
 }
 
 export function fromMessage(
-  msg: { id?: string; content: ContentBlock[]; stop_reason?: string | null; stop_sequence?: string | null; usage?: AnthropicUsage },
+  msg: {
+    id?: string;
+    content: ContentBlock[];
+    stop_reason?: string | null;
+    stop_sequence?: string | null;
+    usage?: AnthropicUsage;
+  },
   plan: MessagesPlan,
 ): InferenceResult {
   let content = '';
@@ -74,10 +81,14 @@ export function fromMessage(
     if (block.type === 'text') content += block.text ?? '';
     else if (block.type === 'thinking') {
       reasoning += block.thinking ?? '';
-      if (typeof block.signature === 'string' && block.signature) thinkingBlocks.push({ text: block.thinking ?? '', signature: block.signature });
-    } else if (block.type === 'redacted_thinking' && typeof block.data === 'string') thinkingBlocks.push({ redacted: block.data });
-    else if (block.type === 'tool_use' && plan.jsonTool && block.name === plan.jsonTool.name) json = jsonToolText(plan.jsonTool, block.input);
-    else if (block.type === 'tool_use') toolCalls.push({ id: String(block.id), name: String(block.name), arguments: JSON.stringify(block.input ?? {}) });
+      if (typeof block.signature === 'string' && block.signature)
+        thinkingBlocks.push({ text: block.thinking ?? '', signature: block.signature });
+    } else if (block.type === 'redacted_thinking' && typeof block.data === 'string')
+      thinkingBlocks.push({ redacted: block.data });
+    else if (block.type === 'tool_use' && plan.jsonTool && block.name === plan.jsonTool.name)
+      json = jsonToolText(plan.jsonTool, block.input);
+    else if (block.type === 'tool_use')
+      toolCalls.push({ id: String(block.id), name: String(block.name), arguments: JSON.stringify(block.input ?? {}) });
     // server tool blocks and future block types carry nothing for our callers
   }
   return {
@@ -87,7 +98,9 @@ export function fromMessage(
     ...(thinkingBlocks.length && !plan.hideReasoning ? { thinkingBlocks } : {}),
     toolCalls,
     finishReason: finishReasonOf(msg.stop_reason, toolCalls.length > 0),
-    ...(msg.stop_reason === 'stop_sequence' && typeof msg.stop_sequence === 'string' ? { stopSequence: msg.stop_sequence } : {}),
+    ...(msg.stop_reason === 'stop_sequence' && typeof msg.stop_sequence === 'string'
+      ? { stopSequence: msg.stop_sequence }
+      : {}),
     usage: toUsage(msg.usage),
     ...(msg.id ? { upstreamId: msg.id } : {}),
   };

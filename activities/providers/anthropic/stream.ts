@@ -31,7 +31,10 @@ export class MessageStreamDecoder {
   /** the last frame's data, parsed (undefined for pings and error frames) */
   last: unknown;
 
-  constructor(private readonly plan: MessagesPlan, private readonly providerId: string) {}
+  constructor(
+    private readonly plan: MessagesPlan,
+    private readonly providerId: string,
+  ) {}
 
   push(frame: SseFrame): StreamEvent[] {
     const { plan, providerId } = this;
@@ -42,7 +45,11 @@ export class MessageStreamDecoder {
     try {
       ev = JSON.parse(frame.data);
     } catch {
-      throw new UpstreamError(`${providerId} sent a stream event that is not JSON`, 502, true, { code: 'upstream_bad_response', providerId, upstreamBody: frame.data.slice(0, 2000) });
+      throw new UpstreamError(`${providerId} sent a stream event that is not JSON`, 502, true, {
+        code: 'upstream_bad_response',
+        providerId,
+        upstreamBody: frame.data.slice(0, 2000),
+      });
     }
     this.last = ev;
     const out: StreamEvent[] = [];
@@ -64,7 +71,8 @@ export class MessageStreamDecoder {
           this.blocks.set(ev.index, { kind: b.type });
           // a block may start with content already in it
           if (b.type === 'text' && b.text) out.push({ type: 'text', text: b.text });
-          if (b.type === 'thinking' && b.thinking && !plan.hideReasoning) out.push({ type: 'reasoning', text: b.thinking });
+          if (b.type === 'thinking' && b.thinking && !plan.hideReasoning)
+            out.push({ type: 'reasoning', text: b.thinking });
         } else if (b.type === 'redacted_thinking' && typeof b.data === 'string' && !plan.hideReasoning) {
           this.blocks.set(ev.index, { kind: 'ignored' });
           out.push({ type: 'reasoning_redacted', data: b.data });
@@ -77,9 +85,11 @@ export class MessageStreamDecoder {
         const block = this.blocks.get(ev.index);
         const d = ev.delta ?? {};
         if (d.type === 'text_delta' && d.text) out.push({ type: 'text', text: d.text });
-        else if (d.type === 'thinking_delta' && d.thinking && !plan.hideReasoning) out.push({ type: 'reasoning', text: d.thinking });
+        else if (d.type === 'thinking_delta' && d.thinking && !plan.hideReasoning)
+          out.push({ type: 'reasoning', text: d.thinking });
         // the signature closes a thinking block: a caller needs it to send the block back
-        else if (d.type === 'signature_delta' && d.signature && !plan.hideReasoning) out.push({ type: 'reasoning_signature', signature: d.signature });
+        else if (d.type === 'signature_delta' && d.signature && !plan.hideReasoning)
+          out.push({ type: 'reasoning_signature', signature: d.signature });
         else if (d.type === 'input_json_delta' && block?.kind === 'tool' && d.partial_json) {
           out.push({ type: 'tool_call', index: block.index, argumentsDelta: d.partial_json });
         } else if (d.type === 'input_json_delta' && block?.kind === 'json' && d.partial_json) {
@@ -92,7 +102,8 @@ export class MessageStreamDecoder {
       }
       case 'content_block_stop': {
         const block = this.blocks.get(ev.index);
-        if (block?.kind === 'json' && plan.jsonTool?.wrapped) out.push({ type: 'text', text: wrappedText(plan, block.buffered) });
+        if (block?.kind === 'json' && plan.jsonTool?.wrapped)
+          out.push({ type: 'text', text: wrappedText(plan, block.buffered) });
         break;
       }
       case 'message_delta':
@@ -104,7 +115,13 @@ export class MessageStreamDecoder {
       case 'message_stop': {
         this.done = true;
         const finish = finishReasonOf(this.stopReason, this.toolCalls > 0);
-        out.push({ type: 'finish', reason: finish, ...(this.stopReason === 'stop_sequence' && typeof this.stopSequence === 'string' ? { stopSequence: this.stopSequence } : {}) });
+        out.push({
+          type: 'finish',
+          reason: finish,
+          ...(this.stopReason === 'stop_sequence' && typeof this.stopSequence === 'string'
+            ? { stopSequence: this.stopSequence }
+            : {}),
+        });
         const u = toUsage(this.usage);
         if (u) out.push({ type: 'usage', usage: u });
         break;
@@ -118,11 +135,18 @@ export class MessageStreamDecoder {
 
   /** The stream ended without message_stop. */
   cut(): UpstreamError {
-    return new UpstreamError(`${this.providerId} stream ended before message_stop`, 502, true, { code: 'upstream_stream_cut', providerId: this.providerId });
+    return new UpstreamError(`${this.providerId} stream ended before message_stop`, 502, true, {
+      code: 'upstream_stream_cut',
+      providerId: this.providerId,
+    });
   }
 }
 
-export async function* toStreamEvents(frames: AsyncIterable<SseFrame>, plan: MessagesPlan, providerId: string): AsyncGenerator<StreamEvent> {
+export async function* toStreamEvents(
+  frames: AsyncIterable<SseFrame>,
+  plan: MessagesPlan,
+  providerId: string,
+): AsyncGenerator<StreamEvent> {
   const decoder = new MessageStreamDecoder(plan, providerId);
   for await (const frame of frames) {
     for (const e of decoder.push(frame)) yield e;
@@ -135,14 +159,21 @@ export async function* toStreamEvents(frames: AsyncIterable<SseFrame>, plan: Mes
  * SSE frames from an upstream body, with read failures mapped: an abort stays an abort (or a
  * deadline), a stalled body a timeout, and a connection lost mid-body is a cut stream (retryable).
  */
-export async function* readFrames(body: AsyncIterable<Uint8Array>, providerId: string, signal: AbortSignal): AsyncGenerator<SseFrame> {
+export async function* readFrames(
+  body: AsyncIterable<Uint8Array>,
+  providerId: string,
+  signal: AbortSignal,
+): AsyncGenerator<SseFrame> {
   try {
     yield* parseSse(body);
   } catch (err) {
     if (err instanceof UpstreamError) throw err;
     if (signal.aborted) throw abortedError(providerId, signal);
     if (err instanceof errors.BodyTimeoutError) throw transportError(providerId, err);
-    throw new UpstreamError(`${providerId} stream broke off: ${(err as Error).message}`, 502, true, { code: 'upstream_stream_cut', providerId });
+    throw new UpstreamError(`${providerId} stream broke off: ${(err as Error).message}`, 502, true, {
+      code: 'upstream_stream_cut',
+      providerId,
+    });
   }
 }
 

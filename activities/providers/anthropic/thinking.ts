@@ -34,9 +34,10 @@ export function thinkingFor(req: InferenceRequest): ThinkingConfig | undefined {
   const asked = r.enabled === true || r.effort !== undefined || (r.budgetTokens ?? 0) > 0 || r.exclude === true;
   if (!asked) return undefined;
   if (req.maxTokens <= MIN_THINKING_BUDGET) return undefined;
-  const wanted = r.budgetTokens && r.budgetTokens > 0
-    ? r.budgetTokens
-    : Math.floor(req.maxTokens * EFFORT_BUDGET_SHARE[(r.effort ?? 'medium') as Exclude<ReasoningEffort, 'none'>]);
+  const wanted =
+    r.budgetTokens && r.budgetTokens > 0
+      ? r.budgetTokens
+      : Math.floor(req.maxTokens * EFFORT_BUDGET_SHARE[(r.effort ?? 'medium') as Exclude<ReasoningEffort, 'none'>]);
   return { type: 'enabled', budget_tokens: Math.min(Math.max(wanted, MIN_THINKING_BUDGET), req.maxTokens - 1) };
 }
 

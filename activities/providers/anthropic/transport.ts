@@ -8,7 +8,12 @@ import { abortedError } from './errors.js';
 export const ANTHROPIC_VERSION = '2023-06-01';
 
 /** POST a JSON body; any non-2xx answer becomes an UpstreamError carrying Anthropic's message. */
-export async function post(target: ProviderTarget, path: string, body: unknown, signal: AbortSignal): Promise<UpstreamResponse> {
+export async function post(
+  target: ProviderTarget,
+  path: string,
+  body: unknown,
+  signal: AbortSignal,
+): Promise<UpstreamResponse> {
   const res = await send(target.providerId, endpoint(target.baseUrl, path), {
     headers: {
       'content-type': 'application/json',
@@ -19,7 +24,9 @@ export async function post(target: ProviderTarget, path: string, body: unknown, 
     },
     body: JSON.stringify(body),
     signal,
-  }).catch((err) => { throw abortAware(target, signal, err); });
+  }).catch((err) => {
+    throw abortAware(target, signal, err);
+  });
   if (res.status < 200 || res.status >= 300) throw await statusError(target.providerId, res);
   return res;
 }

@@ -11,14 +11,33 @@ import { FORMAT_CONTENT_TYPES } from '../speech.js';
 import type { ProviderTarget } from '../types.js';
 import { elevenlabsError, elevenlabsHeaders } from './speech.js';
 
-const OUTPUT_FORMATS: Partial<Record<SpeechFormat, string>> = { mp3: 'mp3_44100_128', pcm: 'pcm_44100', opus: 'opus_48000_128' };
+const OUTPUT_FORMATS: Partial<Record<SpeechFormat, string>> = {
+  mp3: 'mp3_44100_128',
+  pcm: 'pcm_44100',
+  opus: 'opus_48000_128',
+};
 
-export async function composeMusic(req: SpeechRequest, target: ProviderTarget, signal: AbortSignal): Promise<SpeechAudio> {
+export async function composeMusic(
+  req: SpeechRequest,
+  target: ProviderTarget,
+  signal: AbortSignal,
+): Promise<SpeechAudio> {
   const outputFormat = OUTPUT_FORMATS[req.format] ?? 'mp3_44100_128';
-  const body = { prompt: req.input, music_length_ms: Math.round((req.durationSeconds ?? 30) * 1000), model_id: req.model };
+  const body = {
+    prompt: req.input,
+    music_length_ms: Math.round((req.durationSeconds ?? 30) * 1000),
+    model_id: req.model,
+  };
   const url = `${target.baseUrl.replace(/\/+$/, '')}/v1/music?output_format=${outputFormat}`;
-  const res = await send(target.providerId, url, { headers: elevenlabsHeaders(target), body: JSON.stringify(body), signal });
+  const res = await send(target.providerId, url, {
+    headers: elevenlabsHeaders(target),
+    body: JSON.stringify(body),
+    signal,
+  });
   if (res.status < 200 || res.status >= 300) throw await elevenlabsError(target, res);
   const type = res.headers['content-type'];
-  return { contentType: (Array.isArray(type) ? type[0] : type) ?? FORMAT_CONTENT_TYPES[req.format], audio: bodyChunks(target.providerId, res.body) };
+  return {
+    contentType: (Array.isArray(type) ? type[0] : type) ?? FORMAT_CONTENT_TYPES[req.format],
+    audio: bodyChunks(target.providerId, res.body),
+  };
 }

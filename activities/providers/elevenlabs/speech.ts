@@ -13,7 +13,11 @@ import type { SpeechAdapter, SpeechFormat } from '../speech.js';
 import { FORMAT_CONTENT_TYPES } from '../speech.js';
 import { composeMusic } from './music.js';
 
-const OUTPUT_FORMATS: Partial<Record<SpeechFormat, string>> = { mp3: 'mp3_44100_128', pcm: 'pcm_24000', opus: 'opus_48000_64' };
+const OUTPUT_FORMATS: Partial<Record<SpeechFormat, string>> = {
+  mp3: 'mp3_44100_128',
+  pcm: 'pcm_24000',
+  opus: 'opus_48000_64',
+};
 
 export const elevenlabsSpeechAdapter: SpeechAdapter = {
   protocol: 'elevenlabs',
@@ -29,16 +33,28 @@ export const elevenlabsSpeechAdapter: SpeechAdapter = {
     if (req.speed !== undefined && req.speed !== 1) settings.speed = Math.min(1.2, Math.max(0.7, req.speed));
     if (Object.keys(settings).length) body.voice_settings = settings;
     const url = `${target.baseUrl.replace(/\/+$/, '')}/v1/text-to-speech/${encodeURIComponent(req.voice)}/stream?output_format=${outputFormat}`;
-    const res = await send(target.providerId, url, { headers: elevenlabsHeaders(target), body: JSON.stringify(body), signal });
+    const res = await send(target.providerId, url, {
+      headers: elevenlabsHeaders(target),
+      body: JSON.stringify(body),
+      signal,
+    });
     if (res.status < 200 || res.status >= 300) throw await elevenlabsError(target, res);
     const type = res.headers['content-type'];
-    const format = (Object.keys(OUTPUT_FORMATS) as SpeechFormat[]).find((f) => OUTPUT_FORMATS[f] === outputFormat) ?? 'mp3';
-    return { contentType: (Array.isArray(type) ? type[0] : type) ?? FORMAT_CONTENT_TYPES[format], audio: bodyChunks(target.providerId, res.body) };
+    const format =
+      (Object.keys(OUTPUT_FORMATS) as SpeechFormat[]).find((f) => OUTPUT_FORMATS[f] === outputFormat) ?? 'mp3';
+    return {
+      contentType: (Array.isArray(type) ? type[0] : type) ?? FORMAT_CONTENT_TYPES[format],
+      audio: bodyChunks(target.providerId, res.body),
+    };
   },
 };
 
 export function elevenlabsHeaders(target: ProviderTarget): Record<string, string> {
-  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'audio/mpeg', ...target.headers };
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'audio/mpeg',
+    ...target.headers,
+  };
   if (target.apiKey) headers['xi-api-key'] = target.apiKey;
   return headers;
 }
@@ -49,15 +65,20 @@ export async function elevenlabsError(target: ProviderTarget, res: UpstreamRespo
   let message = text.slice(0, 500) || `HTTP ${res.status}`;
   try {
     const d = JSON.parse(text)?.detail;
-    const m = typeof d === 'string' ? d : d?.message ?? d?.[0]?.msg;
+    const m = typeof d === 'string' ? d : (d?.message ?? d?.[0]?.msg);
     if (typeof m === 'string' && m) message = m;
   } catch {
     // not JSON: keep the text
   }
   const retryAfter = Number(res.headers['retry-after']);
-  return new UpstreamError(`${target.providerId} answered ${res.status}: ${message}`, res.status, isRetryableStatus(res.status), {
-    providerId: target.providerId,
-    retryAfterSeconds: Number.isFinite(retryAfter) ? retryAfter : undefined,
-    upstreamBody: text.slice(0, 2000),
-  });
+  return new UpstreamError(
+    `${target.providerId} answered ${res.status}: ${message}`,
+    res.status,
+    isRetryableStatus(res.status),
+    {
+      providerId: target.providerId,
+      retryAfterSeconds: Number.isFinite(retryAfter) ? retryAfter : undefined,
+      upstreamBody: text.slice(0, 2000),
+    },
+  );
 }

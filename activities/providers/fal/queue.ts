@@ -50,22 +50,41 @@ function headers(target: ProviderTarget, json: boolean): Record<string, string> 
 }
 
 /** Submit one job; returns fal's request id. 4xx = the job was refused (content, input): not retryable. */
-export async function falSubmit(target: ProviderTarget, model: string, input: Record<string, unknown>, signal: AbortSignal): Promise<string> {
-  const res = await send(target.providerId, `${trimBase(target)}/${model}`, { headers: headers(target, true), body: JSON.stringify(input), signal });
+export async function falSubmit(
+  target: ProviderTarget,
+  model: string,
+  input: Record<string, unknown>,
+  signal: AbortSignal,
+): Promise<string> {
+  const res = await send(target.providerId, `${trimBase(target)}/${model}`, {
+    headers: headers(target, true),
+    body: JSON.stringify(input),
+    signal,
+  });
   if (res.status < 200 || res.status >= 300) throw await falError(target, res);
   const body = await readJson(target.providerId, res);
   if (typeof body?.request_id !== 'string' || !body.request_id) {
-    throw new UpstreamError(`${target.providerId} accepted the job but sent no request_id`, 502, true, { code: 'upstream_bad_response', providerId: target.providerId });
+    throw new UpstreamError(`${target.providerId} accepted the job but sent no request_id`, 502, true, {
+      code: 'upstream_bad_response',
+      providerId: target.providerId,
+    });
   }
   return body.request_id;
 }
 
-export async function falStatus(target: ProviderTarget, model: string, requestId: string, signal: AbortSignal): Promise<FalStatusReply> {
+export async function falStatus(
+  target: ProviderTarget,
+  model: string,
+  requestId: string,
+  signal: AbortSignal,
+): Promise<FalStatusReply> {
   const url = `${trimBase(target)}/${appId(model)}/requests/${encodeURIComponent(requestId)}/status?logs=1`;
   const res = await send(target.providerId, url, { method: 'GET', headers: headers(target, false), signal });
   if (res.status < 200 || res.status >= 300) throw await statusError(target.providerId, res);
   const b = await readJson(target.providerId, res);
-  const logs = Array.isArray(b?.logs) ? b.logs.map((l: { message?: unknown }) => String(l?.message ?? '')).filter(Boolean) : [];
+  const logs = Array.isArray(b?.logs)
+    ? b.logs.map((l: { message?: unknown }) => String(l?.message ?? '')).filter(Boolean)
+    : [];
   return {
     status: String(b?.status ?? ''),
     queuePosition: Number.isInteger(b?.queue_position) ? b.queue_position : null,
@@ -76,13 +95,21 @@ export async function falStatus(target: ProviderTarget, model: string, requestId
 }
 
 /** The finished job's output, or the job's own failure (refusal, runner error) as data. Transport trouble throws. */
-export async function falResult(target: ProviderTarget, model: string, requestId: string, signal: AbortSignal): Promise<FalResult> {
+export async function falResult(
+  target: ProviderTarget,
+  model: string,
+  requestId: string,
+  signal: AbortSignal,
+): Promise<FalResult> {
   const url = `${trimBase(target)}/${appId(model)}/requests/${encodeURIComponent(requestId)}`;
   const res = await send(target.providerId, url, { method: 'GET', headers: headers(target, false), signal });
   if (res.status >= 200 && res.status < 300) {
     const output = await readJson(target.providerId, res);
     if (!output || typeof output !== 'object') {
-      throw new UpstreamError(`${target.providerId} sent a result that is not an object`, 502, true, { code: 'upstream_bad_response', providerId: target.providerId });
+      throw new UpstreamError(`${target.providerId} sent a result that is not an object`, 502, true, {
+        code: 'upstream_bad_response',
+        providerId: target.providerId,
+      });
     }
     return { ok: true, output };
   }
@@ -93,7 +120,12 @@ export async function falResult(target: ProviderTarget, model: string, requestId
 }
 
 /** Ask fal to stop a job. Best effort: a job that already finished cannot be cancelled, which is fine. */
-export async function falCancel(target: ProviderTarget, model: string, requestId: string, signal: AbortSignal): Promise<'requested' | 'already_completed' | 'not_found'> {
+export async function falCancel(
+  target: ProviderTarget,
+  model: string,
+  requestId: string,
+  signal: AbortSignal,
+): Promise<'requested' | 'already_completed' | 'not_found'> {
   const url = `${trimBase(target)}/${appId(model)}/requests/${encodeURIComponent(requestId)}/cancel`;
   // (`send` is typed for the GET/POST the text providers use; undici takes any method)
   const res = await send(target.providerId, url, { method: 'PUT', headers: headers(target, false), signal });
@@ -101,7 +133,12 @@ export async function falCancel(target: ProviderTarget, model: string, requestId
   if (res.status === 404) return 'not_found';
   if (res.status >= 200 && res.status < 300) return 'requested';
   if (res.status === 400 && /ALREADY_COMPLETED/.test(text)) return 'already_completed';
-  throw new UpstreamError(`${target.providerId} answered ${res.status} to a cancel: ${text.slice(0, 300)}`, res.status, isRetryableStatus(res.status), { providerId: target.providerId });
+  throw new UpstreamError(
+    `${target.providerId} answered ${res.status} to a cancel: ${text.slice(0, 300)}`,
+    res.status,
+    isRetryableStatus(res.status),
+    { providerId: target.providerId },
+  );
 }
 
 /** A refusal reads NSFW when fal types it so, or its message says so (older endpoints send only text). */
@@ -122,7 +159,11 @@ async function falError(target: ProviderTarget, res: Awaited<ReturnType<typeof s
     const d = j?.detail;
     if (typeof d === 'string') message = d;
     else if (Array.isArray(d) && d[0]) {
-      message = d.map((e: { msg?: string }) => e?.msg).filter(Boolean).join('; ') || message;
+      message =
+        d
+          .map((e: { msg?: string }) => e?.msg)
+          .filter(Boolean)
+          .join('; ') || message;
       type = typeof d[0].type === 'string' ? d[0].type : undefined;
     } else if (typeof j?.error === 'string') message = j.error;
     type ??= typeof j?.error_type === 'string' ? j.error_type : undefined;
@@ -132,7 +173,15 @@ async function falError(target: ProviderTarget, res: Awaited<ReturnType<typeof s
   const header = res.headers['x-fal-error-type'];
   type ??= typeof header === 'string' ? header : undefined;
   const retryAfter = Number(res.headers['retry-after']);
-  return new UpstreamError(`${target.providerId} answered ${res.status}: ${message}`, res.status, isRetryableStatus(res.status), {
-    code: type, providerId: target.providerId, retryAfterSeconds: Number.isFinite(retryAfter) ? retryAfter : undefined, upstreamBody: text.slice(0, 2000),
-  });
+  return new UpstreamError(
+    `${target.providerId} answered ${res.status}: ${message}`,
+    res.status,
+    isRetryableStatus(res.status),
+    {
+      code: type,
+      providerId: target.providerId,
+      retryAfterSeconds: Number.isFinite(retryAfter) ? retryAfter : undefined,
+      upstreamBody: text.slice(0, 2000),
+    },
+  );
 }

@@ -10,7 +10,10 @@ import type { GeminiErrorBody } from './wire.js';
 export async function geminiStatusError(providerId: string, res: UpstreamResponse): Promise<UpstreamError> {
   const err = await statusError(providerId, res);
   if (err.status === 400 && err.opts.upstreamBody?.includes('API_KEY_INVALID')) {
-    return new UpstreamError(`${providerId} rejected its API key: ${err.message}`, 401, false, { ...err.opts, code: 'upstream_auth' });
+    return new UpstreamError(`${providerId} rejected its API key: ${err.message}`, 401, false, {
+      ...err.opts,
+      code: 'upstream_auth',
+    });
   }
   return err;
 }
@@ -19,8 +22,13 @@ export async function geminiStatusError(providerId: string, res: UpstreamRespons
 export function streamFrameError(providerId: string, body: GeminiErrorBody, raw: string): UpstreamError {
   const status = Number(body.error.code) || 500;
   const label = body.error.status ? `${status} ${body.error.status}` : String(status);
-  return new UpstreamError(`${providerId} failed mid-stream (${label}): ${body.error.message ?? 'no message'}`, status, isRetryableStatus(status), {
-    providerId,
-    upstreamBody: raw.slice(0, 2000),
-  });
+  return new UpstreamError(
+    `${providerId} failed mid-stream (${label}): ${body.error.message ?? 'no message'}`,
+    status,
+    isRetryableStatus(status),
+    {
+      providerId,
+      upstreamBody: raw.slice(0, 2000),
+    },
+  );
 }

@@ -15,7 +15,9 @@ import { geminiStreamEvents } from './stream.js';
 function endpoint(target: ProviderTarget, model: string, method: 'generateContent' | 'streamGenerateContent'): string {
   const base = target.baseUrl.replace(/\/+$/, '');
   // A base URL that already names the API version (a proxy configured with it) is used as is.
-  const version = /\/v1(alpha|beta)?\d*$/.test(base) ? '' : `/${typeof target.options.apiVersion === 'string' ? target.options.apiVersion : 'v1beta'}`;
+  const version = /\/v1(alpha|beta)?\d*$/.test(base)
+    ? ''
+    : `/${typeof target.options.apiVersion === 'string' ? target.options.apiVersion : 'v1beta'}`;
   const name = model.replace(/^models\//, '');
   return `${base}${version}/models/${encodeURIComponent(name)}:${method}${method === 'streamGenerateContent' ? '?alt=sse' : ''}`;
 }
@@ -37,7 +39,10 @@ function bodyError(providerId: string, err: unknown): UpstreamError {
   if (err instanceof UpstreamError) return err;
   const mapped = transportError(providerId, err);
   if (mapped.opts.code !== 'upstream_unreachable') return mapped;
-  return new UpstreamError(`${providerId} stream was cut: ${(err as Error).message}`, 502, true, { code: 'upstream_stream_cut', providerId });
+  return new UpstreamError(`${providerId} stream was cut: ${(err as Error).message}`, 502, true, {
+    code: 'upstream_stream_cut',
+    providerId,
+  });
 }
 
 export const geminiAdapter: ProviderAdapter = {
@@ -45,14 +50,22 @@ export const geminiAdapter: ProviderAdapter = {
 
   async complete(req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): Promise<InferenceResult> {
     const body = JSON.stringify(await toGeminiRequest(req, target, signal));
-    const res = await send(target.providerId, endpoint(target, req.model, 'generateContent'), { headers: headers(target, false), body, signal });
+    const res = await send(target.providerId, endpoint(target, req.model, 'generateContent'), {
+      headers: headers(target, false),
+      body,
+      signal,
+    });
     if (res.status < 200 || res.status >= 300) throw await geminiStatusError(target.providerId, res);
     return fromGeminiResponse(await readJson(target.providerId, res), req);
   },
 
   async *stream(req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): AsyncGenerator<StreamEvent> {
     const body = JSON.stringify(await toGeminiRequest(req, target, signal));
-    const res = await send(target.providerId, endpoint(target, req.model, 'streamGenerateContent'), { headers: headers(target, true), body, signal });
+    const res = await send(target.providerId, endpoint(target, req.model, 'streamGenerateContent'), {
+      headers: headers(target, true),
+      body,
+      signal,
+    });
     if (res.status < 200 || res.status >= 300) throw await geminiStatusError(target.providerId, res);
     try {
       yield* geminiStreamEvents(parseSse(res.body), req, target.providerId);

@@ -15,7 +15,11 @@ import type { GeminiContent, GeminiGenerationConfig, GeminiPart, GeminiRequest, 
  * endpoint (low 1,024 / medium 8,192 / high 24,576). 24,576 is also Gemini 2.5 Flash's ceiling, so
  * `xhigh` and `max` stay there unless the route sets `thinkingBudgetMax` (2.5 Pro takes 32,768).
  */
-const effortBudget: Record<Exclude<ReasoningEffort, 'none' | 'xhigh' | 'max'>, number> = { low: 1024, medium: 8192, high: 24576 };
+const effortBudget: Record<Exclude<ReasoningEffort, 'none' | 'xhigh' | 'max'>, number> = {
+  low: 1024,
+  medium: 8192,
+  high: 24576,
+};
 
 /**
  * Gemini 3 rejects a replayed function call without its `thoughtSignature`. Our tool calls do not
@@ -25,13 +29,18 @@ const effortBudget: Record<Exclude<ReasoningEffort, 'none' | 'xhigh' | 'max'>, n
  */
 const BYPASS_SIGNATURE = 'skip_thought_signature_validator';
 
-export async function toGeminiRequest(req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): Promise<GeminiRequest> {
+export async function toGeminiRequest(
+  req: InferenceRequest,
+  target: ProviderTarget,
+  signal: AbortSignal,
+): Promise<GeminiRequest> {
   const system: Array<{ text: string }> = [];
   const turns: GeminiContent[] = [];
   const toolNames = new Map<string, string>();
-  const bypass = typeof target.options.skipThoughtSignatureValidator === 'boolean'
-    ? target.options.skipThoughtSignatureValidator
-    : /^(models\/)?gemini-([3-9]|\d\d)/.test(req.model);
+  const bypass =
+    typeof target.options.skipThoughtSignatureValidator === 'boolean'
+      ? target.options.skipThoughtSignatureValidator
+      : /^(models\/)?gemini-([3-9]|\d\d)/.test(req.model);
 
   for (const msg of req.messages) {
     if (msg.role === 'system') {
@@ -42,7 +51,10 @@ export async function toGeminiRequest(req: InferenceRequest, target: ProviderTar
       const parts: GeminiPart[] = textParts(msg.content);
       for (const call of msg.toolCalls ?? []) {
         toolNames.set(call.id, call.name);
-        parts.push({ functionCall: { name: call.name, args: argsObject(call.arguments) }, ...(bypass ? { thoughtSignature: BYPASS_SIGNATURE } : {}) });
+        parts.push({
+          functionCall: { name: call.name, args: argsObject(call.arguments) },
+          ...(bypass ? { thoughtSignature: BYPASS_SIGNATURE } : {}),
+        });
       }
       turns.push({ role: 'model', parts });
       continue;
@@ -50,7 +62,12 @@ export async function toGeminiRequest(req: InferenceRequest, target: ProviderTar
     if (msg.role === 'tool') {
       const name = (msg.toolCallId && toolNames.get(msg.toolCallId)) || msg.name;
       if (!name) {
-        throw new UpstreamError(`a tool result (tool_call_id ${msg.toolCallId ?? 'missing'}) answers no earlier tool call`, 400, false, { providerId: target.providerId, code: 'invalid_tool_result' });
+        throw new UpstreamError(
+          `a tool result (tool_call_id ${msg.toolCallId ?? 'missing'}) answers no earlier tool call`,
+          400,
+          false,
+          { providerId: target.providerId, code: 'invalid_tool_result' },
+        );
       }
       const parts: GeminiPart[] = [{ functionResponse: { name, response: responseObject(msg) } }];
       for (const p of msg.content) if (p.type !== 'text') parts.push(await mediaPart(p, target, signal));
@@ -66,18 +83,27 @@ export async function toGeminiRequest(req: InferenceRequest, target: ProviderTar
   if (req.tools?.length) {
     // `parametersJsonSchema` takes full JSON Schema ($ref, anyOf, additionalProperties...), where
     // `parameters` takes only Google's OpenAPI subset and rejects much of what clients send.
-    body.tools = [{
-      functionDeclarations: req.tools.map((t) => ({
-        name: t.name,
-        ...(t.description ? { description: t.description } : {}),
-        ...(t.parameters ? { parametersJsonSchema: t.parameters } : {}),
-      })),
-    }];
+    body.tools = [
+      {
+        functionDeclarations: req.tools.map((t) => ({
+          name: t.name,
+          ...(t.description ? { description: t.description } : {}),
+          ...(t.parameters ? { parametersJsonSchema: t.parameters } : {}),
+        })),
+      },
+    ];
   }
   if (req.toolChoice && req.tools?.length) {
     const c = req.toolChoice;
     body.toolConfig = {
-      functionCallingConfig: c === 'auto' ? { mode: 'AUTO' } : c === 'none' ? { mode: 'NONE' } : c === 'required' ? { mode: 'ANY' } : { mode: 'ANY', allowedFunctionNames: [c.name] },
+      functionCallingConfig:
+        c === 'auto'
+          ? { mode: 'AUTO' }
+          : c === 'none'
+            ? { mode: 'NONE' }
+            : c === 'required'
+              ? { mode: 'ANY' }
+              : { mode: 'ANY', allowedFunctionNames: [c.name] },
     };
   }
   body.generationConfig = generationConfig(req, target);
@@ -140,25 +166,39 @@ async function userParts(msg: Message, target: ProviderTarget, signal: AbortSign
 }
 
 /** Gemini takes media only inline (or as files uploaded to Google): everything becomes inlineData. */
-async function mediaPart(p: Exclude<ContentPart, { type: 'text' }>, target: ProviderTarget, signal: AbortSignal): Promise<GeminiPart> {
+async function mediaPart(
+  p: Exclude<ContentPart, { type: 'text' }>,
+  target: ProviderTarget,
+  signal: AbortSignal,
+): Promise<GeminiPart> {
   if (p.type === 'document') return { inlineData: { mimeType: p.mediaType, data: p.data } };
-  if (p.data) return { inlineData: { mimeType: p.mediaType ?? sniffImage(Buffer.from(p.data, 'base64')) ?? 'image/jpeg', data: p.data } };
+  if (p.data)
+    return {
+      inlineData: { mimeType: p.mediaType ?? sniffImage(Buffer.from(p.data, 'base64')) ?? 'image/jpeg', data: p.data },
+    };
   const url = p.url ?? '';
   if (url.startsWith('data:')) return { inlineData: parseDataUrl(url, target.providerId) };
   try {
     const media = await safeFetch(url, { signal, errorCode: 'invalid_image_url' });
     const mimeType = media.mediaType.startsWith('image/') ? media.mediaType : sniffImage(media.data);
-    if (!mimeType) throw new MediaFetchError(`${url} is not an image (${media.mediaType || 'no content type'})`, 'invalid_image_url', 'bad_url');
+    if (!mimeType)
+      throw new MediaFetchError(
+        `${url} is not an image (${media.mediaType || 'no content type'})`,
+        'invalid_image_url',
+        'bad_url',
+      );
     return { inlineData: { mimeType, data: media.data.toString('base64') } };
   } catch (err) {
-    if (err instanceof MediaFetchError) throw new UpstreamError(err.message, err.status, false, { code: err.code, providerId: target.providerId });
+    if (err instanceof MediaFetchError)
+      throw new UpstreamError(err.message, err.status, false, { code: err.code, providerId: target.providerId });
     throw transportError(target.providerId, err); // the caller's abort, as every adapter reports it
   }
 }
 
 function parseDataUrl(url: string, providerId: string): { mimeType: string; data: string } {
   const m = /^data:([^;,]*)((?:;[^;,]*)*?)(;base64)?,(.*)$/s.exec(url);
-  if (!m) throw new UpstreamError('a data: URL image is malformed', 400, false, { code: 'invalid_image_url', providerId });
+  if (!m)
+    throw new UpstreamError('a data: URL image is malformed', 400, false, { code: 'invalid_image_url', providerId });
   const bytes = m[3] ? Buffer.from(m[4], 'base64') : Buffer.from(decodeURIComponent(m[4]), 'utf8');
   const mimeType = m[1] || sniffImage(bytes) || 'image/jpeg';
   return { mimeType, data: m[3] ? m[4] : bytes.toString('base64') };
@@ -169,8 +209,15 @@ function sniffImage(b: Buffer): string | undefined {
   if (b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return 'image/png';
   if (b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return 'image/jpeg';
   if (b.subarray(0, 4).toString('latin1') === 'GIF8') return 'image/gif';
-  if (b.subarray(0, 4).toString('latin1') === 'RIFF' && b.subarray(8, 12).toString('latin1') === 'WEBP') return 'image/webp';
-  if (b.subarray(4, 12).toString('latin1').match(/^ftyp(heic|heix|mif1)/)) return 'image/heic';
+  if (b.subarray(0, 4).toString('latin1') === 'RIFF' && b.subarray(8, 12).toString('latin1') === 'WEBP')
+    return 'image/webp';
+  if (
+    b
+      .subarray(4, 12)
+      .toString('latin1')
+      .match(/^ftyp(heic|heix|mif1)/)
+  )
+    return 'image/heic';
   return undefined;
 }
 

@@ -2,11 +2,27 @@
 // calls are tool calls (with ids made up when Gemini gives none), finish reasons and usage are
 // normalized. The streaming translation (stream.ts) reuses the same small mappings.
 import { randomBytes } from 'node:crypto';
-import type { FinishReason, InferenceRequest, InferenceResult, TokenLogprob, ToolCall, Usage } from '../../inference/types.js';
+import type {
+  FinishReason,
+  InferenceRequest,
+  InferenceResult,
+  TokenLogprob,
+  ToolCall,
+  Usage,
+} from '../../inference/types.js';
 import type { GeminiCandidate, GeminiFunctionCall, GeminiResponse, GeminiUsageMetadata } from './wire.js';
 
 /** Gemini's reasons for stopping that mean "the output was filtered". */
-const FILTERED = new Set(['SAFETY', 'RECITATION', 'BLOCKLIST', 'PROHIBITED_CONTENT', 'SPII', 'IMAGE_SAFETY', 'IMAGE_PROHIBITED_CONTENT', 'IMAGE_RECITATION']);
+const FILTERED = new Set([
+  'SAFETY',
+  'RECITATION',
+  'BLOCKLIST',
+  'PROHIBITED_CONTENT',
+  'SPII',
+  'IMAGE_SAFETY',
+  'IMAGE_PROHIBITED_CONTENT',
+  'IMAGE_RECITATION',
+]);
 
 /**
  * STOP is 'tool_calls' when the reply called functions (Gemini says STOP either way); MAX_TOKENS is
@@ -68,7 +84,10 @@ export function fromGeminiResponse(res: GeminiResponse, req: InferenceRequest): 
     }
   }
   // A prompt blocked before generation has no candidate at all, only promptFeedback.blockReason.
-  const reason = !candidate && res.promptFeedback?.blockReason ? 'content_filter' : finishReason(candidate?.finishReason, toolCalls.length > 0);
+  const reason =
+    !candidate && res.promptFeedback?.blockReason
+      ? 'content_filter'
+      : finishReason(candidate?.finishReason, toolCalls.length > 0);
   const result: InferenceResult = { content, toolCalls, finishReason: reason, usage: usage(res.usageMetadata) };
   if (reasoning && !req.reasoning?.exclude) result.reasoning = reasoning;
   const lp = req.sampling.logprobs ? logprobs(candidate) : undefined;

@@ -10,7 +10,11 @@ import { streamFrameError } from './errors.js';
 import { finishReason, logprobs, toolCallId, usage } from './response.js';
 import type { GeminiErrorBody, GeminiResponse, GeminiUsageMetadata } from './wire.js';
 
-export async function* geminiStreamEvents(frames: AsyncIterable<SseFrame>, req: InferenceRequest, providerId: string): AsyncGenerator<StreamEvent> {
+export async function* geminiStreamEvents(
+  frames: AsyncIterable<SseFrame>,
+  req: InferenceRequest,
+  providerId: string,
+): AsyncGenerator<StreamEvent> {
   let calls = 0;
   let finish: string | undefined;
   let blocked = false;
@@ -23,7 +27,11 @@ export async function* geminiStreamEvents(frames: AsyncIterable<SseFrame>, req: 
     try {
       chunk = JSON.parse(frame.data);
     } catch {
-      throw new UpstreamError(`${providerId} sent a stream frame that is not JSON`, 502, true, { code: 'upstream_bad_response', providerId, upstreamBody: frame.data.slice(0, 2000) });
+      throw new UpstreamError(`${providerId} sent a stream frame that is not JSON`, 502, true, {
+        code: 'upstream_bad_response',
+        providerId,
+        upstreamBody: frame.data.slice(0, 2000),
+      });
     }
     if (chunk.error) throw streamFrameError(providerId, chunk as GeminiErrorBody, frame.data);
     if (chunk.usageMetadata) lastUsage = chunk.usageMetadata;
@@ -33,7 +41,13 @@ export async function* geminiStreamEvents(frames: AsyncIterable<SseFrame>, req: 
     for (const part of candidate?.content?.parts ?? []) {
       if (part.functionCall) {
         const index = calls++;
-        yield { type: 'tool_call', index, id: toolCallId(part.functionCall, index), name: part.functionCall.name, argumentsDelta: JSON.stringify(part.functionCall.args ?? {}) };
+        yield {
+          type: 'tool_call',
+          index,
+          id: toolCallId(part.functionCall, index),
+          name: part.functionCall.name,
+          argumentsDelta: JSON.stringify(part.functionCall.args ?? {}),
+        };
       } else if (typeof part.text === 'string' && part.text) {
         if (part.thought) {
           if (showReasoning) yield { type: 'reasoning', text: part.text };
@@ -46,7 +60,10 @@ export async function* geminiStreamEvents(frames: AsyncIterable<SseFrame>, req: 
   }
 
   if (!finish && !blocked) {
-    throw new UpstreamError(`${providerId} stream ended before its final frame`, 502, true, { code: 'upstream_stream_cut', providerId });
+    throw new UpstreamError(`${providerId} stream ended before its final frame`, 502, true, {
+      code: 'upstream_stream_cut',
+      providerId,
+    });
   }
   yield { type: 'finish', reason: blocked && !finish ? 'content_filter' : finishReason(finish, calls > 0) };
   const u = usage(lastUsage);

@@ -66,13 +66,15 @@ let llamaPromise: Promise<Llama> | undefined;
  * a local build made earlier), never download or compile llama.cpp at run time.
  */
 function runtime(): Promise<Llama> {
-  llamaPromise ??= getLlama({ build: 'never', gpu: 'auto', progressLogs: false, logLevel: LlamaLogLevel.error })
-    .catch((err) => {
+  llamaPromise ??= getLlama({ build: 'never', gpu: 'auto', progressLogs: false, logLevel: LlamaLogLevel.error }).catch(
+    (err) => {
       llamaPromise = undefined;
       throw new UpstreamError(`the local llama.cpp runtime could not start: ${(err as Error).message}`, 503, false, {
-        code: 'local_runtime_unavailable', providerId: PROVIDER_ID,
+        code: 'local_runtime_unavailable',
+        providerId: PROVIDER_ID,
       });
-    });
+    },
+  );
   return llamaPromise;
 }
 
@@ -91,9 +93,15 @@ function verifySha256(file: string, filePath: string, expected: string): Promise
         .on('end', () => resolve(hash.digest('hex')));
     }).then((actual) => {
       if (actual !== expected.toLowerCase()) {
-        throw new UpstreamError(`local model file ${filePath} does not match its sha256 (expected ${expected}, got ${actual}); download ${file} again`, 503, false, {
-          code: 'local_model_corrupt', providerId: PROVIDER_ID,
-        });
+        throw new UpstreamError(
+          `local model file ${filePath} does not match its sha256 (expected ${expected}, got ${actual}); download ${file} again`,
+          503,
+          false,
+          {
+            code: 'local_model_corrupt',
+            providerId: PROVIDER_ID,
+          },
+        );
       }
     });
     p.catch(() => checkedHashes.delete(key));
@@ -108,9 +116,15 @@ const loaded = new Map<string, Promise<LocalModel>>();
 export function modelPath(file: string): string {
   const found = findLocalModel(file);
   if (!found) {
-    throw new UpstreamError(`local model file ${file} was not found; looked in ${localModelDirs().join(', ')}`, 503, false, {
-      code: 'local_model_missing', providerId: PROVIDER_ID,
-    });
+    throw new UpstreamError(
+      `local model file ${file} was not found; looked in ${localModelDirs().join(', ')}`,
+      503,
+      false,
+      {
+        code: 'local_model_missing',
+        providerId: PROVIDER_ID,
+      },
+    );
   }
   return found;
 }
@@ -124,7 +138,8 @@ async function load(file: string, filePath: string): Promise<LocalModel> {
     model = await llama.loadModel({ modelPath: filePath });
   } catch (err) {
     throw new UpstreamError(`local model ${file} could not be loaded: ${(err as Error).message}`, 503, false, {
-      code: 'local_model_load_failed', providerId: PROVIDER_ID,
+      code: 'local_model_load_failed',
+      providerId: PROVIDER_ID,
     });
   }
   try {
@@ -139,11 +154,21 @@ async function load(file: string, filePath: string): Promise<LocalModel> {
     // from the architecture name (a base Llama would get Llama 2's chat format it never learned).
     const hasTemplate = typeof model.fileInfo.metadata?.tokenizer?.chat_template === 'string';
     const chatWrapper = hasTemplate ? resolveChatWrapper(model, { warningLogs: false }) : null;
-    return { file, path: filePath, model, context, pool: new SequencePool(seqs), contextSize: seqs[0].contextSize, chatWrapper, threads };
+    return {
+      file,
+      path: filePath,
+      model,
+      context,
+      pool: new SequencePool(seqs),
+      contextSize: seqs[0].contextSize,
+      chatWrapper,
+      threads,
+    };
   } catch (err) {
     await model.dispose().catch(() => {});
     throw new UpstreamError(`local model ${file} could not get a context: ${(err as Error).message}`, 503, false, {
-      code: 'local_model_load_failed', providerId: PROVIDER_ID,
+      code: 'local_model_load_failed',
+      providerId: PROVIDER_ID,
     });
   }
 }

@@ -39,9 +39,15 @@ interface Sampled {
 
 export function abortError(signal: AbortSignal): UpstreamError {
   if ((signal.reason as Error | undefined)?.name === 'TimeoutError') {
-    return new UpstreamError('the local model did not finish in time', 504, true, { code: 'upstream_timeout', providerId: PROVIDER_ID });
+    return new UpstreamError('the local model did not finish in time', 504, true, {
+      code: 'upstream_timeout',
+      providerId: PROVIDER_ID,
+    });
   }
-  return new UpstreamError(`request to ${PROVIDER_ID} was aborted`, 499, false, { code: 'aborted', providerId: PROVIDER_ID });
+  return new UpstreamError(`request to ${PROVIDER_ID} was aborted`, 499, false, {
+    code: 'aborted',
+    providerId: PROVIDER_ID,
+  });
 }
 
 const logprobOf = (p: number | undefined) => (p && p > 0 ? Math.max(Math.log(p), MIN_LOGPROB) : MIN_LOGPROB);
@@ -60,9 +66,11 @@ function endsWith(tokens: Token[], seq: Token[], outputLength: number): boolean 
 export function assertFits(lm: LocalModel, prompt: Prompt, maxTokens: number): void {
   if (prompt.tokens.length + maxTokens > lm.contextSize) {
     throw new UpstreamError(
-      `this request needs ${prompt.tokens.length + maxTokens} tokens (${prompt.tokens.length} in the prompt + ${maxTokens} max output), `
-      + `more than the local model's context of ${lm.contextSize}`,
-      400, false, { code: 'context_length_exceeded', providerId: PROVIDER_ID },
+      `this request needs ${prompt.tokens.length + maxTokens} tokens (${prompt.tokens.length} in the prompt + ${maxTokens} max output), ` +
+        `more than the local model's context of ${lm.contextSize}`,
+      400,
+      false,
+      { code: 'context_length_exceeded', providerId: PROVIDER_ID },
     );
   }
 }
@@ -141,14 +149,21 @@ export async function generate(
     if (req.maxTokens <= 0) finishReason = 'length';
     else {
       const metadata = { confidence: wantLogprobs, probabilities: topN > 0 };
-      it = seq.evaluateWithMetadata(prompt.tokens.slice(cached), metadata, samplerOptions(lm, req.sampling, () => history)) as AsyncGenerator<Sampled, void, unknown>;
+      it = seq.evaluateWithMetadata(
+        prompt.tokens.slice(cached),
+        metadata,
+        samplerOptions(lm, req.sampling, () => history),
+      ) as AsyncGenerator<Sampled, void, unknown>;
       for (;;) {
         let step: IteratorResult<Sampled, void>;
         try {
           step = await Promise.race([it.next(), aborted]);
         } catch (err) {
           if (err instanceof UpstreamError) throw err;
-          throw new UpstreamError(`the local model failed while generating: ${(err as Error).message}`, 500, true, { code: 'local_inference_failed', providerId: PROVIDER_ID });
+          throw new UpstreamError(`the local model failed while generating: ${(err as Error).message}`, 500, true, {
+            code: 'local_inference_failed',
+            providerId: PROVIDER_ID,
+          });
         }
         if (step.done) break; // an end-of-generation token: a natural stop
 
@@ -192,7 +207,10 @@ export async function generate(
     if (!stoppedByText) {
       // the end: bytes still waiting, then text held back for a stop sequence that never came
       if (decodedUpTo < history.length) {
-        const { release: out, stopped } = stops.push({ text: detokenize(history.slice(decodedUpTo), decodedUpTo), logprobs: pendingLogprobs });
+        const { release: out, stopped } = stops.push({
+          text: detokenize(history.slice(decodedUpTo), decodedUpTo),
+          logprobs: pendingLogprobs,
+        });
         release(out);
         if (stopped) finishReason = 'stop';
       }
@@ -209,6 +227,12 @@ export async function generate(
 
   return {
     finishReason,
-    usage: { promptTokens: prompt.tokens.length, cachedTokens: cached, cacheWriteTokens: 0, completionTokens, reasoningTokens: 0 },
+    usage: {
+      promptTokens: prompt.tokens.length,
+      cachedTokens: cached,
+      cacheWriteTokens: 0,
+      completionTokens,
+      reasoningTokens: 0,
+    },
   };
 }

@@ -23,7 +23,11 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
 }
 
 /** Check the request, load the model (once per file) and build the prompt's tokens. */
-async function prepare(req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): Promise<{ lm: LocalModel; prompt: Prompt }> {
+async function prepare(
+  req: InferenceRequest,
+  target: ProviderTarget,
+  signal: AbortSignal,
+): Promise<{ lm: LocalModel; prompt: Prompt }> {
   assertSupported(req);
   const sha256 = typeof target.options.sha256 === 'string' ? target.options.sha256 : undefined;
   const lm = await untilAborted(localModel(req.model, { sha256 }), signal);
@@ -52,7 +56,11 @@ async function complete(req: InferenceRequest, target: ProviderTarget, signal: A
  * caller's signal directly, so an abort frees the model even while the reader is not pulling. A
  * reader that stops early (return()) stops the generation too.
  */
-async function* stream(req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): AsyncGenerator<StreamEvent> {
+async function* stream(
+  req: InferenceRequest,
+  target: ProviderTarget,
+  signal: AbortSignal,
+): AsyncGenerator<StreamEvent> {
   const stop = new AbortController();
   const queue = new EventQueue<StreamEvent>();
   const onAbort = () => {
@@ -65,10 +73,18 @@ async function* stream(req: InferenceRequest, target: ProviderTarget, signal: Ab
   const run = (async () => {
     const { lm, prompt } = await prepare(req, target, stop.signal);
     const end = await generate(lm, req, prompt, stop.signal, (piece) =>
-      queue.push(withLogprobs ? { type: 'text', text: piece.text, logprobs: piece.logprobs } : { type: 'text', text: piece.text }));
+      queue.push(
+        withLogprobs
+          ? { type: 'text', text: piece.text, logprobs: piece.logprobs }
+          : { type: 'text', text: piece.text },
+      ),
+    );
     queue.push({ type: 'finish', reason: end.finishReason });
     queue.push({ type: 'usage', usage: end.usage });
-  })().then(() => queue.end(), (err) => queue.fail(err));
+  })().then(
+    () => queue.end(),
+    (err) => queue.fail(err),
+  );
   try {
     yield* queue;
   } finally {

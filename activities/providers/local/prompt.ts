@@ -24,22 +24,31 @@ export interface Prompt {
 }
 
 const unsupported = (what: string) =>
-  new UpstreamError(`the local model cannot ${what}; use a model that supports it`, 400, false, { code: 'unsupported_by_model', providerId: PROVIDER_ID });
+  new UpstreamError(`the local model cannot ${what}; use a model that supports it`, 400, false, {
+    code: 'unsupported_by_model',
+    providerId: PROVIDER_ID,
+  });
 
 /** Refuse what a local text model cannot do, before any work (the router normally filters these out earlier). */
 export function assertSupported(req: InferenceRequest): void {
-  if (req.tools?.length || (req.toolChoice && req.toolChoice !== 'none' && req.toolChoice !== 'auto')) throw unsupported('call tools');
-  if (req.messages.some((m) => m.role === 'tool' || m.toolCalls?.length)) throw unsupported('take tool calls or tool results');
+  if (req.tools?.length || (req.toolChoice && req.toolChoice !== 'none' && req.toolChoice !== 'auto'))
+    throw unsupported('call tools');
+  if (req.messages.some((m) => m.role === 'tool' || m.toolCalls?.length))
+    throw unsupported('take tool calls or tool results');
   if (req.messages.some((m) => m.content.some((p) => p.type === 'image'))) throw unsupported('read images');
   if (req.messages.some((m) => m.content.some((p) => p.type === 'document'))) throw unsupported('read documents');
-  if (req.responseFormat && req.responseFormat.type !== 'text') throw unsupported(`guarantee a ${req.responseFormat.type} response`);
+  if (req.responseFormat && req.responseFormat.type !== 'text')
+    throw unsupported(`guarantee a ${req.responseFormat.type} response`);
 }
 
 const textOf = (m: Message): string => m.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
 
 /** The template-less rendering documented at the top of this file. */
 export function plainText(messages: Message[]): string {
-  return messages.map(textOf).filter((t) => t !== '').join('\n\n');
+  return messages
+    .map(textOf)
+    .filter((t) => t !== '')
+    .join('\n\n');
 }
 
 function withBos(lm: LocalModel, tokens: Token[]): Token[] {
@@ -63,19 +72,27 @@ function templated(lm: LocalModel, messages: Message[]): Prompt {
     if (text.values.every((v) => typeof v === 'string')) stopTexts.push(text.toString());
     else stopTokens.push(text.tokenize(lm.model.tokenizer));
   }
-  return { tokens: state.contextText.tokenize(lm.model.tokenizer), stopTexts: stopTexts.filter((s) => s !== ''), stopTokens };
+  return {
+    tokens: state.contextText.tokenize(lm.model.tokenizer),
+    stopTexts: stopTexts.filter((s) => s !== ''),
+    stopTokens,
+  };
 }
 
 /** The tokens the model evaluates for this request, and its stop conditions. */
 export function buildPrompt(lm: LocalModel, req: InferenceRequest): Prompt {
   const requestStops = (req.sampling.stop ?? []).filter((s) => s !== '');
   let prompt: Prompt;
-  if (req.prompt !== undefined) prompt = { tokens: withBos(lm, lm.model.tokenize(req.prompt)), stopTexts: [], stopTokens: [] };
+  if (req.prompt !== undefined)
+    prompt = { tokens: withBos(lm, lm.model.tokenize(req.prompt)), stopTexts: [], stopTokens: [] };
   else if (lm.chatWrapper) prompt = templated(lm, req.messages);
   else prompt = { tokens: withBos(lm, lm.model.tokenize(plainText(req.messages))), stopTexts: [], stopTokens: [] };
   prompt.stopTexts.push(...requestStops);
   if (prompt.tokens.length === 0) {
-    throw new UpstreamError('the prompt is empty and this model has no start token to begin from', 400, false, { code: 'empty_prompt', providerId: PROVIDER_ID });
+    throw new UpstreamError('the prompt is empty and this model has no start token to begin from', 400, false, {
+      code: 'empty_prompt',
+      providerId: PROVIDER_ID,
+    });
   }
   return prompt;
 }

@@ -53,9 +53,15 @@ function tokenBias(lm: LocalModel, bias: Record<string, number>): TokenBias {
   for (const [key, value] of Object.entries(bias)) {
     const id = Number(key);
     if (!Number.isInteger(id) || id < 0 || id >= vocab) {
-      throw new UpstreamError(`logit_bias names token ${key}, which is not in this model's vocabulary (0..${vocab - 1})`, 400, false, {
-        code: 'invalid_logit_bias', providerId: PROVIDER_ID,
-      });
+      throw new UpstreamError(
+        `logit_bias names token ${key}, which is not in this model's vocabulary (0..${vocab - 1})`,
+        400,
+        false,
+        {
+          code: 'invalid_logit_bias',
+          providerId: PROVIDER_ID,
+        },
+      );
     }
     out.set(id as Token, { logit: value });
   }

@@ -26,12 +26,16 @@ async function slot(): Promise<() => void> {
   };
 }
 
-const fail = (message: string, status = 500, code = 'provider_error') => new UpstreamError(message, status, false, { code, providerId: 'local' });
+const fail = (message: string, status = 500, code = 'provider_error') =>
+  new UpstreamError(message, status, false, { code, providerId: 'local' });
 
 type Msg = { chunk?: Uint8Array; done?: true; error?: string };
 
 /** Runs one synthesis; yields the audio pieces as the worker posts them. */
-async function* synthesizeInWorker(job: { text: string; voice: string; speed: number; format: SpeechFormat; sampleRate: number; kbps: number }, signal: AbortSignal): AsyncGenerator<Buffer> {
+async function* synthesizeInWorker(
+  job: { text: string; voice: string; speed: number; format: SpeechFormat; sampleRate: number; kbps: number },
+  signal: AbortSignal,
+): AsyncGenerator<Buffer> {
   const free = await slot();
   const worker = new Worker(new URL('./speechWorker.mjs', import.meta.url), { workerData: job });
   const queue: Msg[] = [];
@@ -65,10 +69,15 @@ async function* synthesizeInWorker(job: { text: string; voice: string; speed: nu
 export const localSpeechAdapter: SpeechAdapter = {
   protocol: 'local',
   async synthesize(req, target, signal) {
-    if (!LOCAL_SPEECH_FORMATS.includes(req.format)) throw fail(`the local speech engine cannot produce ${req.format}`, 400, 'unsupported_format');
+    if (!LOCAL_SPEECH_FORMATS.includes(req.format))
+      throw fail(`the local speech engine cannot produce ${req.format}`, 400, 'unsupported_format');
     const job = {
-      text: req.input, voice: req.voice, speed: req.speed ?? 1, format: req.format,
-      sampleRate: Number(target.options.sample_rate ?? 24000), kbps: Number(target.options.mp3_kbps ?? 64),
+      text: req.input,
+      voice: req.voice,
+      speed: req.speed ?? 1,
+      format: req.format,
+      sampleRate: Number(target.options.sample_rate ?? 24000),
+      kbps: Number(target.options.mp3_kbps ?? 64),
     };
     return { contentType: FORMAT_CONTENT_TYPES[req.format], audio: synthesizeInWorker(job, signal) };
   },

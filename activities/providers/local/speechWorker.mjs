@@ -35,7 +35,8 @@ async function synthesize(text, voice, speed) {
 }
 
 function parseWav(buf) {
-  if (buf.length < 44 || buf.toString('ascii', 0, 4) !== 'RIFF' || buf.toString('ascii', 8, 12) !== 'WAVE') throw new Error('espeak-ng produced no WAV');
+  if (buf.length < 44 || buf.toString('ascii', 0, 4) !== 'RIFF' || buf.toString('ascii', 8, 12) !== 'WAVE')
+    throw new Error('espeak-ng produced no WAV');
   let off = 12;
   let sampleRate = 22050;
   let channels = 1;
@@ -108,7 +109,8 @@ async function run({ text, voice, speed, format, sampleRate, kbps }) {
     post(enc.flush());
   } else if (format === 'wav' || format === 'pcm') {
     if (format === 'wav') post(wavHeader(pcm.sampleRate, s.byteLength));
-    for (let i = 0; i < s.length; i += BLOCK) post(new Uint8Array(s.buffer, s.byteOffset + i * 2, Math.min(BLOCK, s.length - i) * 2));
+    for (let i = 0; i < s.length; i += BLOCK)
+      post(new Uint8Array(s.buffer, s.byteOffset + i * 2, Math.min(BLOCK, s.length - i) * 2));
   } else {
     throw new Error(`cannot produce ${format}`);
   }

@@ -12,28 +12,50 @@ import { fromChatResponse, fromCompletionResponse } from './response.js';
 import { deadlineOr, readStream } from './stream.js';
 
 /** POST the request to the right endpoint; a non-2xx answer becomes the upstream's own error. */
-async function call(req: InferenceRequest, target: ProviderTarget, signal: AbortSignal, stream: boolean): Promise<{ res: UpstreamResponse; legacy: boolean }> {
+async function call(
+  req: InferenceRequest,
+  target: ProviderTarget,
+  signal: AbortSignal,
+  stream: boolean,
+): Promise<{ res: UpstreamResponse; legacy: boolean }> {
   const q = quirksFor(target.providerId, target.options);
   const legacy = usesCompletionsEndpoint(req, q);
   const body = legacy ? toCompletionBody(req, q, stream) : toChatBody(req, q, stream);
   const url = endpointUrl(target.baseUrl, legacy ? 'completions' : 'chat/completions');
-  const res = await send(target.providerId, url, { headers: requestHeaders(target, q, stream), body: JSON.stringify(body), signal })
-    .catch((err) => { throw deadlineOr(target.providerId, err, signal); });
+  const res = await send(target.providerId, url, {
+    headers: requestHeaders(target, q, stream),
+    body: JSON.stringify(body),
+    signal,
+  }).catch((err) => {
+    throw deadlineOr(target.providerId, err, signal);
+  });
   if (res.status < 200 || res.status >= 300) throw await statusError(target.providerId, res);
   return { res, legacy };
 }
 
 async function complete(req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): Promise<InferenceResult> {
   const { res, legacy } = await call(req, target, signal, false);
-  const json = await readJson(target.providerId, res).catch((err) => { throw deadlineOr(target.providerId, err, signal); });
-  return legacy ? fromCompletionResponse(target.providerId, json) : fromChatResponse(target.providerId, json, !!req.reasoning?.exclude);
+  const json = await readJson(target.providerId, res).catch((err) => {
+    throw deadlineOr(target.providerId, err, signal);
+  });
+  return legacy
+    ? fromCompletionResponse(target.providerId, json)
+    : fromChatResponse(target.providerId, json, !!req.reasoning?.exclude);
 }
 
 // An async generator runs nothing until the first next(): the upstream call, and any failure to
 // get a good response, belong to that first next() as the ProviderAdapter contract requires.
-async function* stream(req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): AsyncGenerator<StreamEvent> {
+async function* stream(
+  req: InferenceRequest,
+  target: ProviderTarget,
+  signal: AbortSignal,
+): AsyncGenerator<StreamEvent> {
   const { res, legacy } = await call(req, target, signal, true);
-  yield* readStream(res, target.providerId, signal, { legacy, excludeReasoning: !!req.reasoning?.exclude, relay: false });
+  yield* readStream(res, target.providerId, signal, {
+    legacy,
+    excludeReasoning: !!req.reasoning?.exclude,
+    relay: false,
+  });
 }
 
 export const openaiAdapter: ProviderAdapter = {

@@ -16,10 +16,21 @@ import { deadlineOr, readStream } from './stream.js';
 type Body = Record<string, unknown>;
 
 /** The caller's chat body as this vendor takes it. */
-export function upstreamBody(native: NativeRequest, req: InferenceRequest, q: OpenAIQuirks, providerId: string, stream: boolean): Body {
+export function upstreamBody(
+  native: NativeRequest,
+  req: InferenceRequest,
+  q: OpenAIQuirks,
+  providerId: string,
+  stream: boolean,
+): Body {
   const {
-    max_tokens: _max, max_completion_tokens: _maxCompletion, reasoning: _reasoning, reasoning_effort: _effort,
-    stream: _stream, stream_options: streamOptions, ...rest
+    max_tokens: _max,
+    max_completion_tokens: _maxCompletion,
+    reasoning: _reasoning,
+    reasoning_effort: _effort,
+    stream: _stream,
+    stream_options: streamOptions,
+    ...rest
   } = native.body;
   const body: Body = { ...rest, model: req.model };
   // the cap the reservation was made for, always sent, so the bill can never exceed it
@@ -27,7 +38,7 @@ export function upstreamBody(native: NativeRequest, req: InferenceRequest, q: Op
   Object.assign(body, reasoningFields(req.reasoning, q));
   if (stream) {
     body.stream = true;
-    const options = streamOptions && typeof streamOptions === 'object' ? streamOptions as Body : {};
+    const options = streamOptions && typeof streamOptions === 'object' ? (streamOptions as Body) : {};
     if (q.streamUsage) body.stream_options = { ...options, include_usage: true };
     else if (streamOptions !== undefined) body.stream_options = streamOptions;
   }
@@ -49,12 +60,22 @@ export function upstreamBody(native: NativeRequest, req: InferenceRequest, q: Op
   return body;
 }
 
-async function post(native: NativeRequest, req: InferenceRequest, target: ProviderTarget, signal: AbortSignal, stream: boolean) {
+async function post(
+  native: NativeRequest,
+  req: InferenceRequest,
+  target: ProviderTarget,
+  signal: AbortSignal,
+  stream: boolean,
+) {
   const q = quirksFor(target.providerId, target.options);
   const body = upstreamBody(native, req, q, target.providerId, stream);
   const res = await send(target.providerId, endpointUrl(target.baseUrl, 'chat/completions'), {
-    headers: requestHeaders(target, q, stream), body: JSON.stringify(body), signal,
-  }).catch((err) => { throw deadlineOr(target.providerId, err, signal); });
+    headers: requestHeaders(target, q, stream),
+    body: JSON.stringify(body),
+    signal,
+  }).catch((err) => {
+    throw deadlineOr(target.providerId, err, signal);
+  });
   if (res.status < 200 || res.status >= 300) throw await statusError(target.providerId, res);
   return res;
 }
@@ -65,15 +86,27 @@ export const openaiPassThrough: NativePassThrough = {
   // Hidden reasoning must be taken out of the answer: that needs the translated path.
   accepts: (req) => !req.reasoning?.exclude && req.prompt === undefined,
 
-  async complete(native: NativeRequest, req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): Promise<InferenceResult> {
+  async complete(
+    native: NativeRequest,
+    req: InferenceRequest,
+    target: ProviderTarget,
+    signal: AbortSignal,
+  ): Promise<InferenceResult> {
     const res = await post(native, req, target, signal, false);
-    const json = await readJson(target.providerId, res).catch((err) => { throw deadlineOr(target.providerId, err, signal); });
+    const json = await readJson(target.providerId, res).catch((err) => {
+      throw deadlineOr(target.providerId, err, signal);
+    });
     const result: InferenceResult = fromChatResponse(target.providerId, json, false);
     result.native = json;
     return result;
   },
 
-  async *stream(native: NativeRequest, req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): AsyncGenerator<StreamEvent> {
+  async *stream(
+    native: NativeRequest,
+    req: InferenceRequest,
+    target: ProviderTarget,
+    signal: AbortSignal,
+  ): AsyncGenerator<StreamEvent> {
     const res = await post(native, req, target, signal, true);
     yield* readStream(res, target.providerId, signal, { legacy: false, excludeReasoning: false, relay: true });
   },

@@ -49,11 +49,19 @@ export const genericQuirks: OpenAIQuirks = {
 
 /** vLLM's extra SamplingParams (docs.vllm.ai, "Extra Parameters"), same names on chat and completions. */
 const VLLM_SAMPLING = {
-  min_tokens: 'min_tokens', stop_token_ids: 'stop_token_ids', include_stop_str_in_output: 'include_stop_str_in_output', ignore_eos: 'ignore_eos',
+  min_tokens: 'min_tokens',
+  stop_token_ids: 'stop_token_ids',
+  include_stop_str_in_output: 'include_stop_str_in_output',
+  ignore_eos: 'ignore_eos',
 };
 /** llama.cpp server's native sampling options, which its OpenAI endpoints read too; its mirostat switch is `mirostat`, tail-free `tfs_z`. */
 const LLAMACPP_SAMPLING = {
-  mirostat_mode: 'mirostat', mirostat_tau: 'mirostat_tau', mirostat_eta: 'mirostat_eta', typical_p: 'typical_p', tfs: 'tfs_z', ignore_eos: 'ignore_eos',
+  mirostat_mode: 'mirostat',
+  mirostat_tau: 'mirostat_tau',
+  mirostat_eta: 'mirostat_eta',
+  typical_p: 'typical_p',
+  tfs: 'tfs_z',
+  ignore_eos: 'ignore_eos',
 };
 
 /** Per catalog provider id: only the differences from `genericQuirks`. */
@@ -75,17 +83,30 @@ export const vendorQuirks: Record<string, Partial<OpenAIQuirks>> = {
   ollama: {},
 };
 
-function pick<T>(options: Record<string, unknown>, key: string, providerId: string, ok: (v: unknown) => boolean, what: string): T | undefined {
+function pick<T>(
+  options: Record<string, unknown>,
+  key: string,
+  providerId: string,
+  ok: (v: unknown) => boolean,
+  what: string,
+): T | undefined {
   const v = options[key];
   if (v === undefined || v === null) return undefined;
   // A wrong catalog value is the operator's mistake: say so. Retryable, so another provider may still serve.
-  if (!ok(v)) throw new UpstreamError(`catalog option "${key}" of provider ${providerId} must be ${what}`, 500, true, { code: 'provider_misconfigured', providerId });
+  if (!ok(v))
+    throw new UpstreamError(`catalog option "${key}" of provider ${providerId} must be ${what}`, 500, true, {
+      code: 'provider_misconfigured',
+      providerId,
+    });
   return v as T;
 }
 
 const isBool = (v: unknown) => typeof v === 'boolean';
 const isString = (v: unknown) => typeof v === 'string';
-const oneOf = (...xs: string[]) => (v: unknown) => xs.includes(v as string);
+const oneOf =
+  (...xs: string[]) =>
+  (v: unknown) =>
+    xs.includes(v as string);
 
 /** The quirks for one call: generic, then the vendor's row, then the catalog's options. */
 export function quirksFor(providerId: string, options: Record<string, unknown>): OpenAIQuirks {
@@ -102,15 +123,39 @@ const memo = new WeakMap<object, Map<string, OpenAIQuirks>>();
 
 function quirksOf(providerId: string, o: Record<string, unknown>): OpenAIQuirks {
   const fromCatalog: Partial<OpenAIQuirks> = {
-    maxTokensField: pick(o, 'max_tokens_field', providerId, oneOf('max_tokens', 'max_completion_tokens'), '"max_tokens" or "max_completion_tokens"'),
+    maxTokensField: pick(
+      o,
+      'max_tokens_field',
+      providerId,
+      oneOf('max_tokens', 'max_completion_tokens'),
+      '"max_tokens" or "max_completion_tokens"',
+    ),
     extendedSampling: pick(o, 'extended_sampling', providerId, isBool, 'true or false'),
-    reasoningStyle: pick(o, 'reasoning_style', providerId, oneOf('reasoning_effort', 'openrouter', 'none'), '"reasoning_effort", "openrouter" or "none"'),
+    reasoningStyle: pick(
+      o,
+      'reasoning_style',
+      providerId,
+      oneOf('reasoning_effort', 'openrouter', 'none'),
+      '"reasoning_effort", "openrouter" or "none"',
+    ),
     streamUsage: pick(o, 'stream_usage', providerId, isBool, 'true or false'),
     sendUser: pick(o, 'send_user', providerId, isBool, 'true or false'),
     messageNames: pick(o, 'message_names', providerId, isBool, 'true or false'),
     promptEndpoint: pick(o, 'prompt_endpoint', providerId, oneOf('completions', 'chat'), '"completions" or "chat"'),
-    dropParams: pick(o, 'drop_params', providerId, (v) => Array.isArray(v) && v.every(isString), 'a list of parameter names'),
-    vendorSampling: pick(o, 'vendor_sampling', providerId, (v) => !!v && typeof v === 'object' && !Array.isArray(v) && Object.values(v).every(isString), 'a map of parameter name to the name the server reads'),
+    dropParams: pick(
+      o,
+      'drop_params',
+      providerId,
+      (v) => Array.isArray(v) && v.every(isString),
+      'a list of parameter names',
+    ),
+    vendorSampling: pick(
+      o,
+      'vendor_sampling',
+      providerId,
+      (v) => !!v && typeof v === 'object' && !Array.isArray(v) && Object.values(v).every(isString),
+      'a map of parameter name to the name the server reads',
+    ),
     httpReferer: pick(o, 'http_referer', providerId, isString, 'a URL'),
     appTitle: pick(o, 'x_title', providerId, isString, 'text'),
   };

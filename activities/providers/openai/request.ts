@@ -1,7 +1,13 @@
 // Internal request -> OpenAI wire body (POST /chat/completions, or POST /completions for a raw
 // prompt), shaped by the vendor's quirks. Everything optional is left out when unset, so a
 // vendor's own defaults apply.
-import type { ContentPart, InferenceRequest, Message, ReasoningEffort, ReasoningOptions } from '../../inference/types.js';
+import type {
+  ContentPart,
+  InferenceRequest,
+  Message,
+  ReasoningEffort,
+  ReasoningOptions,
+} from '../../inference/types.js';
 import type { ProviderTarget } from '../types.js';
 import type { OpenAIQuirks } from './quirks.js';
 
@@ -17,12 +23,19 @@ export function endpointUrl(base: string, path: 'chat/completions' | 'completion
  * request needs chat (tools, structured output): otherwise it becomes the last user turn.
  */
 export function usesCompletionsEndpoint(req: InferenceRequest, q: OpenAIQuirks): boolean {
-  return req.prompt !== undefined && q.promptEndpoint === 'completions' && !req.tools?.length
-    && (req.responseFormat === undefined || req.responseFormat.type === 'text');
+  return (
+    req.prompt !== undefined &&
+    q.promptEndpoint === 'completions' &&
+    !req.tools?.length &&
+    (req.responseFormat === undefined || req.responseFormat.type === 'text')
+  );
 }
 
 export function requestHeaders(target: ProviderTarget, q: OpenAIQuirks, stream: boolean): Record<string, string> {
-  const h: Record<string, string> = { 'content-type': 'application/json', accept: stream ? 'text/event-stream' : 'application/json' };
+  const h: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: stream ? 'text/event-stream' : 'application/json',
+  };
   // keyless self-hosted servers (vLLM without --api-key, llama.cpp, Ollama) get no Authorization at all
   if (target.apiKey) h.authorization = `Bearer ${target.apiKey}`;
   if (q.httpReferer) h['http-referer'] = q.httpReferer;
@@ -37,11 +50,18 @@ export function toChatBody(req: InferenceRequest, q: OpenAIQuirks, stream: boole
   if (req.tools?.length) {
     body.tools = req.tools.map((t) => ({
       type: 'function',
-      function: { name: t.name, ...(t.description !== undefined && { description: t.description }), ...(t.parameters && { parameters: t.parameters }) },
+      function: {
+        name: t.name,
+        ...(t.description !== undefined && { description: t.description }),
+        ...(t.parameters && { parameters: t.parameters }),
+      },
     }));
     // OpenAI answers 400 to tool_choice / parallel_tool_calls without tools, hence inside this branch
     if (req.toolChoice !== undefined) {
-      body.tool_choice = typeof req.toolChoice === 'string' ? req.toolChoice : { type: 'function', function: { name: req.toolChoice.name } };
+      body.tool_choice =
+        typeof req.toolChoice === 'string'
+          ? req.toolChoice
+          : { type: 'function', function: { name: req.toolChoice.name } };
     }
     if (req.parallelToolCalls !== undefined) body.parallel_tool_calls = req.parallelToolCalls;
   }
@@ -50,7 +70,12 @@ export function toChatBody(req: InferenceRequest, q: OpenAIQuirks, stream: boole
   if (rf?.type === 'json_schema') {
     body.response_format = {
       type: 'json_schema',
-      json_schema: { name: rf.name, schema: rf.schema, ...(rf.strict !== undefined && { strict: rf.strict }), ...(rf.description !== undefined && { description: rf.description }) },
+      json_schema: {
+        name: rf.name,
+        schema: rf.schema,
+        ...(rf.strict !== undefined && { strict: rf.strict }),
+        ...(rf.description !== undefined && { description: rf.description }),
+      },
     };
   }
   body[q.maxTokensField] = req.maxTokens;
@@ -136,7 +161,11 @@ function toWireMessage(m: Message, q: OpenAIQuirks): Body {
         role: 'assistant',
         // OpenAI's own shape for a turn that only called tools is `content: null`
         content: text === '' ? null : text,
-        tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })),
+        tool_calls: m.toolCalls.map((c) => ({
+          id: c.id,
+          type: 'function',
+          function: { name: c.name, arguments: c.arguments },
+        })),
         ...named,
       };
     }
@@ -150,7 +179,10 @@ function toWireMessage(m: Message, q: OpenAIQuirks): Body {
 
 /** Text of the parts; separate blocks stay separate lines. */
 function textOf(parts: ContentPart[]): string {
-  return parts.filter((p): p is Extract<ContentPart, { type: 'text' }> => p.type === 'text').map((p) => p.text).join('\n');
+  return parts
+    .filter((p): p is Extract<ContentPart, { type: 'text' }> => p.type === 'text')
+    .map((p) => p.text)
+    .join('\n');
 }
 
 function toWirePart(p: ContentPart): Body {
@@ -164,5 +196,11 @@ function toWirePart(p: ContentPart): Body {
     const text = Buffer.from(p.data, 'base64').toString('utf8');
     return { type: 'text', text: p.title ? `${p.title}\n\n${text}` : text };
   }
-  return { type: 'file', file: { filename: p.title ?? (p.mediaType === 'application/pdf' ? 'document.pdf' : 'document'), file_data: `data:${p.mediaType};base64,${p.data}` } };
+  return {
+    type: 'file',
+    file: {
+      filename: p.title ?? (p.mediaType === 'application/pdf' ? 'document.pdf' : 'document'),
+      file_data: `data:${p.mediaType};base64,${p.data}`,
+    },
+  };
 }

@@ -3,14 +3,30 @@
 // usage arrives, finish reasons such as "eos"), and every difference is absorbed here.
 /* eslint-disable @typescript-eslint/no-explicit-any -- wire JSON, checked field by field */
 import { randomBytes } from 'node:crypto';
-import type { FinishReason, InferenceResult, StreamEvent, TokenLogprob, ToolCall, Usage } from '../../inference/types.js';
+import type {
+  FinishReason,
+  InferenceResult,
+  StreamEvent,
+  TokenLogprob,
+  ToolCall,
+  Usage,
+} from '../../inference/types.js';
 import { UpstreamError, isRetryableStatus } from '../types.js';
 
 const finishReasons: Record<string, FinishReason> = {
-  stop: 'stop', eos: 'stop', eos_token: 'stop', end_turn: 'stop', stop_sequence: 'stop',
-  length: 'length', max_tokens: 'length', model_length: 'length',
-  tool_calls: 'tool_calls', function_call: 'tool_calls', tool_use: 'tool_calls',
-  content_filter: 'content_filter', safety: 'content_filter',
+  stop: 'stop',
+  eos: 'stop',
+  eos_token: 'stop',
+  end_turn: 'stop',
+  stop_sequence: 'stop',
+  length: 'length',
+  max_tokens: 'length',
+  model_length: 'length',
+  tool_calls: 'tool_calls',
+  function_call: 'tool_calls',
+  tool_use: 'tool_calls',
+  content_filter: 'content_filter',
+  safety: 'content_filter',
 };
 
 /** Unknown or missing reasons read as "stop"; some servers say "stop" after a tool call, which is really "tool_calls". */
@@ -43,7 +59,11 @@ export function toLogprobs(content: unknown): TokenLogprob[] | undefined {
     logprob: count(t.logprob),
     bytes: Array.isArray(t.bytes) ? t.bytes : null,
     topLogprobs: Array.isArray(t.top_logprobs)
-      ? t.top_logprobs.map((a: any) => ({ token: String(a.token ?? ''), logprob: count(a.logprob), bytes: Array.isArray(a.bytes) ? a.bytes : null }))
+      ? t.top_logprobs.map((a: any) => ({
+          token: String(a.token ?? ''),
+          logprob: count(a.logprob),
+          bytes: Array.isArray(a.bytes) ? a.bytes : null,
+        }))
       : [],
   }));
 }
@@ -57,7 +77,8 @@ export function fromLegacyLogprobs(lp: any): TokenLogprob[] | undefined {
       token: String(token),
       // null only for an echoed first prompt token, which has no probability; we never echo
       logprob: count(lp.token_logprobs?.[i]),
-      topLogprobs: top && typeof top === 'object' ? Object.entries(top).map(([t, l]) => ({ token: t, logprob: count(l) })) : [],
+      topLogprobs:
+        top && typeof top === 'object' ? Object.entries(top).map(([t, l]) => ({ token: t, logprob: count(l) })) : [],
     };
   });
 }
@@ -75,7 +96,8 @@ function toToolCalls(raw: unknown): ToolCall[] {
 }
 
 // Arguments are JSON text on the wire; a few servers send the object itself.
-const argumentsText = (a: unknown): string => (typeof a === 'string' ? a : a === undefined || a === null ? '' : JSON.stringify(a));
+const argumentsText = (a: unknown): string =>
+  typeof a === 'string' ? a : a === undefined || a === null ? '' : JSON.stringify(a);
 
 /** vLLM (new and old), DeepSeek and OpenRouter name it differently; vLLM may send both with the same text. */
 function reasoningOf(m: any): string | undefined {
@@ -85,8 +107,14 @@ function reasoningOf(m: any): string | undefined {
 }
 
 const statusByType: Record<string, number> = {
-  invalid_request_error: 400, authentication_error: 401, permission_error: 403, not_found_error: 404,
-  rate_limit_error: 429, rate_limit_exceeded: 429, tokens: 429, insufficient_quota: 429,
+  invalid_request_error: 400,
+  authentication_error: 401,
+  permission_error: 403,
+  not_found_error: 404,
+  rate_limit_error: 429,
+  rate_limit_exceeded: 429,
+  tokens: 429,
+  insufficient_quota: 429,
 };
 
 /**
@@ -98,20 +126,26 @@ export function bodyError(providerId: string, json: any): UpstreamError | undefi
   if (e === undefined || e === null) return undefined;
   const err = typeof e === 'object' ? e : { message: String(e) };
   const code = Number(err.code);
-  const status = code >= 400 && code < 600 ? code : statusByType[err.type] ?? statusByType[err.code] ?? 502;
+  const status = code >= 400 && code < 600 ? code : (statusByType[err.type] ?? statusByType[err.code] ?? 502);
   const message = typeof err.message === 'string' && err.message ? err.message : 'unknown error';
   return new UpstreamError(`${providerId} failed: ${message}`, status, isRetryableStatus(status), {
-    code: 'upstream_error', providerId, upstreamBody: JSON.stringify(json).slice(0, 2000),
+    code: 'upstream_error',
+    providerId,
+    upstreamBody: JSON.stringify(json).slice(0, 2000),
   });
 }
 
 function badResponse(providerId: string, json: unknown, what: string): UpstreamError {
-  return new UpstreamError(`${providerId} sent ${what}`, 502, true, { code: 'upstream_bad_response', providerId, upstreamBody: JSON.stringify(json).slice(0, 2000) });
+  return new UpstreamError(`${providerId} sent ${what}`, 502, true, {
+    code: 'upstream_bad_response',
+    providerId,
+    upstreamBody: JSON.stringify(json).slice(0, 2000),
+  });
 }
 
 /** vLLM says which stop string ended the text (`stop_reason`; a number is a stop token id). */
 const stopSequenceOf = (choice: any): { stopSequence?: string } =>
-  (typeof choice?.stop_reason === 'string' && choice.stop_reason ? { stopSequence: choice.stop_reason } : {});
+  typeof choice?.stop_reason === 'string' && choice.stop_reason ? { stopSequence: choice.stop_reason } : {};
 
 export function fromChatResponse(providerId: string, json: any, excludeReasoning: boolean): InferenceResult {
   const failed = bodyError(providerId, json);
@@ -156,8 +190,14 @@ export function resultEvents(r: InferenceResult): StreamEvent[] {
   const out: StreamEvent[] = [];
   if (r.reasoning) out.push({ type: 'reasoning', text: r.reasoning });
   if (r.content) out.push({ type: 'text', text: r.content, ...(r.logprobs ? { logprobs: r.logprobs } : {}) });
-  r.toolCalls.forEach((c, index) => out.push({ type: 'tool_call', index, id: c.id, name: c.name, argumentsDelta: c.arguments }));
-  out.push({ type: 'finish', reason: r.finishReason, ...(r.stopSequence !== undefined ? { stopSequence: r.stopSequence } : {}) });
+  r.toolCalls.forEach((c, index) =>
+    out.push({ type: 'tool_call', index, id: c.id, name: c.name, argumentsDelta: c.arguments }),
+  );
+  out.push({
+    type: 'finish',
+    reason: r.finishReason,
+    ...(r.stopSequence !== undefined ? { stopSequence: r.stopSequence } : {}),
+  });
   if (r.usage) out.push({ type: 'usage', usage: r.usage });
   return out;
 }
@@ -177,7 +217,11 @@ export class StreamDecoder {
   private calls = new Map<string, number>();
   private lastCall = '';
 
-  constructor(private readonly providerId: string, private readonly legacy: boolean, private readonly excludeReasoning: boolean) {}
+  constructor(
+    private readonly providerId: string,
+    private readonly legacy: boolean,
+    private readonly excludeReasoning: boolean,
+  ) {}
 
   push(chunk: any): StreamEvent[] {
     const failed = bodyError(this.providerId, chunk);
@@ -187,7 +231,8 @@ export class StreamDecoder {
     if (usage) this.usage = usage;
     const choice = Array.isArray(chunk?.choices) ? chunk.choices[0] : undefined;
     if (!choice || typeof choice !== 'object') return [];
-    if (choice.finish_reason === 'error') throw bodyError(this.providerId, { error: choice.error ?? { message: 'the generation failed midway' } })!;
+    if (choice.finish_reason === 'error')
+      throw bodyError(this.providerId, { error: choice.error ?? { message: 'the generation failed midway' } })!;
     const out = this.legacy ? this.legacyEvents(choice) : this.chatEvents(choice);
     if (choice.finish_reason) {
       this.finished = true;
@@ -199,7 +244,9 @@ export class StreamDecoder {
 
   /** The closing events, once the stream ended properly. */
   end(): StreamEvent[] {
-    const out: StreamEvent[] = [{ type: 'finish', reason: toFinishReason(this.finishRaw, this.calls.size > 0), ...this.stopSequence }];
+    const out: StreamEvent[] = [
+      { type: 'finish', reason: toFinishReason(this.finishRaw, this.calls.size > 0), ...this.stopSequence },
+    ];
     if (this.usage) out.push({ type: 'usage', usage: this.usage });
     return out;
   }
@@ -229,7 +276,12 @@ export class StreamDecoder {
   private toolCallEvents(tc: any): StreamEvent[] {
     const argumentsDelta = argumentsText(tc.function?.arguments);
     // Without an index (some servers), a new id starts a new call and anything else continues the last.
-    const upstream = typeof tc.index === 'number' ? `#${tc.index}` : typeof tc.id === 'string' && tc.id ? `id:${tc.id}` : this.lastCall;
+    const upstream =
+      typeof tc.index === 'number'
+        ? `#${tc.index}`
+        : typeof tc.id === 'string' && tc.id
+          ? `id:${tc.id}`
+          : this.lastCall;
     const known = this.calls.get(upstream);
     if (known === undefined) {
       const index = this.calls.size;

@@ -8,15 +8,27 @@ import type { Dispatcher } from 'undici';
 export const openaiSpeechAdapter: SpeechAdapter = {
   protocol: 'openai',
   async synthesize(req, target, signal) {
-    const body: Record<string, unknown> = { model: req.model, input: req.input, voice: req.voice, response_format: req.format };
+    const body: Record<string, unknown> = {
+      model: req.model,
+      input: req.input,
+      voice: req.voice,
+      response_format: req.format,
+    };
     if (req.speed !== undefined) body.speed = req.speed;
     if (req.instructions !== undefined) body.instructions = req.instructions;
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: '*/*', ...target.headers };
     if (target.apiKey) headers.authorization = `Bearer ${target.apiKey}`;
-    const res = await send(target.providerId, `${target.baseUrl.replace(/\/+$/, '')}/audio/speech`, { headers, body: JSON.stringify(body), signal });
+    const res = await send(target.providerId, `${target.baseUrl.replace(/\/+$/, '')}/audio/speech`, {
+      headers,
+      body: JSON.stringify(body),
+      signal,
+    });
     if (res.status < 200 || res.status >= 300) throw await statusError(target.providerId, res);
     const type = res.headers['content-type'];
-    return { contentType: (Array.isArray(type) ? type[0] : type) ?? FORMAT_CONTENT_TYPES[req.format], audio: bodyChunks(target.providerId, res.body) };
+    return {
+      contentType: (Array.isArray(type) ? type[0] : type) ?? FORMAT_CONTENT_TYPES[req.format],
+      audio: bodyChunks(target.providerId, res.body),
+    };
   },
 };
 

@@ -14,7 +14,10 @@ import { StreamDecoder, bodyError, fromChatResponse, fromCompletionResponse, res
  */
 export function deadlineOr(providerId: string, err: unknown, signal: AbortSignal): UpstreamError {
   if (signal.aborted && (signal.reason as Error | undefined)?.name === 'TimeoutError') {
-    return new UpstreamError(`${providerId} did not answer in time`, 504, true, { code: 'upstream_timeout', providerId });
+    return new UpstreamError(`${providerId} did not answer in time`, 504, true, {
+      code: 'upstream_timeout',
+      providerId,
+    });
   }
   return transportError(providerId, err);
 }
@@ -44,11 +47,22 @@ export interface ReadOptions {
 
 // Events are yielded one by one rather than with `yield*` over an array: that wraps the array in
 // an async iterator, one more await per event on the hottest loop of a stream.
-export async function* readStream(res: UpstreamResponse, providerId: string, signal: AbortSignal, opts: ReadOptions): AsyncGenerator<StreamEvent> {
+export async function* readStream(
+  res: UpstreamResponse,
+  providerId: string,
+  signal: AbortSignal,
+  opts: ReadOptions,
+): AsyncGenerator<StreamEvent> {
   if (String(res.headers['content-type'] ?? '').includes('application/json')) {
     // a server (or proxy) that ignored `stream: true` answered in one piece: replay it as events
-    const json = await readJson(providerId, res).catch((err) => { throw deadlineOr(providerId, err, signal); });
-    yield* resultEvents(opts.legacy ? fromCompletionResponse(providerId, json) : fromChatResponse(providerId, json, opts.excludeReasoning));
+    const json = await readJson(providerId, res).catch((err) => {
+      throw deadlineOr(providerId, err, signal);
+    });
+    yield* resultEvents(
+      opts.legacy
+        ? fromCompletionResponse(providerId, json)
+        : fromChatResponse(providerId, json, opts.excludeReasoning),
+    );
     return;
   }
   const decoder = new StreamDecoder(providerId, opts.legacy, opts.excludeReasoning);
@@ -69,7 +83,9 @@ export async function* readStream(res: UpstreamResponse, providerId: string, sig
           chunk = JSON.parse(frame.data);
         } catch {
           throw new UpstreamError(`${providerId} sent a stream event that is not JSON`, 502, true, {
-            code: 'upstream_bad_response', providerId, upstreamBody: frame.data.slice(0, 2000),
+            code: 'upstream_bad_response',
+            providerId,
+            upstreamBody: frame.data.slice(0, 2000),
           });
         }
         // some servers name their error frames instead of (or besides) putting `error` in the data

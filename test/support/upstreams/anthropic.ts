@@ -30,7 +30,10 @@ export interface AnthropicReply {
   stopReason?: string;
   /** wire usage fields (defaults estimate ~4 characters a token); null = report none */
   usage?: {
-    input_tokens?: number; output_tokens?: number; cache_creation_input_tokens?: number; cache_read_input_tokens?: number;
+    input_tokens?: number;
+    output_tokens?: number;
+    cache_creation_input_tokens?: number;
+    cache_read_input_tokens?: number;
     output_tokens_details?: { thinking_tokens: number };
   } | null;
   /** count_tokens answer */
@@ -74,9 +77,16 @@ export interface AnthropicUpstream {
 }
 
 const ERROR_TYPES: Record<number, string> = {
-  400: 'invalid_request_error', 401: 'authentication_error', 402: 'billing_error', 403: 'permission_error',
-  404: 'not_found_error', 413: 'request_too_large', 429: 'rate_limit_error', 500: 'api_error',
-  504: 'timeout_error', 529: 'overloaded_error',
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  402: 'billing_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  504: 'timeout_error',
+  529: 'overloaded_error',
 };
 const ERROR_MESSAGES: Record<string, string> = {
   overloaded_error: 'Overloaded',
@@ -95,7 +105,7 @@ export async function startAnthropicUpstream(opts: { apiKey?: string } = {}): Pr
 
   const takeScript = (endpoint: 'messages' | 'count_tokens'): AnthropicReply => {
     const i = queue.findIndex((r) => (r.endpoint ?? 'messages') === endpoint);
-    return i === -1 ? fallback ?? {} : queue.splice(i, 1)[0];
+    return i === -1 ? (fallback ?? {}) : queue.splice(i, 1)[0];
   };
 
   const server = http.createServer(async (req, res) => {
@@ -107,26 +117,48 @@ export async function startAnthropicUpstream(opts: { apiKey?: string } = {}): Pr
       body = undefined;
     }
     let aborted = false;
-    const closed = new Promise<void>((resolve) => res.on('close', () => {
-      if (!res.writableFinished) aborted = true;
-      resolve();
-    }));
-    const rec: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, get aborted() { return aborted; }, closed,
-      get connectionOpen() { return !req.socket.destroyed; },
+    const closed = new Promise<void>((resolve) =>
+      res.on('close', () => {
+        if (!res.writableFinished) aborted = true;
+        resolve();
+      }),
+    );
+    const rec: RecordedRequest = {
+      method: req.method ?? '',
+      path: req.url ?? '',
+      headers: req.headers,
+      body,
+      get aborted() {
+        return aborted;
+      },
+      closed,
+      get connectionOpen() {
+        return !req.socket.destroyed;
+      },
     };
     requests.push(rec);
     res.setHeader('request-id', nextId('req'));
 
-    const endpoint = req.method === 'POST' && rec.path === '/v1/messages' ? 'messages'
-      : req.method === 'POST' && rec.path === '/v1/messages/count_tokens' ? 'count_tokens' : undefined;
+    const endpoint =
+      req.method === 'POST' && rec.path === '/v1/messages'
+        ? 'messages'
+        : req.method === 'POST' && rec.path === '/v1/messages/count_tokens'
+          ? 'count_tokens'
+          : undefined;
     if (!endpoint) return sendError(res, 404, 'not_found_error', 'Not Found');
     // Anthropic's order: the key first, then the version header, then the body
     const key = req.headers['x-api-key'];
     if (!key) return sendError(res, 401, 'authentication_error', 'x-api-key header is required');
     if (key !== apiKey) return sendError(res, 401, 'authentication_error', 'invalid x-api-key');
-    if (!req.headers['anthropic-version']) return sendError(res, 400, 'invalid_request_error', 'anthropic-version: header is required');
+    if (!req.headers['anthropic-version'])
+      return sendError(res, 400, 'invalid_request_error', 'anthropic-version: header is required');
     if (body === undefined || typeof body !== 'object') {
-      return sendError(res, 400, 'invalid_request_error', 'There was an error parsing the body of your request. Please make sure it is valid JSON.');
+      return sendError(
+        res,
+        400,
+        'invalid_request_error',
+        'There was an error parsing the body of your request. Please make sure it is valid JSON.',
+      );
     }
     const problem = endpoint === 'messages' ? anthropicBodyProblem(body) : countTokensBodyProblem(body);
     if (problem) return sendError(res, 400, 'invalid_request_error', problem);
@@ -138,9 +170,15 @@ export async function startAnthropicUpstream(opts: { apiKey?: string } = {}): Pr
     if (script.error) {
       const type = script.error.type ?? ERROR_TYPES[script.error.status] ?? 'api_error';
       if (script.error.retryAfter !== undefined) res.setHeader('retry-after', String(script.error.retryAfter));
-      return sendError(res, script.error.status, type, script.error.message ?? ERROR_MESSAGES[type] ?? `${type} (scripted)`);
+      return sendError(
+        res,
+        script.error.status,
+        type,
+        script.error.message ?? ERROR_MESSAGES[type] ?? `${type} (scripted)`,
+      );
     }
-    if (endpoint === 'count_tokens') return sendJson(res, 200, { input_tokens: script.inputTokens ?? estimateInput(body) });
+    if (endpoint === 'count_tokens')
+      return sendJson(res, 200, { input_tokens: script.inputTokens ?? estimateInput(body) });
 
     const message = buildMessage(body, script, nextId);
     if (!body.stream) return sendJson(res, 200, message);
@@ -153,17 +191,22 @@ export async function startAnthropicUpstream(opts: { apiKey?: string } = {}): Pr
     url: `http://127.0.0.1:${port}`,
     apiKey,
     requests,
-    script: (...replies) => { queue.push(...replies); },
-    always: (reply) => { fallback = reply; },
+    script: (...replies) => {
+      queue.push(...replies);
+    },
+    always: (reply) => {
+      fallback = reply;
+    },
     last: () => {
       const r = requests[requests.length - 1];
       if (!r) throw new Error('the Anthropic loopback has received no request');
       return r;
     },
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -175,13 +218,20 @@ interface WireMessage {
   content: Array<Record<string, any>>;
   stop_reason: string;
   stop_sequence: string | null;
-  usage?: { input_tokens: number; output_tokens: number; cache_creation_input_tokens: number; cache_read_input_tokens: number; output_tokens_details?: { thinking_tokens: number } };
+  usage?: {
+    input_tokens: number;
+    output_tokens: number;
+    cache_creation_input_tokens: number;
+    cache_read_input_tokens: number;
+    output_tokens_details?: { thinking_tokens: number };
+  };
 }
 
 /** The reply a real model would give in shape: thinking, text, tool calls, stop reason, usage. */
 function buildMessage(body: any, script: AnthropicReply, nextId: (p: string) => string): WireMessage {
   const content: WireMessage['content'] = [];
-  const reasoning = script.reasoning ?? (body.thinking?.type === 'enabled' ? `Thinking about "${lastUserText(body)}".` : undefined);
+  const reasoning =
+    script.reasoning ?? (body.thinking?.type === 'enabled' ? `Thinking about "${lastUserText(body)}".` : undefined);
   if (reasoning) content.push({ type: 'thinking', thinking: reasoning, signature: signatureOf(reasoning) });
   const calls = script.toolCalls ?? forcedToolCall(body);
   let text = script.text ?? (calls.length ? '' : `Echo: ${lastUserText(body)}`);
@@ -206,17 +256,21 @@ function buildMessage(body: any, script: AnthropicReply, nextId: (p: string) => 
     role: 'assistant',
     model: body.model,
     content,
-    stop_reason: script.stopReason ?? (capped ? 'max_tokens' : calls.length ? 'tool_use' : stopSequence !== null ? 'stop_sequence' : 'end_turn'),
+    stop_reason:
+      script.stopReason ??
+      (capped ? 'max_tokens' : calls.length ? 'tool_use' : stopSequence !== null ? 'stop_sequence' : 'end_turn'),
     stop_sequence: stopSequence,
-    ...(script.usage === null ? {} : {
-      usage: {
-        input_tokens: estimateInput(body),
-        output_tokens: Math.max(1, Math.ceil(out.length / 4)),
-        cache_creation_input_tokens: 0,
-        cache_read_input_tokens: 0,
-        ...script.usage,
-      },
-    }),
+    ...(script.usage === null
+      ? {}
+      : {
+          usage: {
+            input_tokens: estimateInput(body),
+            output_tokens: Math.max(1, Math.ceil(out.length / 4)),
+            cache_creation_input_tokens: 0,
+            cache_read_input_tokens: 0,
+            ...script.usage,
+          },
+        }),
   };
 }
 
@@ -225,12 +279,19 @@ function streamFrames(m: WireMessage): string[] {
   const frames: Array<[string, unknown]> = [];
   const { output_tokens, ...inputSide } = m.usage ?? {};
   const startUsage = m.usage ? { usage: { ...inputSide, output_tokens: Math.min(1, output_tokens ?? 0) } } : {};
-  frames.push(['message_start', { type: 'message_start', message: { ...m, content: [], stop_reason: null, ...startUsage } }]);
+  frames.push([
+    'message_start',
+    { type: 'message_start', message: { ...m, content: [], stop_reason: null, ...startUsage } },
+  ]);
   m.content.forEach((block, index) => {
-    const delta = (d: unknown) => frames.push(['content_block_delta', { type: 'content_block_delta', index, delta: d }]);
-    const opened = block.type === 'text' ? { type: 'text', text: '' }
-      : block.type === 'thinking' ? { type: 'thinking', thinking: '', signature: '' }
-      : { ...block, input: {} };
+    const delta = (d: unknown) =>
+      frames.push(['content_block_delta', { type: 'content_block_delta', index, delta: d }]);
+    const opened =
+      block.type === 'text'
+        ? { type: 'text', text: '' }
+        : block.type === 'thinking'
+          ? { type: 'thinking', thinking: '', signature: '' }
+          : { ...block, input: {} };
     frames.push(['content_block_start', { type: 'content_block_start', index, content_block: opened }]);
     if (index === 0) frames.push(['ping', { type: 'ping' }]); // as the real API does, right after the first block opens
     if (block.type === 'text') {
@@ -244,13 +305,24 @@ function streamFrames(m: WireMessage): string[] {
     }
     frames.push(['content_block_stop', { type: 'content_block_stop', index }]);
   });
-  frames.push(['message_delta', { type: 'message_delta', delta: { stop_reason: m.stop_reason, stop_sequence: m.stop_sequence }, ...(m.usage ? { usage: { output_tokens } } : {}) }]);
+  frames.push([
+    'message_delta',
+    {
+      type: 'message_delta',
+      delta: { stop_reason: m.stop_reason, stop_sequence: m.stop_sequence },
+      ...(m.usage ? { usage: { output_tokens } } : {}),
+    },
+  ]);
   frames.push(['message_stop', { type: 'message_stop' }]);
   return frames.map(([event, data]) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
 }
 
 async function streamMessage(res: http.ServerResponse, m: WireMessage, script: AnthropicReply): Promise<void> {
-  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+  });
   res.flushHeaders();
   const frames = streamFrames(m);
   const stopAt = Math.min(
@@ -266,7 +338,9 @@ async function streamMessage(res: http.ServerResponse, m: WireMessage, script: A
   if (stopAt === Infinity || res.destroyed) return void res.end();
   if (script.streamError && script.streamError.afterEvents === stopAt) {
     const type = script.streamError.type ?? 'overloaded_error';
-    res.write(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type, message: script.streamError.message ?? ERROR_MESSAGES[type] ?? type } })}\n\n`);
+    res.write(
+      `event: error\ndata: ${JSON.stringify({ type: 'error', error: { type, message: script.streamError.message ?? ERROR_MESSAGES[type] ?? type } })}\n\n`,
+    );
     return void res.end();
   }
   if (script.cut && script.cut.afterEvents === stopAt) {
@@ -280,7 +354,8 @@ async function streamMessage(res: http.ServerResponse, m: WireMessage, script: A
 function forcedToolCall(body: any): Array<{ id?: string; name: string; input: unknown }> {
   const choice = body.tool_choice;
   const tools: any[] = body.tools ?? [];
-  const tool = choice?.type === 'tool' ? tools.find((t) => t.name === choice.name) : choice?.type === 'any' ? tools[0] : undefined;
+  const tool =
+    choice?.type === 'tool' ? tools.find((t) => t.name === choice.name) : choice?.type === 'any' ? tools[0] : undefined;
   return tool ? [{ name: tool.name, input: exampleOf(tool.input_schema) }] : [];
 }
 
@@ -311,20 +386,28 @@ function anthropicBodyProblem(body: any): string | undefined {
   if (body.max_tokens < 1) return 'max_tokens: Input should be greater than or equal to 1';
   const problem = messagesProblem(body);
   if (problem) return problem;
-  if (body.temperature !== undefined && (body.temperature < 0 || body.temperature > 1)) return 'temperature: Input should be less than or equal to 1';
+  if (body.temperature !== undefined && (body.temperature < 0 || body.temperature > 1))
+    return 'temperature: Input should be less than or equal to 1';
   const thinking = body.thinking;
   if (thinking?.type === 'enabled') {
-    if (!(thinking.budget_tokens >= 1024)) return 'thinking.enabled.budget_tokens: Input should be greater than or equal to 1024';
-    if (body.max_tokens <= thinking.budget_tokens) return `\`max_tokens\` must be greater than \`thinking.budget_tokens\`. ${DOCS}#max-tokens-and-context-window-size`;
-    if (body.temperature !== undefined && body.temperature !== 1) return `\`temperature\` may only be set to 1 when thinking is enabled. ${DOCS}#feature-compatibility`;
-    if (body.top_k !== undefined) return `\`top_k\` must be unset when thinking is enabled. ${DOCS}#feature-compatibility`;
-    if (body.top_p !== undefined && body.top_p < 0.95) return `\`top_p\` must be greater than or equal to 0.95 or unset when thinking is enabled. ${DOCS}#feature-compatibility`;
-    if (body.tool_choice?.type === 'tool' || body.tool_choice?.type === 'any') return 'Thinking may not be enabled when tool_choice forces tool use.';
+    if (!(thinking.budget_tokens >= 1024))
+      return 'thinking.enabled.budget_tokens: Input should be greater than or equal to 1024';
+    if (body.max_tokens <= thinking.budget_tokens)
+      return `\`max_tokens\` must be greater than \`thinking.budget_tokens\`. ${DOCS}#max-tokens-and-context-window-size`;
+    if (body.temperature !== undefined && body.temperature !== 1)
+      return `\`temperature\` may only be set to 1 when thinking is enabled. ${DOCS}#feature-compatibility`;
+    if (body.top_k !== undefined)
+      return `\`top_k\` must be unset when thinking is enabled. ${DOCS}#feature-compatibility`;
+    if (body.top_p !== undefined && body.top_p < 0.95)
+      return `\`top_p\` must be greater than or equal to 0.95 or unset when thinking is enabled. ${DOCS}#feature-compatibility`;
+    if (body.tool_choice?.type === 'tool' || body.tool_choice?.type === 'any')
+      return 'Thinking may not be enabled when tool_choice forces tool use.';
     // in a tool loop, the assistant turn being answered must start with its thinking block
     const msgs: any[] = body.messages;
     const last = msgs[msgs.length - 1];
     const asked = msgs[msgs.length - 2];
-    const answersTools = last?.role === 'user' && Array.isArray(last.content) && last.content.some((b: any) => b.type === 'tool_result');
+    const answersTools =
+      last?.role === 'user' && Array.isArray(last.content) && last.content.some((b: any) => b.type === 'tool_result');
     const opener = asked?.role === 'assistant' && Array.isArray(asked.content) ? asked.content[0]?.type : undefined;
     if (answersTools && opener !== 'thinking' && opener !== 'redacted_thinking') {
       return `messages.${msgs.length - 2}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${opener ?? 'text'}\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block (preceeding the lastmost set of \`tool_use\` and \`tool_result\` blocks). ${DOCS}`;
@@ -335,7 +418,17 @@ function anthropicBodyProblem(body: any): string | undefined {
 
 /** count_tokens takes only the prompt-shaping fields. */
 function countTokensBodyProblem(body: any): string | undefined {
-  const allowed = new Set(['model', 'messages', 'system', 'tools', 'tool_choice', 'thinking', 'mcp_servers', 'context_management', 'output_config']);
+  const allowed = new Set([
+    'model',
+    'messages',
+    'system',
+    'tools',
+    'tool_choice',
+    'thinking',
+    'mcp_servers',
+    'context_management',
+    'output_config',
+  ]);
   const extra = Object.keys(body).find((k) => !allowed.has(k));
   if (extra) return `${extra}: Extra inputs are not permitted`;
   if (typeof body.model !== 'string' || !body.model) return 'model: Field required';
@@ -346,7 +439,8 @@ function messagesProblem(body: any): string | undefined {
   const msgs = body.messages;
   if (!Array.isArray(msgs)) return 'messages: Field required';
   if (msgs.length === 0) return 'messages: at least one message is required';
-  if (body.system !== undefined && typeof body.system !== 'string' && !Array.isArray(body.system)) return 'system: Input should be a valid string';
+  if (body.system !== undefined && typeof body.system !== 'string' && !Array.isArray(body.system))
+    return 'system: Input should be a valid string';
   for (let i = 0; i < msgs.length; i++) {
     const m = msgs[i];
     if (m.role !== 'user' && m.role !== 'assistant') return `messages.${i}.role: Input should be 'user' or 'assistant'`;
@@ -356,23 +450,35 @@ function messagesProblem(body: any): string | undefined {
     const blocks = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content;
     if (!Array.isArray(blocks)) return `messages.${i}.content: Input should be a valid list`;
     const finalAssistant = i === msgs.length - 1 && m.role === 'assistant';
-    if (blocks.length === 0 && !finalAssistant) return `messages.${i}: all messages must have non-empty content except for the optional final assistant message`;
+    if (blocks.length === 0 && !finalAssistant)
+      return `messages.${i}: all messages must have non-empty content except for the optional final assistant message`;
     for (let j = 0; j < blocks.length; j++) {
       const b = blocks[j];
       if (b.type === 'text' && !b.text) return 'messages: text content blocks must be non-empty';
-      if (b.type === 'text' && finalAssistant && j === blocks.length - 1 && /\s$/.test(b.text)) return 'messages: final assistant content cannot end with trailing whitespace';
-      if (b.type === 'tool_use' && m.role !== 'assistant') return `messages.${i}.content.${j}: tool_use blocks can only be in assistant messages`;
+      if (b.type === 'text' && finalAssistant && j === blocks.length - 1 && /\s$/.test(b.text))
+        return 'messages: final assistant content cannot end with trailing whitespace';
+      if (b.type === 'tool_use' && m.role !== 'assistant')
+        return `messages.${i}.content.${j}: tool_use blocks can only be in assistant messages`;
       // thinking blocks sent back must carry the signature this server gave them
-      if (b.type === 'thinking' && b.signature !== signatureOf(String(b.thinking))) return `messages.${i}.content.${j}: Invalid \`signature\` in \`thinking\` block`;
-      if (b.type === 'tool_use' && (b.input === null || typeof b.input !== 'object' || Array.isArray(b.input))) return `messages.${i}.content.${j}.tool_use.input: Input should be a valid dictionary`;
+      if (b.type === 'thinking' && b.signature !== signatureOf(String(b.thinking)))
+        return `messages.${i}.content.${j}: Invalid \`signature\` in \`thinking\` block`;
+      if (b.type === 'tool_use' && (b.input === null || typeof b.input !== 'object' || Array.isArray(b.input)))
+        return `messages.${i}.content.${j}.tool_use.input: Input should be a valid dictionary`;
       if (b.type === 'tool_result') {
         const prev = i > 0 ? msgs[i - 1] : undefined;
-        const ids = new Set((Array.isArray(prev?.content) ? prev.content : []).filter((x: any) => x.type === 'tool_use').map((x: any) => x.id));
+        const ids = new Set(
+          (Array.isArray(prev?.content) ? prev.content : [])
+            .filter((x: any) => x.type === 'tool_use')
+            .map((x: any) => x.id),
+        );
         if (!ids.has(b.tool_use_id)) {
           return `messages.${i}.content.${j}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${b.tool_use_id}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`;
         }
       }
-      if ((b.type === 'image' || b.type === 'document') && !['base64', 'url', 'text', 'file', 'content'].includes(b.source?.type)) {
+      if (
+        (b.type === 'image' || b.type === 'document') &&
+        !['base64', 'url', 'text', 'file', 'content'].includes(b.source?.type)
+      ) {
         return `messages.${i}.content.${j}.${b.type}.source: Input tag '${b.source?.type}' found using 'type' does not match any of the expected tags`;
       }
     }
@@ -383,12 +489,16 @@ function messagesProblem(body: any): string | undefined {
 function toolsProblem(body: any): string | undefined {
   const tools: any[] = body.tools ?? [];
   for (let i = 0; i < tools.length; i++) {
-    if (!/^[a-zA-Z0-9_-]{1,128}$/.test(tools[i].name ?? '')) return `tools.${i}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'`;
-    if (tools[i].input_schema?.type !== 'object') return `tools.${i}.custom.input_schema.type: Input should be 'object'`;
+    if (!/^[a-zA-Z0-9_-]{1,128}$/.test(tools[i].name ?? ''))
+      return `tools.${i}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'`;
+    if (tools[i].input_schema?.type !== 'object')
+      return `tools.${i}.custom.input_schema.type: Input should be 'object'`;
   }
   const choice = body.tool_choice;
-  if (choice?.type === 'tool' && !tools.some((t) => t.name === choice.name)) return `Tool '${choice.name}' not found in provided tools`;
-  if (choice && tools.length === 0 && choice.type !== 'none') return 'tool_choice may only be specified while providing tools.';
+  if (choice?.type === 'tool' && !tools.some((t) => t.name === choice.name))
+    return `Tool '${choice.name}' not found in provided tools`;
+  if (choice && tools.length === 0 && choice.type !== 'none')
+    return 'tool_choice may only be specified while providing tools.';
   return undefined;
 }
 
@@ -401,7 +511,9 @@ function lastUserText(body: any): string {
   if (!last) return '';
   if (typeof last.content === 'string') return last.content;
   return last.content
-    .map((b: any) => (b.type === 'text' ? b.text : b.type === 'tool_result' ? (typeof b.content === 'string' ? b.content : '') : ''))
+    .map((b: any) =>
+      b.type === 'text' ? b.text : b.type === 'tool_result' ? (typeof b.content === 'string' ? b.content : '') : '',
+    )
     .filter(Boolean)
     .join(' ');
 }

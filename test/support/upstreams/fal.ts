@@ -66,7 +66,14 @@ function mp4(id: string, i: number): Buffer {
     head.write(type, 4, 'latin1');
     return Buffer.concat([head, payload]);
   };
-  const ftyp = box('ftyp', Buffer.concat([Buffer.from('isom', 'latin1'), Buffer.from([0, 0, 2, 0]), Buffer.from('isomiso2avc1mp41', 'latin1')]));
+  const ftyp = box(
+    'ftyp',
+    Buffer.concat([
+      Buffer.from('isom', 'latin1'),
+      Buffer.from([0, 0, 2, 0]),
+      Buffer.from('isomiso2avc1mp41', 'latin1'),
+    ]),
+  );
   const seed = createHash('sha256').update(`${id}/${i}`).digest();
   const data = Buffer.alloc(4096);
   for (let k = 0; k < data.length; k++) data[k] = seed[k % seed.length] ^ (k & 0xff);
@@ -114,7 +121,10 @@ export async function startFalUpstream(apiKey = 'fal-loopback-key'): Promise<Fal
       if (!m) {
         if (req.method !== 'POST') return json(405, { detail: 'Method Not Allowed' });
         const model = u.pathname.slice(1);
-        if (!body || typeof body !== 'object') return json(422, { detail: [{ loc: ['body'], msg: 'Input should be a valid dictionary', type: 'dict_type' }] });
+        if (!body || typeof body !== 'object')
+          return json(422, {
+            detail: [{ loc: ['body'], msg: 'Input should be a valid dictionary', type: 'dict_type' }],
+          });
         // the next script answers its scripted submit errors first, then accepts the job
         const script = queue[0] ?? fallback;
         const errors = script.submitErrors ?? [];
@@ -124,7 +134,11 @@ export async function startFalUpstream(apiKey = 'fal-loopback-key'): Promise<Fal
           const e = errors[k];
           // a final refusal (4xx) ends this job's story: the client will not resubmit it
           if (k + 1 === errors.length && e.status < 500 && e.status !== 429 && queue[0] === script) queue.shift();
-          return json(e.status, { detail: e.detail ?? 'Internal Server Error' }, e.status >= 500 ? { 'x-fal-retryable': 'true' } : {});
+          return json(
+            e.status,
+            { detail: e.detail ?? 'Internal Server Error' },
+            e.status >= 500 ? { 'x-fal-retryable': 'true' } : {},
+          );
         }
         if (queue[0] === script) queue.shift();
         const id = `req-${++n}-${Date.now().toString(36)}`;
@@ -157,27 +171,72 @@ export async function startFalUpstream(apiKey = 'fal-loopback-key'): Promise<Fal
       }
       if (tail === '/status') {
         job.polls++;
-        if (job.cancelled) return json(200, { status: 'COMPLETED', request_id: id, error: 'Request was cancelled', error_type: 'client_cancelled' });
-        if (job.polls <= queued) return json(200, { status: 'IN_QUEUE', request_id: id, queue_position: queued - job.polls, response_url: `${base}/${app}/requests/${id}` });
+        if (job.cancelled)
+          return json(200, {
+            status: 'COMPLETED',
+            request_id: id,
+            error: 'Request was cancelled',
+            error_type: 'client_cancelled',
+          });
+        if (job.polls <= queued)
+          return json(200, {
+            status: 'IN_QUEUE',
+            request_id: id,
+            queue_position: queued - job.polls,
+            response_url: `${base}/${app}/requests/${id}`,
+          });
         if (running()) {
           const pct = Math.min(95, Math.round(((job.polls - queued) / (progress + 1)) * 100));
-          return json(200, { status: 'IN_PROGRESS', request_id: id, logs: [{ message: `Generating video... ${pct}%`, level: 'INFO', timestamp: new Date().toISOString() }] });
+          return json(200, {
+            status: 'IN_PROGRESS',
+            request_id: id,
+            logs: [{ message: `Generating video... ${pct}%`, level: 'INFO', timestamp: new Date().toISOString() }],
+          });
         }
         if (outcome === 'failed_label') return json(200, { status: 'FAILED', request_id: id });
-        if (outcome === 'failed') return json(200, { status: 'COMPLETED', request_id: id, error: 'Runner crashed while generating', error_type: 'runner_server_error', metrics: {} });
-        return json(200, { status: 'COMPLETED', request_id: id, metrics: { inference_time: 12.5 }, response_url: `${base}/${app}/requests/${id}` });
+        if (outcome === 'failed')
+          return json(200, {
+            status: 'COMPLETED',
+            request_id: id,
+            error: 'Runner crashed while generating',
+            error_type: 'runner_server_error',
+            metrics: {},
+          });
+        return json(200, {
+          status: 'COMPLETED',
+          request_id: id,
+          metrics: { inference_time: 12.5 },
+          response_url: `${base}/${app}/requests/${id}`,
+        });
       }
       // result
       job.resultFetches++;
       if (job.cancelled) return json(499, { detail: 'Request was cancelled', error_type: 'client_cancelled' });
       if (!done()) return json(400, { detail: 'Request is still in progress' });
-      if (outcome === 'failed' || outcome === 'failed_label') return json(500, { detail: 'Runner crashed while generating', error_type: 'runner_server_error' }, { 'x-fal-error-type': 'runner_server_error' });
+      if (outcome === 'failed' || outcome === 'failed_label')
+        return json(
+          500,
+          { detail: 'Runner crashed while generating', error_type: 'runner_server_error' },
+          { 'x-fal-error-type': 'runner_server_error' },
+        );
       if (outcome === 'nsfw') {
-        return json(422, { detail: [{ loc: ['body', 'prompt'], msg: 'The content could not be processed because it contained material flagged by a content checker.', type: 'content_policy_violation', url: 'https://docs.fal.ai/errors#content_policy_violation' }] });
+        return json(422, {
+          detail: [
+            {
+              loc: ['body', 'prompt'],
+              msg: 'The content could not be processed because it contained material flagged by a content checker.',
+              type: 'content_policy_violation',
+              url: 'https://docs.fal.ai/errors#content_policy_violation',
+            },
+          ],
+        });
       }
       const count = s.videos ?? 1;
       const videos = Array.from({ length: count }, (_, i) => ({
-        url: `${base}/files/${id}/${i}.mp4`, content_type: 'video/mp4', file_name: `${i}.mp4`, file_size: mp4(id, i).length,
+        url: `${base}/files/${id}/${i}.mp4`,
+        content_type: 'video/mp4',
+        file_name: `${i}.mp4`,
+        file_size: mp4(id, i).length,
         ...(s.duration !== undefined ? { duration: s.duration } : {}),
       }));
       const out: any = count > 1 ? { videos } : { video: videos[0] };
@@ -201,9 +260,10 @@ export async function startFalUpstream(apiKey = 'fal-loopback-key'): Promise<Fal
       if (j) j.released = true;
     },
     fileBytes: mp4,
-    close: () => new Promise((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    }),
+    close: () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }

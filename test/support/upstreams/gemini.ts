@@ -18,7 +18,12 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type {
-  GeminiContent, GeminiErrorBody, GeminiPart, GeminiRequest, GeminiResponse, GeminiUsageMetadata,
+  GeminiContent,
+  GeminiErrorBody,
+  GeminiPart,
+  GeminiRequest,
+  GeminiResponse,
+  GeminiUsageMetadata,
 } from '../../../activities/providers/gemini/wire.js';
 
 export interface GeminiReplyScript {
@@ -85,44 +90,110 @@ const GOOGLE_STATUS: Record<number, [string, string]> = {
   403: ['PERMISSION_DENIED', 'The caller does not have permission'],
   404: ['NOT_FOUND', 'Requested entity was not found.'],
   429: ['RESOURCE_EXHAUSTED', 'Resource has been exhausted (e.g. check quota).'],
-  500: ['INTERNAL', 'An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting'],
+  500: [
+    'INTERNAL',
+    'An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting',
+  ],
   503: ['UNAVAILABLE', 'The model is overloaded. Please try again later.'],
   504: ['DEADLINE_EXCEEDED', 'Deadline expired before operation could complete.'],
 };
 
-export function googleError(code: number, message?: string, status?: string, details?: Array<Record<string, unknown>>): GeminiErrorBody {
+export function googleError(
+  code: number,
+  message?: string,
+  status?: string,
+  details?: Array<Record<string, unknown>>,
+): GeminiErrorBody {
   const [defStatus, defMessage] = GOOGLE_STATUS[code] ?? ['UNKNOWN', 'Unknown error.'];
-  return { error: { code, message: message ?? defMessage, status: status ?? defStatus, ...(details ? { details } : {}) } };
+  return {
+    error: { code, message: message ?? defMessage, status: status ?? defStatus, ...(details ? { details } : {}) },
+  };
 }
 
 class BadRequest extends Error {}
 
 // Field names the real API knows, per message type (proto JSON also takes snake_case).
 const KNOWN: Record<string, string[]> = {
-  request: ['contents', 'systemInstruction', 'tools', 'toolConfig', 'generationConfig', 'safetySettings', 'cachedContent', 'labels'],
+  request: [
+    'contents',
+    'systemInstruction',
+    'tools',
+    'toolConfig',
+    'generationConfig',
+    'safetySettings',
+    'cachedContent',
+    'labels',
+  ],
   content: ['role', 'parts'],
-  part: ['text', 'thought', 'thoughtSignature', 'inlineData', 'fileData', 'functionCall', 'functionResponse', 'executableCode', 'codeExecutionResult', 'videoMetadata', 'partMetadata'],
+  part: [
+    'text',
+    'thought',
+    'thoughtSignature',
+    'inlineData',
+    'fileData',
+    'functionCall',
+    'functionResponse',
+    'executableCode',
+    'codeExecutionResult',
+    'videoMetadata',
+    'partMetadata',
+  ],
   inlineData: ['mimeType', 'data'],
   fileData: ['mimeType', 'fileUri'],
   functionCall: ['id', 'name', 'args'],
   functionResponse: ['id', 'name', 'response', 'willContinue', 'scheduling', 'parts'],
   tool: ['functionDeclarations', 'googleSearch', 'googleSearchRetrieval', 'codeExecution', 'urlContext'],
-  functionDeclaration: ['name', 'description', 'parameters', 'parametersJsonSchema', 'response', 'responseJsonSchema', 'behavior'],
+  functionDeclaration: [
+    'name',
+    'description',
+    'parameters',
+    'parametersJsonSchema',
+    'response',
+    'responseJsonSchema',
+    'behavior',
+  ],
   toolConfig: ['functionCallingConfig'],
   functionCallingConfig: ['mode', 'allowedFunctionNames'],
   generationConfig: [
-    'stopSequences', 'responseMimeType', 'responseSchema', 'responseJsonSchema', 'responseModalities', 'candidateCount',
-    'maxOutputTokens', 'temperature', 'topP', 'topK', 'seed', 'presencePenalty', 'frequencyPenalty', 'responseLogprobs',
-    'logprobs', 'enableEnhancedCivicAnswers', 'speechConfig', 'thinkingConfig', 'mediaResolution',
+    'stopSequences',
+    'responseMimeType',
+    'responseSchema',
+    'responseJsonSchema',
+    'responseModalities',
+    'candidateCount',
+    'maxOutputTokens',
+    'temperature',
+    'topP',
+    'topK',
+    'seed',
+    'presencePenalty',
+    'frequencyPenalty',
+    'responseLogprobs',
+    'logprobs',
+    'enableEnhancedCivicAnswers',
+    'speechConfig',
+    'thinkingConfig',
+    'mediaResolution',
   ],
   thinkingConfig: ['thinkingBudget', 'includeThoughts', 'thinkingLevel'],
 };
 
 // Which fields hold further messages (and of which type); the rest are values (args, schemas...).
 const CHILDREN: Record<string, Record<string, string>> = {
-  request: { contents: 'content', systemInstruction: 'content', tools: 'tool', toolConfig: 'toolConfig', generationConfig: 'generationConfig' },
+  request: {
+    contents: 'content',
+    systemInstruction: 'content',
+    tools: 'tool',
+    toolConfig: 'toolConfig',
+    generationConfig: 'generationConfig',
+  },
   content: { parts: 'part' },
-  part: { inlineData: 'inlineData', fileData: 'fileData', functionCall: 'functionCall', functionResponse: 'functionResponse' },
+  part: {
+    inlineData: 'inlineData',
+    fileData: 'fileData',
+    functionCall: 'functionCall',
+    functionResponse: 'functionResponse',
+  },
   tool: { functionDeclarations: 'functionDeclaration' },
   toolConfig: { functionCallingConfig: 'functionCallingConfig' },
   generationConfig: { thinkingConfig: 'thinkingConfig' },
@@ -135,7 +206,8 @@ const camel = (s: string) => s.replace(/_([a-z])/g, (_, c: string) => c.toUpperC
  * Proto JSON takes `generation_config` as well as `generationConfig`: check every message's
  * field names (the API's "Unknown name" error) and give back the camelCase form the rest reads.
  */
-function normalize(obj: unknown, type: string, at: string): any { // eslint-disable-line @typescript-eslint/no-explicit-any
+function normalize(obj: unknown, type: string, at: string): any {
+  // eslint-disable-line @typescript-eslint/no-explicit-any
   if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) {
     throw new BadRequest(`Invalid JSON payload received. Expected an object at '${at}'.`);
   }
@@ -143,7 +215,9 @@ function normalize(obj: unknown, type: string, at: string): any { // eslint-disa
   for (const [key, value] of Object.entries(obj)) {
     const name = camel(key);
     if (!KNOWN[type].includes(name)) {
-      throw new BadRequest(`Invalid JSON payload received. Unknown name "${key}"${at ? ` at '${at}'` : ''}: Cannot find field.`);
+      throw new BadRequest(
+        `Invalid JSON payload received. Unknown name "${key}"${at ? ` at '${at}'` : ''}: Cannot find field.`,
+      );
     }
     const child = CHILDREN[type]?.[name];
     const path = `${at ? `${at}.` : ''}${snake(name)}`;
@@ -154,29 +228,52 @@ function normalize(obj: unknown, type: string, at: string): any { // eslint-disa
   return out;
 }
 
-const DATA_FIELDS = ['text', 'inlineData', 'fileData', 'functionCall', 'functionResponse', 'executableCode', 'codeExecutionResult'] as const;
+const DATA_FIELDS = [
+  'text',
+  'inlineData',
+  'fileData',
+  'functionCall',
+  'functionResponse',
+  'executableCode',
+  'codeExecutionResult',
+] as const;
 
 /** The checks the real API makes before generating, with its own messages. */
 function validate(body: GeminiRequest): void {
-  if (!Array.isArray(body.contents) || body.contents.length === 0) throw new BadRequest('* GenerateContentRequest.contents: contents is not specified\n');
+  if (!Array.isArray(body.contents) || body.contents.length === 0)
+    throw new BadRequest('* GenerateContentRequest.contents: contents is not specified\n');
   const checkContent = (c: GeminiContent, at: string, system = false) => {
-    if (!system && c.role !== undefined && c.role !== 'user' && c.role !== 'model') throw new BadRequest('Please use a valid role: user, model.');
-    if (!Array.isArray(c.parts) || c.parts.length === 0) throw new BadRequest(`* GenerateContentRequest.${at}.parts: contents.parts must not be empty.\n`);
+    if (!system && c.role !== undefined && c.role !== 'user' && c.role !== 'model')
+      throw new BadRequest('Please use a valid role: user, model.');
+    if (!Array.isArray(c.parts) || c.parts.length === 0)
+      throw new BadRequest(`* GenerateContentRequest.${at}.parts: contents.parts must not be empty.\n`);
     c.parts.forEach((p, j) => {
       const pat = `${at}.parts[${j}]`;
       const set = DATA_FIELDS.filter((f) => (p as Record<string, unknown>)[f] !== undefined);
-      if (set.length !== 1) throw new BadRequest(`* GenerateContentRequest.${pat}.data: required oneof field 'data' must have one initialized field\n`);
+      if (set.length !== 1)
+        throw new BadRequest(
+          `* GenerateContentRequest.${pat}.data: required oneof field 'data' must have one initialized field\n`,
+        );
       if (p.inlineData) {
-        if (!p.inlineData.mimeType) throw new BadRequest(`* GenerateContentRequest.${pat}.inline_data.mime_type: mime_type is not specified\n`);
-        if (!/^[A-Za-z0-9+/]*={0,2}$/.test(p.inlineData.data ?? '')) throw new BadRequest(`Invalid value at '${snake(pat)}.inline_data.data' (TYPE_BYTES), Base64 decoding failed`);
+        if (!p.inlineData.mimeType)
+          throw new BadRequest(`* GenerateContentRequest.${pat}.inline_data.mime_type: mime_type is not specified\n`);
+        if (!/^[A-Za-z0-9+/]*={0,2}$/.test(p.inlineData.data ?? ''))
+          throw new BadRequest(
+            `Invalid value at '${snake(pat)}.inline_data.data' (TYPE_BYTES), Base64 decoding failed`,
+          );
       }
       if (p.functionCall) {
-        if (!p.functionCall.name) throw new BadRequest(`* GenerateContentRequest.${pat}.function_call.name: Name cannot be empty.\n`);
+        if (!p.functionCall.name)
+          throw new BadRequest(`* GenerateContentRequest.${pat}.function_call.name: Name cannot be empty.\n`);
       }
       if (p.functionResponse) {
-        if (!p.functionResponse.name) throw new BadRequest(`* GenerateContentRequest.${pat}.function_response.name: Name cannot be empty.\n`);
+        if (!p.functionResponse.name)
+          throw new BadRequest(`* GenerateContentRequest.${pat}.function_response.name: Name cannot be empty.\n`);
         const r = p.functionResponse.response;
-        if (r === null || typeof r !== 'object' || Array.isArray(r)) throw new BadRequest(`Invalid value at '${snake(pat)}.function_response.response' (type.googleapis.com/google.protobuf.Struct), expected an object`);
+        if (r === null || typeof r !== 'object' || Array.isArray(r))
+          throw new BadRequest(
+            `Invalid value at '${snake(pat)}.function_response.response' (type.googleapis.com/google.protobuf.Struct), expected an object`,
+          );
       }
     });
   };
@@ -190,12 +287,19 @@ function validate(body: GeminiRequest): void {
     const prev = body.contents[i - 1];
     if (calls > 0) {
       const ok = i === 0 || prev.role !== 'model';
-      if (!ok) throw new BadRequest('Please ensure that function call turn comes immediately after a user turn or after a function response turn.');
+      if (!ok)
+        throw new BadRequest(
+          'Please ensure that function call turn comes immediately after a user turn or after a function response turn.',
+        );
     }
     if (responses > 0) {
       const prevCalls = prev?.role === 'model' ? prev.parts.filter((p) => p.functionCall).length : 0;
-      if (prevCalls === 0) throw new BadRequest('Please ensure that function response turn comes immediately after a function call turn.');
-      if (prevCalls !== responses) throw new BadRequest('Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.');
+      if (prevCalls === 0)
+        throw new BadRequest('Please ensure that function response turn comes immediately after a function call turn.');
+      if (prevCalls !== responses)
+        throw new BadRequest(
+          'Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.',
+        );
     }
   });
 
@@ -203,25 +307,41 @@ function validate(body: GeminiRequest): void {
     t.functionDeclarations?.forEach((d, j) => {
       const at = `tools[${i}].function_declarations[${j}]`;
       if (!d.name) throw new BadRequest(`* GenerateContentRequest.${at}.name: Name cannot be empty.\n`);
-      if (d.parameters && d.parametersJsonSchema) throw new BadRequest(`* GenerateContentRequest.${at}: parameters and parameters_json_schema are mutually exclusive.\n`);
+      if (d.parameters && d.parametersJsonSchema)
+        throw new BadRequest(
+          `* GenerateContentRequest.${at}: parameters and parameters_json_schema are mutually exclusive.\n`,
+        );
     });
   });
   if (body.toolConfig) {
     const f = body.toolConfig.functionCallingConfig;
     if (f) {
       if (!['AUTO', 'ANY', 'NONE', 'VALIDATED', 'MODE_UNSPECIFIED'].includes(f.mode)) {
-        throw new BadRequest(`Invalid value at 'tool_config.function_calling_config.mode' (type.googleapis.com/google.ai.generativelanguage.v1beta.FunctionCallingConfig.Mode), "${f.mode}"`);
+        throw new BadRequest(
+          `Invalid value at 'tool_config.function_calling_config.mode' (type.googleapis.com/google.ai.generativelanguage.v1beta.FunctionCallingConfig.Mode), "${f.mode}"`,
+        );
       }
       if (f.allowedFunctionNames?.length && f.mode !== 'ANY' && f.mode !== 'VALIDATED') {
-        throw new BadRequest('* GenerateContentRequest.tool_config.function_calling_config.allowed_function_names: allowed_function_names should only be set when the Function calling mode is ANY.\n');
+        throw new BadRequest(
+          '* GenerateContentRequest.tool_config.function_calling_config.allowed_function_names: allowed_function_names should only be set when the Function calling mode is ANY.\n',
+        );
       }
     }
   }
   const g = body.generationConfig;
   if (g) {
-    if (g.responseSchema && g.responseJsonSchema) throw new BadRequest('* GenerateContentRequest.generation_config: response_schema and response_json_schema cannot both be set.\n');
-    if ((g.responseSchema || g.responseJsonSchema) && g.responseMimeType !== 'application/json' && g.responseMimeType !== 'text/x.enum') {
-      throw new BadRequest('* GenerateContentRequest.generation_config.response_mime_type: must be application/json or text/x.enum when a response schema is set.\n');
+    if (g.responseSchema && g.responseJsonSchema)
+      throw new BadRequest(
+        '* GenerateContentRequest.generation_config: response_schema and response_json_schema cannot both be set.\n',
+      );
+    if (
+      (g.responseSchema || g.responseJsonSchema) &&
+      g.responseMimeType !== 'application/json' &&
+      g.responseMimeType !== 'text/x.enum'
+    ) {
+      throw new BadRequest(
+        '* GenerateContentRequest.generation_config.response_mime_type: must be application/json or text/x.enum when a response schema is set.\n',
+      );
     }
     const budget = g.thinkingConfig?.thinkingBudget;
     if (budget !== undefined && (!Number.isInteger(budget) || budget < -1 || budget > 32768)) {
@@ -236,7 +356,10 @@ function lastUserText(body: GeminiRequest): string {
   for (let i = body.contents.length - 1; i >= 0; i--) {
     const c = body.contents[i];
     if (c.role === 'model') continue;
-    const text = c.parts.flatMap((p) => (typeof p.text === 'string' ? [p.text] : [])).join(' ').trim();
+    const text = c.parts
+      .flatMap((p) => (typeof p.text === 'string' ? [p.text] : []))
+      .join(' ')
+      .trim();
     if (text) return text;
   }
   return '';
@@ -263,17 +386,26 @@ function plan(body: GeminiRequest, s: GeminiReplyScript) {
   let text = s.text;
   if (text === undefined && !toolCalls?.length) {
     const said = lastUserText(body);
-    if (responses.length) text = responses.map((p) => `${p.functionResponse!.name} returned ${JSON.stringify(p.functionResponse!.response)}`).join('; ');
+    if (responses.length)
+      text = responses
+        .map((p) => `${p.functionResponse!.name} returned ${JSON.stringify(p.functionResponse!.response)}`)
+        .join('; ');
     else if (g.responseMimeType === 'application/json') text = JSON.stringify({ echo: said });
     else text = said ? `Echo: ${said}` : 'Hello from Gemini.';
   }
   const thinkingOff = g.thinkingConfig?.thinkingBudget === 0;
   let reasoning = s.reasoning;
-  if (reasoning === undefined && g.thinkingConfig?.includeThoughts && !thinkingOff) reasoning = `Thinking about: ${lastUserText(body) || 'the request'}`;
+  if (reasoning === undefined && g.thinkingConfig?.includeThoughts && !thinkingOff)
+    reasoning = `Thinking about: ${lastUserText(body) || 'the request'}`;
   if (thinkingOff) reasoning = undefined;
 
   let finishReason = s.finishReason ?? 'STOP';
-  if (text !== undefined && g.maxOutputTokens !== undefined && words(text).length > g.maxOutputTokens && !s.finishReason) {
+  if (
+    text !== undefined &&
+    g.maxOutputTokens !== undefined &&
+    words(text).length > g.maxOutputTokens &&
+    !s.finishReason
+  ) {
     text = words(text).slice(0, g.maxOutputTokens).join(' ');
     finishReason = 'MAX_TOKENS';
   }
@@ -287,9 +419,12 @@ function plan(body: GeminiRequest, s: GeminiReplyScript) {
     totalTokenCount: prompt + candidates + thoughts,
     ...(s.usage ?? {}),
   };
-  const thoughtParts: GeminiPart[] = reasoning && g.thinkingConfig?.includeThoughts ? [{ text: reasoning, thought: true }] : [];
+  const thoughtParts: GeminiPart[] =
+    reasoning && g.thinkingConfig?.includeThoughts ? [{ text: reasoning, thought: true }] : [];
   const textParts: GeminiPart[] = text ? [{ text }] : [];
-  const callParts: GeminiPart[] = (toolCalls ?? []).map((c) => ({ functionCall: { ...(c.id ? { id: c.id } : {}), name: c.name, args: c.args ?? {} } }));
+  const callParts: GeminiPart[] = (toolCalls ?? []).map((c) => ({
+    functionCall: { ...(c.id ? { id: c.id } : {}), name: c.name, args: c.args ?? {} },
+  }));
   return { thoughtParts, textParts, callParts, finishReason, usage: s.usage === null ? undefined : usage };
 }
 
@@ -324,28 +459,67 @@ export async function startGeminiUpstream(opts: { apiKey?: string; models?: stri
     }
     const [, , model, action] = m;
     const rec: RecordedGeminiRequest = {
-      method: req.method, path: url.pathname, query: Object.fromEntries(url.searchParams), model: decodeURIComponent(model), action,
-      headers: req.headers, body: undefined as unknown as GeminiRequest, clientClosed: false,
+      method: req.method,
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      model: decodeURIComponent(model),
+      action,
+      headers: req.headers,
+      body: undefined as unknown as GeminiRequest,
+      clientClosed: false,
     };
     requests.push(rec);
-    res.on('close', () => { if (!res.writableFinished) rec.clientClosed = true; });
+    res.on('close', () => {
+      if (!res.writableFinished) rec.clientClosed = true;
+    });
 
     const key = req.headers['x-goog-api-key'] ?? url.searchParams.get('key');
     if (!key) {
-      sendJson(403, googleError(403, "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.", 'PERMISSION_DENIED', [
-        { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'SERVICE_DISABLED', domain: 'googleapis.com', metadata: { service: 'generativelanguage.googleapis.com' } },
-      ]));
+      sendJson(
+        403,
+        googleError(
+          403,
+          "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.",
+          'PERMISSION_DENIED',
+          [
+            {
+              '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+              reason: 'SERVICE_DISABLED',
+              domain: 'googleapis.com',
+              metadata: { service: 'generativelanguage.googleapis.com' },
+            },
+          ],
+        ),
+      );
       return;
     }
     if (key !== apiKey) {
-      sendJson(400, googleError(400, 'API key not valid. Please pass a valid API key.', 'INVALID_ARGUMENT', [
-        { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'API_KEY_INVALID', domain: 'googleapis.com', metadata: { service: 'generativelanguage.googleapis.com' } },
-        { '@type': 'type.googleapis.com/google.rpc.LocalizedMessage', locale: 'en-US', message: 'API key not valid. Please pass a valid API key.' },
-      ]));
+      sendJson(
+        400,
+        googleError(400, 'API key not valid. Please pass a valid API key.', 'INVALID_ARGUMENT', [
+          {
+            '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+            reason: 'API_KEY_INVALID',
+            domain: 'googleapis.com',
+            metadata: { service: 'generativelanguage.googleapis.com' },
+          },
+          {
+            '@type': 'type.googleapis.com/google.rpc.LocalizedMessage',
+            locale: 'en-US',
+            message: 'API key not valid. Please pass a valid API key.',
+          },
+        ]),
+      );
       return;
     }
     if (opts.models && !opts.models.includes(rec.model)) {
-      sendJson(404, googleError(404, `models/${rec.model} is not found for API version ${m[1]}, or is not supported for ${action}. Call ListModels to see the list of available models and their supported methods.`));
+      sendJson(
+        404,
+        googleError(
+          404,
+          `models/${rec.model} is not found for API version ${m[1]}, or is not supported for ${action}. Call ListModels to see the list of available models and their supported methods.`,
+        ),
+      );
       return;
     }
     try {
@@ -379,11 +553,29 @@ export async function startGeminiUpstream(opts: { apiKey?: string; models?: stri
     const p = plan(body, s);
     const wrap = (parts: GeminiPart[] | undefined, last: boolean): GeminiResponse => {
       if (s.blockReason) {
-        return { promptFeedback: { blockReason: s.blockReason }, ...(p.usage ? { usageMetadata: { promptTokenCount: p.usage.promptTokenCount, totalTokenCount: p.usage.promptTokenCount } } : {}), modelVersion, responseId };
+        return {
+          promptFeedback: { blockReason: s.blockReason },
+          ...(p.usage
+            ? {
+                usageMetadata: {
+                  promptTokenCount: p.usage.promptTokenCount,
+                  totalTokenCount: p.usage.promptTokenCount,
+                },
+              }
+            : {}),
+          modelVersion,
+          responseId,
+        };
       }
-      const candidate = { ...(parts?.length ? { content: { parts, role: 'model' } } : {}), ...(last ? { finishReason: p.finishReason } : {}), index: 0 };
+      const candidate = {
+        ...(parts?.length ? { content: { parts, role: 'model' } } : {}),
+        ...(last ? { finishReason: p.finishReason } : {}),
+        index: 0,
+      };
       // Mid-stream frames report the prompt so far; the last carries the whole count.
-      const usageMetadata = p.usage && (last ? p.usage : { promptTokenCount: p.usage.promptTokenCount, totalTokenCount: p.usage.promptTokenCount });
+      const usageMetadata =
+        p.usage &&
+        (last ? p.usage : { promptTokenCount: p.usage.promptTokenCount, totalTokenCount: p.usage.promptTokenCount });
       return { candidates: [candidate], ...(usageMetadata ? { usageMetadata } : {}), modelVersion, responseId };
     };
 
@@ -403,9 +595,13 @@ export async function startGeminiUpstream(opts: { apiKey?: string; models?: stri
     const frames = pieces.map((parts, i) => wrap(parts, i === pieces.length - 1));
 
     const sse = url.searchParams.get('alt') === 'sse';
-    res.writeHead(200, { 'content-type': sse ? 'text/event-stream' : 'application/json; charset=UTF-8', 'cache-control': 'no-cache' });
+    res.writeHead(200, {
+      'content-type': sse ? 'text/event-stream' : 'application/json; charset=UTF-8',
+      'cache-control': 'no-cache',
+    });
     if (!sse) res.write('[');
-    const write = (obj: unknown, i: number) => res.write(sse ? `data: ${JSON.stringify(obj)}\r\n\r\n` : `${i ? ',\r\n' : ''}${JSON.stringify(obj)}`);
+    const write = (obj: unknown, i: number) =>
+      res.write(sse ? `data: ${JSON.stringify(obj)}\r\n\r\n` : `${i ? ',\r\n' : ''}${JSON.stringify(obj)}`);
     for (let i = 0; i < frames.length; i++) {
       if (s.cutAfter === i) {
         if (s.cutMode === 'end') res.end();
@@ -433,12 +629,18 @@ export async function startGeminiUpstream(opts: { apiKey?: string; models?: stri
     apiKey,
     requests,
     lastRequest: () => requests[requests.length - 1],
-    script: (...replies) => { queue.push(...replies); },
+    script: (...replies) => {
+      queue.push(...replies);
+    },
     pending: () => queue.length,
-    reset: () => { queue = []; requests.length = 0; },
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    reset: () => {
+      queue = [];
+      requests.length = 0;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

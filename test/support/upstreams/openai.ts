@@ -14,7 +14,12 @@ import type { AddressInfo } from 'node:net';
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- request bodies are arbitrary JSON */
 
-export interface WireError { message?: string; type?: string; param?: string | null; code?: string | null }
+export interface WireError {
+  message?: string;
+  type?: string;
+  param?: string | null;
+  code?: string | null;
+}
 
 export interface UpstreamReply {
   /** the answer text (default: derived from the request) */
@@ -94,22 +99,79 @@ export interface OpenAIUpstream {
 }
 
 const chatParams = new Set([
-  'model', 'messages', 'audio', 'frequency_penalty', 'function_call', 'functions', 'logit_bias', 'logprobs',
-  'max_completion_tokens', 'max_tokens', 'metadata', 'modalities', 'n', 'parallel_tool_calls', 'prediction',
-  'presence_penalty', 'prompt_cache_key', 'reasoning_effort', 'response_format', 'safety_identifier', 'seed',
-  'service_tier', 'stop', 'store', 'stream', 'stream_options', 'temperature', 'tool_choice', 'tools',
-  'top_logprobs', 'top_p', 'user', 'verbosity', 'web_search_options',
+  'model',
+  'messages',
+  'audio',
+  'frequency_penalty',
+  'function_call',
+  'functions',
+  'logit_bias',
+  'logprobs',
+  'max_completion_tokens',
+  'max_tokens',
+  'metadata',
+  'modalities',
+  'n',
+  'parallel_tool_calls',
+  'prediction',
+  'presence_penalty',
+  'prompt_cache_key',
+  'reasoning_effort',
+  'response_format',
+  'safety_identifier',
+  'seed',
+  'service_tier',
+  'stop',
+  'store',
+  'stream',
+  'stream_options',
+  'temperature',
+  'tool_choice',
+  'tools',
+  'top_logprobs',
+  'top_p',
+  'user',
+  'verbosity',
+  'web_search_options',
 ]);
 const completionParams = new Set([
-  'model', 'prompt', 'best_of', 'echo', 'frequency_penalty', 'logit_bias', 'logprobs', 'max_tokens', 'n',
-  'presence_penalty', 'seed', 'stop', 'stream', 'stream_options', 'suffix', 'temperature', 'top_p', 'user',
+  'model',
+  'prompt',
+  'best_of',
+  'echo',
+  'frequency_penalty',
+  'logit_bias',
+  'logprobs',
+  'max_tokens',
+  'n',
+  'presence_penalty',
+  'seed',
+  'stop',
+  'stream',
+  'stream_options',
+  'suffix',
+  'temperature',
+  'top_p',
+  'user',
 ]);
 
 const defaultErrors: Record<number, WireError> = {
   400: { message: 'Invalid request.', type: 'invalid_request_error', code: null },
-  404: { message: 'The model does not exist or you do not have access to it.', type: 'invalid_request_error', code: 'model_not_found' },
-  429: { message: 'Rate limit reached for requests per min (RPM). Please try again in 7s.', type: 'requests', code: 'rate_limit_exceeded' },
-  500: { message: 'The server had an error while processing your request. Sorry about that!', type: 'server_error', code: null },
+  404: {
+    message: 'The model does not exist or you do not have access to it.',
+    type: 'invalid_request_error',
+    code: 'model_not_found',
+  },
+  429: {
+    message: 'Rate limit reached for requests per min (RPM). Please try again in 7s.',
+    type: 'requests',
+    code: 'rate_limit_exceeded',
+  },
+  500: {
+    message: 'The server had an error while processing your request. Sorry about that!',
+    type: 'server_error',
+    code: null,
+  },
   503: { message: 'The engine is currently overloaded, please try again later.', type: 'server_error', code: null },
 };
 
@@ -118,8 +180,14 @@ const errorBody = (status: number, e: WireError = {}) => ({
 });
 
 const textOf = (content: unknown): string =>
-  typeof content === 'string' ? content
-    : Array.isArray(content) ? content.filter((p: any) => p?.type === 'text').map((p: any) => p.text).join('\n') : '';
+  typeof content === 'string'
+    ? content
+    : Array.isArray(content)
+      ? content
+          .filter((p: any) => p?.type === 'text')
+          .map((p: any) => p.text)
+          .join('\n')
+      : '';
 
 /** Words with their leading whitespace: the loopback's "tokens". */
 const tokenize = (text: string): string[] => text.match(/\s*\S+/g) ?? (text ? [text] : []);
@@ -136,7 +204,10 @@ function derive(path: string, body: any): { text: string; promptTokens: number }
   const lastUser = [...messages].reverse().find((m) => m?.role === 'user');
   const said = textOf(lastUser?.content);
   const json = body.response_format?.type === 'json_object' || body.response_format?.type === 'json_schema';
-  return { text: json ? JSON.stringify({ echo: said }) : `Echo: ${said}`, promptTokens: messages.reduce((n, m) => n + words(textOf(m?.content)), 0) };
+  return {
+    text: json ? JSON.stringify({ echo: said }) : `Echo: ${said}`,
+    promptTokens: messages.reduce((n, m) => n + words(textOf(m?.content)), 0),
+  };
 }
 
 /** Mirrors some of api.openai.com's own request checks, so a translation mistake shows as the real 400. */
@@ -144,8 +215,10 @@ function strictProblem(path: string, body: any): string | undefined {
   const allowed = path === 'completions' ? completionParams : chatParams;
   const unknown = Object.keys(body).find((k) => !allowed.has(k));
   if (unknown) return `Unrecognized request argument supplied: ${unknown}`;
-  if (body.stream_options !== undefined && body.stream !== true) return "The 'stream_options' parameter is only allowed when 'stream' is enabled.";
-  if (body.top_logprobs !== undefined && path === 'chat' && body.logprobs !== true) return "Invalid value for 'top_logprobs': 'logprobs' must be set to true.";
+  if (body.stream_options !== undefined && body.stream !== true)
+    return "The 'stream_options' parameter is only allowed when 'stream' is enabled.";
+  if (body.top_logprobs !== undefined && path === 'chat' && body.logprobs !== true)
+    return "Invalid value for 'top_logprobs': 'logprobs' must be set to true.";
   if ((body.tool_choice !== undefined || body.parallel_tool_calls !== undefined) && !body.tools?.length) {
     return "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.";
   }
@@ -162,7 +235,7 @@ function strictProblem(path: string, body: any): string | undefined {
 }
 
 export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Promise<OpenAIUpstream> {
-  const apiKey = opts.apiKey === undefined ? 'sk-loopback' : opts.apiKey ?? undefined;
+  const apiKey = opts.apiKey === undefined ? 'sk-loopback' : (opts.apiKey ?? undefined);
   const basePath = (opts.basePath ?? '/v1').replace(/\/+$/, '');
   const requests: RecordedRequest[] = [];
   const queue: ScriptedReply[] = [];
@@ -180,7 +253,14 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
       } catch {
         body = undefined;
       }
-      const rec: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, aborted: false, remotePort: req.socket.remotePort };
+      const rec: RecordedRequest = {
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        body,
+        aborted: false,
+        remotePort: req.socket.remotePort,
+      };
       requests.push(rec);
       res.on('close', () => {
         if (!res.writableFinished) rec.aborted = true;
@@ -193,28 +273,70 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
   });
 
   async function handle(rec: RecordedRequest, raw: string, res: http.ServerResponse): Promise<void> {
-    const route = rec.path === `${basePath}/chat/completions` ? 'chat' : rec.path === `${basePath}/completions` ? 'completions' : undefined;
+    const route =
+      rec.path === `${basePath}/chat/completions`
+        ? 'chat'
+        : rec.path === `${basePath}/completions`
+          ? 'completions'
+          : undefined;
     if (rec.method !== 'POST' || !route) {
       return send(res, 404, errorBody(404, { message: `Invalid URL (${rec.method} ${rec.path})`, code: null }));
     }
     if (apiKey !== undefined) {
       const auth = rec.headers.authorization;
       if (!auth?.startsWith('Bearer ')) {
-        return send(res, 401, errorBody(401, {
-          message: "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
-        }));
+        return send(
+          res,
+          401,
+          errorBody(401, {
+            message:
+              "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+          }),
+        );
       }
       const given = auth.slice('Bearer '.length);
       if (given !== apiKey) {
-        return send(res, 401, errorBody(401, { message: `Incorrect API key provided: ${given.slice(0, 3)}***${given.slice(-4)}. You can find your API key at https://platform.openai.com/account/api-keys.`, code: 'invalid_api_key' }));
+        return send(
+          res,
+          401,
+          errorBody(401, {
+            message: `Incorrect API key provided: ${given.slice(0, 3)}***${given.slice(-4)}. You can find your API key at https://platform.openai.com/account/api-keys.`,
+            code: 'invalid_api_key',
+          }),
+        );
       }
     }
     if (rec.body === undefined || typeof rec.body !== 'object') {
-      return send(res, 400, errorBody(400, { message: `We could not parse the JSON body of your request. The OpenAI API expects a JSON payload, but what was sent was not valid JSON: ${raw.slice(0, 50)}` }));
+      return send(
+        res,
+        400,
+        errorBody(400, {
+          message: `We could not parse the JSON body of your request. The OpenAI API expects a JSON payload, but what was sent was not valid JSON: ${raw.slice(0, 50)}`,
+        }),
+      );
     }
-    if (typeof rec.body.model !== 'string') return send(res, 400, errorBody(400, { message: 'you must provide a model parameter' }));
-    if (route === 'chat' && !Array.isArray(rec.body.messages)) return send(res, 400, errorBody(400, { message: "Missing required parameter: 'messages'.", param: 'messages', code: 'missing_required_parameter' }));
-    if (route === 'completions' && rec.body.prompt === undefined) return send(res, 400, errorBody(400, { message: "Missing required parameter: 'prompt'.", param: 'prompt', code: 'missing_required_parameter' }));
+    if (typeof rec.body.model !== 'string')
+      return send(res, 400, errorBody(400, { message: 'you must provide a model parameter' }));
+    if (route === 'chat' && !Array.isArray(rec.body.messages))
+      return send(
+        res,
+        400,
+        errorBody(400, {
+          message: "Missing required parameter: 'messages'.",
+          param: 'messages',
+          code: 'missing_required_parameter',
+        }),
+      );
+    if (route === 'completions' && rec.body.prompt === undefined)
+      return send(
+        res,
+        400,
+        errorBody(400, {
+          message: "Missing required parameter: 'prompt'.",
+          param: 'prompt',
+          code: 'missing_required_parameter',
+        }),
+      );
     const problem = opts.strict ? strictProblem(route, rec.body) : undefined;
     if (problem) return send(res, 400, errorBody(400, { message: problem }));
 
@@ -251,10 +373,11 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
       requests.length = 0;
       base = {};
     },
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -269,7 +392,11 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** One generation, laid out once and rendered as JSON or as stream chunks. */
 function compose(route: 'chat' | 'completions', body: any, reply: UpstreamReply, serial: number) {
   const derived = derive(route, body);
-  const calls = (reply.toolCalls ?? []).map((c, i) => ({ id: c.id ?? `call_${serial}_${i}`, name: c.name, arguments: c.arguments }));
+  const calls = (reply.toolCalls ?? []).map((c, i) => ({
+    id: c.id ?? `call_${serial}_${i}`,
+    name: c.name,
+    arguments: c.arguments,
+  }));
   const cap = Number(body.max_completion_tokens ?? body.max_tokens ?? Infinity);
   const reasoningTokens = tokenize(reply.reasoning ?? '');
   let tokens = calls.length && reply.text === undefined ? [] : tokenize(reply.text ?? derived.text);
@@ -280,22 +407,32 @@ function compose(route: 'chat' | 'completions', body: any, reply: UpstreamReply,
   }
   finish = reply.finishReason ?? finish;
   const completion = reasoningTokens.length + tokens.length + calls.reduce((n, c) => n + words(c.arguments), 0);
-  const usage = reply.usage !== undefined ? reply.usage : {
-    prompt_tokens: derived.promptTokens,
-    completion_tokens: completion,
-    total_tokens: derived.promptTokens + completion,
-    prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
-    completion_tokens_details: { reasoning_tokens: reasoningTokens.length, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
-  };
+  const usage =
+    reply.usage !== undefined
+      ? reply.usage
+      : {
+          prompt_tokens: derived.promptTokens,
+          completion_tokens: completion,
+          total_tokens: derived.promptTokens + completion,
+          prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+          completion_tokens_details: {
+            reasoning_tokens: reasoningTokens.length,
+            audio_tokens: 0,
+            accepted_prediction_tokens: 0,
+            rejected_prediction_tokens: 0,
+          },
+        };
   const reasoningField = reply.reasoningField ?? 'reasoning_content';
   const id = `${route === 'chat' ? 'chatcmpl' : 'cmpl'}-loopback${serial}`;
   const created = Math.floor(Date.now() / 1000);
   const model = body.model;
-  const topN = Number(route === 'chat' ? body.top_logprobs ?? 0 : body.logprobs ?? 0);
+  const topN = Number(route === 'chat' ? (body.top_logprobs ?? 0) : (body.logprobs ?? 0));
   const wantLogprobs = route === 'chat' ? body.logprobs === true : typeof body.logprobs === 'number';
 
   const chatLogprob = (tok: string, i: number) => ({
-    token: tok, logprob: lp(i), bytes: [...Buffer.from(tok)],
+    token: tok,
+    logprob: lp(i),
+    bytes: [...Buffer.from(tok)],
     top_logprobs: Array.from({ length: topN }, (_, k) => {
       const t = k === 0 ? tok : `${tok}~${k}`;
       return { token: t, logprob: lp(i) - k, bytes: [...Buffer.from(t)] };
@@ -304,33 +441,58 @@ function compose(route: 'chat' | 'completions', body: any, reply: UpstreamReply,
   const legacyLogprobs = (toks: string[], from: number, offset: number) => ({
     tokens: toks,
     token_logprobs: toks.map((_, j) => lp(from + j)),
-    top_logprobs: toks.map((tok, j) => Object.fromEntries(Array.from({ length: Math.max(1, topN) }, (_, k) => [k === 0 ? tok : `${tok}~${k}`, lp(from + j) - k]))),
+    top_logprobs: toks.map((tok, j) =>
+      Object.fromEntries(
+        Array.from({ length: Math.max(1, topN) }, (_, k) => [k === 0 ? tok : `${tok}~${k}`, lp(from + j) - k]),
+      ),
+    ),
     text_offset: toks.map((_, j) => offset + toks.slice(0, j).join('').length),
   });
   const promptLength = route === 'completions' ? String(body.prompt).length : 0;
-  const toolCallsWire = calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
+  const toolCallsWire = calls.map((c) => ({
+    id: c.id,
+    type: 'function',
+    function: { name: c.name, arguments: c.arguments },
+  }));
 
   return {
     chatJson: () => ({
-      id, object: 'chat.completion', created, model, system_fingerprint: 'fp_loopback', service_tier: 'default',
-      choices: [{
-        index: 0,
-        message: {
-          role: 'assistant',
-          content: tokens.length || !calls.length ? tokens.join('') : null,
-          refusal: null,
-          ...(reasoningTokens.length ? { [reasoningField]: reasoningTokens.join('') } : {}),
-          ...(calls.length ? { tool_calls: toolCallsWire } : {}),
-          annotations: [],
+      id,
+      object: 'chat.completion',
+      created,
+      model,
+      system_fingerprint: 'fp_loopback',
+      service_tier: 'default',
+      choices: [
+        {
+          index: 0,
+          message: {
+            role: 'assistant',
+            content: tokens.length || !calls.length ? tokens.join('') : null,
+            refusal: null,
+            ...(reasoningTokens.length ? { [reasoningField]: reasoningTokens.join('') } : {}),
+            ...(calls.length ? { tool_calls: toolCallsWire } : {}),
+            annotations: [],
+          },
+          logprobs: wantLogprobs ? { content: tokens.map(chatLogprob), refusal: null } : null,
+          finish_reason: finish,
         },
-        logprobs: wantLogprobs ? { content: tokens.map(chatLogprob), refusal: null } : null,
-        finish_reason: finish,
-      }],
+      ],
       ...(usage ? { usage } : {}),
     }),
     completionJson: () => ({
-      id, object: 'text_completion', created, model,
-      choices: [{ text: tokens.join(''), index: 0, logprobs: wantLogprobs ? legacyLogprobs(tokens, 0, promptLength) : null, finish_reason: finish }],
+      id,
+      object: 'text_completion',
+      created,
+      model,
+      choices: [
+        {
+          text: tokens.join(''),
+          index: 0,
+          logprobs: wantLogprobs ? legacyLogprobs(tokens, 0, promptLength) : null,
+          finish_reason: finish,
+        },
+      ],
       ...(usage ? { usage } : {}),
     }),
     /** the data events of a stream, without [DONE] */
@@ -339,23 +501,56 @@ function compose(route: 'chat' | 'completions', body: any, reply: UpstreamReply,
       if (route === 'completions') {
         let offset = promptLength;
         const out: unknown[] = tokens.map((tok, i) => {
-          const c = { id, object: 'text_completion', created, model, choices: [{ text: tok, index: 0, logprobs: wantLogprobs ? legacyLogprobs([tok], i, offset) : null, finish_reason: null }], ...u };
+          const c = {
+            id,
+            object: 'text_completion',
+            created,
+            model,
+            choices: [
+              {
+                text: tok,
+                index: 0,
+                logprobs: wantLogprobs ? legacyLogprobs([tok], i, offset) : null,
+                finish_reason: null,
+              },
+            ],
+            ...u,
+          };
           offset += tok.length;
           return c;
         });
-        out.push({ id, object: 'text_completion', created, model, choices: [{ text: '', index: 0, logprobs: null, finish_reason: finish }], ...u });
+        out.push({
+          id,
+          object: 'text_completion',
+          created,
+          model,
+          choices: [{ text: '', index: 0, logprobs: null, finish_reason: finish }],
+          ...u,
+        });
         if (includeUsage) out.push({ id, object: 'text_completion', created, model, choices: [], usage });
         return out;
       }
       const chunk = (delta: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
-        id, object: 'chat.completion.chunk', created, model, system_fingerprint: 'fp_loopback', service_tier: 'default',
-        choices: [{ index: 0, delta, logprobs: null, finish_reason: null, ...extra }], ...u,
+        id,
+        object: 'chat.completion.chunk',
+        created,
+        model,
+        system_fingerprint: 'fp_loopback',
+        service_tier: 'default',
+        choices: [{ index: 0, delta, logprobs: null, finish_reason: null, ...extra }],
+        ...u,
       });
       const out: unknown[] = [chunk({ role: 'assistant', content: '', refusal: null })];
       for (const tok of reasoningTokens) out.push(chunk({ [reasoningField]: tok }));
-      tokens.forEach((tok, i) => out.push(chunk({ content: tok }, wantLogprobs ? { logprobs: { content: [chatLogprob(tok, i)], refusal: null } } : {})));
+      tokens.forEach((tok, i) =>
+        out.push(
+          chunk({ content: tok }, wantLogprobs ? { logprobs: { content: [chatLogprob(tok, i)], refusal: null } } : {}),
+        ),
+      );
       calls.forEach((c, index) => {
-        out.push(chunk({ tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] }));
+        out.push(
+          chunk({ tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] }),
+        );
         // arguments arrive in pieces, as OpenAI sends them
         const size = Math.max(1, Math.ceil(c.arguments.length / 3));
         for (let at = 0; at < c.arguments.length; at += size) {
@@ -363,14 +558,33 @@ function compose(route: 'chat' | 'completions', body: any, reply: UpstreamReply,
         }
       });
       out.push(chunk({}, { finish_reason: finish }));
-      if (includeUsage) out.push({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: 'fp_loopback', choices: [], usage });
+      if (includeUsage)
+        out.push({
+          id,
+          object: 'chat.completion.chunk',
+          created,
+          model,
+          system_fingerprint: 'fp_loopback',
+          choices: [],
+          usage,
+        });
       return out;
     },
   };
 }
 
-async function streamAnswer(res: http.ServerResponse, body: any, answer: ReturnType<typeof compose>, reply: UpstreamReply): Promise<void> {
-  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', ...reply.headers });
+async function streamAnswer(
+  res: http.ServerResponse,
+  body: any,
+  answer: ReturnType<typeof compose>,
+  reply: UpstreamReply,
+): Promise<void> {
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    ...reply.headers,
+  });
   const events = answer.chunks(body.stream_options?.include_usage === true);
   for (let i = 0; i < events.length; i++) {
     if (res.destroyed) return;
@@ -382,7 +596,9 @@ async function streamAnswer(res: http.ServerResponse, body: any, answer: ReturnT
     }
     if (reply.hangAfter === i) return; // stall with the connection open
     if (reply.errorAfter === i) {
-      res.end(`data: ${JSON.stringify(errorBody(500, reply.error ?? { message: 'The server had an error while processing your request. Sorry about that!', type: 'server_error' }))}\n\n`);
+      res.end(
+        `data: ${JSON.stringify(errorBody(500, reply.error ?? { message: 'The server had an error while processing your request. Sorry about that!', type: 'server_error' }))}\n\n`,
+      );
       return;
     }
     res.write(`data: ${JSON.stringify(events[i])}\n\n`);

@@ -32,13 +32,24 @@ export interface SpeechReply {
 export interface SpeechUpstream {
   url: string;
   apiKey: string;
-  requests: Array<{ path: string; headers: http.IncomingHttpHeaders; body: any; query: URLSearchParams; aborted: boolean }>;
+  requests: Array<{
+    path: string;
+    headers: http.IncomingHttpHeaders;
+    body: any;
+    query: URLSearchParams;
+    aborted: boolean;
+  }>;
   script(...replies: SpeechReply[]): void;
   close(): Promise<void>;
 }
 
 const CONTENT_TYPES: Record<string, string> = {
-  mp3: 'audio/mpeg', opus: 'audio/ogg', aac: 'audio/aac', flac: 'audio/flac', wav: 'audio/wav', pcm: 'audio/pcm',
+  mp3: 'audio/mpeg',
+  opus: 'audio/ogg',
+  aac: 'audio/aac',
+  flac: 'audio/flac',
+  wav: 'audio/wav',
+  pcm: 'audio/pcm',
 };
 
 const MAGIC: Record<string, Buffer> = {
@@ -52,11 +63,17 @@ const MAGIC: Record<string, Buffer> = {
 
 /** The settings that point the OpenAI and ElevenLabs speech providers at these loopback servers. */
 export function speechEnv(openai: SpeechUpstream, eleven: SpeechUpstream): Record<string, string> {
-  return { OPENAI_API_KEY: openai.apiKey, OPENAI_BASE_URL: openai.url, ELEVENLABS_API_KEY: eleven.apiKey, ELEVENLABS_BASE_URL: eleven.url };
+  return {
+    OPENAI_API_KEY: openai.apiKey,
+    OPENAI_BASE_URL: openai.url,
+    ELEVENLABS_API_KEY: eleven.apiKey,
+    ELEVENLABS_BASE_URL: eleven.url,
+  };
 }
 
 /** An mp3 stream's first bytes: an ID3 tag or an MPEG frame sync. */
-export const isMp3Start = (b: Buffer) => b.subarray(0, 3).toString('latin1') === 'ID3' || (b[0] === 0xff && (b[1] & 0xe0) === 0xe0);
+export const isMp3Start = (b: Buffer) =>
+  b.subarray(0, 3).toString('latin1') === 'ID3' || (b[0] === 0xff && (b[1] & 0xe0) === 0xe0);
 
 /** The bytes a scripted answer sends: chunk i is 1000 bytes, the first starting with the format's magic. */
 export function fakeAudio(format: string, chunks: number): Buffer[] {
@@ -90,15 +107,38 @@ async function start(kind: 'openai' | 'elevenlabs'): Promise<SpeechUpstream> {
       });
       const fail = (status: number, message: string, code: string) => {
         res.writeHead(status, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(kind === 'openai'
-          ? { error: { message, type: status === 401 ? 'invalid_request_error' : status >= 500 ? 'server_error' : 'invalid_request_error', param: null, code } }
-          : { detail: { status: code, message } }));
+        res.end(
+          JSON.stringify(
+            kind === 'openai'
+              ? {
+                  error: {
+                    message,
+                    type:
+                      status === 401
+                        ? 'invalid_request_error'
+                        : status >= 500
+                          ? 'server_error'
+                          : 'invalid_request_error',
+                    param: null,
+                    code,
+                  },
+                }
+              : { detail: { status: code, message } },
+          ),
+        );
       };
       let format = 'mp3';
       if (kind === 'openai') {
-        if (req.method !== 'POST' || u.pathname !== '/v1/audio/speech') return fail(404, `Invalid URL (${req.method} ${u.pathname})`, 'not_found');
-        if (req.headers.authorization !== `Bearer ${apiKey}`) return fail(401, 'Incorrect API key provided.', 'invalid_api_key');
-        if (!body || typeof body.input !== 'string' || typeof body.model !== 'string' || typeof body.voice !== 'string') {
+        if (req.method !== 'POST' || u.pathname !== '/v1/audio/speech')
+          return fail(404, `Invalid URL (${req.method} ${u.pathname})`, 'not_found');
+        if (req.headers.authorization !== `Bearer ${apiKey}`)
+          return fail(401, 'Incorrect API key provided.', 'invalid_api_key');
+        if (
+          !body ||
+          typeof body.input !== 'string' ||
+          typeof body.model !== 'string' ||
+          typeof body.voice !== 'string'
+        ) {
           return fail(400, "Missing required parameter: 'input', 'model' or 'voice'.", 'missing_required_parameter');
         }
         format = body.response_format ?? 'mp3';
@@ -115,16 +155,21 @@ async function start(kind: 'openai' | 'elevenlabs'): Promise<SpeechUpstream> {
         if (music) {
           if (!body || typeof body.prompt !== 'string' || !body.prompt) return invalid('prompt', 'Field required');
           const ms = body.music_length_ms;
-          if (ms !== undefined && (!Number.isInteger(ms) || ms < 3000 || ms > 600000)) return invalid('music_length_ms', 'Input should be between 3000 and 600000');
-          if (body.model_id !== undefined && body.model_id !== 'music_v1') return invalid('model_id', "Input should be 'music_v1'");
+          if (ms !== undefined && (!Number.isInteger(ms) || ms < 3000 || ms > 600000))
+            return invalid('music_length_ms', 'Input should be between 3000 and 600000');
+          if (body.model_id !== undefined && body.model_id !== 'music_v1')
+            return invalid('model_id', "Input should be 'music_v1'");
         } else {
-          if (!body || typeof body.text !== 'string' || typeof body.model_id !== 'string') return fail(422, 'text and model_id are required', 'invalid_request');
+          if (!body || typeof body.text !== 'string' || typeof body.model_id !== 'string')
+            return fail(422, 'text and model_id are required', 'invalid_request');
           const vs = body.voice_settings;
           if (vs !== undefined) {
             for (const k of ['stability', 'similarity_boost', 'style']) {
-              if (vs[k] !== undefined && (typeof vs[k] !== 'number' || vs[k] < 0 || vs[k] > 1)) return invalid(`voice_settings.${k}`, 'Input should be between 0 and 1');
+              if (vs[k] !== undefined && (typeof vs[k] !== 'number' || vs[k] < 0 || vs[k] > 1))
+                return invalid(`voice_settings.${k}`, 'Input should be between 0 and 1');
             }
-            if (vs.speed !== undefined && (vs.speed < 0.7 || vs.speed > 1.2)) return invalid('voice_settings.speed', 'Input should be between 0.7 and 1.2');
+            if (vs.speed !== undefined && (vs.speed < 0.7 || vs.speed > 1.2))
+              return invalid('voice_settings.speed', 'Input should be between 0.7 and 1.2');
           }
         }
         const of = u.searchParams.get('output_format') ?? 'mp3_44100_128';
@@ -134,9 +179,18 @@ async function start(kind: 'openai' | 'elevenlabs'): Promise<SpeechUpstream> {
       if (reply.hang) return; // the caller's abort (or close()) ends it
       if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
       if (res.destroyed) return;
-      if (reply.status) return fail(reply.status, reply.message ?? 'The server had an error while processing your request.', reply.status >= 500 ? 'server_error' : 'rate_limited');
+      if (reply.status)
+        return fail(
+          reply.status,
+          reply.message ?? 'The server had an error while processing your request.',
+          reply.status >= 500 ? 'server_error' : 'rate_limited',
+        );
       const extra: Record<string, string> = u.pathname === '/v1/music' ? { 'song-id': `song_${requests.length}` } : {};
-      res.writeHead(200, { 'content-type': CONTENT_TYPES[format] ?? 'audio/mpeg', 'transfer-encoding': 'chunked', ...extra });
+      res.writeHead(200, {
+        'content-type': CONTENT_TYPES[format] ?? 'audio/mpeg',
+        'transfer-encoding': 'chunked',
+        ...extra,
+      });
       res.flushHeaders();
       const chunks = fakeAudio(format, reply.chunks ?? 3);
       for (let i = 0; i < chunks.length; i++) {
@@ -164,10 +218,11 @@ async function start(kind: 'openai' | 'elevenlabs'): Promise<SpeechUpstream> {
     script: (...replies) => {
       queue = replies;
     },
-    close: () => new Promise((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    }),
+    close: () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }
 
