@@ -1,35 +1,15 @@
-// The one error module: every failure is an ApiError (status + code + a message a person can
-// act on) and is rendered in ONE place, in the envelope of the surface that was called.
+import { RequestError } from '../activities/core/errors.js';
+// The one place a failure becomes a response body: every failure is a RequestError (status +
+// code + a message a person can act on, activities/core/errors.ts), rendered here in the envelope
+// of the surface that was called.
 //   openai  : {error:{message,type,code,param}}           (chat, completions, responses, models, ...)
 //   message : {type:"error", error:{type,message}}         (the message-style API)
 //   legacy  : {error, message, status, code?, ...details}  (talk-to-gpt, check-balance, ...)
 //   teams   : {code, message, details, status}            (teams API)
 
-import { RequestError } from '../activities/inference/errors.js';
-
 export type Envelope = 'openai' | 'message' | 'legacy' | 'teams';
 
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly opts: {
-      param?: string | null;
-      /** overrides the OpenAI-style type derived from the status */
-      type?: string;
-      /** extra fields for the legacy and teams envelopes (e.g. requiredBalance) */
-      details?: Record<string, unknown>;
-      headers?: Record<string, string>;
-    } = {},
-  ) {
-    super(message);
-  }
-}
-
-export const badRequest = (code: string, message: string, param?: string) =>
-  new ApiError(400, code, message, { param });
-export const notFound = (code: string, message: string) => new ApiError(404, code, message);
+export const notFound = (code: string, message: string) => new RequestError(404, code, message);
 
 const OPENAI_TYPES: Record<number, string> = {
   400: 'invalid_request_error',
@@ -71,7 +51,7 @@ const TEAMS_CODES: Record<number, string> = {
   429: 'RATE_LIMITED',
 };
 
-export function renderError(err: ApiError, envelope: Envelope): Record<string, unknown> {
+export function renderError(err: RequestError, envelope: Envelope): Record<string, unknown> {
   const { status, code, message } = err;
   switch (envelope) {
     case 'message':
@@ -93,23 +73,19 @@ export function renderError(err: ApiError, envelope: Envelope): Record<string, u
   }
 }
 
-/** Anything that is not an ApiError or RequestError becomes a 500 whose message reveals nothing internal. */
-export function asApiError(err: unknown): ApiError {
-  if (err instanceof ApiError) return err;
-  if (err instanceof RequestError) {
-    const retry = err.extra.retryAfterSeconds;
-    return new ApiError(err.status, err.code, err.message, {
-      param: err.param,
-      details: err.extra.details,
-      headers:
-        retry !== undefined && (err.status === 429 || err.status === 503)
-          ? { 'Retry-After': String(Math.ceil(retry)) }
-          : undefined,
-    });
-  }
-  return new ApiError(
+/** Anything that is not a RequestError becomes a 500 whose message reveals nothing internal. */
+export function asRequestError(err: unknown): RequestError {
+  if (err instanceof RequestError) return err;
+  return new RequestError(
     500,
     'internal_error',
     'The server failed to handle this request. It has been logged; quote the X-Request-ID when reporting it.',
   );
+}
+
+/** The headers an error answer carries: its own, and Retry-After on a 429 or 503 that says when. */
+export function errorHeaders(err: RequestError): Record<string, string> {
+  const retry = err.opts.retryAfterSeconds;
+  if (retry === undefined || (err.status !== 429 && err.status !== 503)) return err.opts.headers ?? {};
+  return { 'Retry-After': String(Math.ceil(retry)), ...err.opts.headers };
 }

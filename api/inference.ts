@@ -6,11 +6,10 @@
 import type { Context } from 'koa';
 import { SseWriter } from './sse.js';
 import { clientAbortSignal } from './routes/clientAbort.js';
-import { RequestError } from '../activities/inference/errors.js';
 import type { Bill, InferenceCall } from '../activities/inference/execute.js';
 import type { Route } from '../activities/catalog/catalog.js';
-import type { FinishReason, InferenceResult, StreamEvent, Usage } from '../activities/inference/types.js';
-import type { UpstreamError } from '../activities/providers/types.js';
+import type { FinishReason, InferenceResult, StreamEvent, Usage } from '../activities/core/types.js';
+import { RequestError } from '../activities/core/errors.js';
 
 const errorCode = (err: unknown) => (err as { code?: string }).code ?? 'error';
 
@@ -139,7 +138,7 @@ export async function streamOnce(
         ? failure
         : new RequestError(
             502,
-            (failure as UpstreamError).opts?.code ?? 'upstream_error',
+            (failure as { code?: string }).code ?? 'upstream_error',
             `The stream broke after it began: ${(failure as Error).message}`,
           );
   await surface.end({ finish, stopSequence, usage: billed, bill, failure: broke });

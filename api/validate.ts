@@ -4,7 +4,7 @@
 import { Ajv, type ErrorObject, type Schema, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { Middleware } from 'koa';
-import { ApiError } from './errors.js';
+import { RequestError } from '../activities/core/errors.js';
 
 // ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
@@ -24,11 +24,11 @@ function paramPath(instancePath: string, extra?: string): string {
   return parts.reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '');
 }
 
-export function toValidationError(e: ErrorObject): ApiError {
+export function toValidationError(e: ErrorObject): RequestError {
   const p = e.params as Record<string, unknown>;
   if (e.keyword === 'required') {
     const param = paramPath(e.instancePath, String(p.missingProperty));
-    return new ApiError(400, 'missing_required_parameter', `Missing required parameter: '${param}'.`, { param });
+    return new RequestError(400, 'missing_required_parameter', `Missing required parameter: '${param}'.`, { param });
   }
   const param = paramPath(e.instancePath);
   const where = param ? `'${param}'` : 'the request body';
@@ -41,7 +41,7 @@ export function toValidationError(e: ErrorObject): ApiError {
       detail = `expected one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
       break;
     case 'additionalProperties':
-      return new ApiError(
+      return new RequestError(
         400,
         'invalid_parameter_value',
         `Unrecognized parameter: '${paramPath(e.instancePath, String(p.additionalProperty))}'.`,
@@ -52,7 +52,7 @@ export function toValidationError(e: ErrorObject): ApiError {
     default:
       detail = e.message ?? 'invalid';
   }
-  return new ApiError(400, 'invalid_parameter_value', `Invalid value for ${where}: ${detail}.`, {
+  return new RequestError(400, 'invalid_parameter_value', `Invalid value for ${where}: ${detail}.`, {
     param: param || null,
   });
 }
@@ -67,7 +67,7 @@ export function validateBody(schema: Schema): Middleware {
   return async (ctx, next) => {
     const body = (ctx.request as { body?: unknown }).body;
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-      throw new ApiError(400, 'invalid_json', 'Request body must be a JSON object.');
+      throw new RequestError(400, 'invalid_json', 'Request body must be a JSON object.');
     }
     check(validate, body);
     await next();

@@ -13,7 +13,7 @@ import { connectDatabase, closeDatabase } from '../activities/db.js';
 import { createAccount } from '../activities/accounts/accounts.js';
 import { createKey } from '../activities/accounts/keys.js';
 import { credit } from '../activities/ledger/ledger.js';
-import { parseAmount } from '../activities/ledger/money.js';
+import { parseAmount } from '../activities/core/money.js';
 
 const ADMIN = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 export const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 2000);

@@ -12,7 +12,7 @@ import { loadCatalog } from '../activities/catalog/catalog.js';
 import { createAccount, ensureBootstrapAccount, findAccount } from '../activities/accounts/accounts.js';
 import { createKey } from '../activities/accounts/keys.js';
 import { credit } from '../activities/ledger/ledger.js';
-import { formatAmount, parseAmount } from '../activities/ledger/money.js';
+import { formatAmount, parseAmount } from '../activities/core/money.js';
 
 export type Log = (message: string) => void;
 

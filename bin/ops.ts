@@ -7,7 +7,7 @@ import { db } from '../activities/db.js';
 import { createAccount, findAccount } from '../activities/accounts/accounts.js';
 import { createKey, revokeKey } from '../activities/accounts/keys.js';
 import { balances, credit, debit, InsufficientFunds, recentEntries } from '../activities/ledger/ledger.js';
-import { type Currency, formatAmount, parseAmount } from '../activities/ledger/money.js';
+import { type Currency, formatAmount, parseAmount } from '../activities/core/money.js';
 import { openDatabase, prepareCatalog } from './boot.js';
 
 const HELP = `Switchyard operator CLI

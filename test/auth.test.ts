@@ -4,7 +4,7 @@ import { startApi, newAccount } from './support/api.js';
 import { createKey, revokeKey, setKeyStatus } from '../activities/accounts/keys.js';
 import { createAccount } from '../activities/accounts/accounts.js';
 import { db } from '../activities/db.js';
-import { parseAmount } from '../activities/ledger/money.js';
+import { parseAmount } from '../activities/core/money.js';
 
 describe('authentication', () => {
   let api: Awaited<ReturnType<typeof startApi>>;

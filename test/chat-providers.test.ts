@@ -7,7 +7,7 @@ import { startApi, newAccount } from './support/api.js';
 import { readSse } from './support/chatEnv.js';
 import { startAnthropicUpstream, type AnthropicUpstream } from './support/upstreams/anthropic.js';
 import { startGeminiUpstream, type GeminiUpstream } from './support/upstreams/gemini.js';
-import { ceilDiv, parseAmount } from '../activities/ledger/money.js';
+import { ceilDiv, parseAmount } from '../activities/core/money.js';
 import { assertBooksBalance, settledBalances } from './support/books.js';
 import { useProviderEnv } from './support/providerEnv.js';
 

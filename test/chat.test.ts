@@ -4,7 +4,7 @@ import { useChatBench, readSse, type ChatBench } from './support/chatEnv.js';
 import { assertBooksBalance } from './support/books.js';
 import { db } from '../activities/db.js';
 import { flushRequestRecords } from '../activities/inference/records.js';
-import { ceilDiv, parseAmount } from '../activities/ledger/money.js';
+import { ceilDiv, parseAmount } from '../activities/core/money.js';
 
 const MODEL = 'openai/gpt-4o-mini';
 const hello = { model: MODEL, messages: [{ role: 'user', content: 'Say hello' }] };

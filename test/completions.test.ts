@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { useChatBench, readSse, type ChatBench } from './support/chatEnv.js';
-import { ceilDiv, parseAmount } from '../activities/ledger/money.js';
+import { ceilDiv, parseAmount } from '../activities/core/money.js';
 
 const MODEL = 'openai/gpt-4o-mini';
 const PATH = '/api/v1/completions';

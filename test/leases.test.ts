@@ -21,7 +21,7 @@ import {
   reserveFromLease,
   settleLeased,
 } from '../activities/ledger/leases.js';
-import { parseAmount } from '../activities/ledger/money.js';
+import { parseAmount } from '../activities/core/money.js';
 import { assertBooksBalance } from './support/books.js';
 
 const usd = (s: string) => parseAmount(s, 'USD');

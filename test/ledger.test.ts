@@ -16,7 +16,7 @@ import {
   reserve,
   settle,
 } from '../activities/ledger/ledger.js';
-import { parseAmount } from '../activities/ledger/money.js';
+import { parseAmount } from '../activities/core/money.js';
 import { db } from '../activities/db.js';
 import { assertBooksBalance } from './support/books.js';
 

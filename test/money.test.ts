@@ -7,7 +7,7 @@ import {
   parseAmount,
   toDisplayNumber,
   usdToXno,
-} from '../activities/ledger/money.js';
+} from '../activities/core/money.js';
 
 describe('money', () => {
   it('parses and prints decimal text exactly', () => {

@@ -21,7 +21,7 @@ import { config } from '../activities/config.js';
 import { openaiAdapter } from '../activities/providers/openai/index.js';
 import { anthropicAdapter } from '../activities/providers/anthropic/index.js';
 import { MessageStreamer, toMessage } from '../activities/surfaces/messagesResponse.js';
-import type { InferenceRequest, StreamEvent } from '../activities/inference/types.js';
+import type { InferenceRequest, StreamEvent } from '../activities/core/types.js';
 import { useProviderEnv } from './support/providerEnv.js';
 
 const ENV = [

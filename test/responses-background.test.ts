@@ -7,7 +7,7 @@ import OpenAI from 'openai';
 import { startChatBench, type ChatBench } from './support/chatEnv.js';
 import { useTemporal } from './support/temporal.js';
 import { assertBooksBalance } from './support/books.js';
-import { parseAmount } from '../activities/ledger/money.js';
+import { parseAmount } from '../activities/core/money.js';
 import { until } from './support/wait.js';
 
 const MODEL = 'openai/gpt-4o-mini';

@@ -15,7 +15,7 @@ import {
 } from './support/upstreams/speech.js';
 import { catalog, loadCatalog } from '../activities/catalog/catalog.js';
 import { balances } from '../activities/ledger/ledger.js';
-import { costOfTokens } from '../activities/ledger/money.js';
+import { costOfTokens } from '../activities/core/money.js';
 import { assertBooksBalance } from './support/books.js';
 import { useProviderEnv } from './support/providerEnv.js';
 

@@ -2,7 +2,7 @@
 // like chat, errors in the legacy envelope.
 import assert from 'node:assert/strict';
 import { useChatBench, type ChatBench } from './support/chatEnv.js';
-import { ceilDiv, parseAmount } from '../activities/ledger/money.js';
+import { ceilDiv, parseAmount } from '../activities/core/money.js';
 import { serviceTag } from '../activities/surfaces/talkToGpt.js';
 
 const MODEL = 'openai/gpt-4o-mini';

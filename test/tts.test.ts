@@ -21,7 +21,7 @@ import { startWorkerProcess } from './support/workerProcess.js';
 import { assertBooksBalance } from './support/books.js';
 import { catalog } from '../activities/catalog/catalog.js';
 import { balances } from '../activities/ledger/ledger.js';
-import { ceilDiv } from '../activities/ledger/money.js';
+import { ceilDiv } from '../activities/core/money.js';
 import { billingUnit } from '../activities/surfaces/speech.js';
 import { config } from '../activities/config.js';
 import { db } from '../activities/db.js';

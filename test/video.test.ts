@@ -21,7 +21,7 @@ import { startFalUpstream, type FalUpstream } from './support/upstreams/fal.js';
 import { assertBooksBalance } from './support/books.js';
 import { catalog } from '../activities/catalog/catalog.js';
 import { balances } from '../activities/ledger/ledger.js';
-import { applyMarkup, parseAmount } from '../activities/ledger/money.js';
+import { applyMarkup, parseAmount } from '../activities/core/money.js';
 import { config } from '../activities/config.js';
 import { db } from '../activities/db.js';
 import { useProviderEnv } from './support/providerEnv.js';

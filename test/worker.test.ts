@@ -4,7 +4,7 @@ import { useTemporal } from './support/temporal.js';
 import { config } from '../activities/config.js';
 import { createAccount } from '../activities/accounts/accounts.js';
 import { balances, credit, reserve } from '../activities/ledger/ledger.js';
-import { parseAmount } from '../activities/ledger/money.js';
+import { parseAmount } from '../activities/core/money.js';
 import { ensureSchedules, SCHEDULES } from '../bin/worker.js';
 import { assertBooksBalance } from './support/books.js';
 

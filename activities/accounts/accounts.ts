@@ -2,7 +2,7 @@
 // with it, so the ledger's conditional updates never need an upsert.
 import { randomUUID } from 'node:crypto';
 import { db } from '../db.js';
-import { CURRENCIES } from '../ledger/money.js';
+import { CURRENCIES } from '../core/money.js';
 import { balances, credit } from '../ledger/ledger.js';
 import { createKey, hashKey, isWellFormedKey } from './keys.js';
 import { config } from '../config.js';

@@ -3,8 +3,8 @@
 // high: a reservation that is too large is released at settlement; one too small would let an
 // account overspend.
 import type { Route } from '../catalog/catalog.js';
-import type { InferenceRequest, Usage } from '../inference/types.js';
-import { costOfTokens } from '../ledger/money.js';
+import type { InferenceRequest, Usage } from '../core/types.js';
+import { costOfTokens } from '../core/money.js';
 
 /** Tokens we assume an image may cost when we cannot know (a high-detail 1024px image is ~1,100). */
 const IMAGE_TOKENS = 1_600;

@@ -2,7 +2,7 @@
 // id or alias without a query, refreshed on a timer (and at once after a sync in this process).
 import { db } from '../db.js';
 import { providerEnv } from '../config.js';
-import { applyMarkup } from '../ledger/money.js';
+import { applyMarkup } from '../core/money.js';
 import { findLocalModel } from '../providers/local/modelFiles.js';
 import type { CatalogFileModel, CatalogFileProvider, CatalogFileRoute } from './file.js';
 

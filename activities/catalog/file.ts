@@ -3,7 +3,7 @@
 import { readFile } from 'node:fs/promises';
 import { parse } from 'yaml';
 import { Ajv } from 'ajv';
-import { parseAmount } from '../ledger/money.js';
+import { parseAmount } from '../core/money.js';
 
 const price = { type: 'string', pattern: '^\\d+(\\.\\d+)?$' };
 const strings = { type: 'array', items: { type: 'string' } };

@@ -7,14 +7,14 @@ import type { Caller } from '../accounts/keys.js';
 import { config, providerEnv } from '../config.js';
 import { InsufficientFunds, release, reserve, settle, type Hold, type Settlement } from '../ledger/ledger.js';
 import { releaseLeased, reserveFromLease, settleLeased, type LeasedFunds } from '../ledger/leases.js';
-import { formatAmount, toDisplayNumber } from '../ledger/money.js';
+import { formatAmount, toDisplayNumber } from '../core/money.js';
 import { costOfUsage, worstCaseCost } from '../billing/pricing.js';
 import { adapterFor } from '../providers/index.js';
-import { UpstreamError, type NativePassThrough, type ProviderTarget } from '../providers/types.js';
+import { type NativePassThrough, type ProviderTarget } from '../providers/types.js';
 import { recordLatency, recordThroughput } from '../routing/stats.js';
 import { recordRequest } from './records.js';
-import type { InferenceRequest, InferenceResult, NativeRequest, StreamEvent, Usage } from './types.js';
-import { RequestError } from './errors.js';
+import type { InferenceRequest, InferenceResult, NativeRequest, StreamEvent, Usage } from '../core/types.js';
+import { RequestError, UPSTREAM_ERROR, upstreamError } from '../core/errors.js';
 
 function paymentRequired(requiredUsd: bigint, availableUsd: bigint): RequestError {
   return new RequestError(
@@ -22,7 +22,6 @@ function paymentRequired(requiredUsd: bigint, availableUsd: bigint): RequestErro
     'insufficient_balance',
     `Insufficient balance: this request may cost up to $${formatAmount(requiredUsd, 'USD')} and $${formatAmount(availableUsd, 'USD')} is available. ` +
       'Add funds, or lower max_tokens to reserve less.',
-    null,
     {
       details: {
         requiredBalance: toDisplayNumber(requiredUsd, 'USD'),
@@ -91,24 +90,24 @@ function callerStatus(upstream: number): number {
 }
 
 /** Why every attempt failed, as one error for the caller. */
-function exhausted(failures: UpstreamError[]): RequestError {
+function exhausted(failures: RequestError[]): RequestError {
   const last = failures[failures.length - 1];
   if (failures.length === 1) {
     const status = callerStatus(last.status);
     const code =
-      last.opts.code ??
+      (last.code !== UPSTREAM_ERROR ? last.code : undefined) ??
       (status === 400 ? 'upstream_rejected_request' : status === 429 ? 'rate_limit_exceeded' : 'upstream_error');
-    return new RequestError(status, code, last.message, null, { retryAfterSeconds: last.opts.retryAfterSeconds });
+    return new RequestError(status, code, last.message, { retryAfterSeconds: last.opts.retryAfterSeconds });
   }
   const summary = failures.map((f) => f.message).join('; ');
   return new RequestError(502, 'all_fallbacks_failed', `Every provider failed: ${summary}`);
 }
 
 /** An adapter bug is not the caller's business: log it, answer a generic provider failure. */
-function asUpstreamError(route: Route, err: unknown): UpstreamError {
-  if (err instanceof UpstreamError) return err;
+function asUpstreamError(route: Route, err: unknown): RequestError {
+  if (err instanceof RequestError) return err;
   console.error(`[inference] adapter for ${route.provider.id} failed unexpectedly:`, err);
-  return new UpstreamError(`${route.provider.id} failed unexpectedly`, 502, false, {
+  return upstreamError(`${route.provider.id} failed unexpectedly`, 502, false, {
     code: 'provider_error',
     providerId: route.provider.id,
   });
@@ -191,7 +190,7 @@ export class InferenceCall {
 
   /** Non-streaming: try the routes in order. A passed-through answer carries `result.native`. */
   async complete(signal: AbortSignal): Promise<{ result: InferenceResult; route: Route }> {
-    const failures: UpstreamError[] = [];
+    const failures: RequestError[] = [];
     for (const route of this.ctx.routes) {
       const t0 = Date.now();
       try {
@@ -220,15 +219,13 @@ export class InferenceCall {
    * the stream relays the upstream's own frames (`native` events), which the surface writes as
    * they came.
    */
-  async openStream(
-    signal: AbortSignal,
-  ): Promise<{
+  async openStream(signal: AbortSignal): Promise<{
     route: Route;
     first: StreamEvent | undefined;
     rest: AsyncIterator<StreamEvent>;
     passedThrough: boolean;
   }> {
-    const failures: UpstreamError[] = [];
+    const failures: RequestError[] = [];
     for (const route of this.ctx.routes) {
       const t0 = Date.now();
       const req = { ...this.ctx.request, model: route.upstreamModel };

@@ -7,9 +7,9 @@ import type { Caller } from '../accounts/keys.js';
 import { parseModelName, type ModelName } from '../routing/suffixes.js';
 import { planRoute, type ProviderPreferences, type RequestNeeds } from '../routing/planRoute.js';
 import { estimatePromptTokens, likelyFromEstimate } from '../billing/pricing.js';
-import { RequestError } from './errors.js';
 import { InferenceCall } from './execute.js';
-import type { InferenceRequest, NativeRequest } from './types.js';
+import type { InferenceRequest, NativeRequest } from '../core/types.js';
+import { RequestError } from '../core/errors.js';
 
 /** The output cap when the caller sets none and the catalog knows none. */
 const DEFAULT_MAX_OUTPUT = 4096;
@@ -26,7 +26,7 @@ export function resolveModel(requested: string, category = 'chat'): { model: Mod
       404,
       'model_not_found',
       `Model '${name.base}' does not exist${hint}. GET /api/v1/models lists the models.`,
-      'model',
+      { param: 'model' },
     );
   }
   if (model.category !== category) {
@@ -34,7 +34,7 @@ export function resolveModel(requested: string, category = 'chat'): { model: Mod
       400,
       'invalid_parameter_value',
       `Model '${model.id}' is not a ${category} model (it is: ${model.category}); it cannot serve this endpoint.`,
-      'model',
+      { param: 'model' },
     );
   }
   return { model, name };
@@ -67,7 +67,6 @@ export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
       402,
       'subscription_required',
       `This API key is limited to subscription billing, and ${why}. Use a pay-as-you-go key.`,
-      null,
     );
   }
   const routes = planRoute(catalog(), p.model, p.caller, p.prefs, p.needs);
@@ -81,7 +80,7 @@ export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
       `This model's maximum context length is ${context} tokens; the request has about ${likely} prompt tokens` +
         (p.request.maxTokens ? ` and asks for up to ${p.request.maxTokens} output tokens` : '') +
         '. Shorten the messages or lower max_tokens.',
-      'messages',
+      { param: 'messages' },
     );
   }
   const ceiling = Math.min(
@@ -93,7 +92,7 @@ export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
       400,
       'invalid_parameter_value',
       `max_tokens ${p.request.maxTokens} is above this model's output limit of ${p.model.maxOutputTokens}.`,
-      'max_tokens',
+      { param: 'max_tokens' },
     );
   }
   const request: InferenceRequest = { ...p.request, model: '', maxTokens: p.request.maxTokens ?? ceiling };

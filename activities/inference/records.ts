@@ -4,7 +4,7 @@
 // commit per request. Records are for reporting; the ledger (written synchronously) is the
 // truth about money, so a crash losing the last fraction of a second of records loses no money.
 import { db } from '../db.js';
-import type { Currency } from '../ledger/money.js';
+import type { Currency } from '../core/money.js';
 
 export interface RequestRecordInput {
   id: string;

@@ -9,7 +9,7 @@
 //    first result instead of moving money again.
 import { db, isUniqueViolation } from '../db.js';
 import { config } from '../config.js';
-import { type Currency, parseAmount, usdToXno } from './money.js';
+import { type Currency, parseAmount, usdToXno } from '../core/money.js';
 
 export type LedgerKind = 'credit' | 'debit' | 'charge' | 'refund';
 

@@ -16,10 +16,10 @@ import { db } from '../db.js';
 import { catalog } from '../catalog/catalog.js';
 import { release } from '../ledger/ledger.js';
 import type { Caller } from '../accounts/keys.js';
-import { RequestError } from '../inference/errors.js';
 import { recordRequest } from '../inference/records.js';
-import { SpeechCall, SpeechFailure, speechBillFields, type SpeechPlan } from '../surfaces/speech.js';
+import { SpeechCall, speechBillFields, type SpeechPlan } from '../surfaces/speech.js';
 import { storeHostedFile } from './hostedFiles.js';
+import { RequestError } from '../core/errors.js';
 
 /** A speech job's reservation outlives any run of its workflow (3 attempts of at most 15 minutes, plus backoff). */
 export const SPEECH_JOB_HOLD_SECONDS = 2 * 3600;
@@ -172,7 +172,7 @@ export async function runSpeechJob(jobId: string): Promise<string> {
   } catch (err) {
     // Cancelled, or this worker is shutting down: the reservation stays for the next attempt.
     if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason ?? err;
-    if (err instanceof SpeechFailure && err.retryable) {
+    if (err instanceof RequestError && err.retryable) {
       throw ApplicationFailure.create({ message: err.message, type: 'SpeechUpstreamFailure', nonRetryable: false });
     }
     if (err instanceof RequestError) {

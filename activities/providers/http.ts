@@ -3,7 +3,7 @@
 // UpstreamError so the router can fall back.
 import { Agent, errors, request } from 'undici';
 import type { Dispatcher } from 'undici';
-import { UpstreamError, isRetryableStatus } from './types.js';
+import { RequestError, upstreamError, isRetryableStatus } from '../core/errors.js';
 
 const agent = new Agent({
   keepAliveTimeout: 30_000,
@@ -47,24 +47,24 @@ export async function send(
   }
 }
 
-export function transportError(providerId: string, err: unknown): UpstreamError {
-  if (err instanceof UpstreamError) return err;
+export function transportError(providerId: string, err: unknown): RequestError {
+  if (err instanceof RequestError) return err;
   const e = err as Error & { code?: string; name?: string };
   // AbortSignal.timeout() aborts with a TimeoutError: the upstream was too slow, not gone.
   if (e.name === 'TimeoutError') {
-    return new UpstreamError(`${providerId} timed out`, 504, true, { code: 'upstream_timeout', providerId });
+    return upstreamError(`${providerId} timed out`, 504, true, { code: 'upstream_timeout', providerId });
   }
   if (e.name === 'AbortError' || e.code === 'UND_ERR_ABORTED') {
-    return new UpstreamError(`request to ${providerId} was aborted`, 499, false, { code: 'aborted', providerId });
+    return upstreamError(`request to ${providerId} was aborted`, 499, false, { code: 'aborted', providerId });
   }
   if (
     err instanceof errors.HeadersTimeoutError ||
     err instanceof errors.BodyTimeoutError ||
     e.code === 'UND_ERR_CONNECT_TIMEOUT'
   ) {
-    return new UpstreamError(`${providerId} timed out`, 504, true, { code: 'upstream_timeout', providerId });
+    return upstreamError(`${providerId} timed out`, 504, true, { code: 'upstream_timeout', providerId });
   }
-  return new UpstreamError(`could not reach ${providerId}: ${e.message}`, 502, true, {
+  return upstreamError(`could not reach ${providerId}: ${e.message}`, 502, true, {
     code: 'upstream_unreachable',
     providerId,
   });
@@ -75,7 +75,7 @@ export function transportError(providerId: string, err: unknown): UpstreamError 
  * (`{error:{message}}`, `{error:"..."}`, `{message}` cover OpenAI, Anthropic, Gemini and most
  * others), the status's retryability, and Retry-After when given.
  */
-export async function statusError(providerId: string, res: UpstreamResponse): Promise<UpstreamError> {
+export async function statusError(providerId: string, res: UpstreamResponse): Promise<RequestError> {
   const text = await res.body.text().catch(() => '');
   let message = text.slice(0, 500) || `HTTP ${res.status}`;
   try {
@@ -87,16 +87,11 @@ export async function statusError(providerId: string, res: UpstreamResponse): Pr
     // not JSON: keep the text
   }
   const retryAfter = Number(res.headers['retry-after']);
-  return new UpstreamError(
-    `${providerId} answered ${res.status}: ${message}`,
-    res.status,
-    isRetryableStatus(res.status),
-    {
-      providerId,
-      retryAfterSeconds: Number.isFinite(retryAfter) ? retryAfter : undefined,
-      upstreamBody: text.slice(0, 2000),
-    },
-  );
+  return upstreamError(`${providerId} answered ${res.status}: ${message}`, res.status, isRetryableStatus(res.status), {
+    providerId,
+    retryAfterSeconds: Number.isFinite(retryAfter) ? retryAfter : undefined,
+    upstreamBody: text.slice(0, 2000),
+  });
 }
 
 /** Read a whole JSON body, mapping a broken body to a retryable error. */
@@ -111,7 +106,7 @@ export async function readJson(providerId: string, res: UpstreamResponse): Promi
   try {
     return JSON.parse(text);
   } catch {
-    throw new UpstreamError(`${providerId} sent a body that is not JSON`, 502, true, {
+    throw upstreamError(`${providerId} sent a body that is not JSON`, 502, true, {
       code: 'upstream_bad_response',
       providerId,
       upstreamBody: text.slice(0, 2000),

@@ -3,10 +3,11 @@
 // protocol: the built-in local engine, OpenAI's /audio/speech, ElevenLabs' text-to-speech (and
 // ElevenLabs Music, for `kind: 'music'`). Failures are UpstreamError, exactly as for chat adapters.
 import type { Route } from '../catalog/catalog.js';
-import { UpstreamError, type ProviderTarget } from './types.js';
+import { type ProviderTarget } from './types.js';
 import { localSpeechAdapter } from './local/speech.js';
 import { openaiSpeechAdapter } from './openai/speech.js';
 import { elevenlabsSpeechAdapter } from './elevenlabs/speech.js';
+import { upstreamError } from '../core/errors.js';
 
 export type SpeechFormat = 'mp3' | 'opus' | 'aac' | 'flac' | 'wav' | 'pcm';
 
@@ -62,7 +63,7 @@ export function speechAdapterFor(route: Route): SpeechAdapter {
   adapters ??= new Map([localSpeechAdapter, openaiSpeechAdapter, elevenlabsSpeechAdapter].map((a) => [a.protocol, a]));
   const a = adapters.get(route.provider.protocol);
   if (!a)
-    throw new UpstreamError(
+    throw upstreamError(
       `no speech adapter for protocol '${route.provider.protocol}' (provider ${route.provider.id})`,
       500,
       false,

@@ -1,13 +1,7 @@
 // The fixed shape of a provider adapter (one folder per upstream protocol under
 // activities/providers/). Routing, billing and streaming never special-case a provider: they
 // only see this interface and UpstreamError.
-import type {
-  InferenceRequest,
-  InferenceResult,
-  NativeFormat,
-  NativeRequest,
-  StreamEvent,
-} from '../inference/types.js';
+import type { InferenceRequest, InferenceResult, NativeFormat, NativeRequest, StreamEvent } from '../core/types.js';
 
 /** Everything an adapter needs to reach one route of one provider. */
 export interface ProviderTarget {
@@ -60,25 +54,4 @@ export interface NativePassThrough {
     target: ProviderTarget,
     signal: AbortSignal,
   ): AsyncIterable<StreamEvent>;
-}
-
-/**
- * A failure at the upstream, mapped once by the adapter. `retryable` means another attempt (at
- * another provider) may succeed: timeouts, connection errors, 408, 429, 5xx. `status` is what our
- * caller should see if no fallback succeeds.
- */
-export class UpstreamError extends Error {
-  constructor(
-    message: string,
-    readonly status: number,
-    readonly retryable: boolean,
-    readonly opts: { code?: string; providerId?: string; retryAfterSeconds?: number; upstreamBody?: string } = {},
-  ) {
-    super(message);
-  }
-}
-
-/** The usual mapping of an upstream HTTP status to retryability. */
-export function isRetryableStatus(status: number): boolean {
-  return status === 408 || status === 409 || status === 425 || status === 429 || status >= 500;
 }

@@ -9,8 +9,7 @@ import { catalog } from '../catalog/catalog.js';
 import { release } from '../ledger/ledger.js';
 import type { Caller } from '../accounts/keys.js';
 import { InferenceCall } from '../inference/execute.js';
-import { RequestError } from '../inference/errors.js';
-import type { InferenceRequest } from '../inference/types.js';
+import type { InferenceRequest } from '../core/types.js';
 import {
   assistantTurn,
   toResponse,
@@ -18,6 +17,7 @@ import {
   type ResponseMeta,
   type ResponseObject,
 } from '../surfaces/responses.js';
+import { RequestError } from '../core/errors.js';
 
 /** What the API stores beside a queued response so the worker can run it. */
 export interface BackgroundJob {

@@ -5,10 +5,10 @@
 // the rest are fallbacks.
 import type { Catalog, ModelInfo, Route } from '../catalog/catalog.js';
 import type { Caller } from '../accounts/keys.js';
-import { parseAmount } from '../ledger/money.js';
+import { parseAmount } from '../core/money.js';
 import { routeStats } from './stats.js';
 import type { RouteSort } from './suffixes.js';
-import { RequestError } from '../inference/errors.js';
+import { RequestError } from '../core/errors.js';
 
 export interface ProviderPreferences {
   /** one provider, chosen explicitly (`provider: "groq"` or `X-Provider`): no fallbacks */
@@ -59,7 +59,7 @@ export function planRoute(
       503,
       'model_not_available',
       `Model '${model.id}' has no configured provider on this gateway right now.`,
-      'model',
+      { param: 'model' },
     );
   }
 
@@ -70,7 +70,7 @@ export function planRoute(
         400,
         'provider_unknown_provider',
         `Unknown provider '${prefs.explicit}'. GET /api/models/{model}/providers lists the providers of a model.`,
-        'provider',
+        { param: 'provider' },
       );
     }
     routes = routes.filter((r) => r.provider.id === wanted);
@@ -79,7 +79,7 @@ export function planRoute(
         400,
         'model_not_available',
         `Provider '${wanted}' does not serve '${model.id}' here. Available: ${ids(model.routes.filter((r) => r.available))}.`,
-        'provider',
+        { param: 'provider' },
       );
     }
   }
@@ -98,7 +98,7 @@ export function planRoute(
         403,
         'model_not_allowed',
         `This key's provider restrictions${caller.zdrOnly ? ' (zero-data-retention only)' : ''} leave no provider for '${model.id}'.`,
-        'model',
+        { param: 'model' },
       );
     }
   }
@@ -138,7 +138,7 @@ export function planRoute(
       400,
       'no_fallback_available',
       `No provider of '${model.id}' (${ids(before)}) satisfies ${rejected.join(', ')}.`,
-      'provider',
+      { param: 'provider' },
     );
   }
 

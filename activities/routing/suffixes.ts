@@ -2,8 +2,8 @@
 // themselves (e.g. an Ollama `llama3:8b`), so known suffixes are peeled off the END only, and
 // only until the rest names a catalog model. Suffixes of features this gateway does not offer
 // yet are recognized and refused with a clear message, never silently ignored.
-import type { ReasoningEffort } from '../inference/types.js';
-import { RequestError } from '../inference/errors.js';
+import type { ReasoningEffort } from '../core/types.js';
+import { RequestError } from '../core/errors.js';
 
 export type RouteSort = 'price' | 'throughput' | 'latency';
 
@@ -24,7 +24,7 @@ export interface ModelName {
 
 class SuffixError extends RequestError {
   constructor(message: string) {
-    super(400, 'invalid_parameter_value', message, 'model');
+    super(400, 'invalid_parameter_value', message, { param: 'model' });
   }
 }
 

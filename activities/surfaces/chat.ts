@@ -4,7 +4,6 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import { Ajv } from 'ajv';
 import type { ModelInfo } from '../catalog/catalog.js';
-import { RequestError } from '../inference/errors.js';
 import type {
   CacheControl,
   ContentPart,
@@ -15,13 +14,15 @@ import type {
   ToolCall,
   ToolChoice,
   ToolSpec,
-} from '../inference/types.js';
+} from '../core/types.js';
 import type { ModelName } from '../routing/suffixes.js';
 import type { ProviderPreferences, RequestNeeds } from '../routing/planRoute.js';
 import { QUANTIZATION_BITS } from '../routing/planRoute.js';
+import { RequestError } from '../core/errors.js';
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
-const bad = (code: string, message: string, param: string | null = null) => new RequestError(400, code, message, param);
+const bad = (code: string, message: string, param: string | null = null) =>
+  new RequestError(400, code, message, { param: param });
 
 export function toolSpecLimit(): number {
   const raw = Number(process.env.TOOL_SPEC_MAX_BYTES);
@@ -55,7 +56,7 @@ export function parseTools(raw: unknown): ToolSpec[] | undefined {
       413,
       'tool_spec_too_large',
       `'tools' is ${size} bytes serialized; the limit is ${toolSpecLimit()}.`,
-      'tools',
+      { param: 'tools' },
     );
   }
   const names = new Set<string>();
@@ -238,7 +239,7 @@ function parts(content: any, at: string): ContentPart[] {
       400,
       'unsupported_input_modality',
       `${where} has type '${p.type}'; chat completions here take 'text' and 'image_url' parts.`,
-      `${where}.type`,
+      { param: `${where}.type` },
     );
   });
 }

@@ -6,7 +6,7 @@
 // caller's behalf is not shown unless the caller asked for it too.
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import type { Bill } from '../inference/execute.js';
-import type { NativeRequest, StreamEvent, Usage } from '../inference/types.js';
+import type { NativeRequest, StreamEvent, Usage } from '../core/types.js';
 import { usageJson, withBill, type ChatMeta } from './chatResponse.js';
 import { renamed } from './passthrough.js';
 

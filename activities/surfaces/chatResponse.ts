@@ -2,7 +2,7 @@
 // `chat.completion.chunk` frames, with usage and the pricing extension as existing clients read
 // them (see shared spec wire-details.md).
 import type { Bill } from '../inference/execute.js';
-import type { FinishReason, InferenceResult, StreamEvent, TokenLogprob, ToolCall, Usage } from '../inference/types.js';
+import type { FinishReason, InferenceResult, StreamEvent, TokenLogprob, ToolCall, Usage } from '../core/types.js';
 import { config } from '../config.js';
 
 export const pricingField = () => `x_${config.serviceName}_pricing`;

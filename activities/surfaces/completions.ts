@@ -21,14 +21,15 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import type { ModelInfo } from '../catalog/catalog.js';
 import type { Bill } from '../inference/execute.js';
-import { RequestError } from '../inference/errors.js';
-import type { FinishReason, InferenceRequest, InferenceResult, TokenLogprob, Usage } from '../inference/types.js';
+import type { FinishReason, InferenceRequest, InferenceResult, TokenLogprob, Usage } from '../core/types.js';
 import type { ModelName } from '../routing/suffixes.js';
 import type { ProviderPreferences, RequestNeeds } from '../routing/planRoute.js';
 import { chatToInternal } from './chat.js';
 import { usageJson, withBill } from './chatResponse.js';
+import { RequestError } from '../core/errors.js';
 
-const bad = (message: string, param: string) => new RequestError(400, 'invalid_parameter_value', message, param);
+const bad = (message: string, param: string) =>
+  new RequestError(400, 'invalid_parameter_value', message, { param: param });
 
 /** Fields of a completions body that mean the same as on chat, handed to chatToInternal as they are. */
 const CHAT_FIELDS = [

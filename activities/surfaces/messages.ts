@@ -3,7 +3,6 @@
 // body reaching here has passed api/schemas/messages.ts. Translation out is messagesResponse.ts.
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import type { ModelInfo } from '../catalog/catalog.js';
-import { RequestError } from '../inference/errors.js';
 import type {
   ContentPart,
   Message,
@@ -14,12 +13,14 @@ import type {
   ToolCall,
   ToolChoice,
   ToolSpec,
-} from '../inference/types.js';
+} from '../core/types.js';
 import type { ModelName } from '../routing/suffixes.js';
 import type { ProviderPreferences } from '../routing/planRoute.js';
 import { cacheControlOf, toolSpecLimit, type ChatPlanInput } from './chat.js';
+import { RequestError } from '../core/errors.js';
 
-const bad = (code: string, message: string, param: string | null = null) => new RequestError(400, code, message, param);
+const bad = (code: string, message: string, param: string | null = null) =>
+  new RequestError(400, code, message, { param: param });
 const invalid = (message: string, param: string | null = null) => bad('invalid_parameter_value', message, param);
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,128}$/;
@@ -106,14 +107,14 @@ function part(b: any, where: string): ContentPart | null {
         400,
         'unsupported_input_modality',
         `${where} is a video block; this gateway does not take video input on the messages API. Send frames as images instead.`,
-        `${where}.type`,
+        { param: `${where}.type` },
       );
     default:
       throw new RequestError(
         400,
         'unsupported_input_modality',
         `${where} has type '${b.type}'; supported blocks are text, image, document, tool_use and tool_result.`,
-        `${where}.type`,
+        { param: `${where}.type` },
       );
   }
 }
@@ -208,7 +209,7 @@ export function parseTools(raw: any): ToolSpec[] | undefined {
       413,
       'tool_spec_too_large',
       `'tools' is ${size} bytes serialized; the limit is ${toolSpecLimit()}.`,
-      'tools',
+      { param: 'tools' },
     );
   const names = new Set<string>();
   return (raw as any[]).map((t, i) => {
@@ -321,7 +322,7 @@ export function messagesToInternal(body: any, model: ModelInfo, name: ModelName)
       400,
       'unsupported_input_modality',
       `Model '${model.id}' does not read PDF documents. Send the text instead, or pick a model with PDF input.`,
-      'messages',
+      { param: 'messages' },
     );
   }
 

@@ -5,7 +5,7 @@
 // extension beside the usage (on message_delta when streaming, as on the translated path).
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import type { Bill } from '../inference/execute.js';
-import type { NativeRequest, StreamEvent, Usage } from '../inference/types.js';
+import type { NativeRequest, StreamEvent, Usage } from '../core/types.js';
 import { messageUsage, type MessageMeta } from './messagesResponse.js';
 import { withBill } from './chatResponse.js';
 import { renamed } from './passthrough.js';

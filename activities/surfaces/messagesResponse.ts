@@ -3,7 +3,7 @@
 // ignore unknown keys). Usage follows Anthropic's convention: `input_tokens` EXCLUDES cache reads
 // and writes (the internal promptTokens includes them).
 import type { Bill } from '../inference/execute.js';
-import type { FinishReason, InferenceResult, StreamEvent, ToolCall, Usage } from '../inference/types.js';
+import type { FinishReason, InferenceResult, StreamEvent, ToolCall, Usage } from '../core/types.js';
 import { withBill } from './chatResponse.js';
 
 export interface MessageMeta {

@@ -6,14 +6,15 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import { randomBytes } from 'node:crypto';
 import type { ModelInfo } from '../catalog/catalog.js';
-import { RequestError } from '../inference/errors.js';
 import type { Bill } from '../inference/execute.js';
-import type { FinishReason, InferenceResult, StreamEvent, Usage } from '../inference/types.js';
+import type { FinishReason, InferenceResult, StreamEvent, Usage } from '../core/types.js';
 import type { ModelName } from '../routing/suffixes.js';
 import { chatToInternal, type ChatPlanInput } from './chat.js';
 import { withBill } from './chatResponse.js';
+import { RequestError } from '../core/errors.js';
 
-const bad = (code: string, message: string, param: string | null = null) => new RequestError(400, code, message, param);
+const bad = (code: string, message: string, param: string | null = null) =>
+  new RequestError(400, code, message, { param: param });
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 export const newId = (prefix: string) => `${prefix}_${randomBytes(24).toString('hex')}`;
@@ -58,7 +59,7 @@ function partsOf(content: any, role: string, at: string): string | any[] {
           400,
           'unsupported_input_modality',
           `${where} has type '${p.type}'; this gateway takes 'input_text', 'input_image' and 'output_text' parts.`,
-          `${where}.type`,
+          { param: `${where}.type` },
         );
     }
   });

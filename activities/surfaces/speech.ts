@@ -14,13 +14,12 @@ import { catalog } from '../catalog/catalog.js';
 import type { Caller } from '../accounts/keys.js';
 import { planRoute } from '../routing/planRoute.js';
 import { InsufficientFunds, release, reserve, settle, type Hold, type Settlement } from '../ledger/ledger.js';
-import { ceilDiv, formatAmount, toDisplayNumber } from '../ledger/money.js';
+import { ceilDiv, formatAmount, toDisplayNumber } from '../core/money.js';
 import { targetFor } from '../inference/execute.js';
 import { recordRequest } from '../inference/records.js';
-import { RequestError } from '../inference/errors.js';
 import { resolveModel } from '../inference/prepare.js';
-import { UpstreamError } from '../providers/types.js';
 import { speechAdapterFor, type SpeechFormat, type SpeechRequest, type VoiceSettings } from '../providers/speech.js';
+import { RequestError, UPSTREAM_ERROR, upstreamError } from '../core/errors.js';
 
 export interface SpeechBody {
   model: string;
@@ -73,7 +72,7 @@ export function resolveSpeechModel(requested: string): ModelInfo {
       400,
       'invalid_model',
       `Model '${id}' is a ${category} model; this endpoint needs a speech or music model (GET /api/v1/audio/voices lists them).`,
-      'model',
+      { param: 'model' },
     );
   if (found && found.category !== 'speech' && found.category !== 'music') throw wrong(found.id, found.category);
   try {
@@ -81,7 +80,7 @@ export function resolveSpeechModel(requested: string): ModelInfo {
   } catch (err) {
     // a name with a suffix that resolves to another category
     if (err instanceof RequestError && err.code === 'invalid_parameter_value')
-      throw new RequestError(400, 'invalid_model', err.message, 'model');
+      throw new RequestError(400, 'invalid_model', err.message, { param: 'model' });
     throw err;
   }
 }
@@ -102,7 +101,7 @@ export function planSpeech(model: ModelInfo, body: SpeechBody): SpeechPlan {
         400,
         'unsupported_format',
         `Unknown response_format '${asked}'. Supported: ${ALL_FORMATS.join(', ')}.`,
-        'response_format',
+        { param: 'response_format' },
       );
     }
     format = fixed; // this family always answers one format and ignores response_format
@@ -112,7 +111,7 @@ export function planSpeech(model: ModelInfo, body: SpeechBody): SpeechPlan {
         400,
         'unsupported_format',
         `Model '${model.id}' cannot produce response_format '${asked}'. Supported: ${formats.join(', ')}.`,
-        'response_format',
+        { param: 'response_format' },
       );
     }
     format = asked as SpeechFormat;
@@ -127,7 +126,7 @@ export function planSpeech(model: ModelInfo, body: SpeechBody): SpeechPlan {
       400,
       'input_too_long',
       `${what} is ${chars} characters; '${model.id}' accepts at most ${max}. ${kind === 'music' ? 'Shorten the prompt.' : 'Split the text into several requests.'}`,
-      'input',
+      { param: 'input' },
     );
   }
 
@@ -141,7 +140,7 @@ export function planSpeech(model: ModelInfo, body: SpeechBody): SpeechPlan {
         400,
         'invalid_parameter_value',
         `'${model.id}' composes between ${min} and ${maxSeconds} seconds of music (whole seconds); duration was ${seconds}.`,
-        'duration',
+        { param: 'duration' },
       );
     }
     return { model, kind, input: body.input, chars, units: seconds, voice: '', format, durationSeconds: seconds };
@@ -150,14 +149,16 @@ export function planSpeech(model: ModelInfo, body: SpeechBody): SpeechPlan {
   const voices = strings(o.voices);
   const voice = body.voice ?? voices[0];
   if (!voice)
-    throw new RequestError(400, 'missing_required_parameter', "Missing required parameter: 'voice'.", 'voice');
+    throw new RequestError(400, 'missing_required_parameter', "Missing required parameter: 'voice'.", {
+      param: 'voice',
+    });
   const pattern = typeof o.voice_id_pattern === 'string' ? new RegExp(o.voice_id_pattern) : null;
   if (!voices.some((v) => v.toLowerCase() === voice.toLowerCase()) && !pattern?.test(voice)) {
     throw new RequestError(
       400,
       'invalid_voice',
       `Voice '${voice}' is not available for '${model.id}'. Voices: ${voices.join(', ')}${pattern ? ', or a voice id' : ''}.`,
-      'voice',
+      { param: 'voice' },
     );
   }
   // Voice controls reach only the models that have them; the others ignore them, as tts-1 ignores `instructions`.
@@ -216,19 +217,6 @@ export function speechBillFields(bill: SpeechBill) {
   };
 }
 
-/** A failure of every route; `retryable` = trying again later may succeed (timeouts, 429, 5xx, a cut stream). */
-export class SpeechFailure extends RequestError {
-  constructor(
-    status: number,
-    code: string,
-    message: string,
-    readonly retryable: boolean,
-    extra: { retryAfterSeconds?: number } = {},
-  ) {
-    super(status, code, message, null, extra);
-  }
-}
-
 export interface CollectedSpeech {
   route: Route;
   contentType: string;
@@ -273,7 +261,6 @@ export class SpeechCall {
         402,
         'subscription_required',
         'This API key is limited to subscription billing, and no subscription covers this request. Use a pay-as-you-go key.',
-        null,
       );
     }
     if (typeof routes === 'object') {
@@ -331,7 +318,6 @@ export class SpeechCall {
           402,
           'insufficient_balance',
           `Insufficient balance: this request costs $${formatAmount(err.requiredUsd, 'USD')} and $${formatAmount(err.availableUsd, 'USD')} is available. Add funds, or send shorter input.`,
-          null,
           {
             details: {
               requiredBalance: toDisplayNumber(err.requiredUsd, 'USD'),
@@ -346,7 +332,7 @@ export class SpeechCall {
 
   /** Calls the routes in order until one delivers its first audio chunk. Throws RequestError when none does. */
   async open(signal: AbortSignal): Promise<OpenedSpeech> {
-    const failures: UpstreamError[] = [];
+    const failures: RequestError[] = [];
     for (const route of this.routes) {
       const req: SpeechRequest = {
         model: route.upstreamModel,
@@ -364,7 +350,7 @@ export class SpeechCall {
         const rest = out.audio[Symbol.asyncIterator]();
         const first = await rest.next();
         if (first.done)
-          throw new UpstreamError(`${route.provider.id} returned no audio`, 502, true, {
+          throw upstreamError(`${route.provider.id} returned no audio`, 502, true, {
             code: 'empty_response',
             providerId: route.provider.id,
           });
@@ -372,13 +358,13 @@ export class SpeechCall {
         return { route, contentType: out.contentType, format: this.plan.format, first: first.value, rest };
       } catch (err) {
         const e =
-          err instanceof UpstreamError
+          err instanceof RequestError
             ? err
-            : new UpstreamError(`${route.provider.id} failed unexpectedly`, 502, false, {
+            : upstreamError(`${route.provider.id} failed unexpectedly`, 502, false, {
                 code: 'provider_error',
                 providerId: route.provider.id,
               });
-        if (!(err instanceof UpstreamError))
+        if (!(err instanceof RequestError))
           console.error(`[speech] adapter for ${route.provider.id} failed unexpectedly:`, err);
         failures.push(e);
         if (!e.retryable || signal.aborted) break;
@@ -386,27 +372,28 @@ export class SpeechCall {
     }
     const last = failures[failures.length - 1];
     if (!last)
-      throw new SpeechFailure(
+      throw new RequestError(
         503,
         'model_not_available',
         `Model '${this.plan.model.id}' has no configured provider here.`,
-        false,
+        { retryable: false },
       );
     const retryable = failures.every((f) => f.retryable);
     if (failures.length === 1) {
-      const status = last.status === 400 && last.opts.code === 'unsupported_format' ? 400 : callerStatus(last.status);
+      const status = last.status === 400 && last.code === 'unsupported_format' ? 400 : callerStatus(last.status);
       const code =
-        last.opts.code ??
+        (last.code !== UPSTREAM_ERROR ? last.code : undefined) ??
         (status === 400 ? 'upstream_rejected_request' : status === 429 ? 'rate_limit_exceeded' : 'upstream_error');
-      throw new SpeechFailure(status, code, last.message, retryable, {
+      throw new RequestError(status, code, last.message, {
+        retryable: retryable,
         retryAfterSeconds: last.opts.retryAfterSeconds,
       });
     }
-    throw new SpeechFailure(
+    throw new RequestError(
       502,
       'all_fallbacks_failed',
       `Every provider failed: ${failures.map((f) => f.message).join('; ')}`,
-      retryable,
+      { retryable: retryable },
     );
   }
 
@@ -422,11 +409,11 @@ export class SpeechCall {
       for (let r = await opened.rest.next(); !r.done; r = await opened.rest.next()) parts.push(r.value);
     } catch (err) {
       const e = err as { message?: string };
-      throw new SpeechFailure(
+      throw new RequestError(
         502,
         'upstream_error',
         `${opened.route.provider.id} broke off the audio: ${e.message ?? 'error'}. Nothing was charged; retry the request.`,
-        !signal.aborted,
+        { retryable: !signal.aborted },
       );
     }
     return { route: opened.route, contentType: opened.contentType, audio: Buffer.concat(parts) };

@@ -5,10 +5,10 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import type { ModelInfo } from '../catalog/catalog.js';
 import type { Bill } from '../inference/execute.js';
-import { RequestError } from '../inference/errors.js';
 import type { ModelName } from '../routing/suffixes.js';
 import { config } from '../config.js';
 import { chatToInternal, type ChatPlanInput } from './chat.js';
+import { RequestError } from '../core/errors.js';
 
 /** Service names whose tag is not simply capitalized: the default keeps existing clients working. */
 const KNOWN_TAGS: Record<string, string> = { nanogpt: 'NanoGPT' };
@@ -37,7 +37,7 @@ export function talkToInternal(body: any, model: ModelInfo, name: ModelName): Ch
       400,
       'missing_required_parameter',
       "Send 'prompt' (the new user message), 'messages' (the conversation so far), or both.",
-      'prompt',
+      { param: 'prompt' },
     );
   }
   const messages = hasPrompt ? [...history, { role: 'user', content: body.prompt }] : history;

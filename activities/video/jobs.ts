@@ -8,9 +8,9 @@ import { randomBytes } from 'node:crypto';
 import { db } from '../db.js';
 import type { Caller } from '../accounts/keys.js';
 import { InsufficientFunds, release, reserve } from '../ledger/ledger.js';
-import { formatAmount, toDisplayNumber, type Currency } from '../ledger/money.js';
-import { RequestError } from '../inference/errors.js';
+import { formatAmount, toDisplayNumber, type Currency } from '../core/money.js';
 import type { VideoPlan } from './plan.js';
+import { RequestError } from '../core/errors.js';
 
 function envInt(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -115,7 +115,6 @@ export async function createVideoJob(a: {
           402,
           'insufficient_balance',
           `Insufficient balance: this video is pre-charged $${formatAmount(err.requiredUsd, 'USD')} (${plan.prechargeLabel.replace(/^Pre-charged for /, '')} at $${formatAmount(plan.perSecond, 'USD')}/s) and $${formatAmount(err.availableUsd, 'USD')} is available. Add funds, or ask for a shorter video.`,
-          null,
           {
             details: {
               requiredBalance: toDisplayNumber(err.requiredUsd, 'USD'),

@@ -4,7 +4,7 @@
 // Unknown keys are ignored, as the spec says; a media field the model does not take is refused
 // with a message naming it, because silently dropping an image would produce the wrong video.
 import type { ModelInfo, Route } from '../catalog/catalog.js';
-import { RequestError } from '../inference/errors.js';
+import { RequestError } from '../core/errors.js';
 
 /** Media fields of the spec, by the kind of input they carry. */
 export const MEDIA_FIELDS: Record<'image' | 'audio' | 'video', string[]> = {
@@ -60,7 +60,7 @@ export interface VideoPlan {
 const article = (kind: string) => (kind === 'video' ? 'a video' : `an ${kind}`);
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.map(String) : []);
 const bad = (message: string, param: string, code = 'invalid_parameter_value') =>
-  new RequestError(400, code, message, param);
+  new RequestError(400, code, message, { param: param });
 
 export function numberOption(model: ModelInfo, name: string, fallback: number): number {
   const v = Number(model.options[name]);
@@ -164,7 +164,7 @@ export function planVideo(model: ModelInfo, route: Route, body: VideoBody): Vide
         400,
         'unsupported_input_modality',
         `'${model.id}' does not take ${kind} input; remove '${given.join("', '")}' or choose a model that accepts ${kind}s.`,
-        given[0],
+        { param: given[0] },
       );
     }
     input[FAL_MEDIA_INPUT[kind]] = mediaValue(kind, given, body);
@@ -214,7 +214,7 @@ function mediaValue(kind: 'image' | 'audio' | 'video', given: string[], body: Vi
         413,
         'payload_too_large',
         `'${field}' is ${(Buffer.byteLength(value) / 1048576).toFixed(1)} MB; uploads are limited to 4 MB after encoding. Host the file and send its URL as '${kind}Url'.`,
-        field,
+        { param: field },
       );
     }
     return value;

@@ -15,7 +15,7 @@ import { db } from '../db.js';
 import { catalog } from '../catalog/catalog.js';
 import { providerEnv } from '../config.js';
 import { release, settle } from '../ledger/ledger.js';
-import { UpstreamError, type ProviderTarget } from '../providers/types.js';
+import { type ProviderTarget } from '../providers/types.js';
 import { falCancel, falResult, falStatus, falSubmit, jobFailure, type FalJobFailure } from '../providers/fal/queue.js';
 import { safeFetch, MediaFetchError } from '../media/safeFetch.js';
 import { storeHostedFile } from '../media/hostedFiles.js';
@@ -28,6 +28,7 @@ import {
   type VideoJobRow,
   type VideoStatus,
 } from './jobs.js';
+import { RequestError } from '../core/errors.js';
 
 /** What the workflow learns from one step. */
 export type VideoStep = VideoStatus;
@@ -84,7 +85,7 @@ async function updateOpen(id: string, data: Record<string, unknown>): Promise<bo
 
 /** Upstream trouble that retrying cannot fix (our credentials, a 4xx that is not the job's fault) stops the retries. */
 function rethrow(err: unknown): never {
-  if (err instanceof UpstreamError && !err.retryable)
+  if (err instanceof RequestError && !err.retryable)
     throw ApplicationFailure.nonRetryable(err.message, 'VideoProviderError');
   throw err;
 }
@@ -100,7 +101,7 @@ export async function submitVideoJob(id: string): Promise<VideoStep> {
   } catch (err) {
     // The provider refused the job itself (bad input it checks, content policy): record it, stop.
     if (
-      err instanceof UpstreamError &&
+      err instanceof RequestError &&
       err.status >= 400 &&
       err.status < 500 &&
       err.status !== 401 &&

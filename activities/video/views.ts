@@ -2,7 +2,7 @@
 // plus the job's fields). Output URLs are minted fresh on every call (signed, about an hour), so
 // a cached terminal row never hands out an expired link.
 import { signedUrl } from '../media/hostedFiles.js';
-import { toDisplayNumber, type Currency } from '../ledger/money.js';
+import { toDisplayNumber, type Currency } from '../core/money.js';
 import type { VideoJobResult, VideoJobRow } from './jobs.js';
 
 export interface VideoStatusData {

@@ -2,9 +2,9 @@
 // case-insensitive). Resolves the caller, enforces the key's daily caps, and leaves the
 // caller on ctx.state.caller for the route.
 import type { Context, Middleware } from 'koa';
-import { ApiError } from '../errors.js';
 import { resolveKey } from '../../activities/accounts/keys.js';
 import { admitRequest } from '../../activities/accounts/limits.js';
+import { RequestError } from '../../activities/core/errors.js';
 
 const REASONS: Record<string, string> = {
   invalid: 'Invalid API key. Check the key you are sending; keys look like sk-<service>-<uuid>.',
@@ -24,7 +24,7 @@ export function presentedKey(ctx: Context): string | undefined {
 export const authenticate: Middleware = async (ctx, next) => {
   const raw = presentedKey(ctx);
   if (!raw) {
-    throw new ApiError(
+    throw new RequestError(
       401,
       'missing_api_key',
       "Missing API key. Send it as 'Authorization: Bearer <key>' or in the 'x-api-key' header.",
@@ -32,12 +32,12 @@ export const authenticate: Middleware = async (ctx, next) => {
   }
   const resolved = await resolveKey(raw);
   if (!resolved.caller) {
-    throw new ApiError(401, 'invalid_api_key', REASONS[resolved.reason] ?? REASONS.invalid);
+    throw new RequestError(401, 'invalid_api_key', REASONS[resolved.reason] ?? REASONS.invalid);
   }
   const verdict = await admitRequest(resolved.caller);
   if (!verdict.ok) {
     const what = verdict.code === 'daily_rpd_limit_exceeded' ? 'daily request limit' : 'daily spending limit';
-    throw new ApiError(429, verdict.code, `This API key has reached its ${what}. It resets at 00:00 UTC.`, {
+    throw new RequestError(429, verdict.code, `This API key has reached its ${what}. It resets at 00:00 UTC.`, {
       type: 'rate_limit_error',
       headers: { 'Retry-After': String(verdict.retryAfterSeconds) },
     });

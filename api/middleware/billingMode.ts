@@ -8,8 +8,8 @@
 // already; a forced one is refused outright on a `subscription_only` key (which may not pay as it
 // goes) with a message naming the header, instead of the generic "no subscription covers this".
 import type { Middleware } from 'koa';
-import { RequestError } from '../../activities/inference/errors.js';
 import { PAYGO_BILLING_MODES } from '../schemas/completions.js';
+import { RequestError } from '../../activities/core/errors.js';
 
 export const billingMode: Middleware = async (ctx, next) => {
   const raw = ctx.get('x-billing-mode').trim();
@@ -19,7 +19,7 @@ export const billingMode: Middleware = async (ctx, next) => {
         400,
         'invalid_parameter_value',
         `X-Billing-Mode '${raw.slice(0, 40)}' is not a billing mode; use one of ${PAYGO_BILLING_MODES.join(', ')} (pay-as-you-go), or leave the header out.`,
-        'X-Billing-Mode',
+        { param: 'X-Billing-Mode' },
       );
     }
     ctx.state.forcePaygo = true;

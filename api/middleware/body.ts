@@ -10,7 +10,7 @@ import type { Readable, Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import bourne from '@hapi/bourne';
 import type { Middleware } from 'koa';
-import { ApiError } from '../errors.js';
+import { RequestError } from '../../activities/core/errors.js';
 
 declare module 'koa' {
   interface Request {
@@ -27,7 +27,7 @@ const OBJECT_OR_ARRAY = /^[\x20\x09\x0a\x0d]*[[{]/;
 
 export function jsonBody(limitBytes: number): Middleware {
   const tooLarge = () =>
-    new ApiError(
+    new RequestError(
       413,
       'request_too_large',
       `Request body is larger than the limit of ${limitBytes} bytes (measured after decompression).`,
@@ -49,11 +49,11 @@ export function jsonBody(limitBytes: number): Middleware {
       return next();
     }
     if (!OBJECT_OR_ARRAY.test(text))
-      throw new ApiError(400, 'invalid_json', 'Request body is not valid JSON: it must be a JSON object.');
+      throw new RequestError(400, 'invalid_json', 'Request body is not valid JSON: it must be a JSON object.');
     try {
       ctx.request.body = bourne.parse(text, { protoAction: 'error' });
     } catch (err) {
-      throw new ApiError(400, 'invalid_json', `Request body is not valid JSON: ${(err as Error).message}`);
+      throw new RequestError(400, 'invalid_json', `Request body is not valid JSON: ${(err as Error).message}`);
     }
     return next();
   };
@@ -74,14 +74,19 @@ function decoder(encoding: string): Transform | null {
 }
 
 /** The body as text, inflated if need be; rejects past `limit` bytes (after inflating). */
-function readBody(req: IncomingMessage, encoding: string, limit: number, tooLarge: () => ApiError): Promise<string> {
+function readBody(
+  req: IncomingMessage,
+  encoding: string,
+  limit: number,
+  tooLarge: () => RequestError,
+): Promise<string> {
   let source: Readable = req;
   let inflate: Transform | null = null;
   if (encoding !== 'identity') {
     inflate = decoder(encoding);
     if (!inflate) {
       return Promise.reject(
-        new ApiError(
+        new RequestError(
           415,
           'unsupported_content_encoding',
           `Unsupported Content-Encoding "${encoding}"; use gzip, deflate, br or none.`,
@@ -116,14 +121,14 @@ function readBody(req: IncomingMessage, encoding: string, limit: number, tooLarg
     source.once('error', (err) =>
       finish(
         source === req
-          ? new ApiError(400, 'invalid_body', 'The request body could not be read.')
-          : new ApiError(
+          ? new RequestError(400, 'invalid_body', 'The request body could not be read.')
+          : new RequestError(
               400,
               'invalid_body',
               `The request body could not be decompressed as ${encoding}: ${err.message}`,
             ),
       ),
     );
-    req.once('aborted', () => finish(new ApiError(400, 'invalid_body', 'The request body ended early.')));
+    req.once('aborted', () => finish(new RequestError(400, 'invalid_body', 'The request body ended early.')));
   });
 }

@@ -2,7 +2,8 @@
 // before anything that can fail (authentication included), so even a 401 speaks the
 // caller's dialect.
 import type { Middleware } from 'koa';
-import { ApiError, asApiError, renderError, type Envelope } from '../errors.js';
+import { asRequestError, errorHeaders, renderError, type Envelope } from '../errors.js';
+import { RequestError } from '../../activities/core/errors.js';
 
 export function useEnvelope(envelope: Envelope): Middleware {
   return async (ctx, next) => {
@@ -14,18 +15,18 @@ export function useEnvelope(envelope: Envelope): Middleware {
 /** The router's bare statuses (no route; a route without this method, its Allow header already set) as errors. */
 function unanswered(status: number, method: string, path: string): void {
   if (status === 404)
-    throw new ApiError(
+    throw new RequestError(
       404,
       'not_found',
       `No route for ${method} ${path}. See the API reference for the available endpoints.`,
     );
   if (status === 405)
-    throw new ApiError(
+    throw new RequestError(
       405,
       'method_not_allowed',
       `${path} does not accept ${method}; the Allow header lists the methods it does.`,
     );
-  if (status === 501) throw new ApiError(501, 'not_implemented', `The HTTP method ${method} is not supported.`);
+  if (status === 501) throw new RequestError(501, 'not_implemented', `The HTTP method ${method} is not supported.`);
 }
 
 export const handleErrors: Middleware = async (ctx, next) => {
@@ -33,14 +34,14 @@ export const handleErrors: Middleware = async (ctx, next) => {
     await next();
     if (ctx.body === undefined) unanswered(ctx.status, ctx.method, ctx.path);
   } catch (raw) {
-    const err = asApiError(raw);
+    const err = asRequestError(raw);
     if (err.code === 'internal_error') {
       console.error(`[api] ${ctx.state.requestId ?? '-'} ${ctx.method} ${ctx.path} failed:`, raw);
     }
     // Headers already on the wire (a stream in progress) cannot become an error response.
     if (ctx.headerSent) return;
     ctx.status = err.status;
-    for (const [name, value] of Object.entries(err.opts.headers ?? {})) ctx.set(name, value);
+    for (const [name, value] of Object.entries(errorHeaders(err))) ctx.set(name, value);
     ctx.body = renderError(err, (ctx.state.envelope as Envelope | undefined) ?? 'openai');
   }
 };

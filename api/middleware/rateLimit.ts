@@ -4,8 +4,8 @@
 // (money is guarded by the ledger's reservations), so they need no shared store on the hot path.
 // Over the limit: 429 `rate_limit_exceeded` with Retry-After.
 import type { Middleware } from 'koa';
-import { ApiError } from '../errors.js';
 import type { Caller } from '../../activities/accounts/keys.js';
+import { RequestError } from '../../activities/core/errors.js';
 
 export function perKeyRate(bucket: string, perMinute: number): Middleware {
   const hits = new Map<string, number[]>();
@@ -16,7 +16,7 @@ export function perKeyRate(bucket: string, perMinute: number): Middleware {
     const recent = (hits.get(key) ?? []).filter((t) => t > now - 60_000);
     if (recent.length >= perMinute) {
       const retry = Math.max(1, Math.ceil((recent[0] + 60_000 - now) / 1000));
-      throw new ApiError(
+      throw new RequestError(
         429,
         'rate_limit_exceeded',
         `Too many ${bucket} requests: at most ${perMinute} per minute per API key. Retry in ${retry} s.`,

@@ -3,14 +3,15 @@ import Router from '@koa/router';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
 import { balances } from '../../activities/ledger/ledger.js';
-import { formatAmount } from '../../activities/ledger/money.js';
-import { ApiError } from '../errors.js';
+import { formatAmount } from '../../activities/core/money.js';
 import type { Caller } from '../../activities/accounts/keys.js';
+import { RequestError } from '../../activities/core/errors.js';
 
 export const balanceRouter = new Router();
 
 balanceRouter.all('/api/check-balance', surface('legacy'), authenticate, async (ctx) => {
-  if (ctx.method !== 'GET' && ctx.method !== 'POST') throw new ApiError(405, 'method_not_allowed', 'Use GET or POST.');
+  if (ctx.method !== 'GET' && ctx.method !== 'POST')
+    throw new RequestError(405, 'method_not_allowed', 'Use GET or POST.');
   const caller = ctx.state.caller as Caller;
   const b = (await balances(caller.accountId))!;
   ctx.body = {

@@ -8,7 +8,7 @@ import { validateBody } from '../validate.js';
 import { v1 } from './paths.js';
 import { chatRequestSchema } from '../schemas/chat.js';
 import { completeOnce, streamOnce } from '../inference.js';
-import { asApiError, renderError } from '../errors.js';
+import { asRequestError, renderError } from '../errors.js';
 import type { Caller } from '../../activities/accounts/keys.js';
 import { chatToInternal } from '../../activities/surfaces/chat.js';
 import { ChatChunker, toChatCompletion, type ChatMeta } from '../../activities/surfaces/chatResponse.js';
@@ -60,9 +60,9 @@ chatRouter.post(
               const data = e.type === 'native' ? relay.chunk(e) : null;
               return data === null ? undefined : sse.data(data);
             },
-            empty: (err) => sse.data(renderError(asApiError(err), 'openai')),
+            empty: (err) => sse.data(renderError(asRequestError(err), 'openai')),
             async end({ usage, bill, failure }) {
-              if (failure) await sse.data(renderError(asApiError(failure), 'openai'));
+              if (failure) await sse.data(renderError(asRequestError(failure), 'openai'));
               else for (const data of relay.final(usage, bill)) await sse.data(data);
               await sse.data('[DONE]');
             },
@@ -75,9 +75,9 @@ chatRouter.post(
             const frame = chunker.event(e);
             return frame ? sse.data(frame) : undefined;
           },
-          empty: (err) => sse.data(renderError(asApiError(err), 'openai')),
+          empty: (err) => sse.data(renderError(asRequestError(err), 'openai')),
           async end({ finish, usage, bill, failure }) {
-            if (failure) await sse.data(renderError(asApiError(failure), 'openai'));
+            if (failure) await sse.data(renderError(asRequestError(failure), 'openai'));
             await sse.data(chunker.final(finish, usage, bill, input.includeUsage));
             await sse.data('[DONE]');
           },

@@ -10,7 +10,7 @@ import { validateBody } from '../validate.js';
 import { v1 } from './paths.js';
 import { completionsRequestSchema } from '../schemas/completions.js';
 import { completeOnce, streamOnce } from '../inference.js';
-import { asApiError, renderError } from '../errors.js';
+import { asRequestError, renderError } from '../errors.js';
 import type { Caller } from '../../activities/accounts/keys.js';
 import {
   CompletionChunker,
@@ -65,9 +65,9 @@ completionsRouter.post(
           async event(e) {
             if (e.type === 'text') await sse.data(chunker.text(e.text, e.logprobs));
           },
-          empty: (err) => sse.data(renderError(asApiError(err), 'openai')),
+          empty: (err) => sse.data(renderError(asRequestError(err), 'openai')),
           async end({ finish, usage, bill, failure }) {
-            if (failure) await sse.data(renderError(asApiError(failure), 'openai'));
+            if (failure) await sse.data(renderError(asRequestError(failure), 'openai'));
             await sse.data(chunker.final(finish, usage, bill, input.includeUsage));
             await sse.data('[DONE]');
           },

@@ -3,8 +3,8 @@
 // player as it is (see activities/media/hostedFiles.ts).
 import Router from '@koa/router';
 import { surface } from '../middleware/surface.js';
-import { ApiError } from '../errors.js';
 import { readHostedFile, verifySignature } from '../../activities/media/hostedFiles.js';
+import { RequestError } from '../../activities/core/errors.js';
 
 export const mediaRouter = new Router();
 
@@ -12,19 +12,19 @@ mediaRouter.get('/api/media/:id', surface('legacy'), async (ctx) => {
   const id = ctx.params.id!;
   const { expires, signature } = ctx.query;
   if (typeof expires !== 'string' || typeof signature !== 'string') {
-    throw new ApiError(
+    throw new RequestError(
       403,
       'invalid_signature',
       'This media URL is not signed; ask the job status route for a fresh URL.',
     );
   }
   const verdict = await verifySignature(id, expires, signature);
-  if (verdict === 'invalid') throw new ApiError(403, 'invalid_signature', 'This media URL has a wrong signature.');
+  if (verdict === 'invalid') throw new RequestError(403, 'invalid_signature', 'This media URL has a wrong signature.');
   if (verdict === 'expired')
-    throw new ApiError(403, 'url_expired', 'This media URL has expired; ask the job status route for a fresh one.');
+    throw new RequestError(403, 'url_expired', 'This media URL has expired; ask the job status route for a fresh one.');
   const file = await readHostedFile(id);
   if (!file)
-    throw new ApiError(
+    throw new RequestError(
       404,
       'not_found',
       'This file no longer exists: hosted outputs are deleted 24 hours after they are made.',

@@ -12,7 +12,7 @@ import { v1 } from './paths.js';
 import { countTokensRequestSchema, messagesRequestSchema } from '../schemas/messages.js';
 import { clientAbortSignal } from './clientAbort.js';
 import { completeOnce, streamOnce } from '../inference.js';
-import { asApiError, renderError } from '../errors.js';
+import { asRequestError, renderError } from '../errors.js';
 import type { Caller } from '../../activities/accounts/keys.js';
 import { messagesToInternal } from '../../activities/surfaces/messages.js';
 import {
@@ -27,14 +27,14 @@ import {
   passedThroughMessage,
 } from '../../activities/surfaces/messagesPassthrough.js';
 import { prepareCall, resolveModel } from '../../activities/inference/prepare.js';
-import { RequestError } from '../../activities/inference/errors.js';
 import { targetFor } from '../../activities/inference/execute.js';
-import type { InferenceRequest } from '../../activities/inference/types.js';
+import type { InferenceRequest } from '../../activities/core/types.js';
 import { catalog } from '../../activities/catalog/catalog.js';
 import { planRoute } from '../../activities/routing/planRoute.js';
 import { likelyPromptTokens } from '../../activities/billing/pricing.js';
 import { countPromptTokens } from '../../activities/providers/local/index.js';
 import { countTokens as anthropicCountTokens } from '../../activities/providers/anthropic/index.js';
+import { RequestError } from '../../activities/core/errors.js';
 
 export const messagesRouter = new Router();
 
@@ -74,7 +74,7 @@ messagesRouter.post(
       showReasoning: input.showReasoning && !call.ctx.request.reasoning?.exclude,
     };
     if (body.stream) {
-      const errorFrame = (err: RequestError) => renderError(asApiError(err), 'message');
+      const errorFrame = (err: RequestError) => renderError(asRequestError(err), 'message');
       return streamOnce(ctx, call, (sse, route, passedThrough) => {
         if (passedThrough) {
           const relay = new MessagesRelay({ model: model.id });

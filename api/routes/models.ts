@@ -8,7 +8,7 @@ import { validateQuery } from '../validate.js';
 import { notFound } from '../errors.js';
 import { v1 } from './paths.js';
 import { catalog, type ModelInfo, type Route } from '../../activities/catalog/catalog.js';
-import { formatAmount } from '../../activities/ledger/money.js';
+import { formatAmount } from '../../activities/core/money.js';
 import { billingUnit } from '../../activities/surfaces/speech.js';
 
 const CAPABILITIES = [

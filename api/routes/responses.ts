@@ -13,7 +13,6 @@ import { validateBody } from '../validate.js';
 import { v1 } from './paths.js';
 import { responsesRequestSchema } from '../schemas/responses.js';
 import { completeOnce, streamOnce } from '../inference.js';
-import { ApiError } from '../errors.js';
 import type { Caller } from '../../activities/accounts/keys.js';
 import {
   assistantTurn,
@@ -36,11 +35,12 @@ import { db } from '../../activities/db.js';
 import { prepareCall, resolveModel } from '../../activities/inference/prepare.js';
 import { billingMode } from '../middleware/billingMode.js';
 import type { InferenceCall } from '../../activities/inference/execute.js';
+import { RequestError } from '../../activities/core/errors.js';
 
 export const responsesRouter = new Router();
 
 const notFound = (id: string) =>
-  new ApiError(
+  new RequestError(
     404,
     'response_not_found',
     `No response with id '${id}' (it may belong to another account, have expired, or have been stored with store: false).`,
@@ -57,7 +57,7 @@ responsesRouter.post(
     const body = ctx.request.body as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
     const caller = ctx.state.caller as Caller;
     if (body.background === true && body.stream === true) {
-      throw new ApiError(
+      throw new RequestError(
         400,
         'invalid_parameter_value',
         'Background responses are not streamed here: send background without stream, then GET /v1/responses/{id}.',
@@ -65,7 +65,7 @@ responsesRouter.post(
       );
     }
     if (body.background === true && body.store === false) {
-      throw new ApiError(
+      throw new RequestError(
         400,
         'invalid_parameter_value',
         'A background response must be stored (store: false cannot be retrieved later).',
@@ -77,7 +77,7 @@ responsesRouter.post(
     if (body.previous_response_id) {
       const prev = await loadResponse(caller.accountId, body.previous_response_id);
       if (!prev)
-        throw new ApiError(
+        throw new RequestError(
           404,
           'previous_response_not_found',
           `Previous response '${body.previous_response_id}' was not found (unknown, expired, deleted, not stored, or another account's).`,
@@ -218,7 +218,7 @@ async function startBackground(
     await call.fail('background_unavailable');
     await db().prisma.storedResponse.deleteMany({ where: { id: meta.id } });
     console.error(`[responses] could not start background response ${meta.id}:`, err);
-    throw new ApiError(
+    throw new RequestError(
       503,
       'background_unavailable',
       'Background responses are unavailable right now (the workflow engine did not accept the job). Nothing was charged; retry, or send the request without background.',
@@ -232,7 +232,9 @@ responsesRouter.post(v1('/responses/:id/cancel'), surface('openai'), authenticat
   const row = await loadResponse(caller.accountId, ctx.params.id);
   if (!row) throw notFound(ctx.params.id);
   if (!row.response.background)
-    throw new ApiError(400, 'invalid_request', 'Only background responses can be cancelled.', { param: 'response_id' });
+    throw new RequestError(400, 'invalid_request', 'Only background responses can be cancelled.', {
+      param: 'response_id',
+    });
   if (row.status === 'queued' || row.status === 'in_progress') {
     await (await temporal()).workflow.getHandle(ctx.params.id).cancel();
     // The workflow releases the reservation and marks the response; wait briefly to answer with it.

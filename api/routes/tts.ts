@@ -19,7 +19,6 @@ import type { Context } from 'koa';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
 import { validateBody, validateQuery } from '../validate.js';
-import { ApiError } from '../errors.js';
 import { ttsRequestSchema, ttsStatusQuerySchema } from '../schemas/tts.js';
 import { billingHeaders } from './speech.js';
 import type { Caller } from '../../activities/accounts/keys.js';
@@ -40,6 +39,7 @@ import {
   loadSpeechJob,
   SPEECH_JOB_HOLD_SECONDS,
 } from '../../activities/media/speechJob.js';
+import { RequestError } from '../../activities/core/errors.js';
 
 export const ttsRouter = new Router();
 
@@ -101,7 +101,7 @@ async function startSpeechJob(caller: Caller, plan: ReturnType<typeof planSpeech
     await call.fail('job_unavailable');
     await abandonSpeechJob(runId).catch(() => undefined);
     console.error(`[tts] could not start speech job ${runId}:`, err);
-    throw new ApiError(
+    throw new RequestError(
       503,
       'job_unavailable',
       'Asynchronous speech is unavailable right now (the workflow engine did not accept the job). Nothing was charged; retry later, or send a shorter text.',
@@ -120,15 +120,15 @@ ttsRouter.get(
     const { runId, model } = ctx.state.query as { runId: string; model?: string };
     const job = await loadSpeechJob(runId);
     if (!job)
-      throw new ApiError(
+      throw new RequestError(
         404,
         'not_found',
         `No speech job '${runId}'. Use the runId that POST /api/tts answered with 202.`,
       );
     if (job.accountId !== caller.accountId)
-      throw new ApiError(403, 'forbidden', `Speech job '${runId}' belongs to another account.`);
+      throw new RequestError(403, 'forbidden', `Speech job '${runId}' belongs to another account.`);
     if (model !== undefined && catalog().model(model)?.id !== job.model) {
-      throw new ApiError(
+      throw new RequestError(
         400,
         'invalid_parameter_value',
         `Speech job '${runId}' was made with model '${job.model}', not '${model}'.`,

@@ -15,7 +15,6 @@ import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
 import { perKeyRate } from '../middleware/rateLimit.js';
 import { validateBody, validateQuery } from '../validate.js';
-import { ApiError } from '../errors.js';
 import { videoCancelSchema, videoExtendSchema, videoRequestSchema } from '../schemas/video.js';
 import type { Caller } from '../../activities/accounts/keys.js';
 import { catalog } from '../../activities/catalog/catalog.js';
@@ -38,6 +37,7 @@ import {
 import { videoStatusData, videoStatusLabel } from '../../activities/video/views.js';
 import { readHostedFile } from '../../activities/media/hostedFiles.js';
 import type { VideoJobInput } from '../../workflows/videoJob.js';
+import { RequestError } from '../../activities/core/errors.js';
 
 export const videoRouter = new Router();
 
@@ -84,7 +84,7 @@ async function start(
   } catch (err) {
     await abandonVideoJob(job.id);
     console.error(`[video] could not start job ${job.id}:`, err);
-    throw new ApiError(
+    throw new RequestError(
       503,
       'video_unavailable',
       'Video generation is unavailable right now (the workflow engine did not accept the job). Nothing was charged; retry shortly.',
@@ -109,7 +109,7 @@ const FINISHED_CACHE = 5000;
 /** The caller's job, or the spec's 400 / 404 / 403. */
 async function ownedJob(ctx: Context, id: unknown, param = 'requestId'): Promise<VideoJobRow> {
   if (typeof id !== 'string' || !id)
-    throw new ApiError(
+    throw new RequestError(
       400,
       'missing_required_parameter',
       `Missing required parameter: '${param}' (the runId that POST /api/generate-video returned).`,
@@ -124,9 +124,9 @@ async function ownedJob(ctx: Context, id: unknown, param = 'requestId'): Promise
       finished.set(id, row);
     }
   }
-  if (!row) throw new ApiError(404, 'not_found', `No video job with id '${id}'.`, { param });
+  if (!row) throw new RequestError(404, 'not_found', `No video job with id '${id}'.`, { param });
   if (row.accountId !== caller.accountId)
-    throw new ApiError(403, 'forbidden', 'This video job belongs to another account.', { param });
+    throw new RequestError(403, 'forbidden', 'This video job belongs to another account.', { param });
   return row;
 }
 
@@ -210,7 +210,7 @@ videoRouter.post(
     const caller = ctx.state.caller as Caller;
     const videoFields = MEDIA_FIELDS.video.filter((f) => body[f] !== undefined);
     if (videoFields.length) {
-      throw new ApiError(
+      throw new RequestError(
         400,
         'invalid_parameter_value',
         `Extend continues the job's own video and takes no video input ('${videoFields.join("', '")}'). To extend a video of your own, POST /api/generate-video with an extend model and videoUrl.`,
@@ -220,7 +220,7 @@ videoRouter.post(
     const source = await ownedJob(ctx, body.runId ?? body.taskId, body.runId ? 'runId' : 'taskId');
     const model = catalog().model(source.model);
     if (!model || model.options.extendable !== true) {
-      throw new ApiError(
+      throw new RequestError(
         400,
         'invalid_parameter_value',
         `Only Midjourney-style jobs can be extended here; '${source.model}' is not one.`,
@@ -228,7 +228,7 @@ videoRouter.post(
       );
     }
     if (source.status !== 'completed' || !source.providerRequestId) {
-      throw new ApiError(
+      throw new RequestError(
         409,
         'video_not_ready',
         `Job '${source.id}' is ${source.status}; only a completed job can be extended.`,
@@ -237,12 +237,12 @@ videoRouter.post(
     }
     const variants = Math.max(1, Math.floor(numberOption(model, 'variants', 1)));
     if (body.index >= variants)
-      throw new ApiError(400, 'invalid_parameter_value', `'index' must be 0-${variants - 1} for '${model.id}'.`, {
+      throw new RequestError(400, 'invalid_parameter_value', `'index' must be 0-${variants - 1} for '${model.id}'.`, {
         param: 'index',
       });
     const route = model.routes.find((r) => r.provider.id === source.providerId && r.available);
     if (!route)
-      throw new ApiError(
+      throw new RequestError(
         503,
         'model_not_available',
         `The provider that made job '${source.id}' is not configured here any more.`,
@@ -283,12 +283,14 @@ videoRouter.get(
   async (ctx) => {
     const q = ctx.state.query as { runId?: string; model?: string; variant: string };
     if (!q.model)
-      throw new ApiError(400, 'missing_required_parameter', "Missing required parameter: 'model'.", { param: 'model' });
+      throw new RequestError(400, 'missing_required_parameter', "Missing required parameter: 'model'.", {
+        param: 'model',
+      });
     const row = await ownedJob(ctx, q.runId, 'runId');
     // The spec names `sora-2` (OpenAI's videos API); jobs of other models answer for their own model.
     const named = catalog().model(q.model)?.id ?? q.model;
     if (named !== row.model && q.model !== 'sora-2') {
-      throw new ApiError(
+      throw new RequestError(
         400,
         'invalid_parameter_value',
         `Job '${row.id}' was made by '${row.model}', not '${q.model}'.`,
@@ -296,12 +298,12 @@ videoRouter.get(
       );
     }
     if (!['video', 'thumbnail', 'spritesheet'].includes(q.variant)) {
-      throw new ApiError(400, 'invalid_parameter_value', `'variant' must be video, thumbnail or spritesheet.`, {
+      throw new RequestError(400, 'invalid_parameter_value', `'variant' must be video, thumbnail or spritesheet.`, {
         param: 'variant',
       });
     }
     if (q.variant !== 'video') {
-      throw new ApiError(
+      throw new RequestError(
         404,
         'variant_not_available',
         `'${row.model}' produces no ${q.variant}; only variant=video is available for this job.`,
@@ -309,7 +311,7 @@ videoRouter.get(
       );
     }
     if (row.status !== 'completed' || !row.outputFileId) {
-      throw new ApiError(
+      throw new RequestError(
         409,
         'video_not_ready',
         `Job '${row.id}' is ${row.status}; its content is available once it is completed.`,
@@ -318,7 +320,7 @@ videoRouter.get(
     }
     const file = await readHostedFile(row.outputFileId);
     if (!file)
-      throw new ApiError(
+      throw new RequestError(
         404,
         'not_found',
         'This video no longer exists: hosted outputs are deleted 24 hours after they are made.',
@@ -338,7 +340,7 @@ videoRouter.post(
     const { runId } = ctx.request.body as { runId: string };
     const row = await ownedJob(ctx, runId, 'runId');
     if (row.status === 'completed' || row.status === 'failed') {
-      throw new ApiError(
+      throw new RequestError(
         409,
         'job_not_cancellable',
         `Job '${row.id}' has already ${row.status === 'completed' ? 'completed' : 'failed'}; there is nothing to cancel.`,

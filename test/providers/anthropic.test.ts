@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import type { InferenceRequest, Message, StreamEvent } from '../../activities/inference/types.js';
+import type { InferenceRequest, Message, StreamEvent } from '../../activities/core/types.js';
 import { anthropicAdapter, countTokens } from '../../activities/providers/anthropic/index.js';
 import { toMessagesRequest } from '../../activities/providers/anthropic/request.js';
-import { UpstreamError, type ProviderTarget } from '../../activities/providers/types.js';
+import { type ProviderTarget } from '../../activities/providers/types.js';
 import { startAnthropicUpstream, type AnthropicUpstream } from '../support/upstreams/anthropic.js';
+import { RequestError } from '../../activities/core/errors.js';
 
 const user = (text: string): Message => ({ role: 'user', content: [{ type: 'text', text }] });
 const assistant = (text: string, toolCalls?: Message['toolCalls']): Message => ({
@@ -35,9 +36,9 @@ async function collect(events: AsyncIterable<StreamEvent>): Promise<StreamEvent[
 const textOf = (events: StreamEvent[], type: 'text' | 'reasoning' = 'text') =>
   events.map((e) => (e.type === type ? e.text : '')).join('');
 
-async function rejectsUpstream(p: Promise<unknown>, check: (e: UpstreamError) => void): Promise<void> {
+async function rejectsUpstream(p: Promise<unknown>, check: (e: RequestError) => void): Promise<void> {
   await assert.rejects(p, (e: unknown) => {
-    assert.ok(e instanceof UpstreamError, `expected UpstreamError, got ${String(e)}`);
+    assert.ok(e instanceof RequestError, `expected RequestError, got ${String(e)}`);
     check(e);
     return true;
   });
@@ -656,7 +657,7 @@ describe('anthropic provider adapter', () => {
             for await (const e of anthropicAdapter.stream(request(), target, signal())) events.push(e);
           })(),
           (e) => {
-            assert.equal(e.opts.code, 'upstream_stream_cut');
+            assert.equal(e.code, 'upstream_stream_cut');
             assert.equal(e.retryable, true);
           },
         );
@@ -670,7 +671,7 @@ describe('anthropic provider adapter', () => {
     it('a stream cut after message_delta (finish known, no message_stop) is still a cut', async () => {
       up.script({ text: 'hi', cut: { afterEvents: 6 } }); // start, block start, ping, delta, block stop, message_delta
       await rejectsUpstream(collect(anthropicAdapter.stream(request(), target, signal())), (e) =>
-        assert.equal(e.opts.code, 'upstream_stream_cut'),
+        assert.equal(e.code, 'upstream_stream_cut'),
       );
     });
 
@@ -680,7 +681,7 @@ describe('anthropic provider adapter', () => {
       const started = Date.now();
       setTimeout(() => ac.abort(), 50);
       await rejectsUpstream(anthropicAdapter.complete(request(), target, ac.signal), (e) => {
-        assert.equal(e.opts.code, 'aborted');
+        assert.equal(e.code, 'aborted');
         assert.equal(e.retryable, false);
       });
       assert.ok(Date.now() - started < 1000, `took ${Date.now() - started} ms`);
@@ -693,7 +694,7 @@ describe('anthropic provider adapter', () => {
       assert.deepEqual((await it.next()).value, { type: 'text', text: 'a ' });
       setTimeout(() => ac2.abort(new Error('client went away')), 50); // a custom reason is still an abort
       const t = Date.now();
-      await rejectsUpstream(it.next(), (e) => assert.equal(e.opts.code, 'aborted'));
+      await rejectsUpstream(it.next(), (e) => assert.equal(e.code, 'aborted'));
       assert.ok(Date.now() - t < 1000);
       await up.last().closed;
       assert.equal(up.last().aborted, true);
@@ -702,14 +703,14 @@ describe('anthropic provider adapter', () => {
     it('a deadline (AbortSignal.timeout) is a retryable upstream timeout', async () => {
       up.script({ hang: true });
       await rejectsUpstream(anthropicAdapter.complete(request(), target, AbortSignal.timeout(50)), (e) => {
-        assert.equal(e.opts.code, 'upstream_timeout');
+        assert.equal(e.code, 'upstream_timeout');
         assert.equal(e.status, 504);
         assert.equal(e.retryable, true);
       });
       up.script({ text: 'a b c', hang: { afterEvents: 4 } });
       const it = anthropicAdapter.stream(request(), target, AbortSignal.timeout(300))[Symbol.asyncIterator]();
       await it.next();
-      await rejectsUpstream(it.next(), (e) => assert.equal(e.opts.code, 'upstream_timeout'));
+      await rejectsUpstream(it.next(), (e) => assert.equal(e.code, 'upstream_timeout'));
     });
 
     it('an abort while waiting for a delayed stream is thrown from the first next()', async () => {
@@ -717,7 +718,7 @@ describe('anthropic provider adapter', () => {
       const ac = new AbortController();
       setTimeout(() => ac.abort(), 50);
       const it = anthropicAdapter.stream(request(), target, ac.signal)[Symbol.asyncIterator]();
-      await rejectsUpstream(it.next(), (e) => assert.equal(e.opts.code, 'aborted'));
+      await rejectsUpstream(it.next(), (e) => assert.equal(e.code, 'aborted'));
     });
 
     it('an unreachable upstream is retryable', async () => {
@@ -725,7 +726,7 @@ describe('anthropic provider adapter', () => {
         anthropicAdapter.complete(request(), { ...target, baseUrl: 'http://127.0.0.1:1' }, signal()),
         (e) => {
           assert.equal(e.retryable, true);
-          assert.equal(e.opts.code, 'upstream_unreachable');
+          assert.equal(e.code, 'upstream_unreachable');
         },
       );
     });

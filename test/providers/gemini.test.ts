@@ -5,9 +5,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { geminiAdapter } from '../../activities/providers/gemini/index.js';
 import { MediaFetchError, isAllowedAddress, safeFetch } from '../../activities/media/safeFetch.js';
-import { UpstreamError, type ProviderTarget } from '../../activities/providers/types.js';
-import type { InferenceRequest, Message, StreamEvent } from '../../activities/inference/types.js';
+import { type ProviderTarget } from '../../activities/providers/types.js';
+import type { InferenceRequest, Message, StreamEvent } from '../../activities/core/types.js';
 import { startGeminiUpstream, type GeminiUpstream } from '../support/upstreams/gemini.js';
+import { RequestError } from '../../activities/core/errors.js';
 
 const user = (text: string): Message => ({ role: 'user', content: [{ type: 'text', text }] });
 const request = (over: Partial<InferenceRequest> = {}): InferenceRequest => ({
@@ -24,11 +25,11 @@ async function collect(iter: AsyncIterable<StreamEvent>): Promise<StreamEvent[]>
   return out;
 }
 
-async function rejects(p: Promise<unknown>, check: (e: UpstreamError) => void): Promise<void> {
+async function rejects(p: Promise<unknown>, check: (e: RequestError) => void): Promise<void> {
   try {
     await p;
   } catch (err) {
-    assert.ok(err instanceof UpstreamError, `expected UpstreamError, got ${String(err)}`);
+    assert.ok(err instanceof RequestError, `expected RequestError, got ${String(err)}`);
     check(err);
     return;
   }
@@ -397,7 +398,7 @@ describe('gemini adapter', () => {
     assert.equal(res.content, 'Echo: a');
   });
 
-  it('maps upstream errors to UpstreamError with the right retryability', async () => {
+  it('maps upstream errors to RequestError with the right retryability', async () => {
     const cases: Array<[number, boolean]> = [
       [400, false],
       [403, false],
@@ -423,7 +424,7 @@ describe('gemini adapter', () => {
     await rejects(geminiAdapter.complete(request(), { ...target, apiKey: 'wrong' }, signal()), (e) => {
       assert.equal(e.status, 401);
       assert.equal(e.retryable, false);
-      assert.equal(e.opts.code, 'upstream_auth');
+      assert.equal(e.code, 'upstream_auth');
     });
     await rejects(geminiAdapter.complete(request(), { ...target, apiKey: undefined }, signal()), (e) => {
       assert.equal(e.status, 403);
@@ -456,14 +457,14 @@ describe('gemini adapter', () => {
       assert.equal((await it.next()).value.type, 'text');
       assert.equal((await it.next()).value.type, 'text');
       await rejects(it.next(), (e) => {
-        assert.equal(e.opts.code, 'upstream_stream_cut', cutMode);
+        assert.equal(e.code, 'upstream_stream_cut', cutMode);
         assert.equal(e.retryable, true);
       });
     }
     // Cut before anything: from the first next(), so the router can still fall back.
     up.script({ cutAfter: 0, cutMode: 'end' });
     await rejects(geminiAdapter.stream(request(), target, signal())[Symbol.asyncIterator]().next(), (e) =>
-      assert.equal(e.opts.code, 'upstream_stream_cut'),
+      assert.equal(e.code, 'upstream_stream_cut'),
     );
   });
 
@@ -472,7 +473,7 @@ describe('gemini adapter', () => {
     const ac = new AbortController();
     const started = Date.now();
     setTimeout(() => ac.abort(), 150);
-    await rejects(geminiAdapter.complete(request(), target, ac.signal), (e) => assert.equal(e.opts.code, 'aborted'));
+    await rejects(geminiAdapter.complete(request(), target, ac.signal), (e) => assert.equal(e.code, 'aborted'));
     assert.ok(Date.now() - started < 3000);
     await waitFor(() => up.lastRequest()!.clientClosed);
 
@@ -481,7 +482,7 @@ describe('gemini adapter', () => {
     const it = geminiAdapter.stream(request(), target, ac2.signal)[Symbol.asyncIterator]();
     assert.equal((await it.next()).value.type, 'text');
     setTimeout(() => ac2.abort(), 100);
-    await rejects(it.next(), (e) => assert.equal(e.opts.code, 'aborted'));
+    await rejects(it.next(), (e) => assert.equal(e.code, 'aborted'));
     await waitFor(() => up.lastRequest()!.clientClosed);
   });
 
@@ -604,7 +605,7 @@ describe('gemini adapter', () => {
         ),
         (e) => {
           assert.equal(e.status, 400);
-          assert.equal(e.opts.code, 'invalid_image_url');
+          assert.equal(e.code, 'invalid_image_url');
         },
       );
     });
@@ -621,7 +622,7 @@ describe('gemini adapter', () => {
           ac.signal,
         ),
         (e) => {
-          assert.equal(e.opts.code, 'aborted');
+          assert.equal(e.code, 'aborted');
         },
       );
       assert.equal(up.requests.length, before);
@@ -639,7 +640,7 @@ describe('gemini adapter', () => {
         (e) => {
           assert.equal(e.status, 400);
           assert.equal(e.retryable, false);
-          assert.equal(e.opts.code, 'invalid_image_url');
+          assert.equal(e.code, 'invalid_image_url');
         },
       );
       assert.equal(up.requests.length, before, 'nothing was sent upstream');

@@ -5,11 +5,12 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { InferenceRequest, Message, StreamEvent } from '../../activities/inference/types.js';
+import type { InferenceRequest, Message, StreamEvent } from '../../activities/core/types.js';
 import { localModel } from '../../activities/providers/local/engine.js';
 import { countPromptTokens, countTokens, localAdapter } from '../../activities/providers/local/index.js';
 import { findLocalModel } from '../../activities/providers/local/modelFiles.js';
-import { UpstreamError, type ProviderTarget } from '../../activities/providers/types.js';
+import { type ProviderTarget } from '../../activities/providers/types.js';
+import { RequestError } from '../../activities/core/errors.js';
 
 const MODEL = 'stories260K.gguf';
 const SHA256 = '270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d';
@@ -37,9 +38,9 @@ async function collect(events: AsyncIterable<StreamEvent>): Promise<StreamEvent[
 
 const textOf = (events: StreamEvent[]) => events.map((e) => (e.type === 'text' ? e.text : '')).join('');
 
-async function rejectsUpstream(p: Promise<unknown>, check: (e: UpstreamError) => void): Promise<void> {
+async function rejectsUpstream(p: Promise<unknown>, check: (e: RequestError) => void): Promise<void> {
   await assert.rejects(p, (e: unknown) => {
-    assert.ok(e instanceof UpstreamError, `expected UpstreamError, got ${String(e)}`);
+    assert.ok(e instanceof RequestError, `expected RequestError, got ${String(e)}`);
     check(e);
     return true;
   });
@@ -246,7 +247,7 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
       ac.abort();
       await rejectsUpstream(it.next(), (e) => {
         assert.equal(e.status, 499);
-        assert.equal(e.opts.code, 'aborted');
+        assert.equal(e.code, 'aborted');
         assert.equal(e.retryable, false);
       });
       assert.ok(Date.now() - t0 < 200, 'the reader hears of the abort at once');
@@ -287,7 +288,7 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
       await rejectsUpstream(collect(events), (e) => {
         assert.equal(e.status, 504);
         assert.equal(e.retryable, true);
-        assert.equal(e.opts.code, 'upstream_timeout');
+        assert.equal(e.code, 'upstream_timeout');
       });
     });
   });
@@ -339,10 +340,10 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
     ];
     for (const [what, over] of refusals) {
       it(`refuses ${what} with a 400, also from a stream's first next()`, async () => {
-        const check = (e: UpstreamError) => {
+        const check = (e: RequestError) => {
           assert.equal(e.status, 400);
           assert.equal(e.retryable, false);
-          assert.equal(e.opts.code, 'unsupported_by_model');
+          assert.equal(e.code, 'unsupported_by_model');
           assert.match(e.message, /local model cannot/);
         };
         await rejectsUpstream(localAdapter.complete(request(over), target, signal()), check);
@@ -354,7 +355,7 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
       const lm = await localModel(MODEL);
       await rejectsUpstream(localAdapter.complete(request({ maxTokens: lm.contextSize }), target, signal()), (e) => {
         assert.equal(e.status, 400);
-        assert.equal(e.opts.code, 'context_length_exceeded');
+        assert.equal(e.code, 'context_length_exceeded');
         assert.match(
           e.message,
           new RegExp(
@@ -365,10 +366,10 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
     });
 
     it('a missing model file is a 503 naming the searched directories', async () => {
-      const check = (e: UpstreamError) => {
+      const check = (e: RequestError) => {
         assert.equal(e.status, 503);
         assert.equal(e.retryable, false);
-        assert.equal(e.opts.code, 'local_model_missing');
+        assert.equal(e.code, 'local_model_missing');
         assert.match(e.message, /no-such-model\.gguf was not found; looked in .*shared[/\\]models/);
       };
       await rejectsUpstream(localAdapter.complete(request({ model: 'no-such-model.gguf' }), target, signal()), check);
@@ -379,7 +380,7 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
       const wrong = { ...target, options: { sha256: '0'.repeat(64) } };
       await rejectsUpstream(localAdapter.complete(request(), wrong, signal()), (e) => {
         assert.equal(e.status, 503);
-        assert.equal(e.opts.code, 'local_model_corrupt');
+        assert.equal(e.code, 'local_model_corrupt');
       });
     });
   });

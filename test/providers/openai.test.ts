@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import type { InferenceRequest, Message, StreamEvent } from '../../activities/inference/types.js';
+import type { InferenceRequest, Message, StreamEvent } from '../../activities/core/types.js';
 import { openaiAdapter } from '../../activities/providers/openai/index.js';
 import { quirksFor } from '../../activities/providers/openai/quirks.js';
 import { StreamDecoder } from '../../activities/providers/openai/response.js';
-import { UpstreamError } from '../../activities/providers/types.js';
 import type { ProviderTarget } from '../../activities/providers/types.js';
 import { freePort } from '../support/ports.js';
 import { startOpenAIUpstream } from '../support/upstreams/openai.js';
 import type { OpenAIUpstream } from '../support/upstreams/openai.js';
+import { RequestError } from '../../activities/core/errors.js';
 
 const user = (text: string): Message => ({ role: 'user', content: [{ type: 'text', text }] });
 const request = (over: Partial<InferenceRequest> = {}): InferenceRequest => ({
@@ -26,11 +26,11 @@ async function collect(it: AsyncIterable<StreamEvent>): Promise<StreamEvent[]> {
   return out;
 }
 
-async function rejection(p: Promise<unknown>): Promise<UpstreamError> {
+async function rejection(p: Promise<unknown>): Promise<RequestError> {
   try {
     await p;
   } catch (err) {
-    assert.ok(err instanceof UpstreamError, `expected an UpstreamError, got ${String(err)}`);
+    assert.ok(err instanceof RequestError, `expected an RequestError, got ${String(err)}`);
     return err;
   }
   assert.fail('expected a rejection');
@@ -480,7 +480,7 @@ describe('OpenAI-compatible adapter', () => {
       const e = await rejection(
         openaiAdapter.complete(request(), { ...openai, baseUrl: `http://127.0.0.1:${port}/v1` }, live()),
       );
-      assert.deepEqual([e.status, e.retryable, e.opts.code], [502, true, 'upstream_unreachable']);
+      assert.deepEqual([e.status, e.retryable, e.code], [502, true, 'upstream_unreachable']);
     });
 
     it('a slow upstream is given up on at the deadline, and a hanging one when the caller aborts', async () => {
@@ -488,7 +488,7 @@ describe('OpenAI-compatible adapter', () => {
       let t0 = Date.now();
       const slow = await rejection(openaiAdapter.complete(request(), openai, AbortSignal.timeout(150)));
       assert.ok(Date.now() - t0 < 1_000, `took ${Date.now() - t0} ms`);
-      assert.deepEqual([slow.status, slow.retryable, slow.opts.code], [504, true, 'upstream_timeout']);
+      assert.deepEqual([slow.status, slow.retryable, slow.code], [504, true, 'upstream_timeout']);
 
       up.script({ hang: true });
       const ac = new AbortController();
@@ -497,7 +497,7 @@ describe('OpenAI-compatible adapter', () => {
       const it = openaiAdapter.stream(request(), openai, ac.signal)[Symbol.asyncIterator]();
       const hung = await rejection(it.next());
       assert.ok(Date.now() - t0 < 1_000, `took ${Date.now() - t0} ms`);
-      assert.deepEqual([hung.status, hung.retryable, hung.opts.code], [499, false, 'aborted']);
+      assert.deepEqual([hung.status, hung.retryable, hung.code], [499, false, 'aborted']);
       await new Promise((r) => setTimeout(r, 50));
       assert.equal(up.last().aborted, true, 'the upstream saw the request go away');
     });
@@ -518,17 +518,17 @@ describe('OpenAI-compatible adapter', () => {
         assert.deepEqual((await it.next()).value, { type: 'text', text: 'Echo:' });
         assert.deepEqual((await it.next()).value, { type: 'text', text: ' hello' });
         const e = await rejection(it.next());
-        assert.deepEqual([e.status, e.retryable, e.opts.code], [502, true, 'upstream_stream_cut']);
+        assert.deepEqual([e.status, e.retryable, e.code], [502, true, 'upstream_stream_cut']);
       });
     }
 
     it('a stream that ends before its first event fails the first next()', async () => {
       up.script({ cutAfter: 0 });
       const e = await rejection(openaiAdapter.stream(request(), openai, live())[Symbol.asyncIterator]().next());
-      assert.equal(e.opts.code, 'upstream_stream_cut');
+      assert.equal(e.code, 'upstream_stream_cut');
     });
 
-    it('an error frame mid-stream becomes an UpstreamError with its message', async () => {
+    it('an error frame mid-stream becomes an RequestError with its message', async () => {
       up.script({ errorAfter: 2, error: { message: 'The model crashed midway', type: 'server_error' } });
       const it = openaiAdapter.stream(request(), openai, live())[Symbol.asyncIterator]();
       assert.equal((await it.next()).value.type, 'text');
@@ -661,7 +661,7 @@ describe('OpenAI-compatible adapter', () => {
         new StreamDecoder('x', false, false).push({
           choices: [{ delta: {}, finish_reason: 'error', error: { code: 502, message: 'provider down' } }],
         }),
-      (e: UpstreamError) => e.status === 502 && e.retryable && /provider down/.test(e.message),
+      (e: RequestError) => e.status === 502 && e.retryable && /provider down/.test(e.message),
     );
     assert.throws(
       () =>
@@ -671,7 +671,7 @@ describe('OpenAI-compatible adapter', () => {
           type: 'BadRequestError',
           code: 400,
         }),
-      (e: UpstreamError) => e.status === 400 && !e.retryable && /bad schema/.test(e.message),
+      (e: RequestError) => e.status === 400 && !e.retryable && /bad schema/.test(e.message),
     );
   });
 

@@ -5,7 +5,7 @@ import { createApp } from '../../api/app.js';
 import { createAccount } from '../../activities/accounts/accounts.js';
 import { createKey, type KeyRestrictions } from '../../activities/accounts/keys.js';
 import { credit } from '../../activities/ledger/ledger.js';
-import { parseAmount } from '../../activities/ledger/money.js';
+import { parseAmount } from '../../activities/core/money.js';
 
 export async function startApi(): Promise<{ base: string; close(): Promise<void> }> {
   const server: Server = createApp().listen(0, '127.0.0.1');

@@ -2,7 +2,7 @@
 // http.ts's statusError; this table is for errors that arrive as an `event: error` frame inside
 // a 200 stream, where only the type says what happened.
 import { transportError } from '../http.js';
-import { UpstreamError, isRetryableStatus } from '../types.js';
+import { RequestError, upstreamError, isRetryableStatus } from '../../core/errors.js';
 
 export const ERROR_STATUS: Record<string, number> = {
   invalid_request_error: 400,
@@ -18,7 +18,7 @@ export const ERROR_STATUS: Record<string, number> = {
 };
 
 /** `{type:"error", error:{type, message}}` from a stream frame as an UpstreamError. */
-export function streamErrorFrame(providerId: string, data: string): UpstreamError {
+export function streamErrorFrame(providerId: string, data: string): RequestError {
   let type = 'api_error';
   let message = data.slice(0, 500) || 'stream error';
   try {
@@ -29,7 +29,7 @@ export function streamErrorFrame(providerId: string, data: string): UpstreamErro
     // not JSON: keep the text
   }
   const status = ERROR_STATUS[type] ?? 500;
-  return new UpstreamError(`${providerId} stream failed (${type}): ${message}`, status, isRetryableStatus(status), {
+  return upstreamError(`${providerId} stream failed (${type}): ${message}`, status, isRetryableStatus(status), {
     providerId,
     upstreamBody: data.slice(0, 2000),
   });
@@ -41,7 +41,7 @@ export function streamErrorFrame(providerId: string, data: string): UpstreamErro
  * (`AbortSignal.timeout`) is the upstream being too slow: a retryable timeout. Anything else is
  * the caller going away: not retryable.
  */
-export function abortedError(providerId: string, signal: AbortSignal): UpstreamError {
+export function abortedError(providerId: string, signal: AbortSignal): RequestError {
   const reason = signal.reason as Error | undefined;
   return transportError(
     providerId,

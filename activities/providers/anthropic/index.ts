@@ -1,14 +1,15 @@
 // The native Anthropic Messages API (protocol 'anthropic'): POST {base}/v1/messages, JSON or
 // SSE, and POST {base}/v1/messages/count_tokens.
-import type { InferenceRequest, InferenceResult, StreamEvent } from '../../inference/types.js';
+import type { InferenceRequest, InferenceResult, StreamEvent } from '../../core/types.js';
 import { readJson } from '../http.js';
-import { UpstreamError, type ProviderAdapter, type ProviderTarget } from '../types.js';
+import { type ProviderAdapter, type ProviderTarget } from '../types.js';
 import { anthropicPassThrough } from './native.js';
 import { toMessagesRequest } from './request.js';
 import { fromMessage } from './response.js';
 import { readFrames, toStreamEvents } from './stream.js';
 import { abortAware, post } from './transport.js';
 import { discard, drainForReuse } from '../http.js';
+import { upstreamError } from '../../core/errors.js';
 
 export { ANTHROPIC_VERSION } from './transport.js';
 
@@ -23,7 +24,7 @@ export const anthropicAdapter: ProviderAdapter = {
       throw abortAware(target, signal, err);
     });
     if (msg?.type !== 'message' || !Array.isArray(msg.content)) {
-      throw new UpstreamError(`${target.providerId} sent an answer that is not a message`, 502, true, {
+      throw upstreamError(`${target.providerId} sent an answer that is not a message`, 502, true, {
         code: 'upstream_bad_response',
         providerId: target.providerId,
         upstreamBody: JSON.stringify(msg).slice(0, 2000),
@@ -63,7 +64,7 @@ export async function countTokens(req: InferenceRequest, target: ProviderTarget,
     throw abortAware(target, signal, err);
   });
   if (typeof j?.input_tokens !== 'number') {
-    throw new UpstreamError(`${target.providerId} sent no input_tokens`, 502, true, {
+    throw upstreamError(`${target.providerId} sent no input_tokens`, 502, true, {
       code: 'upstream_bad_response',
       providerId: target.providerId,
       upstreamBody: JSON.stringify(j).slice(0, 2000),

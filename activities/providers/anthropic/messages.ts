@@ -1,7 +1,7 @@
 // Our conversation as Anthropic's `system` + `messages`: system turns move to the top level, tool
 // results become user turns of `tool_result` blocks, tool calls become `tool_use` blocks, and
 // consecutive turns of one role are merged, because Anthropic wants user and assistant to alternate.
-import type { CacheControl, ContentPart, Message, ToolCall } from '../../inference/types.js';
+import type { CacheControl, ContentPart, Message, ToolCall } from '../../core/types.js';
 
 export type Block = Record<string, unknown> & { type: string };
 export interface AnthropicMessage {

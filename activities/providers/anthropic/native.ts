@@ -4,15 +4,16 @@
 // only what it owns: the upstream model name, `max_tokens` (the reservation's cap), `stream`,
 // and reasoning decided by model-name suffixes or `output_config.effort`. Usage is still read from
 // the frames (MessageStreamDecoder), because billing needs it.
-import type { InferenceRequest, InferenceResult, NativeRequest, StreamEvent } from '../../inference/types.js';
+import type { InferenceRequest, InferenceResult, NativeRequest, StreamEvent } from '../../core/types.js';
 import { readJson } from '../http.js';
-import { UpstreamError, type NativePassThrough, type ProviderTarget } from '../types.js';
+import { type NativePassThrough, type ProviderTarget } from '../types.js';
 import type { MessagesPlan } from './request.js';
 import { fromMessage } from './response.js';
 import { MessageStreamDecoder, readFrames } from './stream.js';
 import { samplingFor, thinkingFor } from './thinking.js';
 import { abortAware, post } from './transport.js';
 import { discard, drainForReuse } from '../http.js';
+import { upstreamError } from '../../core/errors.js';
 
 /** Nothing is hidden or rewritten in a passed-through answer. */
 const PLAN: MessagesPlan = { body: {}, hideReasoning: false };
@@ -58,7 +59,7 @@ export const anthropicPassThrough: NativePassThrough = {
       throw abortAware(target, signal, err);
     });
     if (msg?.type !== 'message' || !Array.isArray(msg.content)) {
-      throw new UpstreamError(`${target.providerId} sent an answer that is not a message`, 502, true, {
+      throw upstreamError(`${target.providerId} sent an answer that is not a message`, 502, true, {
         code: 'upstream_bad_response',
         providerId: target.providerId,
         upstreamBody: JSON.stringify(msg).slice(0, 2000),

@@ -1,6 +1,6 @@
 // An InferenceRequest as a Messages API body (POST /v1/messages). The plan also remembers how
 // to read the answer back (JSON mode rides on a tool, see jsonToolFor).
-import type { InferenceRequest, ResponseFormat } from '../../inference/types.js';
+import type { InferenceRequest, ResponseFormat } from '../../core/types.js';
 import { toConversation, type AnthropicMessage } from './messages.js';
 import { samplingFor, thinkingFor } from './thinking.js';
 

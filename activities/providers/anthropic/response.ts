@@ -1,6 +1,6 @@
 // A Messages API answer (`type:"message"`) as an InferenceResult, plus the two mappings the
 // stream shares: stop reasons and usage.
-import type { FinishReason, InferenceResult, ThinkingBlock, ToolCall, Usage } from '../../inference/types.js';
+import type { FinishReason, InferenceResult, ThinkingBlock, ToolCall, Usage } from '../../core/types.js';
 import type { JsonTool, MessagesPlan } from './request.js';
 
 export const STOP_REASONS: Record<string, FinishReason> = {

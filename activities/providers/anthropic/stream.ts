@@ -2,13 +2,13 @@
 // (input-side usage), content_block_start/delta/stop per block, message_delta (stop reason and
 // output tokens), message_stop (the terminal marker), ping, and `error` frames.
 import { errors } from 'undici';
-import type { StreamEvent } from '../../inference/types.js';
+import type { StreamEvent } from '../../core/types.js';
 import { transportError } from '../http.js';
 import { parseSse, type SseFrame } from '../sse.js';
-import { UpstreamError } from '../types.js';
 import { abortedError, streamErrorFrame } from './errors.js';
 import type { MessagesPlan } from './request.js';
 import { finishReasonOf, jsonToolText, toUsage, type AnthropicUsage } from './response.js';
+import { RequestError, upstreamError } from '../../core/errors.js';
 
 type BlockKind =
   | { kind: 'text' | 'thinking' | 'ignored' }
@@ -45,7 +45,7 @@ export class MessageStreamDecoder {
     try {
       ev = JSON.parse(frame.data);
     } catch {
-      throw new UpstreamError(`${providerId} sent a stream event that is not JSON`, 502, true, {
+      throw upstreamError(`${providerId} sent a stream event that is not JSON`, 502, true, {
         code: 'upstream_bad_response',
         providerId,
         upstreamBody: frame.data.slice(0, 2000),
@@ -134,8 +134,8 @@ export class MessageStreamDecoder {
   }
 
   /** The stream ended without message_stop. */
-  cut(): UpstreamError {
-    return new UpstreamError(`${this.providerId} stream ended before message_stop`, 502, true, {
+  cut(): RequestError {
+    return upstreamError(`${this.providerId} stream ended before message_stop`, 502, true, {
       code: 'upstream_stream_cut',
       providerId: this.providerId,
     });
@@ -167,10 +167,10 @@ export async function* readFrames(
   try {
     yield* parseSse(body);
   } catch (err) {
-    if (err instanceof UpstreamError) throw err;
+    if (err instanceof RequestError) throw err;
     if (signal.aborted) throw abortedError(providerId, signal);
     if (err instanceof errors.BodyTimeoutError) throw transportError(providerId, err);
-    throw new UpstreamError(`${providerId} stream broke off: ${(err as Error).message}`, 502, true, {
+    throw upstreamError(`${providerId} stream broke off: ${(err as Error).message}`, 502, true, {
       code: 'upstream_stream_cut',
       providerId,
     });

@@ -1,6 +1,6 @@
 // Extended thinking: how our reasoning options become Anthropic's `thinking` block, and the
 // sampling rules Anthropic enforces while it is on.
-import type { InferenceRequest, ReasoningEffort } from '../../inference/types.js';
+import type { InferenceRequest, ReasoningEffort } from '../../core/types.js';
 
 /** Anthropic rejects a smaller budget, and the budget must stay below `max_tokens`. */
 export const MIN_THINKING_BUDGET = 1024;

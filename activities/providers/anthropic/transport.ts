@@ -2,8 +2,9 @@
 // what to do with a streamed body when reading stops (keep the connection, or drop it). Shared by
 // the translated calls (index.ts) and the pass-through (native.ts).
 import { send, statusError, transportError, type UpstreamResponse } from '../http.js';
-import type { ProviderTarget, UpstreamError } from '../types.js';
+import type { ProviderTarget } from '../types.js';
 import { abortedError } from './errors.js';
+import { RequestError } from '../../core/errors.js';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
 
@@ -38,6 +39,6 @@ function endpoint(baseUrl: string, path: string): string {
 }
 
 /** An abort is never a provider failure (see abortedError). */
-export function abortAware(target: ProviderTarget, signal: AbortSignal, err: unknown): UpstreamError {
+export function abortAware(target: ProviderTarget, signal: AbortSignal, err: unknown): RequestError {
   return signal.aborted ? abortedError(target.providerId, signal) : transportError(target.providerId, err);
 }

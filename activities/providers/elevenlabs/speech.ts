@@ -6,12 +6,13 @@
 // caller did not send are left out, so the voice's stored settings apply to them.
 // A request of kind 'music' goes to ElevenLabs Music instead (./music.ts).
 import { send } from '../http.js';
-import { UpstreamError, isRetryableStatus, type ProviderTarget } from '../types.js';
+import { type ProviderTarget } from '../types.js';
 import type { UpstreamResponse } from '../http.js';
 import { bodyChunks } from '../openai/speech.js';
 import type { SpeechAdapter, SpeechFormat } from '../speech.js';
 import { FORMAT_CONTENT_TYPES } from '../speech.js';
 import { composeMusic } from './music.js';
+import { RequestError, upstreamError, isRetryableStatus } from '../../core/errors.js';
 
 const OUTPUT_FORMATS: Partial<Record<SpeechFormat, string>> = {
   mp3: 'mp3_44100_128',
@@ -60,7 +61,7 @@ export function elevenlabsHeaders(target: ProviderTarget): Record<string, string
 }
 
 /** ElevenLabs' error bodies are `{"detail":{"status":"invalid_api_key","message":"..."}}` (or `detail` as text, or FastAPI's list). */
-export async function elevenlabsError(target: ProviderTarget, res: UpstreamResponse): Promise<UpstreamError> {
+export async function elevenlabsError(target: ProviderTarget, res: UpstreamResponse): Promise<RequestError> {
   const text = await res.body.text().catch(() => '');
   let message = text.slice(0, 500) || `HTTP ${res.status}`;
   try {
@@ -71,7 +72,7 @@ export async function elevenlabsError(target: ProviderTarget, res: UpstreamRespo
     // not JSON: keep the text
   }
   const retryAfter = Number(res.headers['retry-after']);
-  return new UpstreamError(
+  return upstreamError(
     `${target.providerId} answered ${res.status}: ${message}`,
     res.status,
     isRetryableStatus(res.status),

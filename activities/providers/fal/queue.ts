@@ -12,7 +12,8 @@
 // `content_policy_violation` is a safety refusal. FAILED and CANCELED are accepted as statuses
 // too (the spec names them, and bridges that speak this protocol use them).
 import { readJson, send, statusError } from '../http.js';
-import { UpstreamError, isRetryableStatus, type ProviderTarget } from '../types.js';
+import { type ProviderTarget } from '../types.js';
+import { RequestError, UPSTREAM_ERROR, isRetryableStatus, upstreamError } from '../../core/errors.js';
 
 export type FalStatus = 'IN_QUEUE' | 'IN_PROGRESS' | 'COMPLETED' | 'FAILED' | 'CANCELED';
 
@@ -64,7 +65,7 @@ export async function falSubmit(
   if (res.status < 200 || res.status >= 300) throw await falError(target, res);
   const body = await readJson(target.providerId, res);
   if (typeof body?.request_id !== 'string' || !body.request_id) {
-    throw new UpstreamError(`${target.providerId} accepted the job but sent no request_id`, 502, true, {
+    throw upstreamError(`${target.providerId} accepted the job but sent no request_id`, 502, true, {
       code: 'upstream_bad_response',
       providerId: target.providerId,
     });
@@ -106,7 +107,7 @@ export async function falResult(
   if (res.status >= 200 && res.status < 300) {
     const output = await readJson(target.providerId, res);
     if (!output || typeof output !== 'object') {
-      throw new UpstreamError(`${target.providerId} sent a result that is not an object`, 502, true, {
+      throw upstreamError(`${target.providerId} sent a result that is not an object`, 502, true, {
         code: 'upstream_bad_response',
         providerId: target.providerId,
       });
@@ -133,7 +134,7 @@ export async function falCancel(
   if (res.status === 404) return 'not_found';
   if (res.status >= 200 && res.status < 300) return 'requested';
   if (res.status === 400 && /ALREADY_COMPLETED/.test(text)) return 'already_completed';
-  throw new UpstreamError(
+  throw upstreamError(
     `${target.providerId} answered ${res.status} to a cancel: ${text.slice(0, 300)}`,
     res.status,
     isRetryableStatus(res.status),
@@ -144,13 +145,13 @@ export async function falCancel(
 /** A refusal reads NSFW when fal types it so, or its message says so (older endpoints send only text). */
 const NSFW = /content[_ ]policy|nsfw|safety (checker|filter)|flagged/i;
 
-export function jobFailure(err: UpstreamError): FalJobFailure {
-  const type = err.opts.code ?? null;
+export function jobFailure(err: RequestError): FalJobFailure {
+  const type = err.code !== UPSTREAM_ERROR ? err.code : null;
   return { message: err.message, type, nsfw: (type !== null && NSFW.test(type)) || NSFW.test(err.message) };
 }
 
 /** fal's error bodies: {detail:"..."|[{msg,type,loc}], error_type?} (and the X-Fal-Error-Type header). */
-async function falError(target: ProviderTarget, res: Awaited<ReturnType<typeof send>>): Promise<UpstreamError> {
+async function falError(target: ProviderTarget, res: Awaited<ReturnType<typeof send>>): Promise<RequestError> {
   const text = await res.body.text().catch(() => '');
   let message = text.slice(0, 500) || `HTTP ${res.status}`;
   let type: string | undefined;
@@ -173,7 +174,7 @@ async function falError(target: ProviderTarget, res: Awaited<ReturnType<typeof s
   const header = res.headers['x-fal-error-type'];
   type ??= typeof header === 'string' ? header : undefined;
   const retryAfter = Number(res.headers['retry-after']);
-  return new UpstreamError(
+  return upstreamError(
     `${target.providerId} answered ${res.status}: ${message}`,
     res.status,
     isRetryableStatus(res.status),

@@ -4,13 +4,13 @@
 // INVALID_ARGUMENT (reason API_KEY_INVALID) where every other vendor answers 401, and 400 would
 // read as "the caller's request was bad".
 import { statusError, type UpstreamResponse } from '../http.js';
-import { UpstreamError, isRetryableStatus } from '../types.js';
 import type { GeminiErrorBody } from './wire.js';
+import { RequestError, upstreamError, isRetryableStatus } from '../../core/errors.js';
 
-export async function geminiStatusError(providerId: string, res: UpstreamResponse): Promise<UpstreamError> {
+export async function geminiStatusError(providerId: string, res: UpstreamResponse): Promise<RequestError> {
   const err = await statusError(providerId, res);
   if (err.status === 400 && err.opts.upstreamBody?.includes('API_KEY_INVALID')) {
-    return new UpstreamError(`${providerId} rejected its API key: ${err.message}`, 401, false, {
+    return upstreamError(`${providerId} rejected its API key: ${err.message}`, 401, false, {
       ...err.opts,
       code: 'upstream_auth',
     });
@@ -19,10 +19,10 @@ export async function geminiStatusError(providerId: string, res: UpstreamRespons
 }
 
 /** An `{error:{...}}` object sent as a stream frame, after the 200 was already given. */
-export function streamFrameError(providerId: string, body: GeminiErrorBody, raw: string): UpstreamError {
+export function streamFrameError(providerId: string, body: GeminiErrorBody, raw: string): RequestError {
   const status = Number(body.error.code) || 500;
   const label = body.error.status ? `${status} ${body.error.status}` : String(status);
-  return new UpstreamError(
+  return upstreamError(
     `${providerId} failed mid-stream (${label}): ${body.error.message ?? 'no message'}`,
     status,
     isRetryableStatus(status),

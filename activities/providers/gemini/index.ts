@@ -3,14 +3,15 @@
 //   POST {base}/v1beta/models/{model}:streamGenerateContent?alt=sse
 // with the key in `x-goog-api-key`. Route options: `apiVersion` (default v1beta),
 // `thinkingBudgetMax`, `skipThoughtSignatureValidator` (see request.ts).
-import type { InferenceRequest, InferenceResult, StreamEvent } from '../../inference/types.js';
+import type { InferenceRequest, InferenceResult, StreamEvent } from '../../core/types.js';
 import { readJson, send, transportError } from '../http.js';
 import { parseSse } from '../sse.js';
-import { UpstreamError, type ProviderAdapter, type ProviderTarget } from '../types.js';
+import { type ProviderAdapter, type ProviderTarget } from '../types.js';
 import { geminiStatusError } from './errors.js';
 import { toGeminiRequest } from './request.js';
 import { fromGeminiResponse } from './response.js';
 import { geminiStreamEvents } from './stream.js';
+import { RequestError, upstreamError } from '../../core/errors.js';
 
 function endpoint(target: ProviderTarget, model: string, method: 'generateContent' | 'streamGenerateContent'): string {
   const base = target.baseUrl.replace(/\/+$/, '');
@@ -35,11 +36,11 @@ function headers(target: ProviderTarget, stream: boolean): Record<string, string
  * A failure while reading an accepted stream: aborts and timeouts keep their meaning; the
  * connection dropping under us is the stream being cut, like a body that ends without its last frame.
  */
-function bodyError(providerId: string, err: unknown): UpstreamError {
-  if (err instanceof UpstreamError) return err;
+function bodyError(providerId: string, err: unknown): RequestError {
+  if (err instanceof RequestError) return err;
   const mapped = transportError(providerId, err);
-  if (mapped.opts.code !== 'upstream_unreachable') return mapped;
-  return new UpstreamError(`${providerId} stream was cut: ${(err as Error).message}`, 502, true, {
+  if (mapped.code !== 'upstream_unreachable') return mapped;
+  return upstreamError(`${providerId} stream was cut: ${(err as Error).message}`, 502, true, {
     code: 'upstream_stream_cut',
     providerId,
   });

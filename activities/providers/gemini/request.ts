@@ -4,11 +4,12 @@
 // the assistant turn that made the call, since our tool message carries only the call id);
 // consecutive turns of one role must be merged (parallel tool results become one turn); and
 // Gemini cannot fetch image URLs itself, so http(s) images are fetched (safely) and inlined.
-import type { ContentPart, InferenceRequest, Message, ReasoningEffort } from '../../inference/types.js';
+import type { ContentPart, InferenceRequest, Message, ReasoningEffort } from '../../core/types.js';
 import { MediaFetchError, safeFetch } from '../../media/safeFetch.js';
 import { transportError } from '../http.js';
-import { UpstreamError, type ProviderTarget } from '../types.js';
+import { type ProviderTarget } from '../types.js';
 import type { GeminiContent, GeminiGenerationConfig, GeminiPart, GeminiRequest, GeminiThinkingConfig } from './wire.js';
+import { upstreamError } from '../../core/errors.js';
 
 /**
  * `reasoning.effort` as a thinking budget: Google's own mapping for its OpenAI-compatible
@@ -62,7 +63,7 @@ export async function toGeminiRequest(
     if (msg.role === 'tool') {
       const name = (msg.toolCallId && toolNames.get(msg.toolCallId)) || msg.name;
       if (!name) {
-        throw new UpstreamError(
+        throw upstreamError(
           `a tool result (tool_call_id ${msg.toolCallId ?? 'missing'}) answers no earlier tool call`,
           400,
           false,
@@ -190,15 +191,14 @@ async function mediaPart(
     return { inlineData: { mimeType, data: media.data.toString('base64') } };
   } catch (err) {
     if (err instanceof MediaFetchError)
-      throw new UpstreamError(err.message, err.status, false, { code: err.code, providerId: target.providerId });
+      throw upstreamError(err.message, err.status, false, { code: err.code, providerId: target.providerId });
     throw transportError(target.providerId, err); // the caller's abort, as every adapter reports it
   }
 }
 
 function parseDataUrl(url: string, providerId: string): { mimeType: string; data: string } {
   const m = /^data:([^;,]*)((?:;[^;,]*)*?)(;base64)?,(.*)$/s.exec(url);
-  if (!m)
-    throw new UpstreamError('a data: URL image is malformed', 400, false, { code: 'invalid_image_url', providerId });
+  if (!m) throw upstreamError('a data: URL image is malformed', 400, false, { code: 'invalid_image_url', providerId });
   const bytes = m[3] ? Buffer.from(m[4], 'base64') : Buffer.from(decodeURIComponent(m[4]), 'utf8');
   const mimeType = m[1] || sniffImage(bytes) || 'image/jpeg';
   return { mimeType, data: m[3] ? m[4] : bytes.toString('base64') };

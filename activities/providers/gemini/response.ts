@@ -9,7 +9,7 @@ import type {
   TokenLogprob,
   ToolCall,
   Usage,
-} from '../../inference/types.js';
+} from '../../core/types.js';
 import type { GeminiCandidate, GeminiFunctionCall, GeminiResponse, GeminiUsageMetadata } from './wire.js';
 
 /** Gemini's reasons for stopping that mean "the output was filtered". */

@@ -3,12 +3,12 @@
 // frame (one tool_call event with its id, name and complete arguments). There is no [DONE]: the
 // frame with `finishReason` (or a prompt `blockReason`) is the end, and the latest
 // `usageMetadata` is the total. A body that ends before that frame was cut.
-import type { InferenceRequest, StreamEvent } from '../../inference/types.js';
+import type { InferenceRequest, StreamEvent } from '../../core/types.js';
 import type { SseFrame } from '../sse.js';
-import { UpstreamError } from '../types.js';
 import { streamFrameError } from './errors.js';
 import { finishReason, logprobs, toolCallId, usage } from './response.js';
 import type { GeminiErrorBody, GeminiResponse, GeminiUsageMetadata } from './wire.js';
+import { upstreamError } from '../../core/errors.js';
 
 export async function* geminiStreamEvents(
   frames: AsyncIterable<SseFrame>,
@@ -27,7 +27,7 @@ export async function* geminiStreamEvents(
     try {
       chunk = JSON.parse(frame.data);
     } catch {
-      throw new UpstreamError(`${providerId} sent a stream frame that is not JSON`, 502, true, {
+      throw upstreamError(`${providerId} sent a stream frame that is not JSON`, 502, true, {
         code: 'upstream_bad_response',
         providerId,
         upstreamBody: frame.data.slice(0, 2000),
@@ -60,7 +60,7 @@ export async function* geminiStreamEvents(
   }
 
   if (!finish && !blocked) {
-    throw new UpstreamError(`${providerId} stream ended before its final frame`, 502, true, {
+    throw upstreamError(`${providerId} stream ended before its final frame`, 502, true, {
       code: 'upstream_stream_cut',
       providerId,
     });

@@ -8,9 +8,9 @@ import { stat } from 'node:fs/promises';
 import os from 'node:os';
 import { LlamaLogLevel, getLlama, resolveChatWrapper } from 'node-llama-cpp';
 import type { ChatWrapper, Llama, LlamaContext, LlamaModel } from 'node-llama-cpp';
-import { UpstreamError } from '../types.js';
 import { findLocalModel, localModelDirs } from './modelFiles.js';
 import { SequencePool } from './pool.js';
+import { upstreamError } from '../../core/errors.js';
 
 export const PROVIDER_ID = 'local';
 
@@ -69,7 +69,7 @@ function runtime(): Promise<Llama> {
   llamaPromise ??= getLlama({ build: 'never', gpu: 'auto', progressLogs: false, logLevel: LlamaLogLevel.error }).catch(
     (err) => {
       llamaPromise = undefined;
-      throw new UpstreamError(`the local llama.cpp runtime could not start: ${(err as Error).message}`, 503, false, {
+      throw upstreamError(`the local llama.cpp runtime could not start: ${(err as Error).message}`, 503, false, {
         code: 'local_runtime_unavailable',
         providerId: PROVIDER_ID,
       });
@@ -93,7 +93,7 @@ function verifySha256(file: string, filePath: string, expected: string): Promise
         .on('end', () => resolve(hash.digest('hex')));
     }).then((actual) => {
       if (actual !== expected.toLowerCase()) {
-        throw new UpstreamError(
+        throw upstreamError(
           `local model file ${filePath} does not match its sha256 (expected ${expected}, got ${actual}); download ${file} again`,
           503,
           false,
@@ -116,7 +116,7 @@ const loaded = new Map<string, Promise<LocalModel>>();
 export function modelPath(file: string): string {
   const found = findLocalModel(file);
   if (!found) {
-    throw new UpstreamError(
+    throw upstreamError(
       `local model file ${file} was not found; looked in ${localModelDirs().join(', ')}`,
       503,
       false,
@@ -137,7 +137,7 @@ async function load(file: string, filePath: string): Promise<LocalModel> {
   try {
     model = await llama.loadModel({ modelPath: filePath });
   } catch (err) {
-    throw new UpstreamError(`local model ${file} could not be loaded: ${(err as Error).message}`, 503, false, {
+    throw upstreamError(`local model ${file} could not be loaded: ${(err as Error).message}`, 503, false, {
       code: 'local_model_load_failed',
       providerId: PROVIDER_ID,
     });
@@ -166,7 +166,7 @@ async function load(file: string, filePath: string): Promise<LocalModel> {
     };
   } catch (err) {
     await model.dispose().catch(() => {});
-    throw new UpstreamError(`local model ${file} could not get a context: ${(err as Error).message}`, 503, false, {
+    throw upstreamError(`local model ${file} could not get a context: ${(err as Error).message}`, 503, false, {
       code: 'local_model_load_failed',
       providerId: PROVIDER_ID,
     });

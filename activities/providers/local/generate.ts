@@ -7,14 +7,14 @@
 // distribution after top-k / top-p / min-p and temperature (what the chosen token's chance really
 // was). Penalties and logit_bias, when asked for, apply before either.
 import type { LlamaContextSequence, Token } from 'node-llama-cpp';
-import type { FinishReason, InferenceRequest, TokenLogprob, Usage } from '../../inference/types.js';
-import { UpstreamError } from '../types.js';
+import type { FinishReason, InferenceRequest, TokenLogprob, Usage } from '../../core/types.js';
 import { PROVIDER_ID } from './engine.js';
 import type { LocalModel } from './engine.js';
 import type { Prompt } from './prompt.js';
 import { samplerOptions } from './sampling.js';
 import { StopMatcher } from './stops.js';
 import type { Piece } from './stops.js';
+import { RequestError, upstreamError } from '../../core/errors.js';
 
 export interface GenerationEnd {
   finishReason: FinishReason;
@@ -37,14 +37,14 @@ interface Sampled {
   probabilities?: Map<Token, number>;
 }
 
-export function abortError(signal: AbortSignal): UpstreamError {
+export function abortError(signal: AbortSignal): RequestError {
   if ((signal.reason as Error | undefined)?.name === 'TimeoutError') {
-    return new UpstreamError('the local model did not finish in time', 504, true, {
+    return upstreamError('the local model did not finish in time', 504, true, {
       code: 'upstream_timeout',
       providerId: PROVIDER_ID,
     });
   }
-  return new UpstreamError(`request to ${PROVIDER_ID} was aborted`, 499, false, {
+  return upstreamError(`request to ${PROVIDER_ID} was aborted`, 499, false, {
     code: 'aborted',
     providerId: PROVIDER_ID,
   });
@@ -65,7 +65,7 @@ function endsWith(tokens: Token[], seq: Token[], outputLength: number): boolean 
 
 export function assertFits(lm: LocalModel, prompt: Prompt, maxTokens: number): void {
   if (prompt.tokens.length + maxTokens > lm.contextSize) {
-    throw new UpstreamError(
+    throw upstreamError(
       `this request needs ${prompt.tokens.length + maxTokens} tokens (${prompt.tokens.length} in the prompt + ${maxTokens} max output), ` +
         `more than the local model's context of ${lm.contextSize}`,
       400,
@@ -159,8 +159,8 @@ export async function generate(
         try {
           step = await Promise.race([it.next(), aborted]);
         } catch (err) {
-          if (err instanceof UpstreamError) throw err;
-          throw new UpstreamError(`the local model failed while generating: ${(err as Error).message}`, 500, true, {
+          if (err instanceof RequestError) throw err;
+          throw upstreamError(`the local model failed while generating: ${(err as Error).message}`, 500, true, {
             code: 'local_inference_failed',
             providerId: PROVIDER_ID,
           });

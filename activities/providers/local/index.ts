@@ -1,7 +1,7 @@
 // The built-in `local` provider: GGUF models run in-process with llama.cpp (node-llama-cpp). The
 // route's upstream model is the model FILE name (found by modelFiles.ts); its options may carry
 // the file's sha256. This is what a fresh install answers with when no upstream key is set.
-import type { InferenceRequest, InferenceResult, StreamEvent, TokenLogprob } from '../../inference/types.js';
+import type { InferenceRequest, InferenceResult, StreamEvent, TokenLogprob } from '../../core/types.js';
 import type { ProviderAdapter, ProviderTarget } from '../types.js';
 import { EventQueue } from './eventQueue.js';
 import { localModel } from './engine.js';

@@ -10,10 +10,10 @@
 //   ending with an assistant turn therefore continues that turn (prefill).
 import { LlamaText } from 'node-llama-cpp';
 import type { ChatHistoryItem, Token } from 'node-llama-cpp';
-import type { InferenceRequest, Message } from '../../inference/types.js';
-import { UpstreamError } from '../types.js';
+import type { InferenceRequest, Message } from '../../core/types.js';
 import { PROVIDER_ID } from './engine.js';
 import type { LocalModel } from './engine.js';
+import { upstreamError } from '../../core/errors.js';
 
 export interface Prompt {
   tokens: Token[];
@@ -24,7 +24,7 @@ export interface Prompt {
 }
 
 const unsupported = (what: string) =>
-  new UpstreamError(`the local model cannot ${what}; use a model that supports it`, 400, false, {
+  upstreamError(`the local model cannot ${what}; use a model that supports it`, 400, false, {
     code: 'unsupported_by_model',
     providerId: PROVIDER_ID,
   });
@@ -89,7 +89,7 @@ export function buildPrompt(lm: LocalModel, req: InferenceRequest): Prompt {
   else prompt = { tokens: withBos(lm, lm.model.tokenize(plainText(req.messages))), stopTexts: [], stopTokens: [] };
   prompt.stopTexts.push(...requestStops);
   if (prompt.tokens.length === 0) {
-    throw new UpstreamError('the prompt is empty and this model has no start token to begin from', 400, false, {
+    throw upstreamError('the prompt is empty and this model has no start token to begin from', 400, false, {
       code: 'empty_prompt',
       providerId: PROVIDER_ID,
     });

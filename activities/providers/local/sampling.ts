@@ -4,10 +4,10 @@
 import { randomInt } from 'node:crypto';
 import { TokenBias } from 'node-llama-cpp';
 import type { SequenceEvaluateOptions, Token } from 'node-llama-cpp';
-import type { Sampling } from '../../inference/types.js';
-import { UpstreamError } from '../types.js';
+import type { Sampling } from '../../core/types.js';
 import { PROVIDER_ID } from './engine.js';
 import type { LocalModel } from './engine.js';
+import { upstreamError } from '../../core/errors.js';
 
 const DEFAULTS = { temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05 };
 
@@ -53,7 +53,7 @@ function tokenBias(lm: LocalModel, bias: Record<string, number>): TokenBias {
   for (const [key, value] of Object.entries(bias)) {
     const id = Number(key);
     if (!Number.isInteger(id) || id < 0 || id >= vocab) {
-      throw new UpstreamError(
+      throw upstreamError(
         `logit_bias names token ${key}, which is not in this model's vocabulary (0..${vocab - 1})`,
         400,
         false,

@@ -4,9 +4,9 @@
 // (s16le mono at the route's `sample_rate`, default 24 kHz, OpenAI's pcm rate); the surface
 // refuses the others before we get here.
 import { Worker } from 'node:worker_threads';
-import { UpstreamError } from '../types.js';
 import type { SpeechAdapter, SpeechFormat } from '../speech.js';
 import { FORMAT_CONTENT_TYPES } from '../speech.js';
+import { upstreamError } from '../../core/errors.js';
 
 export const LOCAL_SPEECH_FORMATS: SpeechFormat[] = ['mp3', 'wav', 'pcm'];
 
@@ -27,7 +27,7 @@ async function slot(): Promise<() => void> {
 }
 
 const fail = (message: string, status = 500, code = 'provider_error') =>
-  new UpstreamError(message, status, false, { code, providerId: 'local' });
+  upstreamError(message, status, false, { code, providerId: 'local' });
 
 type Msg = { chunk?: Uint8Array; done?: true; error?: string };
 

@@ -1,7 +1,7 @@
 // The adapter for every upstream speaking OpenAI's chat-completions protocol: OpenAI itself,
 // OpenRouter, Together, Groq, DeepInfra, Fireworks, and self-hosted vLLM, llama.cpp server and
 // Ollama. One code path; the vendors' differences are data (quirks.ts).
-import type { InferenceRequest, InferenceResult, StreamEvent } from '../../inference/types.js';
+import type { InferenceRequest, InferenceResult, StreamEvent } from '../../core/types.js';
 import { readJson, send, statusError } from '../http.js';
 import type { UpstreamResponse } from '../http.js';
 import type { ProviderAdapter, ProviderTarget } from '../types.js';

@@ -5,7 +5,7 @@
 // output cap (the reservation's, under the vendor's field name), `stream_options.include_usage`
 // (billing reads the usage), reasoning as the vendor spells it, and the fields the vendor would
 // reject (quirks.ts). Usage is still read from the chunks (StreamDecoder) for billing.
-import type { InferenceRequest, InferenceResult, NativeRequest, StreamEvent } from '../../inference/types.js';
+import type { InferenceRequest, InferenceResult, NativeRequest, StreamEvent } from '../../core/types.js';
 import { readJson, send, statusError } from '../http.js';
 import type { NativePassThrough, ProviderTarget } from '../types.js';
 import { quirksFor, type OpenAIQuirks } from './quirks.js';

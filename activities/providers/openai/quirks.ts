@@ -1,10 +1,10 @@
+import { upstreamError } from '../../core/errors.js';
 // How the vendors that speak the OpenAI wire protocol differ, as data. Each vendor starts from
 // the generic defaults, then its row below, then whatever the catalog says: the provider's
 // `options` merged with the route's (they arrive as `target.options`, snake_case keys as in the
 // YAML). An operator fixes a vendor change or a self-hosted server's limits in the catalog, not
 // in code: e.g. `drop_params: [temperature, top_p]` on a route to an o-series model, which rejects
 // sampling parameters, or `stream_usage: false` for an old server that rejects `stream_options`.
-import { UpstreamError } from '../types.js';
 
 export interface OpenAIQuirks {
   /** the body field carrying the output cap (`max_tokens_field`) */
@@ -94,7 +94,7 @@ function pick<T>(
   if (v === undefined || v === null) return undefined;
   // A wrong catalog value is the operator's mistake: say so. Retryable, so another provider may still serve.
   if (!ok(v))
-    throw new UpstreamError(`catalog option "${key}" of provider ${providerId} must be ${what}`, 500, true, {
+    throw upstreamError(`catalog option "${key}" of provider ${providerId} must be ${what}`, 500, true, {
       code: 'provider_misconfigured',
       providerId,
     });

@@ -1,13 +1,7 @@
 // Internal request -> OpenAI wire body (POST /chat/completions, or POST /completions for a raw
 // prompt), shaped by the vendor's quirks. Everything optional is left out when unset, so a
 // vendor's own defaults apply.
-import type {
-  ContentPart,
-  InferenceRequest,
-  Message,
-  ReasoningEffort,
-  ReasoningOptions,
-} from '../../inference/types.js';
+import type { ContentPart, InferenceRequest, Message, ReasoningEffort, ReasoningOptions } from '../../core/types.js';
 import type { ProviderTarget } from '../types.js';
 import type { OpenAIQuirks } from './quirks.js';
 

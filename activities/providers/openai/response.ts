@@ -3,15 +3,8 @@
 // usage arrives, finish reasons such as "eos"), and every difference is absorbed here.
 /* eslint-disable @typescript-eslint/no-explicit-any -- wire JSON, checked field by field */
 import { randomBytes } from 'node:crypto';
-import type {
-  FinishReason,
-  InferenceResult,
-  StreamEvent,
-  TokenLogprob,
-  ToolCall,
-  Usage,
-} from '../../inference/types.js';
-import { UpstreamError, isRetryableStatus } from '../types.js';
+import type { FinishReason, InferenceResult, StreamEvent, TokenLogprob, ToolCall, Usage } from '../../core/types.js';
+import { RequestError, upstreamError, isRetryableStatus } from '../../core/errors.js';
 
 const finishReasons: Record<string, FinishReason> = {
   stop: 'stop',
@@ -121,22 +114,22 @@ const statusByType: Record<string, number> = {
  * An error reported inside a 200 answer: an SSE `data: {"error":{...}}` frame (OpenAI, OpenRouter),
  * vLLM's `{"object":"error","message","code"}`, or a body with `error` instead of `choices`.
  */
-export function bodyError(providerId: string, json: any): UpstreamError | undefined {
+export function bodyError(providerId: string, json: any): RequestError | undefined {
   const e = json?.error ?? (json?.object === 'error' ? json : undefined);
   if (e === undefined || e === null) return undefined;
   const err = typeof e === 'object' ? e : { message: String(e) };
   const code = Number(err.code);
   const status = code >= 400 && code < 600 ? code : (statusByType[err.type] ?? statusByType[err.code] ?? 502);
   const message = typeof err.message === 'string' && err.message ? err.message : 'unknown error';
-  return new UpstreamError(`${providerId} failed: ${message}`, status, isRetryableStatus(status), {
+  return upstreamError(`${providerId} failed: ${message}`, status, isRetryableStatus(status), {
     code: 'upstream_error',
     providerId,
     upstreamBody: JSON.stringify(json).slice(0, 2000),
   });
 }
 
-function badResponse(providerId: string, json: unknown, what: string): UpstreamError {
-  return new UpstreamError(`${providerId} sent ${what}`, 502, true, {
+function badResponse(providerId: string, json: unknown, what: string): RequestError {
+  return upstreamError(`${providerId} sent ${what}`, 502, true, {
     code: 'upstream_bad_response',
     providerId,
     upstreamBody: JSON.stringify(json).slice(0, 2000),

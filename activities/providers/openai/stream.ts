@@ -1,20 +1,20 @@
 // Reading an OpenAI-protocol event stream: `data:` chunks until `[DONE]`, decoded into events,
 // with read failures mapped (the caller aborting, a deadline, a cut). Used by the translated
 // stream and by the pass-through, which also relays each chunk as it came (`relay`).
-import type { StreamEvent } from '../../inference/types.js';
+import type { StreamEvent } from '../../core/types.js';
 import { discard, drainForReuse, readJson, transportError, type UpstreamResponse } from '../http.js';
 import { sseBatches } from '../sse.js';
-import { UpstreamError } from '../types.js';
 import { StreamDecoder, bodyError, fromChatResponse, fromCompletionResponse, resultEvents } from './response.js';
+import { RequestError, upstreamError } from '../../core/errors.js';
 
 /**
  * http.ts maps a plain abort to 499, but a deadline (`AbortSignal.timeout`, the natural per-attempt
  * limit) aborts with a TimeoutError, which it would call a failure to connect. It is a timeout:
  * retryable 504, so the router falls back.
  */
-export function deadlineOr(providerId: string, err: unknown, signal: AbortSignal): UpstreamError {
+export function deadlineOr(providerId: string, err: unknown, signal: AbortSignal): RequestError {
   if (signal.aborted && (signal.reason as Error | undefined)?.name === 'TimeoutError') {
-    return new UpstreamError(`${providerId} did not answer in time`, 504, true, {
+    return upstreamError(`${providerId} did not answer in time`, 504, true, {
       code: 'upstream_timeout',
       providerId,
     });
@@ -23,15 +23,15 @@ export function deadlineOr(providerId: string, err: unknown, signal: AbortSignal
 }
 
 /** A failure while reading a stream that had started: the caller aborting, or the upstream stopping midway. */
-function readError(providerId: string, err: unknown, signal: AbortSignal): UpstreamError {
-  if (err instanceof UpstreamError) return err;
+function readError(providerId: string, err: unknown, signal: AbortSignal): RequestError {
+  if (err instanceof RequestError) return err;
   const mapped = deadlineOr(providerId, err, signal);
-  if (signal.aborted || mapped.opts.code === 'upstream_timeout') return mapped;
+  if (signal.aborted || mapped.code === 'upstream_timeout') return mapped;
   return streamCut(providerId, (err as Error).message);
 }
 
 const streamCut = (providerId: string, why: string) =>
-  new UpstreamError(`${providerId} stream was cut: ${why}`, 502, true, { code: 'upstream_stream_cut', providerId });
+  upstreamError(`${providerId} stream was cut: ${why}`, 502, true, { code: 'upstream_stream_cut', providerId });
 
 const CONTENT = new Set<StreamEvent['type']>(['text', 'reasoning', 'tool_call']);
 
@@ -82,7 +82,7 @@ export async function* readStream(
         try {
           chunk = JSON.parse(frame.data);
         } catch {
-          throw new UpstreamError(`${providerId} sent a stream event that is not JSON`, 502, true, {
+          throw upstreamError(`${providerId} sent a stream event that is not JSON`, 502, true, {
             code: 'upstream_bad_response',
             providerId,
             upstreamBody: frame.data.slice(0, 2000),
