@@ -18,8 +18,8 @@ import { costOfUsage } from '../activities/billing/pricing.js';
 import { createKey } from '../activities/accounts/keys.js';
 import { assertBooksBalance, settledBalances } from './support/books.js';
 import { config } from '../activities/config.js';
-import { openaiAdapter } from '../activities/providers/openai/index.js';
-import { anthropicAdapter } from '../activities/providers/anthropic/index.js';
+import { openaiChat } from '../activities/providers/openai/index.js';
+import { anthropicChat } from '../activities/providers/anthropic/index.js';
 import { MessageStreamer, toMessage } from '../activities/surfaces/messagesResponse.js';
 import type { InferenceRequest, StreamEvent } from '../activities/core/types.js';
 import { useProviderEnv } from './support/providerEnv.js';
@@ -587,7 +587,7 @@ describe('pass-through and translation fidelity', function () {
         reasoning: { enabled: true, budgetTokens: 1024 },
         messages: [{ role: 'user', content: [{ type: 'text', text: 'Weather in Paris today' }] }],
       };
-      const r = await anthropicAdapter.complete(req, target, AbortSignal.timeout(5000));
+      const r = await anthropicChat.complete(req, target, AbortSignal.timeout(5000));
       assert.equal(r.stopSequence, 'Paris');
       const block = r.thinkingBlocks![0] as { text: string; signature: string };
       assert.equal(block.signature, Buffer.from(`sig:${block.text}`).toString('base64'));
@@ -601,7 +601,7 @@ describe('pass-through and translation fidelity', function () {
       assert.equal(shown.stop_reason, 'stop_sequence');
 
       const events: StreamEvent[] = [];
-      for await (const e of anthropicAdapter.stream(req, target, AbortSignal.timeout(5000))) events.push(e);
+      for await (const e of anthropicChat.stream(req, target, AbortSignal.timeout(5000))) events.push(e);
       const sig = events.find((e) => e.type === 'reasoning_signature') as { signature: string };
       assert.equal(sig.signature, block.signature);
       assert.equal((events.find((e) => e.type === 'finish') as any).stopSequence, 'Paris');
@@ -625,7 +625,7 @@ describe('pass-through and translation fidelity', function () {
         sampling: { vendor },
       };
       const send = (providerId: string) =>
-        openaiAdapter.complete(
+        openaiChat.complete(
           req,
           { providerId, baseUrl: openrouter.url, apiKey: openrouter.apiKey, options: {} },
           AbortSignal.timeout(5000),

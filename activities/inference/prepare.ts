@@ -57,18 +57,6 @@ export interface PrepareInput {
 }
 
 export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
-  // A `subscription_only` key may spend only what a subscription covers. This gateway has no
-  // subscriptions yet, so such a key cannot make paid requests: refuse before anything is held.
-  if (p.caller.billingMode === 'subscription_only') {
-    const why = p.forcePaygo
-      ? 'the request asks for pay-as-you-go billing, which this key may not use'
-      : 'no subscription covers this request';
-    throw new RequestError(
-      402,
-      'subscription_required',
-      `This API key is limited to subscription billing, and ${why}. Use a pay-as-you-go key.`,
-    );
-  }
   const routes = planRoute(catalog(), p.model, p.caller, p.prefs, p.needs);
   const promptTokens = estimatePromptTokens(p.request);
   const likely = likelyFromEstimate(promptTokens);
@@ -107,6 +95,7 @@ export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
     holdTtlSeconds: p.holdTtlSeconds,
     passHeaders: p.passHeaders,
     native: p.native,
+    forcePaygo: p.forcePaygo,
   });
   await call.reserve();
   return call;

@@ -11,12 +11,14 @@
 // policy (workflows/speechJob.ts); when it gives up, closeSpeechJob releases and records the
 // error. Retries never charge twice: the charge settles the one reservation, and a settled hold
 // stays settled (ledger.settle is idempotent per hold).
+import { randomBytes } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { db } from '../db.js';
 import { catalog } from '../catalog/catalog.js';
-import { release } from '../ledger/ledger.js';
 import type { Caller } from '../accounts/keys.js';
-import { recordRequest } from '../inference/records.js';
+import { startJob } from '../jobs/startJob.js';
+import { MeteredCall } from '../metering/meteredCall.js';
+import { speechJob } from '../../workflows/speechJob.js';
 import { SpeechCall, speechBillFields, type SpeechPlan } from '../surfaces/speech.js';
 import { storeHostedFile } from './hostedFiles.js';
 import { RequestError } from '../core/errors.js';
@@ -56,8 +58,41 @@ export interface SpeechJobView {
   result: SpeechJobResult | null;
 }
 
+/**
+ * Reserve the job's worst case (held past any run of its workflow) and start it: the job
+ * pattern (activities/jobs/startJob.ts) stores the row, starts `speechJob` (workflow id = the
+ * job id) and undoes both if the engine does not take it.
+ */
+export async function startSpeechJob(
+  caller: Caller,
+  plan: SpeechPlan,
+  explicitProvider: string | undefined,
+): Promise<{ runId: string; model: string; status: 'pending' }> {
+  const runId = `tts_${randomBytes(12).toString('hex')}`;
+  const call = new SpeechCall(caller, runId, plan, explicitProvider, { holdTtlSeconds: SPEECH_JOB_HOLD_SECONDS });
+  const hold = await call.reserve();
+  await startJob({
+    id: runId,
+    accountId: caller.accountId,
+    workflow: speechJob,
+    args: [runId],
+    reservation: call,
+    store: () => storeSpeechJob(runId, caller, call, hold),
+    forget: () =>
+      db()
+        .prisma.mediaJob.deleteMany({ where: { id: runId, status: 'pending' } })
+        .then(() => undefined),
+    unavailable: {
+      code: 'job_unavailable',
+      message:
+        'Asynchronous speech is unavailable right now (the workflow engine did not accept the job). Nothing was charged; retry later, or send a shorter text.',
+    },
+  });
+  return { runId, model: plan.model.id, status: 'pending' };
+}
+
 /** Stores a reserved call as a pending job. */
-export async function createSpeechJob(
+async function storeSpeechJob(
   jobId: string,
   caller: Caller,
   call: SpeechCall,
@@ -104,11 +139,6 @@ export async function loadSpeechJob(id: string): Promise<SpeechJobView | undefin
   };
 }
 
-/** The workflow engine would not take the job: nothing was charged, nothing stays behind. */
-export async function abandonSpeechJob(jobId: string): Promise<void> {
-  await db().prisma.mediaJob.deleteMany({ where: { id: jobId, status: 'pending' } });
-}
-
 async function markError(jobId: string, message: string): Promise<void> {
   await db().prisma.mediaJob.updateMany({
     where: { id: jobId, status: 'pending' },
@@ -128,7 +158,7 @@ export async function runSpeechJob(jobId: string): Promise<string> {
   };
   const model = catalog().model(job.modelId);
   if (!model) {
-    if (row.holdId) await release(row.holdId);
+    await adopted(row, job).fail('model_not_available');
     await markError(jobId, `Model '${job.modelId}' is no longer in the catalog. Nothing was charged.`);
     return 'error';
   }
@@ -191,23 +221,20 @@ export async function runSpeechJob(jobId: string): Promise<string> {
 export async function closeSpeechJob(jobId: string, message: string): Promise<void> {
   const row = await db().prisma.mediaJob.findUnique({ where: { id: jobId } });
   if (!row || row.status !== 'pending') return;
-  if (row.holdId) await release(row.holdId);
-  const job = row.request as unknown as SpeechJobRequest;
-  recordRequest({
-    id: jobId,
-    accountId: row.accountId,
-    apiKeyId: row.apiKeyId,
-    surface: job.plan.kind,
-    model: row.model,
-    providerId: null,
-    status: 'failed',
-    inputTokens: null,
-    outputTokens: null,
-    currency: null,
-    cost: null,
-    holdId: row.holdId,
-    errorCode: 'upstream_error',
-    startedAt: row.createdAt,
-  });
+  await adopted(row, row.request as unknown as SpeechJobRequest).fail('upstream_error');
   await markError(jobId, `${message} Nothing was charged.`);
+}
+
+/** The job's reservation, to release from a worker that is not running the call itself. */
+function adopted(
+  row: { id: string; accountId: string; apiKeyId: string | null; model: string; holdId: string | null },
+  job: SpeechJobRequest,
+): MeteredCall {
+  return MeteredCall.adopted({
+    caller: { accountId: row.accountId, keyId: row.apiKeyId, billingMode: job.caller.billingMode, dailyUsdLimit: null },
+    requestId: row.id,
+    surface: job.plan.kind,
+    modelId: row.model,
+    holdId: row.holdId,
+  });
 }

@@ -1,6 +1,6 @@
 // The one HTTP client every adapter uses: undici with a shared keep-alive pool (upstream
 // connections are reused across requests), and every transport failure mapped to a retryable
-// UpstreamError so the router can fall back.
+// RequestError (retryable) so the metered call can fall back.
 import { Agent, errors, request } from 'undici';
 import type { Dispatcher } from 'undici';
 import { RequestError, upstreamError, isRetryableStatus } from '../core/errors.js';
@@ -134,4 +134,18 @@ export function discard(res: UpstreamResponse): void {
   if (res.body.destroyed) return;
   res.body.on('error', () => {});
   res.body.destroy();
+}
+
+/** An undici body as Buffers, a broken body mapped to a RequestError. */
+export async function* bodyChunks(providerId: string, body: Dispatcher.ResponseData['body']): AsyncIterable<Buffer> {
+  try {
+    for await (const chunk of body) {
+      const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+      if (b.length) yield b;
+    }
+  } catch (err) {
+    throw transportError(providerId, err);
+  } finally {
+    if (!body.destroyed) body.destroy();
+  }
 }

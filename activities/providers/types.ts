@@ -1,6 +1,9 @@
-// The fixed shape of a provider adapter (one folder per upstream protocol under
-// activities/providers/). Routing, billing and streaming never special-case a provider: they
-// only see this interface and UpstreamError.
+// The fixed shape of a provider (one folder per upstream protocol under activities/providers/,
+// one entry per protocol in registry.ts). A provider declares what it can do through typed
+// capabilities (chat, speech, video; later images, embeddings, search, moderation, attestation).
+// Routing, billing and streaming never special-case a vendor: they only see these interfaces and
+// RequestError (made by `upstreamError` for an upstream's failures, core/errors.ts).
+import type { RequestError } from '../core/errors.js';
 import type { InferenceRequest, InferenceResult, NativeFormat, NativeRequest, StreamEvent } from '../core/types.js';
 
 /** Everything an adapter needs to reach one route of one provider. */
@@ -15,9 +18,19 @@ export interface ProviderTarget {
   headers?: Record<string, string>;
 }
 
-export interface ProviderAdapter {
-  /** the `protocol` value in the catalog this adapter serves */
+/** One upstream protocol and what it can do. */
+export interface Provider {
+  /** the `protocol` value in the catalog this provider serves */
   readonly protocol: string;
+  readonly chat?: ChatAdapter;
+  readonly speech?: SpeechAdapter;
+  readonly video?: VideoAdapter;
+}
+
+export type Capability = 'chat' | 'speech' | 'video';
+
+/** Text generation: the one internal request in, a result or a stream of events out. */
+export interface ChatAdapter {
   complete(req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): Promise<InferenceResult>;
   /**
    * Streams events. The upstream call is made on the first `next()`, and any failure to get a
@@ -54,4 +67,124 @@ export interface NativePassThrough {
     target: ProviderTarget,
     signal: AbortSignal,
   ): AsyncIterable<StreamEvent>;
+}
+
+// --- speech -------------------------------------------------------------------------------
+
+export type SpeechFormat = 'mp3' | 'opus' | 'aac' | 'flac' | 'wav' | 'pcm';
+
+export const FORMAT_CONTENT_TYPES: Record<SpeechFormat, string> = {
+  mp3: 'audio/mpeg',
+  opus: 'audio/ogg',
+  aac: 'audio/aac',
+  flac: 'audio/flac',
+  wav: 'audio/wav',
+  pcm: 'audio/pcm',
+};
+
+export interface VoiceSettings {
+  stability?: number;
+  similarity_boost?: number;
+  style?: number;
+}
+
+export interface SpeechRequest {
+  /** the upstream model name */
+  model: string;
+  input: string;
+  /** the upstream's voice (already mapped from our voice name) */
+  voice: string;
+  format: SpeechFormat;
+  speed?: number;
+  instructions?: string;
+  /** 'music': `input` is a music prompt, `voice` is unused, `durationSeconds` is the length asked for */
+  kind?: 'speech' | 'music';
+  durationSeconds?: number;
+  /** ElevenLabs-style voice controls (0..1 each), for models that have them */
+  voiceSettings?: VoiceSettings;
+}
+
+export interface SpeechAudio {
+  contentType: string;
+  /**
+   * The audio bytes. The upstream call has been answered successfully when synthesize()
+   * resolves; a failure while reading (a cut stream) is thrown from the iterator.
+   */
+  audio: AsyncIterable<Buffer>;
+}
+
+/** Text to speech (and music): text in, audio bytes out. Failures are RequestErrors, as for chat. */
+export interface SpeechAdapter {
+  synthesize(req: SpeechRequest, target: ProviderTarget, signal: AbortSignal): Promise<SpeechAudio>;
+}
+
+// --- video --------------------------------------------------------------------------------
+
+/** A video job as every video protocol gets it; the adapter maps it to its own field names. */
+export interface VideoInput {
+  prompt: string | null;
+  /** seconds of each output video */
+  durationSeconds: number;
+  aspectRatio?: string;
+  resolution?: string;
+  seed?: number;
+  /** optional parameters the model's catalog entry lists, by their spec names */
+  params: Record<string, unknown>;
+  /** media inputs, each an http(s) URL or a data URL */
+  media: { image?: string; audio?: string; video?: string };
+  /** continue one variant of an earlier job of the same provider (Midjourney-style) */
+  extend?: { providerRequestId: string; index: number };
+}
+
+/** The spec's normalized video states, as a provider reports them. */
+export type VideoState = 'queued' | 'processing' | 'completed' | 'failed' | 'cancelled' | 'unknown';
+
+export interface VideoStatusReply {
+  state: VideoState;
+  /** the provider's own label (IN_QUEUE, IN_PROGRESS, …), shown by the legacy status route */
+  label: string;
+  queuePosition: number | null;
+  /** the runner's log lines, newest last */
+  logs: string[];
+  /** a failure the provider reports on its status */
+  error: string | null;
+  errorType: string | null;
+}
+
+/** A refusal or failure of the job itself (not of our call): recorded on the job, never retried. */
+export interface VideoJobFailure {
+  message: string;
+  type: string | null;
+  nsfw: boolean;
+}
+
+export interface OutputVideo {
+  url: string;
+  contentType?: string;
+  /** seconds, when the provider says */
+  duration?: number;
+}
+
+export type VideoResult =
+  | { ok: true; videos: OutputVideo[]; details?: Record<string, unknown> }
+  | { ok: false; failure: VideoJobFailure };
+
+/**
+ * A queue-style video protocol: submit a job, ask its status, fetch its result, cancel it.
+ * Transport trouble and our own credentials' refusal throw RequestErrors (retryable or not); the
+ * job's own refusal (content policy, bad input the provider checks) is `jobFailure` data.
+ */
+export interface VideoAdapter {
+  /** returns the provider's request id; a 4xx refusal of the job throws (see `jobFailure`) */
+  submit(target: ProviderTarget, model: string, input: VideoInput, signal: AbortSignal): Promise<string>;
+  status(target: ProviderTarget, model: string, requestId: string, signal: AbortSignal): Promise<VideoStatusReply>;
+  result(target: ProviderTarget, model: string, requestId: string, signal: AbortSignal): Promise<VideoResult>;
+  cancel(
+    target: ProviderTarget,
+    model: string,
+    requestId: string,
+    signal: AbortSignal,
+  ): Promise<'requested' | 'already_completed' | 'not_found'>;
+  /** how a refusal of `submit` reads as the job's own failure (NSFW or not) */
+  jobFailure(err: RequestError): VideoJobFailure;
 }

@@ -7,19 +7,22 @@
 // Billing units: category `speech` bills input characters, category `music` the seconds of music
 // asked for (ElevenLabs meters music by length). The route price `input` is USD per
 // `billing_per` units (model option; default 1M characters for speech, 1 second for music), e.g.
-// `billing_per: 60` on a music model = the route price is USD per minute, charged by the second. Streaming is billed once the first audio chunk has arrived; a provider that fails
-// before any audio costs nothing.
+// `billing_per: 60` on a music model = the route price is USD per minute, charged by the second.
+// Streaming is billed once the first audio chunk has arrived; a provider that fails before any
+// audio costs nothing.
+import type { Caller } from '../accounts/keys.js';
 import type { ModelInfo, Route } from '../catalog/catalog.js';
 import { catalog } from '../catalog/catalog.js';
-import type { Caller } from '../accounts/keys.js';
-import { planRoute } from '../routing/planRoute.js';
-import { InsufficientFunds, release, reserve, settle, type Hold, type Settlement } from '../ledger/ledger.js';
-import { ceilDiv, formatAmount, toDisplayNumber } from '../core/money.js';
-import { targetFor } from '../inference/execute.js';
-import { recordRequest } from '../inference/records.js';
+import { RequestError, upstreamError } from '../core/errors.js';
+import { type Currency, ceilDiv } from '../core/money.js';
 import { resolveModel } from '../inference/prepare.js';
-import { speechAdapterFor, type SpeechFormat, type SpeechRequest, type VoiceSettings } from '../providers/speech.js';
-import { RequestError, UPSTREAM_ERROR, upstreamError } from '../core/errors.js';
+import { type Bill, billOf, MeteredCall } from '../metering/meteredCall.js';
+import { capability, targetFor } from '../providers/registry.js';
+import type { SpeechFormat, SpeechRequest, VoiceSettings } from '../providers/types.js';
+import { planRoute } from '../routing/planRoute.js';
+
+/** Speech needs nothing of a route beyond serving the model. */
+const NO_NEEDS = { tools: false, images: false, structuredOutput: false, caching: false };
 
 export interface SpeechBody {
   model: string;
@@ -189,18 +192,12 @@ function upstreamVoice(route: Route, voice: string): string {
   return hit ? map[hit] : voice;
 }
 
-export interface SpeechBill {
-  /** charged, in the paying currency */
-  amount: number;
-  currency: 'USD' | 'XNO';
-  /** the cost in USD */
-  cost: number;
-  paymentSource: 'USD' | 'XNO';
+export interface SpeechBill extends Omit<Bill, 'remainingBalance'> {
+  /** what is left to spend afterwards, in the paying currency (unknown when nothing was reserved) */
+  remainingBalance?: number;
   characters: number;
   /** music: the seconds billed */
   seconds?: number;
-  /** what is left to spend afterwards, in the paying currency (unknown when nothing was reserved) */
-  remainingBalance?: number;
   /** exact amounts, for the job record */
   chargedUnits: bigint;
   costUnits: bigint;
@@ -233,107 +230,70 @@ export interface OpenedSpeech {
   rest: AsyncIterator<Buffer>;
 }
 
-function callerStatus(upstream: number): number {
-  if (upstream === 499 || upstream === 429) return upstream;
-  if (upstream === 408 || upstream === 504) return 504;
-  if (upstream === 400 || upstream === 404 || upstream === 413 || upstream === 422) return 400;
-  return 502;
-}
-
+/**
+ * Text to speech (or music) as a metered call: the price of the billed units on the dearest
+ * route is reserved, an attempt is the first audio chunk (a provider that fails before any audio
+ * falls back and costs nothing), the cost is the units at the answering route's price. The same
+ * call runs in the API (synchronous answers) and in a worker (jobs, which adopt the API's hold).
+ */
 export class SpeechCall {
-  private holdId?: string;
-  private route?: Route;
+  readonly metered: MeteredCall;
   readonly routes: Route[];
-  private readonly started = Date.now();
 
   /**
    * `routes`: a provider name (the X-Provider header) to plan with, or, for a job resumed in a
    * worker, the ids of the routes the API planned (in order).
    */
   constructor(
-    private readonly caller: Caller,
-    private readonly requestId: string,
+    caller: Caller,
+    requestId: string,
     readonly plan: SpeechPlan,
     routes?: string | { routeIds: string[] },
+    opts: { holdTtlSeconds?: number } = {},
   ) {
-    if (caller.billingMode === 'subscription_only') {
-      throw new RequestError(
-        402,
-        'subscription_required',
-        'This API key is limited to subscription billing, and no subscription covers this request. Use a pay-as-you-go key.',
-      );
-    }
     if (typeof routes === 'object') {
       const ids = routes.routeIds;
       this.routes = plan.model.routes
         .filter((r) => ids.includes(r.id))
         .sort((a, b) => ids.indexOf(a.id) - ids.indexOf(b.id));
     } else {
-      this.routes = planRoute(catalog(), plan.model, caller, routes ? { explicit: routes } : {}, {
-        tools: false,
-        images: false,
-        structuredOutput: false,
-        caching: false,
-      });
+      this.routes = planRoute(catalog(), plan.model, caller, routes ? { explicit: routes } : {}, NO_NEEDS);
     }
+    this.metered = new MeteredCall({
+      caller,
+      requestId,
+      surface: plan.kind,
+      modelId: plan.model.id,
+      routes: this.routes,
+      holdTtlSeconds: opts.holdTtlSeconds,
+      worstCase: (route) => this.costOn(route),
+      shortfall: (required, available) =>
+        `this request costs $${required} and $${available} is available. Add funds, or send shorter input.`,
+    });
   }
 
   costOn(route: Route): bigint {
     return ceilDiv(BigInt(this.plan.units) * route.price.input, billingUnit(this.plan.model).per);
   }
 
+  /** Hold the price of the input on the dearest route it may end up on. */
+  reserve(): Promise<{ currency: Currency; amount: bigint; available: bigint } | undefined> {
+    return this.metered.reserve();
+  }
+
   /** the reservation (if anything was reserved) */
   get reservation(): string | undefined {
-    return this.holdId;
+    return this.metered.reservation;
   }
 
   /** A worker resuming a job takes over the reservation the API made. */
-  adoptReservation(holdId: string | undefined): void {
-    this.holdId = holdId;
+  adoptReservation(holdId: string | undefined | null): void {
+    this.metered.adoptReservation(holdId);
   }
 
-  /** the dearest price this request may end up costing, in nano-USD */
-  worstCost(): bigint {
-    return this.routes.reduce((m, r) => (this.costOn(r) > m ? this.costOn(r) : m), 0n);
-  }
-
-  /** Hold the price of the input on the dearest route it may end up on (`ttlSeconds`: for jobs that outlive a request). */
-  async reserve(opts: { ttlSeconds?: number } = {}): Promise<Hold | undefined> {
-    const worst = this.worstCost();
-    if (worst === 0n) return undefined;
-    try {
-      const hold = await reserve({
-        accountId: this.caller.accountId,
-        usd: worst,
-        idempotencyKey: `hold:${this.requestId}`,
-        requestId: this.requestId,
-        apiKeyId: this.caller.keyId,
-        ttlSeconds: opts.ttlSeconds,
-      });
-      this.holdId = hold.id;
-      return hold;
-    } catch (err) {
-      if (err instanceof InsufficientFunds) {
-        throw new RequestError(
-          402,
-          'insufficient_balance',
-          `Insufficient balance: this request costs $${formatAmount(err.requiredUsd, 'USD')} and $${formatAmount(err.availableUsd, 'USD')} is available. Add funds, or send shorter input.`,
-          {
-            details: {
-              requiredBalance: toDisplayNumber(err.requiredUsd, 'USD'),
-              availableBalance: toDisplayNumber(err.availableUsd, 'USD'),
-            },
-          },
-        );
-      }
-      throw err;
-    }
-  }
-
-  /** Calls the routes in order until one delivers its first audio chunk. Throws RequestError when none does. */
+  /** Calls the routes in order until one delivers its first audio chunk. Throws a RequestError when none does. */
   async open(signal: AbortSignal): Promise<OpenedSpeech> {
-    const failures: RequestError[] = [];
-    for (const route of this.routes) {
+    const { value } = await this.metered.attempt(signal, async (route) => {
       const req: SpeechRequest = {
         model: route.upstreamModel,
         input: this.plan.input,
@@ -345,62 +305,25 @@ export class SpeechCall {
         durationSeconds: this.plan.durationSeconds,
         voiceSettings: this.plan.voiceSettings,
       };
-      try {
-        const out = await speechAdapterFor(route).synthesize(req, targetFor(route), signal);
-        const rest = out.audio[Symbol.asyncIterator]();
-        const first = await rest.next();
-        if (first.done)
-          throw upstreamError(`${route.provider.id} returned no audio`, 502, true, {
-            code: 'empty_response',
-            providerId: route.provider.id,
-          });
-        this.route = route;
-        return { route, contentType: out.contentType, format: this.plan.format, first: first.value, rest };
-      } catch (err) {
-        const e =
-          err instanceof RequestError
-            ? err
-            : upstreamError(`${route.provider.id} failed unexpectedly`, 502, false, {
-                code: 'provider_error',
-                providerId: route.provider.id,
-              });
-        if (!(err instanceof RequestError))
-          console.error(`[speech] adapter for ${route.provider.id} failed unexpectedly:`, err);
-        failures.push(e);
-        if (!e.retryable || signal.aborted) break;
+      const out = await capability(route, 'speech').synthesize(req, targetFor(route), signal);
+      const rest = out.audio[Symbol.asyncIterator]();
+      const first = await rest.next();
+      if (first.done) {
+        throw upstreamError(`${route.provider.id} returned no audio`, 502, true, {
+          code: 'empty_response',
+          providerId: route.provider.id,
+        });
       }
-    }
-    const last = failures[failures.length - 1];
-    if (!last)
-      throw new RequestError(
-        503,
-        'model_not_available',
-        `Model '${this.plan.model.id}' has no configured provider here.`,
-        { retryable: false },
-      );
-    const retryable = failures.every((f) => f.retryable);
-    if (failures.length === 1) {
-      const status = last.status === 400 && last.code === 'unsupported_format' ? 400 : callerStatus(last.status);
-      const code =
-        (last.code !== UPSTREAM_ERROR ? last.code : undefined) ??
-        (status === 400 ? 'upstream_rejected_request' : status === 429 ? 'rate_limit_exceeded' : 'upstream_error');
-      throw new RequestError(status, code, last.message, {
-        retryable: retryable,
-        retryAfterSeconds: last.opts.retryAfterSeconds,
-      });
-    }
-    throw new RequestError(
-      502,
-      'all_fallbacks_failed',
-      `Every provider failed: ${failures.map((f) => f.message).join('; ')}`,
-      { retryable: retryable },
-    );
+      return { route, contentType: out.contentType, format: this.plan.format, first: first.value, rest };
+    });
+    return value;
   }
 
   /**
    * The whole audio in one buffer (non-streaming answers, hosted files, jobs). Throws a
-   * SpeechFailure when no route answered or the audio broke off; nothing has been charged then,
-   * and the caller decides whether to fail() the call (release) or let a retry have it.
+   * RequestError when no route answered or the audio broke off (`retryable`: a later attempt may
+   * succeed); nothing has been charged then, and the caller decides whether to fail() the call
+   * (release) or let a retry have it.
    */
   async collect(signal: AbortSignal): Promise<CollectedSpeech> {
     const opened = await this.open(signal);
@@ -421,77 +344,26 @@ export class SpeechCall {
 
   /** Charge the billed units on the route that answered. Idempotent per reservation (a retried job settles once). */
   async settle(): Promise<SpeechBill> {
-    const route = this.route!;
-    const cost = this.costOn(route);
-    let s: Settlement | undefined;
-    if (this.holdId)
-      s = await settle({
-        holdId: this.holdId,
-        usd: cost,
-        reason: `${this.plan.kind} ${this.plan.model.id} via ${route.provider.id}`,
-      });
-    const currency = s?.currency ?? 'USD';
-    const charged = s?.charged ?? 0n;
-    recordRequest({
-      id: this.requestId,
-      accountId: this.caller.accountId,
-      apiKeyId: this.caller.keyId,
-      surface: this.plan.kind,
-      model: this.plan.model.id,
-      providerId: route.provider.id,
-      status: 'completed',
-      inputTokens: this.plan.chars,
-      outputTokens: 0,
-      currency,
-      cost: charged,
-      holdId: this.holdId ?? null,
-      errorCode: null,
-      startedAt: new Date(this.started),
-    });
+    const cost = this.costOn(this.metered.route!);
+    const charge = await this.metered.settle(cost, { inputUnits: this.plan.chars, outputUnits: 0 });
+    const { remainingBalance, ...bill } = billOf(charge);
     return {
-      amount: toDisplayNumber(charged, currency),
-      currency,
-      cost: toDisplayNumber(cost, 'USD'),
-      paymentSource: currency,
+      ...bill,
+      ...(charge.available !== undefined ? { remainingBalance } : {}),
       characters: this.plan.chars,
       ...(this.plan.kind === 'music' ? { seconds: this.plan.units } : {}),
-      ...(s ? { remainingBalance: toDisplayNumber(s.available, currency) } : {}),
-      chargedUnits: charged,
+      chargedUnits: charge.charged,
       costUnits: cost,
     };
   }
 
-  /**
-   * `attempt`'s result; if it fails, nothing reached the caller: the reservation is released (with
-   * the failure's code, or `code`) and the error thrown on.
-   */
-  async orRelease<T>(attempt: Promise<T>, code?: string): Promise<T> {
-    try {
-      return await attempt;
-    } catch (err) {
-      await this.fail(code ?? (err as { code?: string }).code ?? 'error');
-      throw err;
-    }
+  /** `work`'s result; if it fails, nothing reached the caller: release and rethrow. */
+  orRelease<T>(work: Promise<T>, code?: string): Promise<T> {
+    return this.metered.orRelease(work, code);
   }
 
   /** No audio reached the caller: give the hold back. */
-  async fail(code: string): Promise<void> {
-    if (this.holdId) await release(this.holdId);
-    recordRequest({
-      id: this.requestId,
-      accountId: this.caller.accountId,
-      apiKeyId: this.caller.keyId,
-      surface: this.plan.kind,
-      model: this.plan.model.id,
-      providerId: this.route?.provider.id ?? null,
-      status: 'failed',
-      inputTokens: null,
-      outputTokens: null,
-      currency: null,
-      cost: null,
-      holdId: this.holdId ?? null,
-      errorCode: code,
-      startedAt: new Date(this.started),
-    });
+  fail(code: string): Promise<void> {
+    return this.metered.fail(code);
   }
 }

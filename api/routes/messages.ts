@@ -27,7 +27,7 @@ import {
   passedThroughMessage,
 } from '../../activities/surfaces/messagesPassthrough.js';
 import { prepareCall, resolveModel } from '../../activities/inference/prepare.js';
-import { targetFor } from '../../activities/inference/execute.js';
+import { targetFor } from '../../activities/providers/registry.js';
 import type { InferenceRequest } from '../../activities/core/types.js';
 import { catalog } from '../../activities/catalog/catalog.js';
 import { planRoute } from '../../activities/routing/planRoute.js';

@@ -33,12 +33,7 @@ import {
   type SpeechBody,
 } from '../../activities/surfaces/speech.js';
 import { signedUrl, storeHostedFile } from '../../activities/media/hostedFiles.js';
-import {
-  abandonSpeechJob,
-  createSpeechJob,
-  loadSpeechJob,
-  SPEECH_JOB_HOLD_SECONDS,
-} from '../../activities/media/speechJob.js';
+import { loadSpeechJob, startSpeechJob } from '../../activities/media/speechJob.js';
 import { RequestError } from '../../activities/core/errors.js';
 
 export const ttsRouter = new Router();
@@ -83,32 +78,6 @@ ttsRouter.post('/api/tts', surface('legacy'), authenticate, validateBody(ttsRequ
   ctx.type = out.contentType;
   ctx.body = out.audio;
 });
-
-async function startSpeechJob(caller: Caller, plan: ReturnType<typeof planSpeech>, explicit: string | undefined) {
-  const runId = `tts_${randomBytes(12).toString('hex')}`;
-  const call = new SpeechCall(caller, runId, plan, explicit);
-  const hold = await call.reserve({ ttlSeconds: SPEECH_JOB_HOLD_SECONDS });
-  try {
-    await createSpeechJob(runId, caller, call, hold);
-    const client = await temporal();
-    await client.workflow.start('speechJob', {
-      workflowId: runId,
-      taskQueue: config.taskQueue,
-      args: [runId],
-      searchAttributes: { SwitchyardAccountId: [caller.accountId] },
-    });
-  } catch (err) {
-    await call.fail('job_unavailable');
-    await abandonSpeechJob(runId).catch(() => undefined);
-    console.error(`[tts] could not start speech job ${runId}:`, err);
-    throw new RequestError(
-      503,
-      'job_unavailable',
-      'Asynchronous speech is unavailable right now (the workflow engine did not accept the job). Nothing was charged; retry later, or send a shorter text.',
-    );
-  }
-  return { runId, model: plan.model.id, status: 'pending' };
-}
 
 ttsRouter.get(
   '/api/tts/status',

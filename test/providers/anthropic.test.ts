@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { InferenceRequest, Message, StreamEvent } from '../../activities/core/types.js';
-import { anthropicAdapter, countTokens } from '../../activities/providers/anthropic/index.js';
+import { anthropicChat, countTokens } from '../../activities/providers/anthropic/index.js';
 import { toMessagesRequest } from '../../activities/providers/anthropic/request.js';
 import { type ProviderTarget } from '../../activities/providers/types.js';
 import { startAnthropicUpstream, type AnthropicUpstream } from '../support/upstreams/anthropic.js';
@@ -64,7 +64,7 @@ describe('anthropic provider adapter', () => {
 
   describe('complete', () => {
     it('sends a plain chat as a Messages request and maps the answer back', async () => {
-      const result = await anthropicAdapter.complete(request({ user: 'user-42' }), target, signal());
+      const result = await anthropicChat.complete(request({ user: 'user-42' }), target, signal());
       const rec = up.last();
       assert.equal(rec.path, '/v1/messages');
       assert.equal(rec.headers['x-api-key'], up.apiKey);
@@ -86,7 +86,7 @@ describe('anthropic provider adapter', () => {
     });
 
     it('moves system turns to the top level and merges consecutive turns of one role', async () => {
-      await anthropicAdapter.complete(
+      await anthropicChat.complete(
         request({
           messages: [
             system('Be brief.'),
@@ -126,7 +126,7 @@ describe('anthropic provider adapter', () => {
       assert.equal(body.top_k, 40);
       assert.deepEqual(body.stop_sequences, ['END']);
 
-      await anthropicAdapter.complete(request({ messages: [system('Only one.'), user('hi')] }), target, signal());
+      await anthropicChat.complete(request({ messages: [system('Only one.'), user('hi')] }), target, signal());
       assert.equal(up.last().body.system, 'Only one.');
 
       // a raw prompt (legacy completions) becomes the user turn
@@ -139,7 +139,7 @@ describe('anthropic provider adapter', () => {
       const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]).toString('base64');
       const jpeg = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 0x10]).toString('base64');
       const pdf = Buffer.from('%PDF-1.4 test').toString('base64');
-      await anthropicAdapter.complete(
+      await anthropicChat.complete(
         request({
           messages: [
             {
@@ -188,7 +188,7 @@ describe('anthropic provider adapter', () => {
           { id: 'toolu_b', name: 'get_time', input: {} },
         ],
       });
-      const result = await anthropicAdapter.complete(
+      const result = await anthropicChat.complete(
         request({
           messages: [
             user('Weather in Paris and Rome?'),
@@ -268,7 +268,7 @@ describe('anthropic provider adapter', () => {
       ];
       for (const [stopReason, expected] of cases) {
         up.script({ text: 'x', stopReason });
-        const r = await anthropicAdapter.complete(request(), target, signal());
+        const r = await anthropicChat.complete(request(), target, signal());
         assert.equal(r.finishReason, expected, stopReason);
       }
     });
@@ -279,7 +279,7 @@ describe('anthropic provider adapter', () => {
         properties: { city: { type: 'string' }, population: { type: 'integer' } },
         required: ['city', 'population'],
       };
-      const r = await anthropicAdapter.complete(
+      const r = await anthropicChat.complete(
         request({ responseFormat: { type: 'json_schema', name: 'city_info', schema } }),
         target,
         signal(),
@@ -299,7 +299,7 @@ describe('anthropic provider adapter', () => {
 
       // a root that is not an object is wrapped as {value} for the tool and unwrapped on return
       const list = { type: 'array', items: { type: 'string' } };
-      const r2 = await anthropicAdapter.complete(
+      const r2 = await anthropicChat.complete(
         request({ responseFormat: { type: 'json_schema', name: 'names', schema: list } }),
         target,
         signal(),
@@ -313,11 +313,7 @@ describe('anthropic provider adapter', () => {
 
       // json_object: an open object schema
       up.script({ toolCalls: [{ name: 'json_response', input: { anything: [1, 2] } }] });
-      const r3 = await anthropicAdapter.complete(
-        request({ responseFormat: { type: 'json_object' } }),
-        target,
-        signal(),
-      );
+      const r3 = await anthropicChat.complete(request({ responseFormat: { type: 'json_object' } }), target, signal());
       assert.deepEqual(up.last().body.tools[0].input_schema, { type: 'object', additionalProperties: true });
       assert.equal(r3.content, '{"anything":[1,2]}');
       assert.equal(r3.finishReason, 'stop');
@@ -325,7 +321,7 @@ describe('anthropic provider adapter', () => {
 
     it("keeps the caller's tools callable next to the JSON tool", async () => {
       up.script({ toolCalls: [{ id: 'toolu_x', name: 'lookup', input: { q: 'a' } }] });
-      const r = await anthropicAdapter.complete(
+      const r = await anthropicChat.complete(
         request({ tools: [{ name: 'lookup' }], toolChoice: 'auto', responseFormat: { type: 'json_object' } }),
         target,
         signal(),
@@ -341,7 +337,7 @@ describe('anthropic provider adapter', () => {
     });
 
     it("turns reasoning options into thinking, within Anthropic's rules, and returns the thinking", async () => {
-      const r = await anthropicAdapter.complete(
+      const r = await anthropicChat.complete(
         request({
           maxTokens: 4000,
           reasoning: { effort: 'high' },
@@ -391,7 +387,7 @@ describe('anthropic provider adapter', () => {
         undefined,
       );
 
-      const hidden = await anthropicAdapter.complete(
+      const hidden = await anthropicChat.complete(
         request({ maxTokens: 4000, reasoning: { enabled: true, exclude: true } }),
         target,
         signal(),
@@ -408,7 +404,7 @@ describe('anthropic provider adapter', () => {
         output_tokens: 7,
       };
       up.script({ usage });
-      const r = await anthropicAdapter.complete(request(), target, signal());
+      const r = await anthropicChat.complete(request(), target, signal());
       assert.deepEqual(r.usage, {
         promptTokens: 160,
         cachedTokens: 100,
@@ -418,7 +414,7 @@ describe('anthropic provider adapter', () => {
       });
 
       up.script({ usage });
-      const events = await collect(anthropicAdapter.stream(request(), target, signal()));
+      const events = await collect(anthropicChat.stream(request(), target, signal()));
       assert.deepEqual(events.at(-1), {
         type: 'usage',
         usage: { promptTokens: 160, cachedTokens: 100, cacheWriteTokens: 50, completionTokens: 7, reasoningTokens: 0 },
@@ -426,19 +422,19 @@ describe('anthropic provider adapter', () => {
 
       // newer answers break thinking out of output_tokens
       up.script({ usage: { ...usage, output_tokens: 70, output_tokens_details: { thinking_tokens: 60 } } });
-      assert.equal((await anthropicAdapter.complete(request(), target, signal())).usage?.reasoningTokens, 60);
+      assert.equal((await anthropicChat.complete(request(), target, signal())).usage?.reasoningTokens, 60);
 
       // no usage reported (a proxy may strip it): null, and no usage event
       up.script({ usage: null });
-      assert.equal((await anthropicAdapter.complete(request(), target, signal())).usage, null);
+      assert.equal((await anthropicChat.complete(request(), target, signal())).usage, null);
       up.script({ usage: null });
-      const bare = await collect(anthropicAdapter.stream(request(), target, signal()));
+      const bare = await collect(anthropicChat.stream(request(), target, signal()));
       assert.deepEqual(bare.at(-1), { type: 'finish', reason: 'stop' });
       assert.equal(bare.filter((e) => e.type === 'usage').length, 0);
     });
 
     it('a text answer that reaches max_tokens finishes with length', async () => {
-      const r = await anthropicAdapter.complete(
+      const r = await anthropicChat.complete(
         request({ messages: [user('a long question that will not fit')], maxTokens: 3 }),
         target,
         signal(),
@@ -450,7 +446,7 @@ describe('anthropic provider adapter', () => {
 
   describe('stream', () => {
     it('streams text, then finish and usage', async () => {
-      const events = await collect(anthropicAdapter.stream(request(), target, signal()));
+      const events = await collect(anthropicChat.stream(request(), target, signal()));
       assert.equal(up.last().body.stream, true);
       assert.equal(textOf(events), 'Echo: hello there');
       assert.ok(events.filter((e) => e.type === 'text').length > 1, 'arrives in several deltas');
@@ -468,7 +464,7 @@ describe('anthropic provider adapter', () => {
         ],
       });
       const events = await collect(
-        anthropicAdapter.stream(request({ tools: [{ name: 'get_weather' }, { name: 'get_time' }] }), target, signal()),
+        anthropicChat.stream(request({ tools: [{ name: 'get_weather' }, { name: 'get_time' }] }), target, signal()),
       );
       const calls = events.filter((e) => e.type === 'tool_call');
       // indexes count tool calls (0, 1), not content blocks (the text block is block 0)
@@ -497,7 +493,7 @@ describe('anthropic provider adapter', () => {
     it('streams thinking as reasoning before the text (unless excluded)', async () => {
       up.script({ reasoning: 'Step one. Step two.', text: 'Done.' });
       const events = await collect(
-        anthropicAdapter.stream(request({ maxTokens: 4000, reasoning: { enabled: true } }), target, signal()),
+        anthropicChat.stream(request({ maxTokens: 4000, reasoning: { enabled: true } }), target, signal()),
       );
       assert.equal(textOf(events, 'reasoning'), 'Step one. Step two.');
       assert.equal(textOf(events), 'Done.');
@@ -505,7 +501,7 @@ describe('anthropic provider adapter', () => {
 
       up.script({ reasoning: 'secret', text: 'Done.' });
       const hidden = await collect(
-        anthropicAdapter.stream(
+        anthropicChat.stream(
           request({ maxTokens: 4000, reasoning: { enabled: true, exclude: true } }),
           target,
           signal(),
@@ -517,11 +513,7 @@ describe('anthropic provider adapter', () => {
     it('streams a JSON-mode answer as text with finish stop', async () => {
       const schema = { type: 'object', properties: { ok: { type: 'boolean' } } };
       const events = await collect(
-        anthropicAdapter.stream(
-          request({ responseFormat: { type: 'json_schema', name: 'r', schema } }),
-          target,
-          signal(),
-        ),
+        anthropicChat.stream(request({ responseFormat: { type: 'json_schema', name: 'r', schema } }), target, signal()),
       );
       assert.deepEqual(JSON.parse(textOf(events)), { ok: false });
       assert.equal(events.filter((e) => e.type === 'tool_call').length, 0);
@@ -531,7 +523,7 @@ describe('anthropic provider adapter', () => {
       );
 
       const wrapped = await collect(
-        anthropicAdapter.stream(
+        anthropicChat.stream(
           request({
             responseFormat: { type: 'json_schema', name: 'n', schema: { type: 'array', items: { type: 'integer' } } },
           }),
@@ -543,7 +535,7 @@ describe('anthropic provider adapter', () => {
     });
 
     it('reuses the keep-alive connection after a complete stream', async () => {
-      await collect(anthropicAdapter.stream(request(), target, signal()));
+      await collect(anthropicChat.stream(request(), target, signal()));
       await new Promise((r) => setTimeout(r, 50));
       assert.equal(up.last().aborted, false);
       assert.equal(up.last().connectionOpen, true);
@@ -551,7 +543,7 @@ describe('anthropic provider adapter', () => {
 
     it('does not call the upstream before the first next()', async () => {
       const before = up.requests.length;
-      const it = anthropicAdapter.stream(request(), target, signal())[Symbol.asyncIterator]();
+      const it = anthropicChat.stream(request(), target, signal())[Symbol.asyncIterator]();
       await new Promise((r) => setTimeout(r, 30));
       assert.equal(up.requests.length, before);
       await it.next();
@@ -561,7 +553,7 @@ describe('anthropic provider adapter', () => {
 
     it('frees the upstream connection when the caller stops early', async () => {
       up.script({ text: 'many words to stream here one by one' });
-      for await (const e of anthropicAdapter.stream(request(), target, signal())) {
+      for await (const e of anthropicChat.stream(request(), target, signal())) {
         if (e.type === 'text') break;
       }
       await up.last().closed;
@@ -571,17 +563,14 @@ describe('anthropic provider adapter', () => {
 
   describe('errors', () => {
     it("a wrong or missing key is a 401, not retryable, with Anthropic's message", async () => {
+      await rejectsUpstream(anthropicChat.complete(request(), { ...target, apiKey: 'sk-ant-wrong' }, signal()), (e) => {
+        assert.equal(e.status, 401);
+        assert.equal(e.retryable, false);
+        assert.match(e.message, /invalid x-api-key/);
+        assert.equal(JSON.parse(e.opts.upstreamBody ?? '').error.type, 'authentication_error');
+      });
       await rejectsUpstream(
-        anthropicAdapter.complete(request(), { ...target, apiKey: 'sk-ant-wrong' }, signal()),
-        (e) => {
-          assert.equal(e.status, 401);
-          assert.equal(e.retryable, false);
-          assert.match(e.message, /invalid x-api-key/);
-          assert.equal(JSON.parse(e.opts.upstreamBody ?? '').error.type, 'authentication_error');
-        },
-      );
-      await rejectsUpstream(
-        collect(anthropicAdapter.stream(request(), { ...target, apiKey: undefined }, signal())),
+        collect(anthropicChat.stream(request(), { ...target, apiKey: undefined }, signal())),
         (e) => {
           assert.equal(e.status, 401);
           assert.match(e.message, /x-api-key header is required/);
@@ -596,7 +585,7 @@ describe('anthropic provider adapter', () => {
     ] as const) {
       it(`${status} ${type} is retryable and carries Anthropic's message`, async () => {
         up.script({ error: { status, retryAfter: status === 429 ? 7 : undefined } });
-        await rejectsUpstream(anthropicAdapter.complete(request(), target, signal()), (e) => {
+        await rejectsUpstream(anthropicChat.complete(request(), target, signal()), (e) => {
           assert.equal(e.status, status);
           assert.equal(e.retryable, true);
           assert.ok(e.message.includes(message), e.message);
@@ -605,7 +594,7 @@ describe('anthropic provider adapter', () => {
         });
         // streaming: thrown from the first next(), before any event, so the router can fall back
         up.script({ error: { status } });
-        const it = anthropicAdapter.stream(request(), target, signal())[Symbol.asyncIterator]();
+        const it = anthropicChat.stream(request(), target, signal())[Symbol.asyncIterator]();
         await rejectsUpstream(it.next(), (e) => {
           assert.equal(e.status, status);
           assert.equal(e.retryable, true);
@@ -615,7 +604,7 @@ describe('anthropic provider adapter', () => {
 
     it('a 400 from Anthropic is not retryable', async () => {
       await rejectsUpstream(
-        anthropicAdapter.complete(request({ messages: [user('x')], model: '' }), target, signal()),
+        anthropicChat.complete(request({ messages: [user('x')], model: '' }), target, signal()),
         (e) => {
           assert.equal(e.status, 400);
           assert.equal(e.retryable, false);
@@ -627,7 +616,7 @@ describe('anthropic provider adapter', () => {
     it('an overloaded `event: error` after some text is thrown from a later next()', async () => {
       // message_start, block start, ping, 'one ', 'two ': then the error frame
       up.script({ text: 'one two three four', streamError: { afterEvents: 5, type: 'overloaded_error' } });
-      const it = anthropicAdapter.stream(request(), target, signal())[Symbol.asyncIterator]();
+      const it = anthropicChat.stream(request(), target, signal())[Symbol.asyncIterator]();
       const first = await it.next();
       assert.deepEqual(first.value, { type: 'text', text: 'one ' });
       const second = await it.next();
@@ -641,7 +630,7 @@ describe('anthropic provider adapter', () => {
 
     it('an `event: error` before any event is thrown from the first next()', async () => {
       up.script({ streamError: { afterEvents: 1, type: 'api_error', message: 'Internal server error' } });
-      const it = anthropicAdapter.stream(request(), target, signal())[Symbol.asyncIterator]();
+      const it = anthropicChat.stream(request(), target, signal())[Symbol.asyncIterator]();
       await rejectsUpstream(it.next(), (e) => {
         assert.equal(e.status, 500);
         assert.equal(e.retryable, true);
@@ -654,7 +643,7 @@ describe('anthropic provider adapter', () => {
         const events: StreamEvent[] = [];
         await rejectsUpstream(
           (async () => {
-            for await (const e of anthropicAdapter.stream(request(), target, signal())) events.push(e);
+            for await (const e of anthropicChat.stream(request(), target, signal())) events.push(e);
           })(),
           (e) => {
             assert.equal(e.code, 'upstream_stream_cut');
@@ -670,7 +659,7 @@ describe('anthropic provider adapter', () => {
 
     it('a stream cut after message_delta (finish known, no message_stop) is still a cut', async () => {
       up.script({ text: 'hi', cut: { afterEvents: 6 } }); // start, block start, ping, delta, block stop, message_delta
-      await rejectsUpstream(collect(anthropicAdapter.stream(request(), target, signal())), (e) =>
+      await rejectsUpstream(collect(anthropicChat.stream(request(), target, signal())), (e) =>
         assert.equal(e.code, 'upstream_stream_cut'),
       );
     });
@@ -680,7 +669,7 @@ describe('anthropic provider adapter', () => {
       const ac = new AbortController();
       const started = Date.now();
       setTimeout(() => ac.abort(), 50);
-      await rejectsUpstream(anthropicAdapter.complete(request(), target, ac.signal), (e) => {
+      await rejectsUpstream(anthropicChat.complete(request(), target, ac.signal), (e) => {
         assert.equal(e.code, 'aborted');
         assert.equal(e.retryable, false);
       });
@@ -690,7 +679,7 @@ describe('anthropic provider adapter', () => {
 
       up.script({ text: 'a b c', hang: { afterEvents: 4 } }); // start, block start, ping, 'a '
       const ac2 = new AbortController();
-      const it = anthropicAdapter.stream(request(), target, ac2.signal)[Symbol.asyncIterator]();
+      const it = anthropicChat.stream(request(), target, ac2.signal)[Symbol.asyncIterator]();
       assert.deepEqual((await it.next()).value, { type: 'text', text: 'a ' });
       setTimeout(() => ac2.abort(new Error('client went away')), 50); // a custom reason is still an abort
       const t = Date.now();
@@ -702,13 +691,13 @@ describe('anthropic provider adapter', () => {
 
     it('a deadline (AbortSignal.timeout) is a retryable upstream timeout', async () => {
       up.script({ hang: true });
-      await rejectsUpstream(anthropicAdapter.complete(request(), target, AbortSignal.timeout(50)), (e) => {
+      await rejectsUpstream(anthropicChat.complete(request(), target, AbortSignal.timeout(50)), (e) => {
         assert.equal(e.code, 'upstream_timeout');
         assert.equal(e.status, 504);
         assert.equal(e.retryable, true);
       });
       up.script({ text: 'a b c', hang: { afterEvents: 4 } });
-      const it = anthropicAdapter.stream(request(), target, AbortSignal.timeout(300))[Symbol.asyncIterator]();
+      const it = anthropicChat.stream(request(), target, AbortSignal.timeout(300))[Symbol.asyncIterator]();
       await it.next();
       await rejectsUpstream(it.next(), (e) => assert.equal(e.code, 'upstream_timeout'));
     });
@@ -717,13 +706,13 @@ describe('anthropic provider adapter', () => {
       up.script({ delayMs: 5000 });
       const ac = new AbortController();
       setTimeout(() => ac.abort(), 50);
-      const it = anthropicAdapter.stream(request(), target, ac.signal)[Symbol.asyncIterator]();
+      const it = anthropicChat.stream(request(), target, ac.signal)[Symbol.asyncIterator]();
       await rejectsUpstream(it.next(), (e) => assert.equal(e.code, 'aborted'));
     });
 
     it('an unreachable upstream is retryable', async () => {
       await rejectsUpstream(
-        anthropicAdapter.complete(request(), { ...target, baseUrl: 'http://127.0.0.1:1' }, signal()),
+        anthropicChat.complete(request(), { ...target, baseUrl: 'http://127.0.0.1:1' }, signal()),
         (e) => {
           assert.equal(e.retryable, true);
           assert.equal(e.code, 'upstream_unreachable');
@@ -753,7 +742,7 @@ describe('anthropic provider adapter', () => {
 
       // unscripted: the loopback's own estimate, same as it reports for the message
       const counted = await countTokens(request(), target, signal());
-      const answered = await anthropicAdapter.complete(request(), target, signal());
+      const answered = await anthropicChat.complete(request(), target, signal());
       assert.equal(counted, answered.usage?.promptTokens);
     });
 

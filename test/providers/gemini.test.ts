@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { geminiAdapter } from '../../activities/providers/gemini/index.js';
+import { geminiChat } from '../../activities/providers/gemini/index.js';
 import { MediaFetchError, isAllowedAddress, safeFetch } from '../../activities/media/safeFetch.js';
 import { type ProviderTarget } from '../../activities/providers/types.js';
 import type { InferenceRequest, Message, StreamEvent } from '../../activities/core/types.js';
@@ -49,7 +49,7 @@ describe('gemini adapter', () => {
   beforeEach(() => up.reset());
 
   it('completes a plain request', async () => {
-    const res = await geminiAdapter.complete(
+    const res = await geminiChat.complete(
       request({ sampling: { temperature: 0.3, topP: 0.9, topK: 40, seed: 7, stop: ['END'], minP: 0.1 } }),
       target,
       signal(),
@@ -86,7 +86,7 @@ describe('gemini adapter', () => {
         totalTokenCount: 125,
       },
     });
-    const res = await geminiAdapter.complete(request(), target, signal());
+    const res = await geminiChat.complete(request(), target, signal());
     assert.deepEqual(res.usage, {
       promptTokens: 100,
       cachedTokens: 60,
@@ -95,11 +95,11 @@ describe('gemini adapter', () => {
       reasoningTokens: 20,
     });
     up.script({ text: 'ok', usage: null });
-    assert.equal((await geminiAdapter.complete(request(), target, signal())).usage, null);
+    assert.equal((await geminiChat.complete(request(), target, signal())).usage, null);
   });
 
   it('sends system turns as systemInstruction, assistant as model, and merges same-role turns', async () => {
-    await geminiAdapter.complete(
+    await geminiChat.complete(
       request({
         messages: [
           { role: 'system', content: [{ type: 'text', text: 'Be brief.' }] },
@@ -123,7 +123,7 @@ describe('gemini adapter', () => {
   });
 
   it('takes a raw prompt as a user turn', async () => {
-    const res = await geminiAdapter.complete(request({ messages: [], prompt: 'Once upon a time' }), target, signal());
+    const res = await geminiChat.complete(request({ messages: [], prompt: 'Once upon a time' }), target, signal());
     assert.equal(res.content, 'Echo: Once upon a time');
   });
 
@@ -147,7 +147,7 @@ describe('gemini adapter', () => {
         { name: 'get_time', args: {} },
       ],
     });
-    const first = await geminiAdapter.complete(
+    const first = await geminiChat.complete(
       request({ messages: [user('Weather and time in Paris?')], tools, toolChoice: 'auto' }),
       target,
       signal(),
@@ -177,7 +177,7 @@ describe('gemini adapter', () => {
     );
 
     // The results go back by call id; Gemini wants the function names, found from the assistant turn.
-    const second = await geminiAdapter.complete(
+    const second = await geminiChat.complete(
       request({
         tools,
         messages: [
@@ -219,7 +219,7 @@ describe('gemini adapter', () => {
       [{ name: 'b' }, { mode: 'ANY', allowedFunctionNames: ['b'] }],
     ];
     for (const [choice, config] of cases) {
-      const res = await geminiAdapter.complete(request({ tools, toolChoice: choice }), target, signal());
+      const res = await geminiChat.complete(request({ tools, toolChoice: choice }), target, signal());
       assert.deepEqual(up.lastRequest()!.body.toolConfig, { functionCallingConfig: config });
       if (typeof choice === 'object') assert.equal(res.toolCalls[0].name, 'b');
     }
@@ -228,10 +228,10 @@ describe('gemini adapter', () => {
 
   it('keeps the call id Gemini sends, and refuses a tool result that answers no call', async () => {
     up.script({ toolCalls: [{ id: 'gem-id-1', name: 'f', args: { x: 1 } }] });
-    const res = await geminiAdapter.complete(request({ tools: [{ name: 'f' }] }), target, signal());
+    const res = await geminiChat.complete(request({ tools: [{ name: 'f' }] }), target, signal());
     assert.equal(res.toolCalls[0].id, 'gem-id-1');
     await rejects(
-      geminiAdapter.complete(
+      geminiChat.complete(
         request({
           messages: [user('x'), { role: 'tool', toolCallId: 'nope', content: [{ type: 'text', text: '1' }] }],
         }),
@@ -246,7 +246,7 @@ describe('gemini adapter', () => {
   });
 
   it('replays calls with the signature bypass for Gemini 3 models', async () => {
-    await geminiAdapter.complete(
+    await geminiChat.complete(
       request({
         model: 'gemini-3-pro-preview',
         messages: [
@@ -269,7 +269,7 @@ describe('gemini adapter', () => {
       additionalProperties: false,
     };
     up.script({ text: '{"answer":"42"}' });
-    const res = await geminiAdapter.complete(
+    const res = await geminiChat.complete(
       request({ responseFormat: { type: 'json_schema', name: 'a', schema, strict: true } }),
       target,
       signal(),
@@ -279,7 +279,7 @@ describe('gemini adapter', () => {
     assert.equal(g.responseMimeType, 'application/json');
     assert.deepEqual(g.responseJsonSchema, schema);
 
-    const obj = await geminiAdapter.complete(request({ responseFormat: { type: 'json_object' } }), target, signal());
+    const obj = await geminiChat.complete(request({ responseFormat: { type: 'json_object' } }), target, signal());
     assert.deepEqual(JSON.parse(obj.content), { echo: 'Hello there' });
     assert.equal(up.lastRequest()!.body.generationConfig!.responseJsonSchema, undefined);
   });
@@ -287,7 +287,7 @@ describe('gemini adapter', () => {
   it('thinks: effort/budget to thinkingConfig, thought parts to reasoning', async () => {
     const m = 'gemini-2.5-flash';
     up.script({ reasoning: 'Let me consider the greeting.', text: 'Hi!' });
-    const res = await geminiAdapter.complete(
+    const res = await geminiChat.complete(
       request({ model: m, maxTokens: 30000, reasoning: { effort: 'medium' } }),
       target,
       signal(),
@@ -313,7 +313,7 @@ describe('gemini adapter', () => {
       [{ enabled: false }, { thinkingBudget: 0 }],
     ];
     for (const [reasoning, config, maxTokens] of cases) {
-      const r = await geminiAdapter.complete(
+      const r = await geminiChat.complete(
         request({ model: m, reasoning, maxTokens: maxTokens ?? 30000 }),
         target,
         signal(),
@@ -321,13 +321,13 @@ describe('gemini adapter', () => {
       assert.deepEqual(up.lastRequest()!.body.generationConfig!.thinkingConfig, config, JSON.stringify(reasoning));
       if (reasoning?.exclude) assert.equal(r.reasoning, undefined);
     }
-    await geminiAdapter.complete(request({ model: m }), target, signal());
+    await geminiChat.complete(request({ model: m }), target, signal());
     assert.equal(up.lastRequest()!.body.generationConfig!.thinkingConfig, undefined);
   });
 
   it('streams text, reasoning and usage', async () => {
     up.script({ text: 'one two three four five six', reasoning: 'hmm yes', chunks: 3 });
-    const iter = geminiAdapter.stream(
+    const iter = geminiChat.stream(
       request({ model: 'gemini-2.5-flash', reasoning: { enabled: true } }),
       target,
       signal(),
@@ -356,7 +356,7 @@ describe('gemini adapter', () => {
 
   it('streams a function call whole, with a synthesized id', async () => {
     up.script({ text: 'Let me check.', toolCalls: [{ name: 'get_weather', args: { city: 'Oslo', days: 2 } }] });
-    const events = await collect(geminiAdapter.stream(request({ tools: [{ name: 'get_weather' }] }), target, signal()));
+    const events = await collect(geminiChat.stream(request({ tools: [{ name: 'get_weather' }] }), target, signal()));
     const calls = events.filter((e) => e.type === 'tool_call');
     assert.equal(calls.length, 1);
     const call = calls[0] as Extract<StreamEvent, { type: 'tool_call' }>;
@@ -372,28 +372,28 @@ describe('gemini adapter', () => {
 
   it('maps safety stops and blocked prompts to content_filter, MAX_TOKENS to length', async () => {
     up.script({ finishReason: 'SAFETY', text: '' });
-    let res = await geminiAdapter.complete(request(), target, signal());
+    let res = await geminiChat.complete(request(), target, signal());
     assert.equal(res.finishReason, 'content_filter');
     assert.equal(res.content, '');
 
     up.script({ blockReason: 'PROHIBITED_CONTENT' });
-    res = await geminiAdapter.complete(request(), target, signal());
+    res = await geminiChat.complete(request(), target, signal());
     assert.equal(res.finishReason, 'content_filter');
     assert.equal(res.content, '');
     assert.ok(res.usage!.promptTokens > 0);
 
     up.script({ blockReason: 'SAFETY' });
-    const events = await collect(geminiAdapter.stream(request(), target, signal()));
+    const events = await collect(geminiChat.stream(request(), target, signal()));
     assert.deepEqual(events[0], { type: 'finish', reason: 'content_filter' });
 
     up.script({ finishReason: 'RECITATION', text: 'partial' });
-    const streamed = await collect(geminiAdapter.stream(request(), target, signal()));
+    const streamed = await collect(geminiChat.stream(request(), target, signal()));
     assert.deepEqual(
       streamed.find((e) => e.type === 'finish'),
       { type: 'finish', reason: 'content_filter' },
     );
 
-    res = await geminiAdapter.complete(request({ maxTokens: 2, messages: [user('a b c d e')] }), target, signal());
+    res = await geminiChat.complete(request({ maxTokens: 2, messages: [user('a b c d e')] }), target, signal());
     assert.equal(res.finishReason, 'length');
     assert.equal(res.content, 'Echo: a');
   });
@@ -409,31 +409,31 @@ describe('gemini adapter', () => {
     ];
     for (const [status, retryable] of cases) {
       up.script({ error: { status } });
-      await rejects(geminiAdapter.complete(request(), target, signal()), (e) => {
+      await rejects(geminiChat.complete(request(), target, signal()), (e) => {
         assert.equal(e.status, status);
         assert.equal(e.retryable, retryable, `status ${status}`);
         assert.equal(e.opts.providerId, 'gemini');
       });
     }
     up.script({ error: { status: 429 } });
-    await rejects(geminiAdapter.complete(request(), target, signal()), (e) =>
+    await rejects(geminiChat.complete(request(), target, signal()), (e) =>
       assert.match(e.message, /Resource has been exhausted/),
     );
 
     // A wrong key is Google's 400 API_KEY_INVALID: reported as the 401 it means. No key: 403.
-    await rejects(geminiAdapter.complete(request(), { ...target, apiKey: 'wrong' }, signal()), (e) => {
+    await rejects(geminiChat.complete(request(), { ...target, apiKey: 'wrong' }, signal()), (e) => {
       assert.equal(e.status, 401);
       assert.equal(e.retryable, false);
       assert.equal(e.code, 'upstream_auth');
     });
-    await rejects(geminiAdapter.complete(request(), { ...target, apiKey: undefined }, signal()), (e) => {
+    await rejects(geminiChat.complete(request(), { ...target, apiKey: undefined }, signal()), (e) => {
       assert.equal(e.status, 403);
       assert.equal(e.retryable, false);
     });
 
     // Streaming: a failure before the first event comes out of the first next().
     up.script({ error: { status: 503 } });
-    const it = geminiAdapter.stream(request(), target, signal())[Symbol.asyncIterator]();
+    const it = geminiChat.stream(request(), target, signal())[Symbol.asyncIterator]();
     await rejects(it.next(), (e) => {
       assert.equal(e.status, 503);
       assert.equal(e.retryable, true);
@@ -441,7 +441,7 @@ describe('gemini adapter', () => {
 
     // An error frame after some output comes out of a later next().
     up.script({ text: 'a b c', chunks: 3, errorAfter: 1, error: { status: 500, message: 'boom' } });
-    const it2 = geminiAdapter.stream(request(), target, signal())[Symbol.asyncIterator]();
+    const it2 = geminiChat.stream(request(), target, signal())[Symbol.asyncIterator]();
     assert.deepEqual((await it2.next()).value, { type: 'text', text: 'a ' });
     await rejects(it2.next(), (e) => {
       assert.equal(e.status, 500);
@@ -453,7 +453,7 @@ describe('gemini adapter', () => {
   it('reports a cut stream as upstream_stream_cut', async () => {
     for (const cutMode of ['end', 'destroy'] as const) {
       up.script({ text: 'a b c', chunks: 3, cutAfter: 2, cutMode });
-      const it = geminiAdapter.stream(request(), target, signal())[Symbol.asyncIterator]();
+      const it = geminiChat.stream(request(), target, signal())[Symbol.asyncIterator]();
       assert.equal((await it.next()).value.type, 'text');
       assert.equal((await it.next()).value.type, 'text');
       await rejects(it.next(), (e) => {
@@ -463,7 +463,7 @@ describe('gemini adapter', () => {
     }
     // Cut before anything: from the first next(), so the router can still fall back.
     up.script({ cutAfter: 0, cutMode: 'end' });
-    await rejects(geminiAdapter.stream(request(), target, signal())[Symbol.asyncIterator]().next(), (e) =>
+    await rejects(geminiChat.stream(request(), target, signal())[Symbol.asyncIterator]().next(), (e) =>
       assert.equal(e.code, 'upstream_stream_cut'),
     );
   });
@@ -473,13 +473,13 @@ describe('gemini adapter', () => {
     const ac = new AbortController();
     const started = Date.now();
     setTimeout(() => ac.abort(), 150);
-    await rejects(geminiAdapter.complete(request(), target, ac.signal), (e) => assert.equal(e.code, 'aborted'));
+    await rejects(geminiChat.complete(request(), target, ac.signal), (e) => assert.equal(e.code, 'aborted'));
     assert.ok(Date.now() - started < 3000);
     await waitFor(() => up.lastRequest()!.clientClosed);
 
     up.script({ text: 'a b c', chunks: 3, hangAfter: 1 });
     const ac2 = new AbortController();
-    const it = geminiAdapter.stream(request(), target, ac2.signal)[Symbol.asyncIterator]();
+    const it = geminiChat.stream(request(), target, ac2.signal)[Symbol.asyncIterator]();
     assert.equal((await it.next()).value.type, 'text');
     setTimeout(() => ac2.abort(), 100);
     await rejects(it.next(), (e) => assert.equal(e.code, 'aborted'));
@@ -488,7 +488,7 @@ describe('gemini adapter', () => {
 
   it('releases the upstream when the consumer stops reading', async () => {
     up.script({ text: 'a b c d', chunks: 4, hangAfter: 2 });
-    for await (const e of geminiAdapter.stream(request(), target, signal())) {
+    for await (const e of geminiChat.stream(request(), target, signal())) {
       assert.equal(e.type, 'text');
       break;
     }
@@ -521,7 +521,7 @@ describe('gemini adapter', () => {
 
   it('inlines data: URL images and base64 documents', async () => {
     const png = tinyPng().toString('base64');
-    await geminiAdapter.complete(
+    await geminiChat.complete(
       request({
         messages: [
           {
@@ -578,7 +578,7 @@ describe('gemini adapter', () => {
 
     it('fetches an http(s) image and inlines it (private hosts allowed by the operator)', async () => {
       process.env.SWITCHYARD_FETCH_ALLOW_PRIVATE = '1';
-      await geminiAdapter.complete(
+      await geminiChat.complete(
         request({
           messages: [
             {
@@ -598,7 +598,7 @@ describe('gemini adapter', () => {
       });
 
       await rejects(
-        geminiAdapter.complete(
+        geminiChat.complete(
           request({ messages: [{ role: 'user', content: [{ type: 'image', url: `${mediaUrl}/page` }] }] }),
           target,
           signal(),
@@ -616,7 +616,7 @@ describe('gemini adapter', () => {
       setTimeout(() => ac.abort(), 100);
       const before = up.requests.length;
       await rejects(
-        geminiAdapter.complete(
+        geminiChat.complete(
           request({ messages: [{ role: 'user', content: [{ type: 'image', url: `${mediaUrl}/slow` }] }] }),
           target,
           ac.signal,
@@ -632,7 +632,7 @@ describe('gemini adapter', () => {
       delete process.env.SWITCHYARD_FETCH_ALLOW_PRIVATE;
       const before = up.requests.length;
       await rejects(
-        geminiAdapter.complete(
+        geminiChat.complete(
           request({ messages: [{ role: 'user', content: [{ type: 'image', url: `${mediaUrl}/cat.png` }] }] }),
           target,
           signal(),

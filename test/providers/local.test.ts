@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { InferenceRequest, Message, StreamEvent } from '../../activities/core/types.js';
 import { localModel } from '../../activities/providers/local/engine.js';
-import { countPromptTokens, countTokens, localAdapter } from '../../activities/providers/local/index.js';
+import { countPromptTokens, countTokens, localChat } from '../../activities/providers/local/index.js';
 import { findLocalModel } from '../../activities/providers/local/modelFiles.js';
 import { type ProviderTarget } from '../../activities/providers/types.js';
 import { RequestError } from '../../activities/core/errors.js';
@@ -51,7 +51,7 @@ const noEnd = () => ({ '2': -100 });
 
 /** The first next() of a stream, where the adapter contract puts any failure to start. */
 const firstEvent = (req: InferenceRequest, t = target) =>
-  localAdapter.stream(req, t, signal())[Symbol.asyncIterator]().next();
+  localChat.stream(req, t, signal())[Symbol.asyncIterator]().next();
 
 describe('local provider (llama.cpp in-process, stories260K)', function () {
   this.timeout(30_000);
@@ -63,7 +63,7 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
 
   describe('completion', () => {
     it('continues "Once upon a time" with a real story', async () => {
-      const r = await localAdapter.complete(request(), target, signal());
+      const r = await localChat.complete(request(), target, signal());
       assert.match(r.content, /there was a little/);
       assert.equal(r.finishReason, 'length');
       assert.deepEqual(r.toolCalls, []);
@@ -71,7 +71,7 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
     });
 
     it("reports the tokenizer's real counts", async () => {
-      const r = await localAdapter.complete(
+      const r = await localChat.complete(
         request({ maxTokens: 30, sampling: { temperature: 0, logprobs: true } }),
         target,
         signal(),
@@ -89,17 +89,17 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
     });
 
     it('stops at maxTokens with finish "length"', async () => {
-      const r = await localAdapter.complete(request({ maxTokens: 5 }), target, signal());
+      const r = await localChat.complete(request({ maxTokens: 5 }), target, signal());
       assert.equal(r.finishReason, 'length');
       assert.equal(r.usage!.completionTokens, 5);
       assert.equal(await countTokens(MODEL, 'Once upon a time' + r.content), 4 + 5);
     });
 
     it('stops at a stop sequence, which is not part of the output', async () => {
-      const full = await localAdapter.complete(request({ maxTokens: 60 }), target, signal());
+      const full = await localChat.complete(request({ maxTokens: 60 }), target, signal());
       const at = full.content.indexOf('Lily');
       assert.ok(at > 0, `the greedy story names Lily: ${full.content}`);
-      const r = await localAdapter.complete(
+      const r = await localChat.complete(
         request({ maxTokens: 60, sampling: { temperature: 0, stop: ['Lily', 'never seen'] } }),
         target,
         signal(),
@@ -110,24 +110,24 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
     });
 
     it('uses a legacy prompt verbatim', async () => {
-      const viaPrompt = await localAdapter.complete(
+      const viaPrompt = await localChat.complete(
         request({ messages: [], prompt: 'Once upon a time' }),
         target,
         signal(),
       );
-      const viaMessage = await localAdapter.complete(request(), target, signal());
+      const viaMessage = await localChat.complete(request(), target, signal());
       assert.equal(viaPrompt.content, viaMessage.content);
       assert.equal(viaPrompt.usage!.promptTokens, 5);
     });
 
     it('answers a chat-style request (system + user) from the plain-text rendering', async () => {
       const req = request({ messages: [system('Tom had a red ball.'), user('One day, Tom')], maxTokens: 30 });
-      const r = await localAdapter.complete(req, target, signal());
+      const r = await localChat.complete(req, target, signal());
       assert.match(r.content, /[a-z]{3,}/);
       assert.equal(r.usage!.promptTokens, (await countTokens(MODEL, 'Tom had a red ball.\n\nOne day, Tom')) + 1);
       assert.equal(await countPromptTokens(MODEL, req), r.usage!.promptTokens);
       // an assistant turn at the end is continued, not answered
-      const prefill = await localAdapter.complete(
+      const prefill = await localChat.complete(
         request({ messages: [user('Once upon a time'), assistant('there was a')] }),
         target,
         signal(),
@@ -137,12 +137,12 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
 
     it('samples reproducibly from a seed, and differently without one', async () => {
       const seeded = request({ maxTokens: 40, sampling: { temperature: 1, seed: 7 } });
-      const a = await localAdapter.complete(seeded, target, signal());
-      const b = await localAdapter.complete(seeded, target, signal());
+      const a = await localChat.complete(seeded, target, signal());
+      const b = await localChat.complete(seeded, target, signal());
       assert.equal(a.content, b.content);
       const unseeded = await Promise.all(
         [1, 2, 3].map(() =>
-          localAdapter.complete(request({ maxTokens: 40, sampling: { temperature: 1.5 } }), target, signal()),
+          localChat.complete(request({ maxTokens: 40, sampling: { temperature: 1.5 } }), target, signal()),
         ),
       );
       assert.ok(new Set(unseeded.map((r) => r.content)).size > 1, 'unseeded samples differ');
@@ -151,7 +151,7 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
 
   describe('logprobs', () => {
     it("are the model's next-token probabilities, with sorted alternatives", async () => {
-      const r = await localAdapter.complete(
+      const r = await localChat.complete(
         request({ maxTokens: 12, sampling: { temperature: 0, logprobs: true, topLogprobs: 3 } }),
         target,
         signal(),
@@ -180,7 +180,7 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
     });
 
     it('give no alternatives when topLogprobs is not asked for', async () => {
-      const r = await localAdapter.complete(
+      const r = await localChat.complete(
         request({ maxTokens: 4, sampling: { temperature: 0, logprobs: true } }),
         target,
         signal(),
@@ -194,8 +194,8 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
     it('streams the same text as the non-streamed run, then finish and usage', async () => {
       for (const sampling of [{ temperature: 0 }, { temperature: 0.9, seed: 42 }]) {
         const req = request({ maxTokens: 50, sampling });
-        const whole = await localAdapter.complete(req, target, signal());
-        const events = await collect(localAdapter.stream(req, target, signal()));
+        const whole = await localChat.complete(req, target, signal());
+        const events = await collect(localChat.stream(req, target, signal()));
         const texts = events.filter((e) => e.type === 'text');
         assert.ok(texts.length >= 10, `several text events, got ${texts.length}`);
         assert.equal(textOf(events), whole.content);
@@ -212,7 +212,7 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
 
     it('attaches logprobs to the text events', async () => {
       const events = await collect(
-        localAdapter.stream(
+        localChat.stream(
           request({ maxTokens: 20, sampling: { temperature: 0, logprobs: true, topLogprobs: 2 } }),
           target,
           signal(),
@@ -226,9 +226,9 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
 
     it('holds back text that may begin a stop sequence, and never streams the stop sequence', async () => {
       const req = request({ maxTokens: 60, sampling: { temperature: 0, stop: ['girl named Lily'] } });
-      const events = await collect(localAdapter.stream(req, target, signal()));
+      const events = await collect(localChat.stream(req, target, signal()));
       const text = textOf(events);
-      assert.equal(text, (await localAdapter.complete(req, target, signal())).content);
+      assert.equal(text, (await localChat.complete(req, target, signal())).content);
       assert.ok(text.endsWith('a little '), text);
       assert.deepEqual(events.at(-2), { type: 'finish', reason: 'stop' });
     });
@@ -241,7 +241,7 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
         maxTokens: lm.contextSize - 5,
         sampling: { temperature: 0.8, seed: 1, logitBias: noEnd() },
       });
-      const it = localAdapter.stream(req, target, ac.signal)[Symbol.asyncIterator]();
+      const it = localChat.stream(req, target, ac.signal)[Symbol.asyncIterator]();
       for (let i = 0; i < 3; i++) assert.equal((await it.next()).value?.type, 'text');
       const t0 = Date.now();
       ac.abort();
@@ -256,7 +256,7 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
         assert.ok(Date.now() - t0 < 300, 'the sequence came back');
         await new Promise((r) => setTimeout(r, 5));
       }
-      const after = await localAdapter.complete(request(), target, signal());
+      const after = await localChat.complete(request(), target, signal());
       assert.match(after.content, /there was a little/);
     });
 
@@ -264,14 +264,14 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
       const lm = await localModel(MODEL);
       const total = lm.context.totalSequences;
       const busy = Array.from({ length: total }, () =>
-        localAdapter.complete(
+        localChat.complete(
           request({ maxTokens: 300, sampling: { temperature: 0, logitBias: noEnd() } }),
           target,
           signal(),
         ),
       );
       const ac = new AbortController();
-      const waiting = localAdapter.complete(request(), target, ac.signal);
+      const waiting = localChat.complete(request(), target, ac.signal);
       await new Promise((r) => setTimeout(r, 5));
       ac.abort();
       await rejectsUpstream(waiting, (e) => assert.equal(e.status, 499));
@@ -280,7 +280,7 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
     });
 
     it('a timeout (AbortSignal.timeout) is a retryable 504', async () => {
-      const events = localAdapter.stream(
+      const events = localChat.stream(
         request({ maxTokens: 1500, sampling: { temperature: 0, logitBias: noEnd() } }),
         target,
         AbortSignal.timeout(50),
@@ -303,9 +303,9 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
       ];
       const alone: string[] = [];
       for (const p of prompts)
-        alone.push((await localAdapter.complete(request({ messages: [user(p)] }), target, signal())).content);
+        alone.push((await localChat.complete(request({ messages: [user(p)] }), target, signal())).content);
       const together = await Promise.all(
-        prompts.map((p) => localAdapter.complete(request({ messages: [user(p)] }), target, signal())),
+        prompts.map((p) => localChat.complete(request({ messages: [user(p)] }), target, signal())),
       );
       assert.deepEqual(
         together.map((r) => r.content),
@@ -346,14 +346,14 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
           assert.equal(e.code, 'unsupported_by_model');
           assert.match(e.message, /local model cannot/);
         };
-        await rejectsUpstream(localAdapter.complete(request(over), target, signal()), check);
+        await rejectsUpstream(localChat.complete(request(over), target, signal()), check);
         await rejectsUpstream(firstEvent(request(over)), check);
       });
     }
 
     it('refuses a request larger than the context, with the numbers', async () => {
       const lm = await localModel(MODEL);
-      await rejectsUpstream(localAdapter.complete(request({ maxTokens: lm.contextSize }), target, signal()), (e) => {
+      await rejectsUpstream(localChat.complete(request({ maxTokens: lm.contextSize }), target, signal()), (e) => {
         assert.equal(e.status, 400);
         assert.equal(e.code, 'context_length_exceeded');
         assert.match(
@@ -372,13 +372,13 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
         assert.equal(e.code, 'local_model_missing');
         assert.match(e.message, /no-such-model\.gguf was not found; looked in .*shared[/\\]models/);
       };
-      await rejectsUpstream(localAdapter.complete(request({ model: 'no-such-model.gguf' }), target, signal()), check);
+      await rejectsUpstream(localChat.complete(request({ model: 'no-such-model.gguf' }), target, signal()), check);
       await rejectsUpstream(firstEvent(request({ model: 'no-such-model.gguf' })), check);
     });
 
     it('a file that does not match its sha256 is refused', async () => {
       const wrong = { ...target, options: { sha256: '0'.repeat(64) } };
-      await rejectsUpstream(localAdapter.complete(request(), wrong, signal()), (e) => {
+      await rejectsUpstream(localChat.complete(request(), wrong, signal()), (e) => {
         assert.equal(e.status, 503);
         assert.equal(e.code, 'local_model_corrupt');
       });
@@ -403,7 +403,7 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
         messages: [system('You tell stories.'), user('Once upon a time')],
         maxTokens: 20,
       });
-      const r = await localAdapter.complete(req, { ...target, options: {} }, signal());
+      const r = await localChat.complete(req, { ...target, options: {} }, signal());
       const plain = (await countTokens(MODEL, 'You tell stories.\n\nOnce upon a time')) + 1;
       assert.equal(r.usage!.promptTokens, await countPromptTokens(templated, req));
       // the role markers and turn separators of ChatML are in the prompt
@@ -414,7 +414,7 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
       assert.ok(r.usage!.completionTokens > 0);
       assert.ok(['stop', 'length'].includes(r.finishReason));
       // a legacy prompt stays verbatim even on a chat model
-      const raw = await localAdapter.complete(
+      const raw = await localChat.complete(
         request({ model: templated, messages: [], prompt: 'Once upon a time' }),
         { ...target, options: {} },
         signal(),

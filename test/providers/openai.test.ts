@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import type { InferenceRequest, Message, StreamEvent } from '../../activities/core/types.js';
-import { openaiAdapter } from '../../activities/providers/openai/index.js';
+import { openaiChat } from '../../activities/providers/openai/index.js';
 import { quirksFor } from '../../activities/providers/openai/quirks.js';
 import { StreamDecoder } from '../../activities/providers/openai/response.js';
 import type { ProviderTarget } from '../../activities/providers/types.js';
@@ -66,7 +66,7 @@ describe('OpenAI-compatible adapter', () => {
   });
 
   it('completes a chat: content, finish, usage, id, and the request as OpenAI expects it', async () => {
-    const r = await openaiAdapter.complete(
+    const r = await openaiChat.complete(
       request({ user: 'end-user-7', sampling: { temperature: 0.2, seed: 3, stop: ['\n\n'] } }),
       openai,
       live(),
@@ -97,7 +97,7 @@ describe('OpenAI-compatible adapter', () => {
   });
 
   it('translates system turns, names, images (data: and http) and documents', async () => {
-    await openaiAdapter.complete(
+    await openaiChat.complete(
       request({
         messages: [
           {
@@ -146,7 +146,7 @@ describe('OpenAI-compatible adapter', () => {
 
   it('round-trips a tool call: tools and choice out, the call back, then the call and its result as history', async () => {
     up.script({ toolCalls: [{ id: 'call_abc', name: 'get_weather', arguments: '{"city":"Paris"}' }] });
-    const first = await openaiAdapter.complete(
+    const first = await openaiChat.complete(
       request({
         messages: [user('Weather in Paris?')],
         tools: [weatherTool],
@@ -164,7 +164,7 @@ describe('OpenAI-compatible adapter', () => {
     assert.deepEqual(sent.tool_choice, { type: 'function', function: { name: 'get_weather' } });
     assert.equal(sent.parallel_tool_calls, false);
 
-    const second = await openaiAdapter.complete(
+    const second = await openaiChat.complete(
       request({
         messages: [
           user('Weather in Paris?'),
@@ -193,7 +193,7 @@ describe('OpenAI-compatible adapter', () => {
   });
 
   it('leaves tool_choice out when there are no tools (OpenAI answers 400 to it)', async () => {
-    await openaiAdapter.complete(request({ toolChoice: 'none', parallelToolCalls: true }), openai, live());
+    await openaiChat.complete(request({ toolChoice: 'none', parallelToolCalls: true }), openai, live());
     assert.equal(up.last().body.tool_choice, undefined);
     assert.equal(up.last().body.parallel_tool_calls, undefined);
   });
@@ -205,7 +205,7 @@ describe('OpenAI-compatible adapter', () => {
       required: ['echo'],
       additionalProperties: false,
     };
-    const r = await openaiAdapter.complete(
+    const r = await openaiChat.complete(
       request({ responseFormat: { type: 'json_schema', name: 'echo', schema, strict: true } }),
       openai,
       live(),
@@ -215,12 +215,12 @@ describe('OpenAI-compatible adapter', () => {
       json_schema: { name: 'echo', schema, strict: true },
     });
     assert.deepEqual(JSON.parse(r.content), { echo: 'hello there' });
-    await openaiAdapter.complete(request({ responseFormat: { type: 'json_object' } }), openai, live());
+    await openaiChat.complete(request({ responseFormat: { type: 'json_object' } }), openai, live());
     assert.deepEqual(up.last().body.response_format, { type: 'json_object' });
   });
 
   it('streams text, then finish and usage, asking for the usage chunk', async () => {
-    const events = await collect(openaiAdapter.stream(request(), openai, live()));
+    const events = await collect(openaiChat.stream(request(), openai, live()));
     assert.deepEqual(events, [
       { type: 'text', text: 'Echo:' },
       { type: 'text', text: ' hello' },
@@ -243,7 +243,7 @@ describe('OpenAI-compatible adapter', () => {
         { id: 'call_2', name: 'get_weather', arguments: '{"city":"Rome"}' },
       ],
     });
-    const events = await collect(openaiAdapter.stream(request({ tools: [weatherTool] }), openai, live()));
+    const events = await collect(openaiChat.stream(request({ tools: [weatherTool] }), openai, live()));
     const calls = events.filter((e): e is Extract<StreamEvent, { type: 'tool_call' }> => e.type === 'tool_call');
     assert.deepEqual(calls[0], { type: 'tool_call', index: 0, id: 'call_1', name: 'get_weather', argumentsDelta: '' });
     assert.ok(calls.length > 4, 'arguments should arrive in several pieces');
@@ -271,9 +271,9 @@ describe('OpenAI-compatible adapter', () => {
       { reasoning: 'Think first.', reasoningField: 'reasoning_content' },
       { reasoning: 'Think again.', reasoningField: 'reasoning' },
     );
-    const a = await openaiAdapter.complete(request(), vllm, live());
+    const a = await openaiChat.complete(request(), vllm, live());
     assert.equal(a.reasoning, 'Think first.');
-    const events = await collect(openaiAdapter.stream(request(), vllm, live()));
+    const events = await collect(openaiChat.stream(request(), vllm, live()));
     assert.equal(
       events
         .filter((e) => e.type === 'reasoning')
@@ -288,9 +288,9 @@ describe('OpenAI-compatible adapter', () => {
     );
 
     selfHosted.script({ reasoning: 'Secret.' }, { reasoning: 'Secret.' });
-    const hidden = await openaiAdapter.complete(request({ reasoning: { exclude: true } }), vllm, live());
+    const hidden = await openaiChat.complete(request({ reasoning: { exclude: true } }), vllm, live());
     assert.equal(hidden.reasoning, undefined);
-    const hiddenEvents = await collect(openaiAdapter.stream(request({ reasoning: { exclude: true } }), vllm, live()));
+    const hiddenEvents = await collect(openaiChat.stream(request({ reasoning: { exclude: true } }), vllm, live()));
     assert.ok(!hiddenEvents.some((e) => e.type === 'reasoning'));
   });
 
@@ -308,15 +308,15 @@ describe('OpenAI-compatible adapter', () => {
       { usage: null },
       { usage: null },
     );
-    assert.deepEqual((await openaiAdapter.complete(request(), openai, live())).usage, {
+    assert.deepEqual((await openaiChat.complete(request(), openai, live())).usage, {
       promptTokens: 1200,
       cachedTokens: 1024,
       cacheWriteTokens: 0,
       completionTokens: 300,
       reasoningTokens: 256,
     });
-    assert.equal((await openaiAdapter.complete(request(), openai, live())).usage, null);
-    const events = await collect(openaiAdapter.stream(request(), openai, live()));
+    assert.equal((await openaiChat.complete(request(), openai, live())).usage, null);
+    const events = await collect(openaiChat.stream(request(), openai, live()));
     assert.ok(!events.some((e) => e.type === 'usage'));
     assert.deepEqual(events.at(-1), { type: 'finish', reason: 'stop' });
   });
@@ -327,22 +327,22 @@ describe('OpenAI-compatible adapter', () => {
       { finishReason: 'function_call', toolCalls: [{ name: 'f', arguments: '{}' }] },
       { finishReason: 'stop', toolCalls: [{ name: 'f', arguments: '{}' }] },
     );
-    assert.equal((await openaiAdapter.complete(request(), vllm, live())).finishReason, 'stop');
+    assert.equal((await openaiChat.complete(request(), vllm, live())).finishReason, 'stop');
     assert.equal(
-      (await openaiAdapter.complete(request({ tools: [weatherTool] }), vllm, live())).finishReason,
+      (await openaiChat.complete(request({ tools: [weatherTool] }), vllm, live())).finishReason,
       'tool_calls',
     );
     assert.equal(
-      (await openaiAdapter.complete(request({ tools: [weatherTool] }), vllm, live())).finishReason,
+      (await openaiChat.complete(request({ tools: [weatherTool] }), vllm, live())).finishReason,
       'tool_calls',
     );
-    const capped = await openaiAdapter.complete(request({ maxTokens: 2 }), vllm, live());
+    const capped = await openaiChat.complete(request({ maxTokens: 2 }), vllm, live());
     assert.equal(capped.finishReason, 'length');
     assert.equal(capped.content, 'Echo: hello');
   });
 
   it('returns chat logprobs', async () => {
-    const r = await openaiAdapter.complete(request({ sampling: { logprobs: true, topLogprobs: 2 } }), openai, live());
+    const r = await openaiChat.complete(request({ sampling: { logprobs: true, topLogprobs: 2 } }), openai, live());
     assert.equal(up.last().body.logprobs, true);
     assert.equal(up.last().body.top_logprobs, 2);
     assert.equal(r.logprobs?.length, 3);
@@ -362,7 +362,7 @@ describe('OpenAI-compatible adapter', () => {
     });
 
     it('OpenAI gets max_completion_tokens and no extended sampling; vLLM gets max_tokens and top_k', async () => {
-      await openaiAdapter.complete(sampled, openai, live()); // strict: an unknown field would be a 400
+      await openaiChat.complete(sampled, openai, live()); // strict: an unknown field would be a 400
       const o = up.last().body;
       assert.equal(o.max_completion_tokens, 64);
       assert.equal(o.max_tokens, undefined);
@@ -371,7 +371,7 @@ describe('OpenAI-compatible adapter', () => {
       assert.equal(o.repetition_penalty, undefined);
       assert.equal(o.reasoning_effort, 'high');
 
-      await openaiAdapter.complete(sampled, vllm, live());
+      await openaiChat.complete(sampled, vllm, live());
       const v = selfHosted.last().body;
       assert.equal(v.max_tokens, 64);
       assert.equal(v.max_completion_tokens, undefined);
@@ -390,7 +390,7 @@ describe('OpenAI-compatible adapter', () => {
           apiKey: router.apiKey,
           options: { http_referer: 'https://switchyard.example', x_title: 'Switchyard' },
         };
-        await openaiAdapter.complete(
+        await openaiChat.complete(
           request({ reasoning: { effort: 'max', exclude: true }, sampling: { topK: 20 } }),
           target,
           live(),
@@ -402,11 +402,11 @@ describe('OpenAI-compatible adapter', () => {
         assert.equal(got.body.top_k, 20);
         assert.equal(got.headers['http-referer'], 'https://switchyard.example');
         assert.equal(got.headers['x-title'], 'Switchyard');
-        await openaiAdapter.complete(request({ reasoning: { enabled: true, budgetTokens: 2000 } }), target, live());
+        await openaiChat.complete(request({ reasoning: { enabled: true, budgetTokens: 2000 } }), target, live());
         assert.deepEqual(router.last().body.reasoning, { max_tokens: 2000 });
 
         const groq = { providerId: 'groq', baseUrl: router.url, apiKey: router.apiKey, options: {} };
-        await openaiAdapter.complete(
+        await openaiChat.complete(
           request({
             messages: [{ ...user('hi'), name: 'ada' }],
             sampling: { logprobs: true, topLogprobs: 3, logitBias: { '50256': -100 }, topK: 5 },
@@ -428,7 +428,7 @@ describe('OpenAI-compatible adapter', () => {
         ...openai,
         options: { stream_usage: false, drop_params: ['temperature'], max_tokens_field: 'max_tokens' },
       };
-      const events = await collect(openaiAdapter.stream(request({ sampling: { temperature: 1 } }), target, live()));
+      const events = await collect(openaiChat.stream(request({ sampling: { temperature: 1 } }), target, live()));
       const body = up.last().body;
       assert.equal(body.stream_options, undefined);
       assert.equal(body.temperature, undefined);
@@ -440,18 +440,18 @@ describe('OpenAI-compatible adapter', () => {
 
   describe('errors', () => {
     it('401 and 400 are not retryable and carry the upstream message', async () => {
-      const e401 = await rejection(openaiAdapter.complete(request(), { ...openai, apiKey: 'sk-wrong-key' }, live()));
+      const e401 = await rejection(openaiChat.complete(request(), { ...openai, apiKey: 'sk-wrong-key' }, live()));
       assert.equal(e401.status, 401);
       assert.equal(e401.retryable, false);
       assert.match(e401.message, /Incorrect API key provided/);
       up.script({ status: 400, error: { message: "Invalid value for 'messages[0].role'", param: 'messages' } });
-      const e400 = await rejection(openaiAdapter.complete(request(), openai, live()));
+      const e400 = await rejection(openaiChat.complete(request(), openai, live()));
       assert.equal(e400.status, 400);
       assert.equal(e400.retryable, false);
       assert.match(e400.message, /Invalid value for 'messages\[0\]\.role'/);
       // strict OpenAI rejects what it does not know: the adapter's own mistakes would look like this
       const e400b = await rejection(
-        openaiAdapter.complete(
+        openaiChat.complete(
           request({ sampling: { topK: 3 } }),
           { ...openai, options: { extended_sampling: true } },
           live(),
@@ -462,15 +462,15 @@ describe('OpenAI-compatible adapter', () => {
 
     it('429 (with Retry-After), 500 and 503 are retryable', async () => {
       up.script({ status: 429, headers: { 'retry-after': '7' } }, { status: 500 }, { status: 503 });
-      const e429 = await rejection(openaiAdapter.complete(request(), openai, live()));
+      const e429 = await rejection(openaiChat.complete(request(), openai, live()));
       assert.equal(e429.status, 429);
       assert.equal(e429.retryable, true);
       assert.equal(e429.opts.retryAfterSeconds, 7);
       assert.match(e429.message, /Rate limit reached/);
-      const e500 = await rejection(openaiAdapter.complete(request(), openai, live()));
+      const e500 = await rejection(openaiChat.complete(request(), openai, live()));
       assert.deepEqual([e500.status, e500.retryable], [500, true]);
       assert.match(e500.message, /had an error while processing/);
-      const e503 = await rejection(openaiAdapter.complete(request(), openai, live()));
+      const e503 = await rejection(openaiChat.complete(request(), openai, live()));
       assert.deepEqual([e503.status, e503.retryable], [503, true]);
       assert.match(e503.message, /overloaded/);
     });
@@ -478,7 +478,7 @@ describe('OpenAI-compatible adapter', () => {
     it('a refused connection is a retryable 502', async () => {
       const port = await freePort();
       const e = await rejection(
-        openaiAdapter.complete(request(), { ...openai, baseUrl: `http://127.0.0.1:${port}/v1` }, live()),
+        openaiChat.complete(request(), { ...openai, baseUrl: `http://127.0.0.1:${port}/v1` }, live()),
       );
       assert.deepEqual([e.status, e.retryable, e.code], [502, true, 'upstream_unreachable']);
     });
@@ -486,7 +486,7 @@ describe('OpenAI-compatible adapter', () => {
     it('a slow upstream is given up on at the deadline, and a hanging one when the caller aborts', async () => {
       up.script({ delayMs: 5_000 });
       let t0 = Date.now();
-      const slow = await rejection(openaiAdapter.complete(request(), openai, AbortSignal.timeout(150)));
+      const slow = await rejection(openaiChat.complete(request(), openai, AbortSignal.timeout(150)));
       assert.ok(Date.now() - t0 < 1_000, `took ${Date.now() - t0} ms`);
       assert.deepEqual([slow.status, slow.retryable, slow.code], [504, true, 'upstream_timeout']);
 
@@ -494,7 +494,7 @@ describe('OpenAI-compatible adapter', () => {
       const ac = new AbortController();
       t0 = Date.now();
       setTimeout(() => ac.abort(), 100);
-      const it = openaiAdapter.stream(request(), openai, ac.signal)[Symbol.asyncIterator]();
+      const it = openaiChat.stream(request(), openai, ac.signal)[Symbol.asyncIterator]();
       const hung = await rejection(it.next());
       assert.ok(Date.now() - t0 < 1_000, `took ${Date.now() - t0} ms`);
       assert.deepEqual([hung.status, hung.retryable, hung.code], [499, false, 'aborted']);
@@ -504,7 +504,7 @@ describe('OpenAI-compatible adapter', () => {
 
     it('an error status on a stream is thrown from the first next(), and nothing is sent before it', async () => {
       up.script({ status: 503 });
-      const it = openaiAdapter.stream(request(), openai, live())[Symbol.asyncIterator]();
+      const it = openaiChat.stream(request(), openai, live())[Symbol.asyncIterator]();
       assert.equal(up.requests.length, 0);
       const e = await rejection(it.next());
       assert.deepEqual([e.status, e.retryable], [503, true]);
@@ -514,7 +514,7 @@ describe('OpenAI-compatible adapter', () => {
     for (const cutMode of ['end', 'destroy'] as const) {
       it(`a stream cut midway (${cutMode}) fails a later next() with upstream_stream_cut`, async () => {
         up.script({ cutAfter: 3, cutMode });
-        const it = openaiAdapter.stream(request(), openai, live())[Symbol.asyncIterator]();
+        const it = openaiChat.stream(request(), openai, live())[Symbol.asyncIterator]();
         assert.deepEqual((await it.next()).value, { type: 'text', text: 'Echo:' });
         assert.deepEqual((await it.next()).value, { type: 'text', text: ' hello' });
         const e = await rejection(it.next());
@@ -524,13 +524,13 @@ describe('OpenAI-compatible adapter', () => {
 
     it('a stream that ends before its first event fails the first next()', async () => {
       up.script({ cutAfter: 0 });
-      const e = await rejection(openaiAdapter.stream(request(), openai, live())[Symbol.asyncIterator]().next());
+      const e = await rejection(openaiChat.stream(request(), openai, live())[Symbol.asyncIterator]().next());
       assert.equal(e.code, 'upstream_stream_cut');
     });
 
     it('an error frame mid-stream becomes an RequestError with its message', async () => {
       up.script({ errorAfter: 2, error: { message: 'The model crashed midway', type: 'server_error' } });
-      const it = openaiAdapter.stream(request(), openai, live())[Symbol.asyncIterator]();
+      const it = openaiChat.stream(request(), openai, live())[Symbol.asyncIterator]();
       assert.equal((await it.next()).value.type, 'text');
       const e = await rejection(it.next());
       assert.match(e.message, /The model crashed midway/);
@@ -539,7 +539,7 @@ describe('OpenAI-compatible adapter', () => {
 
     it('a finish without [DONE] is a complete stream', async () => {
       selfHosted.script({ omitDone: true });
-      const events = await collect(openaiAdapter.stream(request(), vllm, live()));
+      const events = await collect(openaiChat.stream(request(), vllm, live()));
       assert.deepEqual(
         events.map((e) => e.type),
         ['text', 'text', 'text', 'finish', 'usage'],
@@ -548,7 +548,7 @@ describe('OpenAI-compatible adapter', () => {
 
     it('a server that ignores stream: true and answers in one piece is replayed as events', async () => {
       selfHosted.script({ ignoreStream: true, reasoning: 'Hmm.' });
-      const events = await collect(openaiAdapter.stream(request(), vllm, live()));
+      const events = await collect(openaiChat.stream(request(), vllm, live()));
       assert.deepEqual(
         events.map((e) => e.type),
         ['reasoning', 'text', 'finish', 'usage'],
@@ -558,7 +558,7 @@ describe('OpenAI-compatible adapter', () => {
 
     it('a consumer that stops early releases the upstream request', async () => {
       up.script({ eventDelayMs: 20 });
-      for await (const e of openaiAdapter.stream(
+      for await (const e of openaiChat.stream(
         request({ messages: [user('one two three four five six seven')] }),
         openai,
         live(),
@@ -579,7 +579,7 @@ describe('OpenAI-compatible adapter', () => {
         prompt: 'Once upon a time',
         sampling: { logprobs: true, topLogprobs: 2, topK: 10 },
       });
-      const r = await openaiAdapter.complete(req, vllm, live());
+      const r = await openaiChat.complete(req, vllm, live());
       const sent = selfHosted.last();
       assert.equal(sent.path, '/v1/completions');
       assert.deepEqual(sent.body, {
@@ -607,7 +607,7 @@ describe('OpenAI-compatible adapter', () => {
         reasoningTokens: 0,
       });
 
-      const events = await collect(openaiAdapter.stream({ ...req, sampling: { logprobs: true } }, vllm, live()));
+      const events = await collect(openaiChat.stream({ ...req, sampling: { logprobs: true } }, vllm, live()));
       const texts = events.filter((e): e is Extract<StreamEvent, { type: 'text' }> => e.type === 'text');
       assert.equal(texts.map((t) => t.text).join(''), ' Echo: Once upon a time');
       assert.deepEqual(texts[1].logprobs, [
@@ -620,7 +620,7 @@ describe('OpenAI-compatible adapter', () => {
     });
 
     it('become a user turn where the vendor has no /completions for the model (OpenAI chat models)', async () => {
-      const r = await openaiAdapter.complete(request({ messages: [], prompt: 'Say hi' }), openai, live());
+      const r = await openaiChat.complete(request({ messages: [], prompt: 'Say hi' }), openai, live());
       assert.equal(up.last().path, '/v1/chat/completions');
       assert.deepEqual(up.last().body.messages, [{ role: 'user', content: 'Say hi' }]);
       assert.equal(r.content, 'Echo: Say hi');

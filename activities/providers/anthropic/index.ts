@@ -2,7 +2,7 @@
 // SSE, and POST {base}/v1/messages/count_tokens.
 import type { InferenceRequest, InferenceResult, StreamEvent } from '../../core/types.js';
 import { readJson } from '../http.js';
-import { type ProviderAdapter, type ProviderTarget } from '../types.js';
+import { type ChatAdapter, type Provider, type ProviderTarget } from '../types.js';
 import { anthropicPassThrough } from './native.js';
 import { toMessagesRequest } from './request.js';
 import { fromMessage } from './response.js';
@@ -13,8 +13,7 @@ import { upstreamError } from '../../core/errors.js';
 
 export { ANTHROPIC_VERSION } from './transport.js';
 
-export const anthropicAdapter: ProviderAdapter = {
-  protocol: 'anthropic',
+export const anthropicChat: ChatAdapter = {
   native: anthropicPassThrough,
 
   async complete(req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): Promise<InferenceResult> {
@@ -72,3 +71,8 @@ export async function countTokens(req: InferenceRequest, target: ProviderTarget,
   }
   return j.input_tokens;
 }
+
+export const anthropicProvider: Provider = {
+  protocol: 'anthropic',
+  chat: anthropicChat,
+};

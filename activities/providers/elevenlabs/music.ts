@@ -4,12 +4,11 @@
 // catalog marks music models `async` for POST /api/tts. ElevenLabs meters music by its length,
 // so the length is always sent (the caller's `duration`, else the model's default): what we bill
 // is exactly what was asked for.
-import { send } from '../http.js';
-import { bodyChunks } from '../openai/speech.js';
-import type { SpeechAudio, SpeechFormat, SpeechRequest } from '../speech.js';
-import { FORMAT_CONTENT_TYPES } from '../speech.js';
+import { bodyChunks, send } from '../http.js';
+import type { SpeechAudio, SpeechFormat, SpeechRequest } from '../types.js';
+import { FORMAT_CONTENT_TYPES } from '../types.js';
 import type { ProviderTarget } from '../types.js';
-import { elevenlabsError, elevenlabsHeaders } from './speech.js';
+import { elevenlabsError, elevenlabsHeaders } from './errors.js';
 
 const OUTPUT_FORMATS: Partial<Record<SpeechFormat, string>> = {
   mp3: 'mp3_44100_128',

@@ -5,13 +5,13 @@
 // (ElevenLabs accepts 0.7..1.2, so an OpenAI-style speed is clamped into that range); keys the
 // caller did not send are left out, so the voice's stored settings apply to them.
 // A request of kind 'music' goes to ElevenLabs Music instead (./music.ts).
-import { send } from '../http.js';
+import { bodyChunks, send } from '../http.js';
 import { type ProviderTarget } from '../types.js';
 import type { UpstreamResponse } from '../http.js';
-import { bodyChunks } from '../openai/speech.js';
-import type { SpeechAdapter, SpeechFormat } from '../speech.js';
-import { FORMAT_CONTENT_TYPES } from '../speech.js';
+import type { SpeechAdapter, SpeechFormat } from '../types.js';
+import { FORMAT_CONTENT_TYPES } from '../types.js';
 import { composeMusic } from './music.js';
+import { elevenlabsError, elevenlabsHeaders } from './errors.js';
 import { RequestError, upstreamError, isRetryableStatus } from '../../core/errors.js';
 
 const OUTPUT_FORMATS: Partial<Record<SpeechFormat, string>> = {
@@ -20,8 +20,7 @@ const OUTPUT_FORMATS: Partial<Record<SpeechFormat, string>> = {
   opus: 'opus_48000_64',
 };
 
-export const elevenlabsSpeechAdapter: SpeechAdapter = {
-  protocol: 'elevenlabs',
+export const elevenlabsSpeech: SpeechAdapter = {
   async synthesize(req, target, signal) {
     if (req.kind === 'music') return composeMusic(req, target, signal);
     const outputFormat = OUTPUT_FORMATS[req.format] ?? 'mp3_44100_128';
@@ -49,37 +48,3 @@ export const elevenlabsSpeechAdapter: SpeechAdapter = {
     };
   },
 };
-
-export function elevenlabsHeaders(target: ProviderTarget): Record<string, string> {
-  const headers: Record<string, string> = {
-    'content-type': 'application/json',
-    accept: 'audio/mpeg',
-    ...target.headers,
-  };
-  if (target.apiKey) headers['xi-api-key'] = target.apiKey;
-  return headers;
-}
-
-/** ElevenLabs' error bodies are `{"detail":{"status":"invalid_api_key","message":"..."}}` (or `detail` as text, or FastAPI's list). */
-export async function elevenlabsError(target: ProviderTarget, res: UpstreamResponse): Promise<RequestError> {
-  const text = await res.body.text().catch(() => '');
-  let message = text.slice(0, 500) || `HTTP ${res.status}`;
-  try {
-    const d = JSON.parse(text)?.detail;
-    const m = typeof d === 'string' ? d : (d?.message ?? d?.[0]?.msg);
-    if (typeof m === 'string' && m) message = m;
-  } catch {
-    // not JSON: keep the text
-  }
-  const retryAfter = Number(res.headers['retry-after']);
-  return upstreamError(
-    `${target.providerId} answered ${res.status}: ${message}`,
-    res.status,
-    isRetryableStatus(res.status),
-    {
-      providerId: target.providerId,
-      retryAfterSeconds: Number.isFinite(retryAfter) ? retryAfter : undefined,
-      upstreamBody: text.slice(0, 2000),
-    },
-  );
-}

@@ -6,7 +6,7 @@
 import type { InferenceRequest, InferenceResult, StreamEvent } from '../../core/types.js';
 import { readJson, send, transportError } from '../http.js';
 import { parseSse } from '../sse.js';
-import { type ProviderAdapter, type ProviderTarget } from '../types.js';
+import { type ChatAdapter, type Provider, type ProviderTarget } from '../types.js';
 import { geminiStatusError } from './errors.js';
 import { toGeminiRequest } from './request.js';
 import { fromGeminiResponse } from './response.js';
@@ -46,9 +46,7 @@ function bodyError(providerId: string, err: unknown): RequestError {
   });
 }
 
-export const geminiAdapter: ProviderAdapter = {
-  protocol: 'gemini',
-
+export const geminiChat: ChatAdapter = {
   async complete(req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): Promise<InferenceResult> {
     const body = JSON.stringify(await toGeminiRequest(req, target, signal));
     const res = await send(target.providerId, endpoint(target, req.model, 'generateContent'), {
@@ -80,4 +78,9 @@ export const geminiAdapter: ProviderAdapter = {
       }
     }
   },
+};
+
+export const geminiProvider: Provider = {
+  protocol: 'gemini',
+  chat: geminiChat,
 };

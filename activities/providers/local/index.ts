@@ -2,8 +2,9 @@
 // route's upstream model is the model FILE name (found by modelFiles.ts); its options may carry
 // the file's sha256. This is what a fresh install answers with when no upstream key is set.
 import type { InferenceRequest, InferenceResult, StreamEvent, TokenLogprob } from '../../core/types.js';
-import type { ProviderAdapter, ProviderTarget } from '../types.js';
+import type { ChatAdapter, Provider, ProviderTarget } from '../types.js';
 import { EventQueue } from './eventQueue.js';
+import { localSpeech } from './speech.js';
 import { localModel } from './engine.js';
 import type { LocalModel } from './engine.js';
 import { abortError, generate } from './generate.js';
@@ -94,8 +95,7 @@ async function* stream(
   }
 }
 
-export const localAdapter: ProviderAdapter = {
-  protocol: 'local',
+export const localChat: ChatAdapter = {
   complete,
   stream,
 };
@@ -114,3 +114,9 @@ export async function countPromptTokens(file: string, req: InferenceRequest): Pr
   const lm = await localModel(file);
   return buildPrompt(lm, req).tokens.length;
 }
+
+export const localProvider: Provider = {
+  protocol: 'local',
+  chat: localChat,
+  speech: localSpeech,
+};

@@ -4,8 +4,8 @@
 // (s16le mono at the route's `sample_rate`, default 24 kHz, OpenAI's pcm rate); the surface
 // refuses the others before we get here.
 import { Worker } from 'node:worker_threads';
-import type { SpeechAdapter, SpeechFormat } from '../speech.js';
-import { FORMAT_CONTENT_TYPES } from '../speech.js';
+import type { SpeechAdapter, SpeechFormat } from '../types.js';
+import { FORMAT_CONTENT_TYPES } from '../types.js';
 import { upstreamError } from '../../core/errors.js';
 
 export const LOCAL_SPEECH_FORMATS: SpeechFormat[] = ['mp3', 'wav', 'pcm'];
@@ -66,8 +66,7 @@ async function* synthesizeInWorker(
   }
 }
 
-export const localSpeechAdapter: SpeechAdapter = {
-  protocol: 'local',
+export const localSpeech: SpeechAdapter = {
   async synthesize(req, target, signal) {
     if (!LOCAL_SPEECH_FORMATS.includes(req.format))
       throw fail(`the local speech engine cannot produce ${req.format}`, 400, 'unsupported_format');

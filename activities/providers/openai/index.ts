@@ -4,8 +4,9 @@
 import type { InferenceRequest, InferenceResult, StreamEvent } from '../../core/types.js';
 import { readJson, send, statusError } from '../http.js';
 import type { UpstreamResponse } from '../http.js';
-import type { ProviderAdapter, ProviderTarget } from '../types.js';
+import type { ChatAdapter, Provider, ProviderTarget } from '../types.js';
 import { openaiPassThrough } from './native.js';
+import { openaiSpeech } from './speech.js';
 import { quirksFor } from './quirks.js';
 import { endpointUrl, requestHeaders, toChatBody, toCompletionBody, usesCompletionsEndpoint } from './request.js';
 import { fromChatResponse, fromCompletionResponse } from './response.js';
@@ -44,7 +45,7 @@ async function complete(req: InferenceRequest, target: ProviderTarget, signal: A
 }
 
 // An async generator runs nothing until the first next(): the upstream call, and any failure to
-// get a good response, belong to that first next() as the ProviderAdapter contract requires.
+// get a good response, belong to that first next() as the ChatAdapter contract requires.
 async function* stream(
   req: InferenceRequest,
   target: ProviderTarget,
@@ -58,9 +59,14 @@ async function* stream(
   });
 }
 
-export const openaiAdapter: ProviderAdapter = {
-  protocol: 'openai',
+export const openaiChat: ChatAdapter = {
   complete,
   stream,
   native: openaiPassThrough,
+};
+
+export const openaiProvider: Provider = {
+  protocol: 'openai',
+  chat: openaiChat,
+  speech: openaiSpeech,
 };

@@ -1,12 +1,10 @@
 // OpenAI's speech API: POST {base}/audio/speech with a Bearer key and a JSON body; the answer is
 // the audio bytes themselves (chunked), in the requested response_format.
-import { send, statusError, transportError } from '../http.js';
-import type { SpeechAdapter } from '../speech.js';
-import { FORMAT_CONTENT_TYPES } from '../speech.js';
-import type { Dispatcher } from 'undici';
+import { bodyChunks, send, statusError } from '../http.js';
+import type { SpeechAdapter } from '../types.js';
+import { FORMAT_CONTENT_TYPES } from '../types.js';
 
-export const openaiSpeechAdapter: SpeechAdapter = {
-  protocol: 'openai',
+export const openaiSpeech: SpeechAdapter = {
   async synthesize(req, target, signal) {
     const body: Record<string, unknown> = {
       model: req.model,
@@ -31,17 +29,3 @@ export const openaiSpeechAdapter: SpeechAdapter = {
     };
   },
 };
-
-/** An undici body as Buffers, a broken body mapped to UpstreamError. */
-export async function* bodyChunks(providerId: string, body: Dispatcher.ResponseData['body']): AsyncIterable<Buffer> {
-  try {
-    for await (const chunk of body) {
-      const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
-      if (b.length) yield b;
-    }
-  } catch (err) {
-    throw transportError(providerId, err);
-  } finally {
-    if (!body.destroyed) body.destroy();
-  }
-}

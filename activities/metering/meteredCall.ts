@@ -1,0 +1,321 @@
+// The metered call: the one engine under every billed operation, synchronous or inside an
+// activity (chat, messages, responses, completions, talk-to-gpt, speech, speech jobs, video jobs;
+// next batch rows, images, embeddings, decisions). Its steps, in order:
+//   reserve  the worst case over every route the call may end up on: a share of this process's
+//            credit lease (synchronous text calls of keys without a daily USD cap), else one
+//            exact hold (jobs, whose money must outlive the request, hold for `holdTtlSeconds`);
+//   attempt  the routes in order, falling back to the next on a retryable failure, but only
+//            until an attempt has produced its first byte for the caller (the surface's attempt
+//            function decides what that is: a whole answer, a first stream event, a first audio
+//            chunk, a submitted job);
+//   settle   the actual cost on the route that answered, releasing the rest, or `fail` (nothing
+//            reached the caller: the reservation goes back, nothing is charged);
+//   record   one request record either way.
+// What differs per surface is declared, not re-implemented: how to price the worst case on a
+// route, what the attempt is, what the answer cost, how a shortfall is explained. Money never moves
+// anywhere else (activities/ledger/ holds the arithmetic and the idempotency).
+import type { Caller } from '../accounts/keys.js';
+import type { Route } from '../catalog/catalog.js';
+import { RequestError, UPSTREAM_ERROR } from '../core/errors.js';
+import { type Currency, formatAmount, toDisplayNumber } from '../core/money.js';
+import { recordRequest } from '../inference/records.js';
+import { releaseLeased, reserveFromLease, settleLeased, type LeasedFunds } from '../ledger/leases.js';
+import { InsufficientFunds, release, reserve, settle, type Settlement } from '../ledger/ledger.js';
+
+/** Who pays: what the engine needs of a caller (a job's worker knows only this much). */
+export type Payer = Pick<Caller, 'accountId' | 'billingMode' | 'dailyUsdLimit'> & { keyId: string | null };
+
+export interface MeteredCallSpec {
+  caller: Payer;
+  /** the request's id: the reservation's idempotency key, the charge's request id, the record's id */
+  requestId: string;
+  /** what the record calls this operation: 'chat', 'speech', 'video', … */
+  surface: string;
+  /** the catalog model id, for records and ledger reasons */
+  modelId: string;
+  /** the routes to try, in order (planned once, by activities/routing/planRoute.ts) */
+  routes: Route[];
+  /** the most this call can cost on a route, in nano-USD */
+  worstCase(route: Route): bigint;
+  /**
+   * Why the balance does not cover the worst case, for the 402: `required` and `available` are
+   * USD amounts as text. Say what the money is for and what the caller can change.
+   */
+  shortfall(required: string, available: string): string;
+  /** a job's reservation must outlive the request that made it; unset for synchronous calls */
+  holdTtlSeconds?: number;
+  /**
+   * May a synchronous call take its share of this process's credit lease (ledger/leases.ts)
+   * instead of a hold of its own? Worth it where calls are many and small (text); the rest keep
+   * one exact hold each, whose settlement reports the exact balance left.
+   */
+  creditLease?: boolean;
+  /** the reservation's idempotency key (default `hold:<requestId>`) */
+  holdKey?: string;
+  /** the caller asked for pay-as-you-go (`X-Billing-Mode`, completions' `billing_mode`) */
+  forcePaygo?: boolean;
+}
+
+/** What a settlement charged, exactly and as shown to callers. */
+export interface Charge {
+  currency: Currency;
+  /** charged, in `currency`'s smallest unit */
+  charged: bigint;
+  /** what the answer cost, in nano-USD */
+  costUsd: bigint;
+  /** what the account can still spend, in `currency` (undefined when nothing was reserved) */
+  available?: bigint;
+}
+
+/** A charge as the answers show it. */
+export interface Bill {
+  /** charged, in the paying currency */
+  amount: number;
+  currency: Currency;
+  /** the cost in USD */
+  cost: number;
+  paymentSource: Currency;
+  remainingBalance: number;
+}
+
+export function billOf(c: Charge): Bill {
+  return {
+    amount: toDisplayNumber(c.charged, c.currency),
+    currency: c.currency,
+    cost: toDisplayNumber(c.costUsd, 'USD'),
+    paymentSource: c.currency,
+    remainingBalance: c.available === undefined ? 0 : toDisplayNumber(c.available, c.currency),
+  };
+}
+
+/** What a record says beside the money: how it ended and what was consumed. */
+export interface Outcome {
+  status?: string;
+  inputUnits: number | null;
+  outputUnits: number | null;
+}
+
+export class MeteredCall {
+  private holdId?: string;
+  /** the reservation when it came from this process's credit lease (no round trip; leases.ts) */
+  private leased?: LeasedFunds;
+  private answered?: Route;
+  private readonly started = Date.now();
+
+  constructor(readonly spec: MeteredCallSpec) {}
+
+  /**
+   * A call whose reservation was made earlier, elsewhere (a job's API request), to settle or fail
+   * from a worker: `route` is the route that served it, when known.
+   */
+  static adopted(a: {
+    caller: Payer;
+    requestId: string;
+    surface: string;
+    modelId: string;
+    holdId: string | null | undefined;
+    route?: Route;
+  }): MeteredCall {
+    const call = new MeteredCall({
+      ...a,
+      routes: a.route ? [a.route] : [],
+      worstCase: () => 0n,
+      shortfall: () => 'nothing more is reserved for a job that is already running',
+    });
+    call.adoptReservation(a.holdId);
+    if (a.route) call.answered = a.route;
+    return call;
+  }
+
+  /** the dearest route's worst case: what is reserved */
+  worstCase(): bigint {
+    let worst = 0n;
+    for (const r of this.spec.routes) {
+      const c = this.spec.worstCase(r);
+      if (c > worst) worst = c;
+    }
+    return worst;
+  }
+
+  /** Reserve the worst case. A free call reserves nothing; a shortfall is a 402 that says why. */
+  async reserve(): Promise<{ currency: Currency; amount: bigint; available: bigint } | undefined> {
+    const { caller, requestId, holdTtlSeconds } = this.spec;
+    if (caller.billingMode === 'subscription_only') {
+      // No subscriptions exist yet, so such a key cannot pay for anything: refuse before holding.
+      const why = this.spec.forcePaygo
+        ? 'the request asks for pay-as-you-go billing, which this key may not use'
+        : 'no subscription covers this request';
+      throw new RequestError(
+        402,
+        'subscription_required',
+        `This API key is limited to subscription billing, and ${why}. Use a pay-as-you-go key.`,
+      );
+    }
+    const worst = this.worstCase();
+    if (worst === 0n) return undefined;
+    // Keys with a daily USD cap are checked exactly, so they never lease; jobs never lease either
+    // (their reservation outlives this process's lease bookkeeping).
+    if (this.spec.creditLease && holdTtlSeconds === undefined && caller.dailyUsdLimit == null) {
+      this.leased = await reserveFromLease(caller.accountId, worst);
+      if (this.leased) return { currency: 'USD', amount: worst, available: 0n };
+    }
+    try {
+      const hold = await reserve({
+        accountId: caller.accountId,
+        usd: worst,
+        idempotencyKey: this.spec.holdKey ?? `hold:${requestId}`,
+        requestId,
+        apiKeyId: caller.keyId ?? undefined,
+        ttlSeconds: holdTtlSeconds,
+      });
+      this.holdId = hold.id;
+      return { currency: hold.currency, amount: hold.amount, available: hold.available };
+    } catch (err) {
+      if (!(err instanceof InsufficientFunds)) throw err;
+      throw new RequestError(
+        402,
+        'insufficient_balance',
+        `Insufficient balance: ${this.spec.shortfall(formatAmount(err.requiredUsd, 'USD'), formatAmount(err.availableUsd, 'USD'))}`,
+        {
+          details: {
+            requiredBalance: toDisplayNumber(err.requiredUsd, 'USD'),
+            availableBalance: toDisplayNumber(err.availableUsd, 'USD'),
+          },
+        },
+      );
+    }
+  }
+
+  /** the exact hold, for work that continues elsewhere (a job's worker settles it later) */
+  get reservation(): string | undefined {
+    return this.holdId;
+  }
+
+  /** Continue a call whose reservation was made earlier, by another process (a job's worker). */
+  adoptReservation(holdId: string | undefined | null): void {
+    this.holdId = holdId ?? undefined;
+  }
+
+  /** the route that answered (after a successful attempt) */
+  get route(): Route | undefined {
+    return this.answered;
+  }
+
+  /**
+   * Try the routes in order until `attempt` succeeds on one. A retryable failure moves on to the
+   * next route; anything else, or an aborted signal, stops. Nothing is settled or released here:
+   * the caller settles what the answer cost, or fails the call.
+   */
+  async attempt<T>(signal: AbortSignal, attempt: (route: Route) => Promise<T>): Promise<{ value: T; route: Route }> {
+    const failures: RequestError[] = [];
+    for (const route of this.spec.routes) {
+      try {
+        const value = await attempt(route);
+        this.answered = route;
+        return { value, route };
+      } catch (err) {
+        const e = asUpstreamFailure(route, err);
+        failures.push(e);
+        if (!e.retryable || signal.aborted) break;
+      }
+    }
+    throw exhausted(this.spec.modelId, failures);
+  }
+
+  /** Charge `costUsd` on the answering route and release the rest; record the request. */
+  async settle(costUsd: bigint, outcome: Outcome): Promise<Charge> {
+    const route = this.answered;
+    if (!route) throw new Error(`${this.spec.requestId}: settle before any route answered`);
+    const { caller, requestId, surface, modelId } = this.spec;
+    const reason = `${surface} ${modelId} via ${route.provider.id}`;
+    let s: Settlement | undefined;
+    if (this.leased) s = settleLeased(this.leased, { usd: costUsd, requestId, apiKeyId: caller.keyId, reason });
+    else if (this.holdId) s = await settle({ holdId: this.holdId, usd: costUsd, reason });
+    const charge: Charge = {
+      currency: s?.currency ?? 'USD',
+      charged: s?.charged ?? 0n,
+      costUsd,
+      available: s?.available,
+    };
+    this.record(outcome.status ?? 'completed', outcome, charge, null);
+    return charge;
+  }
+
+  /** Nothing reached the caller: give the reservation back and record the failure. */
+  async fail(code: string): Promise<void> {
+    if (this.leased) releaseLeased(this.leased);
+    else if (this.holdId) await release(this.holdId);
+    this.record('failed', { inputUnits: null, outputUnits: null }, null, code);
+  }
+
+  /** `work`'s result; if it fails, nothing reached the caller: release (with the failure's code, or `code`) and rethrow. */
+  async orRelease<T>(work: Promise<T>, code?: string): Promise<T> {
+    try {
+      return await work;
+    } catch (err) {
+      await this.fail(code ?? (err as { code?: string }).code ?? 'error');
+      throw err;
+    }
+  }
+
+  private record(status: string, o: Outcome, charge: Charge | null, errorCode: string | null): void {
+    const { caller, requestId, surface, modelId } = this.spec;
+    recordRequest({
+      id: requestId,
+      accountId: caller.accountId,
+      apiKeyId: caller.keyId,
+      surface,
+      model: modelId,
+      providerId: this.answered?.provider.id ?? null,
+      status,
+      inputTokens: o.inputUnits,
+      outputTokens: o.outputUnits,
+      currency: charge?.currency ?? null,
+      cost: charge?.charged ?? null,
+      holdId: this.holdId ?? this.leased?.lease.id ?? null,
+      errorCode,
+      startedAt: new Date(this.started),
+    });
+  }
+}
+
+/**
+ * How an upstream's failure reads to our caller. Their credentials problem is not the caller's
+ * (401/403/402 become 502), a timeout is a 504, their rate limit stays a 429 with its Retry-After,
+ * their judgement of the request itself (400/404/413/422) stays a 400.
+ */
+function callerStatus(upstream: number): number {
+  if (upstream === 499) return 499;
+  if (upstream === 429) return 429;
+  if (upstream === 408 || upstream === 504) return 504;
+  if (upstream === 400 || upstream === 404 || upstream === 413 || upstream === 422) return 400;
+  return 502;
+}
+
+/**
+ * Why every attempt failed, as one error for the caller. `retryable`: every failure was one that
+ * a later attempt may get past (a job's engine retries then).
+ */
+function exhausted(modelId: string, failures: RequestError[]): RequestError {
+  const last = failures.at(-1);
+  if (!last) return new RequestError(503, 'model_not_available', `Model '${modelId}' has no configured provider here.`);
+  const retryable = failures.every((f) => f.retryable);
+  if (failures.length === 1) {
+    const status = callerStatus(last.status);
+    const named = last.code !== UPSTREAM_ERROR ? last.code : undefined;
+    const code =
+      named ?? (status === 400 ? 'upstream_rejected_request' : status === 429 ? 'rate_limit_exceeded' : UPSTREAM_ERROR);
+    return new RequestError(status, code, last.message, { retryAfterSeconds: last.opts.retryAfterSeconds, retryable });
+  }
+  const summary = failures.map((f) => f.message).join('; ');
+  return new RequestError(502, 'all_fallbacks_failed', `Every provider failed: ${summary}`, { retryable });
+}
+
+/** An adapter bug is not the caller's business: log it, answer a generic provider failure. */
+function asUpstreamFailure(route: Route, err: unknown): RequestError {
+  if (err instanceof RequestError) return err;
+  console.error(`[metering] adapter for ${route.provider.id} failed unexpectedly:`, err);
+  return new RequestError(502, 'provider_error', `${route.provider.id} failed unexpectedly`, {
+    providerId: route.provider.id,
+  });
+}
