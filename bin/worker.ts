@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
 import { Client, Connection, ScheduleOverlapPolicy } from '@temporalio/client';
 import * as activities from '../activities/index.js';
+import { sweepExpiredHolds, sweepHostedFiles, sweepStoredResponses } from '../workflows/index.js';
 import { config } from '../activities/config.js';
 
 export const SEARCH_ATTRIBUTES = { SwitchyardAccountId: 'Keyword' } as const;
@@ -28,22 +29,29 @@ export async function createWorker(address: string): Promise<Worker> {
   });
 }
 
+/** A recurring job: a Temporal Schedule starting `workflow` (by reference, as jobs are started) every `every`. */
+interface RecurringJob {
+  scheduleId: string;
+  workflow: () => Promise<number>;
+  every: string;
+}
+
 /** The gateway's recurring jobs, each a Temporal Schedule starting a workflow. */
-export const SCHEDULES = [
+export const SCHEDULES: readonly RecurringJob[] = [
   // reservations whose request never settled (crashed process, lost connection)
-  { scheduleId: 'switchyard-hold-sweeper', workflowType: 'sweepExpiredHolds', every: '1 minute' },
+  { scheduleId: 'switchyard-hold-sweeper', workflow: sweepExpiredHolds, every: '1 minute' },
   // hosted audio and video past their retention (24 hours by default)
-  { scheduleId: 'switchyard-hosted-file-sweeper', workflowType: 'sweepHostedFiles', every: '10 minutes' },
+  { scheduleId: 'switchyard-hosted-file-sweeper', workflow: sweepHostedFiles, every: '10 minutes' },
   // stored Responses API responses past their retention (7 days by default)
-  { scheduleId: 'switchyard-stored-response-sweeper', workflowType: 'sweepStoredResponses', every: '1 hour' },
-] as const;
+  { scheduleId: 'switchyard-stored-response-sweeper', workflow: sweepStoredResponses, every: '1 hour' },
+];
 
 /** Idempotent: creates the schedules that do not exist yet. */
 export async function ensureSchedules(address: string): Promise<void> {
   const connection = await Connection.connect({ address });
   try {
     const client = new Client({ connection, namespace: config.temporalNamespace });
-    for (const { scheduleId, workflowType, every } of SCHEDULES) {
+    for (const { scheduleId, workflow, every } of SCHEDULES) {
       const exists = await client.schedule
         .getHandle(scheduleId)
         .describe()
@@ -56,7 +64,7 @@ export async function ensureSchedules(address: string): Promise<void> {
         .create({
           scheduleId,
           spec: { intervals: [{ every }] },
-          action: { type: 'startWorkflow', workflowType, taskQueue: config.taskQueue, args: [] },
+          action: { type: 'startWorkflow', workflowType: workflow, taskQueue: config.taskQueue, args: [] },
           policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: every },
         })
         .catch((err: Error) => {

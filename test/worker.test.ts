@@ -45,7 +45,7 @@ describe('worker (real Temporal dev server)', function () {
     for (const s of SCHEDULES) {
       const d = await t.client.schedule.getHandle(s.scheduleId).describe();
       assert.equal(d.action.type, 'startWorkflow');
-      assert.equal((d.action as { workflowType: string }).workflowType, s.workflowType);
+      assert.equal((d.action as { workflowType: string }).workflowType, s.workflow.name);
     }
   });
 });

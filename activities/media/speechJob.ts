@@ -16,7 +16,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { db } from '../db.js';
 import { catalog } from '../catalog/catalog.js';
 import type { Caller } from '../accounts/keys.js';
-import { startJob } from '../jobs/startJob.js';
+import { startJob } from '../jobs/jobs.js';
 import { MeteredCall } from '../metering/meteredCall.js';
 import { speechJob } from '../../workflows/speechJob.js';
 import { SpeechCall, speechBillFields, type SpeechPlan } from '../surfaces/speech.js';

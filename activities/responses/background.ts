@@ -6,18 +6,22 @@
 import { Context } from '@temporalio/activity';
 import { db } from '../db.js';
 import { catalog } from '../catalog/catalog.js';
-import { release } from '../ledger/ledger.js';
 import type { Caller } from '../accounts/keys.js';
 import { InferenceCall } from '../inference/execute.js';
 import type { InferenceRequest } from '../core/types.js';
 import {
   assistantTurn,
+  responseShell,
   toResponse,
   type ChatMessage,
   type ResponseMeta,
   type ResponseObject,
 } from '../surfaces/responses.js';
 import { RequestError } from '../core/errors.js';
+import { startJob } from '../jobs/jobs.js';
+import { MeteredCall } from '../metering/meteredCall.js';
+import { retentionDays } from '../surfaces/responsesStore.js';
+import { backgroundResponse } from '../../workflows/backgroundResponse.js';
 
 /** What the API stores beside a queued response so the worker can run it. */
 export interface BackgroundJob {
@@ -57,6 +61,58 @@ async function update(
     where: { id },
     data: { status, response: { ...response, status } as object, ...(request ? { request: request as object } : {}) },
   });
+}
+
+/**
+ * Hands a reserved call to the `backgroundResponse` workflow (the job pattern): the response is
+ * stored as `queued` with everything the worker needs to run it, the workflow started with
+ * workflow id = the response id, and both undone if the engine does not take it.
+ */
+export async function startBackgroundResponse(
+  call: InferenceCall,
+  meta: ResponseMeta,
+  conversation: ChatMessage[],
+  caller: Caller,
+): Promise<ResponseObject> {
+  const queued = responseShell(meta, 'queued');
+  const job: BackgroundJob = {
+    caller: { ...caller, dailyUsdLimit: caller.dailyUsdLimit?.toString() ?? null },
+    requestId: call.ctx.requestId,
+    modelId: call.ctx.modelId,
+    routeIds: call.ctx.routes.map((r) => r.id),
+    request: call.ctx.request,
+    promptTokenEstimate: call.ctx.promptTokenEstimate,
+    holdId: call.reservation ?? null,
+    meta,
+  };
+  await startJob({
+    id: meta.id,
+    accountId: caller.accountId,
+    workflow: backgroundResponse,
+    args: [meta.id],
+    reservation: call,
+    store: async () => {
+      await db().prisma.storedResponse.create({
+        data: {
+          id: meta.id,
+          accountId: caller.accountId,
+          status: 'queued',
+          request: { conversation, job } as object,
+          response: queued as object,
+          expiresAt: new Date(Date.now() + Math.max(1, retentionDays()) * 86_400_000),
+        },
+      });
+    },
+    forget: async () => {
+      await db().prisma.storedResponse.deleteMany({ where: { id: meta.id } });
+    },
+    unavailable: {
+      code: 'background_unavailable',
+      message:
+        'Background responses are unavailable right now (the workflow engine did not accept the job). Nothing was charged; retry, or send the request without background.',
+    },
+  });
+  return queued;
 }
 
 /** Runs the call; returns the terminal status. A cancelled activity aborts the upstream call and rethrows. */
@@ -134,7 +190,14 @@ export async function closeBackgroundResponse(
 ): Promise<void> {
   const row = await load(id);
   if (TERMINAL.has(row.status)) return;
-  if (row.request.job.holdId) await release(row.request.job.holdId);
+  const { job } = row.request;
+  await MeteredCall.adopted({
+    caller: { ...job.caller, dailyUsdLimit: null },
+    requestId: job.requestId,
+    surface: 'responses',
+    modelId: job.modelId,
+    holdId: job.holdId,
+  }).fail(status);
   const response = {
     ...row.response,
     ...(message ? { error: { code: 'background_failed', message } } : {}),

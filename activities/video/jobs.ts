@@ -1,16 +1,19 @@
 // Video jobs as the API and the status routes see them: one `media_jobs` row per job (kind
 // 'video'), created with its pre-charge reserved, kept current by the `videoJob` workflow's
 // activities (activities/video/run.ts), and read — never replayed — by the status routes.
-// Money: the pre-charge is a ledger HOLD (idempotency key `video:<job id>`), settled to the
-// real duration's price when the video is stored, released on failure, cancellation or
-// timeout. Settle and release are idempotent per hold, so a retried activity never charges twice.
+// Money: the job is a metered call (videoCall) whose pre-charge is one exact hold (idempotency key
+// `video:<job id>`), settled to the real duration's price when the video is stored, released on
+// failure, cancellation or timeout. Settle and release are idempotent per hold, so a retried
+// activity never charges twice.
 import { randomBytes } from 'node:crypto';
 import { db } from '../db.js';
 import type { Caller } from '../accounts/keys.js';
-import { InsufficientFunds, release, reserve } from '../ledger/ledger.js';
 import { formatAmount, toDisplayNumber, type Currency } from '../core/money.js';
+import { startJob } from '../jobs/jobs.js';
+import { MeteredCall, type Payer } from '../metering/meteredCall.js';
+import type { VideoInput } from '../providers/types.js';
+import { videoJob, type VideoJobInput } from '../../workflows/videoJob.js';
 import type { VideoPlan } from './plan.js';
-import { RequestError } from '../core/errors.js';
 
 function envInt(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -35,8 +38,9 @@ export const isTerminal = (s: string) => (TERMINAL as readonly string[]).include
 
 /** What the API stores in `media_jobs.request` for the worker: everything a retry needs. */
 export interface VideoJobRequest {
-  submitPath: string;
-  input: Record<string, unknown>;
+  /** the route the API planned (its provider, upstream model and options) */
+  routeId: string;
+  input: VideoInput;
   durationSeconds: number;
   variants: number;
   /** customer nano-USD per second of output, as text */
@@ -68,66 +72,54 @@ export async function loadVideoJob(id: string) {
   return row && row.kind === 'video' ? row : null;
 }
 
-export interface CreatedVideoJob {
+export interface StartedVideoJob {
+  runId: string;
   id: string;
+  status: 'pending';
   cost: number;
   paymentSource: Currency;
   remainingBalance: number;
   prechargeLabel: string;
 }
 
+/** A video job's money as a metered call: one route (planned by the API), its pre-charge held past the deadline. */
+export function videoCall(
+  caller: Payer,
+  plan: Pick<VideoPlan, 'model' | 'route' | 'maxUsd' | 'perSecond' | 'prechargeLabel'>,
+  id: string,
+): MeteredCall {
+  return new MeteredCall({
+    caller,
+    requestId: id,
+    surface: 'video',
+    modelId: plan.model.id,
+    routes: [plan.route],
+    holdKey: `video:${id}`,
+    // the hold must outlive the job, or the hold sweeper would hand the money back mid-run
+    holdTtlSeconds: videoSettings.deadlineSeconds() + 3600,
+    worstCase: () => plan.maxUsd,
+    shortfall: (required, available) =>
+      `this video is pre-charged $${required} (${plan.prechargeLabel.replace(/^Pre-charged for /, '')} at $${formatAmount(plan.perSecond, 'USD')}/s) and $${available} is available. Add funds, or ask for a shorter video.`,
+  });
+}
+
 /**
- * Reserve the pre-charge and store the job as `pending`. On any failure nothing is left behind:
- * the hold is released and no row exists. The caller starts the workflow next (and calls
- * `abandonVideoJob` if that fails).
+ * Reserve the pre-charge and start the job (the job pattern, activities/jobs/startJob.ts): the
+ * row is stored as `pending`, the `videoJob` workflow started with workflow id = the job id, and
+ * on a refusal from the engine both are undone and nothing is charged.
  */
-export async function createVideoJob(a: {
+export async function startVideoJob(a: {
   caller: Caller;
   plan: VideoPlan;
   conversationUuid: string | null;
-  id?: string;
   extendOf?: VideoJobRequest['extendOf'];
-}): Promise<CreatedVideoJob> {
+}): Promise<StartedVideoJob> {
   const { caller, plan } = a;
-  if (caller.billingMode === 'subscription_only') {
-    throw new RequestError(
-      402,
-      'subscription_required',
-      'This API key is limited to subscription billing, and no subscription covers video. Use a pay-as-you-go key.',
-    );
-  }
-  const id = a.id ?? newVideoJobId();
-  let hold: Awaited<ReturnType<typeof reserve>> | null = null;
-  if (plan.maxUsd > 0n) {
-    try {
-      hold = await reserve({
-        accountId: caller.accountId,
-        usd: plan.maxUsd,
-        idempotencyKey: `video:${id}`,
-        requestId: id,
-        apiKeyId: caller.keyId,
-        // the hold must outlive the job, or the hold sweeper would hand the money back mid-run
-        ttlSeconds: videoSettings.deadlineSeconds() + 3600,
-      });
-    } catch (err) {
-      if (err instanceof InsufficientFunds) {
-        throw new RequestError(
-          402,
-          'insufficient_balance',
-          `Insufficient balance: this video is pre-charged $${formatAmount(err.requiredUsd, 'USD')} (${plan.prechargeLabel.replace(/^Pre-charged for /, '')} at $${formatAmount(plan.perSecond, 'USD')}/s) and $${formatAmount(err.availableUsd, 'USD')} is available. Add funds, or ask for a shorter video.`,
-          {
-            details: {
-              requiredBalance: toDisplayNumber(err.requiredUsd, 'USD'),
-              availableBalance: toDisplayNumber(err.availableUsd, 'USD'),
-            },
-          },
-        );
-      }
-      throw err;
-    }
-  }
+  const id = newVideoJobId();
+  const call = videoCall(caller, plan, id);
+  const hold = await call.reserve();
   const request: VideoJobRequest = {
-    submitPath: plan.submitPath,
+    routeId: plan.route.id,
     input: plan.input,
     durationSeconds: plan.durationSeconds,
     variants: plan.variants,
@@ -139,44 +131,55 @@ export async function createVideoJob(a: {
     ...(a.extendOf ? { extendOf: a.extendOf } : {}),
   };
   const currency: Currency = hold?.currency ?? 'USD';
-  try {
-    await db().prisma.mediaJob.create({
-      data: {
-        id,
-        kind: 'video',
-        accountId: caller.accountId,
-        apiKeyId: caller.keyId,
-        model: plan.model.id,
-        providerId: plan.route.provider.id,
-        upstreamModel: plan.route.upstreamModel,
-        status: 'pending',
-        request: request as object,
-        conversationUuid: a.conversationUuid,
-        currency,
-        precharge: (hold?.amount ?? 0n).toString(),
-        holdId: hold?.id ?? null,
-        paymentSource: currency,
-      },
-    });
-  } catch (err) {
-    if (hold) await release(hold.id);
-    throw err;
-  }
-  return {
+  const input: VideoJobInput = {
+    jobId: id,
+    pollMs: videoSettings.pollMs(),
+    deadlineMs: videoSettings.deadlineSeconds() * 1000,
+  };
+  await startJob({
     id,
+    accountId: caller.accountId,
+    workflow: videoJob,
+    args: [input],
+    reservation: call,
+    store: async () => {
+      await db().prisma.mediaJob.create({
+        data: {
+          id,
+          kind: 'video',
+          accountId: caller.accountId,
+          apiKeyId: caller.keyId,
+          model: plan.model.id,
+          providerId: plan.route.provider.id,
+          upstreamModel: plan.route.upstreamModel,
+          status: 'pending',
+          request: request as object,
+          conversationUuid: a.conversationUuid,
+          currency,
+          precharge: (hold?.amount ?? 0n).toString(),
+          holdId: call.reservation ?? null,
+          paymentSource: currency,
+        },
+      });
+    },
+    forget: async () => {
+      await db().prisma.mediaJob.deleteMany({ where: { id, status: 'pending' } });
+    },
+    unavailable: {
+      code: 'video_unavailable',
+      message:
+        'Video generation is unavailable right now (the workflow engine did not accept the job). Nothing was charged; retry shortly.',
+    },
+  });
+  return {
+    runId: id,
+    id,
+    status: 'pending',
     cost: toDisplayNumber(plan.maxUsd, 'USD'),
     paymentSource: currency,
     remainingBalance: hold ? toDisplayNumber(hold.available, currency) : 0,
     prechargeLabel: plan.prechargeLabel,
   };
-}
-
-/** The workflow could not be started: give the pre-charge back and forget the job. */
-export async function abandonVideoJob(id: string): Promise<void> {
-  const row = await loadVideoJob(id);
-  if (!row) return;
-  if (row.holdId) await release(row.holdId);
-  await db().prisma.mediaJob.deleteMany({ where: { id, status: 'pending' } });
 }
 
 /** The caller's recent video jobs, newest first (GET /api/generate-video/recover). */

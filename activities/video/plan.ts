@@ -1,9 +1,11 @@
 // A video request checked against what its model accepts (the model's catalog options), before
 // anything is reserved: duration, aspect ratio, resolution, media inputs and their size, the
-// prompt. The result is the upstream's input (fal field names) and what the job costs at most.
+// prompt. The result is the job as every video protocol takes it (providers/types.ts VideoInput;
+// each adapter maps it to its own field names) and what the job costs at most.
 // Unknown keys are ignored, as the spec says; a media field the model does not take is refused
 // with a message naming it, because silently dropping an image would produce the wrong video.
 import type { ModelInfo, Route } from '../catalog/catalog.js';
+import type { VideoInput } from '../providers/types.js';
 import { RequestError } from '../core/errors.js';
 
 /** Media fields of the spec, by the kind of input they carry. */
@@ -13,24 +15,21 @@ export const MEDIA_FIELDS: Record<'image' | 'audio' | 'video', string[]> = {
   video: ['videoUrl', 'videoDataUrl', 'videoAttachmentId', 'video', 'referenceVideos'],
 };
 
-/** fal's input name for each kind (one input of each kind: the explicit field wins). */
-const FAL_MEDIA_INPUT = { image: 'image_url', audio: 'audio_url', video: 'video_url' } as const;
-
-/** Optional spec parameters a model may list under `params`, and the fal input each becomes. */
-const PARAMS: Record<string, { fal: string; from: string[] }> = {
-  negative_prompt: { fal: 'negative_prompt', from: ['negative_prompt'] },
-  cfg_scale: { fal: 'cfg_scale', from: ['cfg_scale'] },
-  guidance_scale: { fal: 'guidance_scale', from: ['guidance_scale'] },
-  num_inference_steps: { fal: 'num_inference_steps', from: ['num_inference_steps'] },
-  num_frames: { fal: 'num_frames', from: ['num_frames'] },
-  frames_per_second: { fal: 'frames_per_second', from: ['frames_per_second'] },
-  shift: { fal: 'shift', from: ['shift'] },
-  generate_audio: { fal: 'generate_audio', from: ['generateAudio'] },
-  enhance_prompt: { fal: 'enhance_prompt', from: ['enhancePrompt'] },
-  enable_prompt_expansion: { fal: 'enable_prompt_expansion', from: ['enable_prompt_expansion'] },
-  enable_safety_checker: { fal: 'enable_safety_checker', from: ['enable_safety_checker'] },
-  camera_fixed: { fal: 'camera_fixed', from: ['camera_fixed', 'cameraFixed', 'camera_fix'] },
-  motion: { fal: 'motion', from: ['motion', 'movementAmplitude'] },
+/** Optional spec parameters a model may list under `params`, and the body fields each is read from. */
+const PARAMS: Record<string, string[]> = {
+  negative_prompt: ['negative_prompt'],
+  cfg_scale: ['cfg_scale'],
+  guidance_scale: ['guidance_scale'],
+  num_inference_steps: ['num_inference_steps'],
+  num_frames: ['num_frames'],
+  frames_per_second: ['frames_per_second'],
+  shift: ['shift'],
+  generate_audio: ['generateAudio'],
+  enhance_prompt: ['enhancePrompt'],
+  enable_prompt_expansion: ['enable_prompt_expansion'],
+  enable_safety_checker: ['enable_safety_checker'],
+  camera_fixed: ['camera_fixed', 'cameraFixed', 'camera_fix'],
+  motion: ['motion', 'movementAmplitude'],
 };
 
 /** Uploads inline in the request body (data URLs): 4 MB after encoding, larger assets by URL. */
@@ -41,9 +40,8 @@ export type VideoBody = Record<string, unknown> & { model: string };
 export interface VideoPlan {
   model: ModelInfo;
   route: Route;
-  /** the upstream model path jobs are submitted to (the route's, or its `/extend` sub-path) */
-  submitPath: string;
-  input: Record<string, unknown>;
+  /** the job, as every video protocol takes it */
+  input: VideoInput;
   /** seconds of each output video the job is priced for */
   durationSeconds: number;
   /** outputs per job (Midjourney-style models make 4) */
@@ -76,7 +74,6 @@ function seconds(v: unknown): number {
 
 export function planVideo(model: ModelInfo, route: Route, body: VideoBody): VideoPlan {
   const o = model.options;
-  const input: Record<string, unknown> = {};
 
   // the prompt (required unless the model is a scripted-story one; none of those is served here)
   const prompt = typeof body.prompt === 'string' ? body.prompt.trim() : '';
@@ -89,7 +86,6 @@ export function planVideo(model: ModelInfo, route: Route, body: VideoBody): Vide
   const maxPrompt = numberOption(model, 'max_prompt_chars', 2500);
   if ([...prompt].length > maxPrompt)
     throw bad(`'prompt' is ${[...prompt].length} characters; '${model.id}' accepts at most ${maxPrompt}.`, 'prompt');
-  input.prompt = prompt;
 
   // duration: `duration` or `seconds`, in the model's list; the first listed is the default
   const durations = strings(o.durations)
@@ -107,8 +103,7 @@ export function planVideo(model: ModelInfo, route: Route, body: VideoBody): Vide
       );
     }
   }
-  const suffix = typeof route.options.duration_suffix === 'string' ? route.options.duration_suffix : '';
-  input.duration = `${duration}${suffix}`;
+  const input: VideoInput = { prompt, durationSeconds: duration, params: {}, media: {} };
 
   // aspect ratio (or orientation), resolution: checked when the model offers a choice
   const ratios = strings(o.aspect_ratios);
@@ -121,7 +116,7 @@ export function planVideo(model: ModelInfo, route: Route, body: VideoBody): Vide
         `'aspect_ratio' "${ratio}" is not offered by '${model.id}'. Aspect ratios: ${ratios.join(', ')}.`,
         'aspect_ratio',
       );
-    input.aspect_ratio = ratio;
+    input.aspectRatio = ratio;
   }
   const resolutions = strings(o.resolutions);
   if (typeof body.resolution === 'string' && resolutions.length) {
@@ -140,9 +135,8 @@ export function planVideo(model: ModelInfo, route: Route, body: VideoBody): Vide
 
   // optional parameters the model lists; others are ignored like unknown keys
   for (const name of strings(o.params)) {
-    const spec = PARAMS[name];
-    const from = spec?.from.find((f) => body[f] !== undefined && body[f] !== null);
-    if (spec && from) input[spec.fal] = body[from];
+    const from = PARAMS[name]?.find((f) => body[f] !== undefined && body[f] !== null);
+    if (from) input.params[name] = body[from];
   }
 
   // media: refuse kinds the model does not take, require the ones it needs
@@ -167,7 +161,7 @@ export function planVideo(model: ModelInfo, route: Route, body: VideoBody): Vide
         { param: given[0] },
       );
     }
-    input[FAL_MEDIA_INPUT[kind]] = mediaValue(kind, given, body);
+    input.media[kind] = mediaValue(kind, given, body);
   }
 
   const variants = Math.max(1, Math.floor(numberOption(model, 'variants', 1)));
@@ -176,13 +170,45 @@ export function planVideo(model: ModelInfo, route: Route, body: VideoBody): Vide
   return {
     model,
     route,
-    submitPath: route.upstreamModel,
     input,
     durationSeconds: duration,
     variants,
     perSecond,
     maxUsd,
     prechargeLabel: variants > 1 ? `Pre-charged for ${variants} × ${duration} s` : `Pre-charged for ${duration} s`,
+    prompt,
+    typicalSeconds: numberOption(model, 'typical_seconds', 180),
+  };
+}
+
+/**
+ * Continuing one variant of a finished Midjourney-style job: `extend_seconds` more of it, from
+ * the same provider, priced like a new job of that length.
+ */
+export function planVideoExtension(
+  model: ModelInfo,
+  route: Route,
+  source: { providerRequestId: string },
+  index: number,
+  prompt: string | null,
+): VideoPlan {
+  const seconds = numberOption(model, 'extend_seconds', 4);
+  const variants = Math.max(1, Math.floor(numberOption(model, 'variants', 1)));
+  return {
+    model,
+    route,
+    input: {
+      prompt,
+      durationSeconds: seconds,
+      params: {},
+      media: {},
+      extend: { providerRequestId: source.providerRequestId, index },
+    },
+    durationSeconds: seconds,
+    variants,
+    perSecond: route.price.input,
+    maxUsd: route.price.input * BigInt(Math.ceil(seconds)) * BigInt(variants),
+    prechargeLabel: `Pre-charged for ${variants} × ${seconds} s`,
     prompt,
     typicalSeconds: numberOption(model, 'typical_seconds', 180),
   };

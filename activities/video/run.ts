@@ -13,10 +13,10 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { db } from '../db.js';
 import { catalog } from '../catalog/catalog.js';
-import { providerEnv } from '../config.js';
-import { release, settle } from '../ledger/ledger.js';
-import { type ProviderTarget } from '../providers/types.js';
-import { falCancel, falResult, falStatus, falSubmit, jobFailure, type FalJobFailure } from '../providers/fal/queue.js';
+import type { Route } from '../catalog/catalog.js';
+import { MeteredCall } from '../metering/meteredCall.js';
+import { capability, targetFor } from '../providers/registry.js';
+import type { VideoJobFailure } from '../providers/types.js';
 import { safeFetch, MediaFetchError } from '../media/safeFetch.js';
 import { storeHostedFile } from '../media/hostedFiles.js';
 import {
@@ -32,20 +32,6 @@ import { RequestError } from '../core/errors.js';
 
 /** What the workflow learns from one step. */
 export type VideoStep = VideoStatus;
-
-const STATUS_MAP: Record<string, VideoStatus> = {
-  IN_QUEUE: 'queued',
-  IN_PROGRESS: 'processing',
-  COMPLETED: 'completed',
-  FAILED: 'failed',
-  CANCELED: 'cancelled',
-  CANCELLED: 'cancelled',
-};
-
-/** A provider status label as the spec's normalized status. */
-export function normalizeStatus(label: string): VideoStatus {
-  return STATUS_MAP[label.toUpperCase()] ?? 'unknown';
-}
 
 const FRIENDLY = {
   nsfw: "Your prompt or image was flagged by the provider's content filter, so no video was made. Nothing was charged; rephrase the prompt or use a different image.",
@@ -63,15 +49,23 @@ async function job(id: string): Promise<VideoJobRow> {
 
 const request = (row: VideoJobRow) => row.request as unknown as VideoJobRequest;
 
-function target(row: VideoJobRow): ProviderTarget {
-  const provider = catalog().providers.find((p) => p.id === row.providerId);
-  const env = providerEnv(row.providerId);
-  return {
-    providerId: row.providerId,
-    baseUrl: env.baseUrl ?? provider?.baseUrl ?? '',
-    apiKey: env.apiKey,
-    options: provider?.options ?? {},
-  };
+/** The route the API planned for the job (rows from before routes were stored: its provider's route of the model). */
+function routeOf(row: VideoJobRow): Route {
+  const routes = catalog().model(row.model)?.routes ?? [];
+  const id = request(row).routeId;
+  const route = routes.find((r) => r.id === id) ?? routes.find((r) => r.provider.id === row.providerId);
+  if (!route)
+    throw ApplicationFailure.nonRetryable(
+      `video job ${row.id}: its route is no longer in the catalog`,
+      'VideoRouteMissing',
+    );
+  return route;
+}
+
+/** The job's provider, as its video capability and how to reach it. */
+function provider(row: VideoJobRow) {
+  const route = routeOf(row);
+  return { video: capability(route, 'video'), target: targetFor(route) };
 }
 
 /** Update a job that is not finished yet (a late poll must not undo a cancellation). */
@@ -97,7 +91,8 @@ export async function submitVideoJob(id: string): Promise<VideoStep> {
   const req = request(row);
   let requestId: string;
   try {
-    requestId = await falSubmit(target(row), req.submitPath, req.input, Context.current().cancellationSignal);
+    const { video, target } = provider(row);
+    requestId = await video.submit(target, row.upstreamModel, req.input, Context.current().cancellationSignal);
   } catch (err) {
     // The provider refused the job itself (bad input it checks, content policy): record it, stop.
     if (
@@ -109,7 +104,7 @@ export async function submitVideoJob(id: string): Promise<VideoStep> {
       err.status !== 408 &&
       err.status !== 429
     ) {
-      await recordFailure(row, jobFailure(err));
+      await recordFailure(row, provider(row).video.jobFailure(err));
       return 'failed';
     }
     rethrow(err);
@@ -131,26 +126,21 @@ export async function pollVideoJob(id: string): Promise<VideoStep> {
   const req = request(row);
   let reply;
   try {
-    reply = await falStatus(
-      target(row),
-      row.upstreamModel,
-      row.providerRequestId!,
-      Context.current().cancellationSignal,
-    );
+    const { video, target } = provider(row);
+    reply = await video.status(target, row.upstreamModel, row.providerRequestId!, Context.current().cancellationSignal);
   } catch (err) {
     rethrow(err);
   }
-  let status = normalizeStatus(reply.status);
-  if (status === 'completed' && reply.error) status = 'failed';
+  const status = reply.state;
   if (status === 'failed' || status === 'cancelled') {
     // the provider ended it (fal: COMPLETED with `error`; bridges: FAILED / CANCELED)
-    const failure: FalJobFailure = reply.error
+    const failure: VideoJobFailure = reply.error
       ? {
           message: `${row.providerId}: ${reply.error}`,
           type: reply.errorType,
           nsfw: /content[_ ]policy|nsfw/i.test(`${reply.errorType} ${reply.error}`),
         }
-      : { message: `${row.providerId} reports the job ${reply.status}`, type: null, nsfw: false };
+      : { message: `${row.providerId} reports the job ${reply.label}`, type: null, nsfw: false };
     if (status === 'cancelled') await closeRow(row, 'cancelled', failure.message, FRIENDLY.cancelled, false);
     else await recordFailure(row, failure);
     return status;
@@ -162,7 +152,7 @@ export async function pollVideoJob(id: string): Promise<VideoStep> {
     status === 'completed'
       ? { status: 'processing', progress: 99, etaSeconds: 1 }
       : { status, progress, etaSeconds: eta };
-  await updateOpen(id, { ...stored, providerStatus: reply.status });
+  await updateOpen(id, { ...stored, providerStatus: reply.label });
   return status;
 }
 
@@ -197,11 +187,11 @@ export async function finishVideoJob(id: string): Promise<VideoStep> {
   const row = await job(id);
   if (isTerminal(row.status)) return finishMoney(row);
   const req = request(row);
-  const t = target(row);
   const signal = Context.current().cancellationSignal;
   let result;
   try {
-    result = await falResult(t, row.upstreamModel, row.providerRequestId!, signal);
+    const { video, target } = provider(row);
+    result = await video.result(target, row.upstreamModel, row.providerRequestId!, signal);
   } catch (err) {
     rethrow(err);
   }
@@ -209,19 +199,7 @@ export async function finishVideoJob(id: string): Promise<VideoStep> {
     await recordFailure(row, result.failure);
     return 'failed';
   }
-  const out = result.output;
-  // Some fal pipelines flag instead of refusing: `has_nsfw_concepts: [true]` means the output is
-  // blanked or unfit to hand out, so the job fails as NSFW and is not charged.
-  const flags = Array.isArray(out.has_nsfw_concepts) ? out.has_nsfw_concepts : [out.has_nsfw_concepts];
-  if (flags.some((f) => f === true)) {
-    await recordFailure(row, {
-      message: `${row.providerId} flagged the output as NSFW (has_nsfw_concepts)`,
-      type: 'content_policy_violation',
-      nsfw: true,
-    });
-    return 'failed';
-  }
-  const videos = outputVideos(out);
+  const videos = result.videos;
   if (videos.length === 0) {
     await recordFailure(row, {
       message: `${row.providerId} finished the job without a video in its result`,
@@ -289,7 +267,7 @@ export async function finishVideoJob(id: string): Promise<VideoStep> {
   // Claim the job as completed (one conditional update: a close racing us either won already, so
   // its release stands and nothing is charged, or loses here), then settle the seconds produced.
   const billedSeconds = hosted.reduce((n, v) => n + v.seconds, 0);
-  const cached: VideoJobResult = { videos: hosted, billedSeconds, details: pick(out, ['seed', 'prompt', 'timings']) };
+  const cached: VideoJobResult = { videos: hosted, billedSeconds, details: result.details };
   await db().prisma.mediaJob.updateMany({
     where: { id, status: { notIn: ['completed', 'failed', 'cancelled'] } },
     data: {
@@ -325,18 +303,24 @@ function expectedCharge(row: VideoJobRow, usd: bigint): bigint {
  */
 async function finishMoney(row: VideoJobRow): Promise<VideoStep> {
   if (!row.holdId) return row.status as VideoStep;
+  const call = MeteredCall.adopted({
+    caller: { accountId: row.accountId, keyId: row.apiKeyId, billingMode: 'paygo', dailyUsdLimit: null },
+    requestId: row.id,
+    surface: 'video',
+    modelId: row.model,
+    holdId: row.holdId,
+    route: routeOf(row),
+  });
   if (row.status === 'completed') {
-    const req = request(row);
     const billedSeconds = (row.result as unknown as VideoJobResult).billedSeconds;
-    const s = await settle({
-      holdId: row.holdId,
-      usd: BigInt(req.perSecond) * BigInt(billedSeconds),
-      reason: `video ${row.model} (${billedSeconds} s) via ${row.providerId}, job ${row.id}`,
+    const charge = await call.settle(BigInt(request(row).perSecond) * BigInt(billedSeconds), {
+      inputUnits: null,
+      outputUnits: billedSeconds,
     });
-    if (row.cost?.toString() !== s.charged.toString())
-      await db().prisma.mediaJob.update({ where: { id: row.id }, data: { cost: s.charged.toString() } });
+    if (row.cost?.toString() !== charge.charged.toString())
+      await db().prisma.mediaJob.update({ where: { id: row.id }, data: { cost: charge.charged.toString() } });
   } else if (row.status === 'failed' || row.status === 'cancelled') {
-    await release(row.holdId);
+    await call.fail(row.isNsfwError ? 'content_policy_violation' : row.status);
   }
   return row.status as VideoStep;
 }
@@ -351,7 +335,8 @@ export async function closeVideoJob(
   if (isTerminal(row.status)) return finishMoney(row);
   if (row.providerRequestId) {
     // stop the provider's work (best effort: it may have finished, or be unreachable)
-    await falCancel(target(row), row.upstreamModel, row.providerRequestId, AbortSignal.timeout(15_000)).catch((err) => {
+    const { video, target } = provider(row);
+    await video.cancel(target, row.upstreamModel, row.providerRequestId, AbortSignal.timeout(15_000)).catch((err) => {
       console.warn(`[video] could not cancel ${id} at ${row.providerId}: ${(err as Error).message}`);
     });
   }
@@ -362,7 +347,7 @@ export async function closeVideoJob(
   return closeRow(row, 'failed', message ?? 'the job failed', FRIENDLY.failed, false);
 }
 
-async function recordFailure(row: VideoJobRow, f: FalJobFailure): Promise<void> {
+async function recordFailure(row: VideoJobRow, f: VideoJobFailure): Promise<void> {
   await closeRow(row, 'failed', f.message, f.nsfw ? FRIENDLY.nsfw : FRIENDLY.failed, f.nsfw);
 }
 
@@ -387,30 +372,4 @@ async function closeRow(
     },
   });
   return finishMoney(await job(row.id));
-}
-
-interface OutputVideo {
-  url: string;
-  contentType?: string;
-  duration?: number;
-}
-
-/** fal's outputs: `{video:{url,content_type,...}}`, or several as `{videos:[...]}` (Midjourney-style). */
-function outputVideos(out: Record<string, unknown>): OutputVideo[] {
-  const list = Array.isArray(out.videos) ? out.videos : out.video ? [out.video] : [];
-  return list
-    .filter(
-      (v): v is Record<string, unknown> =>
-        !!v && typeof v === 'object' && typeof (v as { url?: unknown }).url === 'string',
-    )
-    .map((v) => ({
-      url: v.url as string,
-      contentType: typeof v.content_type === 'string' ? v.content_type : undefined,
-      duration: typeof v.duration === 'number' && v.duration > 0 ? v.duration : undefined,
-    }));
-}
-
-function pick(o: Record<string, unknown>, keys: string[]): Record<string, unknown> | undefined {
-  const out = Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]]));
-  return Object.keys(out).length ? out : undefined;
 }

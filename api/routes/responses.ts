@@ -26,13 +26,11 @@ import {
   type ResponseMeta,
   type ResponseObject,
 } from '../../activities/surfaces/responses.js';
-import { deleteResponse, loadResponse, retentionDays, saveResponse } from '../../activities/surfaces/responsesStore.js';
+import { deleteResponse, loadResponse, saveResponse } from '../../activities/surfaces/responsesStore.js';
 import { withBill } from '../../activities/surfaces/chatResponse.js';
-import type { BackgroundJob } from '../../activities/responses/background.js';
-import { temporal } from '../../activities/temporalClient.js';
-import { config } from '../../activities/config.js';
-import { db } from '../../activities/db.js';
 import { prepareCall, resolveModel } from '../../activities/inference/prepare.js';
+import { startBackgroundResponse } from '../../activities/responses/background.js';
+import { cancelJob } from '../../activities/jobs/jobs.js';
 import { billingMode } from '../middleware/billingMode.js';
 import type { InferenceCall } from '../../activities/inference/execute.js';
 import { RequestError } from '../../activities/core/errors.js';
@@ -116,7 +114,7 @@ responsesRouter.post(
     };
     if (body.stream) return streamResponse(ctx, call, meta, store);
     if (body.background === true) {
-      ctx.body = await startBackground(call, meta, input.conversation, caller);
+      ctx.body = await startBackgroundResponse(call, meta, input.conversation, caller);
       return;
     }
 
@@ -179,54 +177,6 @@ function streamResponse(
 /** A background response waits at most this long (queue + run) before its reservation lapses. */
 const BACKGROUND_HOLD_SECONDS = 24 * 3600;
 
-async function startBackground(
-  call: InferenceCall,
-  meta: ResponseMeta,
-  conversation: ChatMessage[],
-  caller: Caller,
-): Promise<ResponseObject> {
-  const queued = responseShell(meta, 'queued');
-  const job: BackgroundJob = {
-    caller: { ...caller, dailyUsdLimit: caller.dailyUsdLimit?.toString() ?? null },
-    requestId: call.ctx.requestId,
-    modelId: call.ctx.modelId,
-    routeIds: call.ctx.routes.map((r) => r.id),
-    request: call.ctx.request,
-    promptTokenEstimate: call.ctx.promptTokenEstimate,
-    holdId: call.reservation ?? null,
-    meta,
-  };
-  await db().prisma.storedResponse.create({
-    data: {
-      id: meta.id,
-      accountId: caller.accountId,
-      status: 'queued',
-      request: { conversation, job } as object,
-      response: queued as object,
-      expiresAt: new Date(Date.now() + Math.max(1, retentionDays()) * 86_400_000),
-    },
-  });
-  try {
-    const client = await temporal();
-    await client.workflow.start('backgroundResponse', {
-      workflowId: meta.id,
-      taskQueue: config.taskQueue,
-      args: [meta.id],
-      searchAttributes: { SwitchyardAccountId: [caller.accountId] },
-    });
-  } catch (err) {
-    await call.fail('background_unavailable');
-    await db().prisma.storedResponse.deleteMany({ where: { id: meta.id } });
-    console.error(`[responses] could not start background response ${meta.id}:`, err);
-    throw new RequestError(
-      503,
-      'background_unavailable',
-      'Background responses are unavailable right now (the workflow engine did not accept the job). Nothing was charged; retry, or send the request without background.',
-    );
-  }
-  return queued;
-}
-
 responsesRouter.post(v1('/responses/:id/cancel'), surface('openai'), authenticate, async (ctx) => {
   const caller = ctx.state.caller as Caller;
   const row = await loadResponse(caller.accountId, ctx.params.id);
@@ -236,7 +186,7 @@ responsesRouter.post(v1('/responses/:id/cancel'), surface('openai'), authenticat
       param: 'response_id',
     });
   if (row.status === 'queued' || row.status === 'in_progress') {
-    await (await temporal()).workflow.getHandle(ctx.params.id).cancel();
+    await cancelJob(ctx.params.id);
     // The workflow releases the reservation and marks the response; wait briefly to answer with it.
     for (let i = 0; i < 50; i++) {
       const now = await loadResponse(caller.accountId, ctx.params.id);

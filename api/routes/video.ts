@@ -18,25 +18,25 @@ import { validateBody, validateQuery } from '../validate.js';
 import { videoCancelSchema, videoExtendSchema, videoRequestSchema } from '../schemas/video.js';
 import type { Caller } from '../../activities/accounts/keys.js';
 import { catalog } from '../../activities/catalog/catalog.js';
-import { config } from '../../activities/config.js';
-import { temporal } from '../../activities/temporalClient.js';
+import { cancelJob } from '../../activities/jobs/jobs.js';
 import { resolveModel } from '../../activities/inference/prepare.js';
 import { planRoute } from '../../activities/routing/planRoute.js';
-import { MEDIA_FIELDS, numberOption, planVideo, type VideoBody, type VideoPlan } from '../../activities/video/plan.js';
 import {
-  abandonVideoJob,
-  createVideoJob,
+  MEDIA_FIELDS,
+  numberOption,
+  planVideo,
+  planVideoExtension,
+  type VideoBody,
+} from '../../activities/video/plan.js';
+import {
   isTerminal,
   loadVideoJob,
-  newVideoJobId,
   recentVideoJobs,
-  videoSettings,
-  type CreatedVideoJob,
+  startVideoJob,
   type VideoJobRow,
 } from '../../activities/video/jobs.js';
 import { videoStatusData, videoStatusLabel } from '../../activities/video/views.js';
 import { readHostedFile } from '../../activities/media/hostedFiles.js';
-import type { VideoJobInput } from '../../workflows/videoJob.js';
 import { RequestError } from '../../activities/core/errors.js';
 
 export const videoRouter = new Router();
@@ -57,49 +57,9 @@ videoRouter.post(
     const plan = planVideo(model, route, body);
     const conversationUuid = typeof body.conversationUUID === 'string' ? body.conversationUUID : null;
     ctx.status = 202;
-    ctx.body = { ...(await start(caller, plan, conversationUuid)), model: model.id };
+    ctx.body = { ...(await startVideoJob({ caller, plan, conversationUuid })), model: model.id };
   },
 );
-
-/** Reserve, store, start the workflow; on a refusal from the engine, undo both and say so. */
-async function start(
-  caller: Caller,
-  plan: VideoPlan,
-  conversationUuid: string | null,
-  extendOf?: { runId: string; index: number },
-) {
-  const job: CreatedVideoJob = await createVideoJob({ caller, plan, conversationUuid, id: newVideoJobId(), extendOf });
-  try {
-    const input: VideoJobInput = {
-      jobId: job.id,
-      pollMs: videoSettings.pollMs(),
-      deadlineMs: videoSettings.deadlineSeconds() * 1000,
-    };
-    await (await temporal()).workflow.start('videoJob', {
-      workflowId: job.id,
-      taskQueue: config.taskQueue,
-      args: [input],
-      searchAttributes: { SwitchyardAccountId: [caller.accountId] },
-    });
-  } catch (err) {
-    await abandonVideoJob(job.id);
-    console.error(`[video] could not start job ${job.id}:`, err);
-    throw new RequestError(
-      503,
-      'video_unavailable',
-      'Video generation is unavailable right now (the workflow engine did not accept the job). Nothing was charged; retry shortly.',
-    );
-  }
-  return {
-    runId: job.id,
-    id: job.id,
-    status: 'pending',
-    cost: job.cost,
-    paymentSource: job.paymentSource,
-    remainingBalance: job.remainingBalance,
-    prechargeLabel: job.prechargeLabel,
-  };
-}
 
 // Finished jobs never change again: keep a few thousand in memory so repeated status checks of
 // a done job cost no query (spec: "terminal results are cached for faster later checks").
@@ -247,25 +207,16 @@ videoRouter.post(
         'model_not_available',
         `The provider that made job '${source.id}' is not configured here any more.`,
       );
-    const seconds = numberOption(model, 'extend_seconds', 4);
     const prompt = typeof body.prompt === 'string' && body.prompt.trim() ? body.prompt.trim() : null;
-    // The bridge's extend endpoint is the model's `/extend` sub-path: {task_id, index[, prompt]}.
-    const plan: VideoPlan = {
-      model,
-      route,
-      submitPath: `${source.upstreamModel}/extend`,
-      input: { task_id: source.providerRequestId, index: body.index, ...(prompt ? { prompt } : {}) },
-      durationSeconds: seconds,
-      variants,
-      perSecond: route.price.input,
-      maxUsd: route.price.input * BigInt(Math.ceil(seconds)) * BigInt(variants),
-      prechargeLabel: `Pre-charged for ${variants} × ${seconds} s`,
-      prompt,
-      typicalSeconds: numberOption(model, 'typical_seconds', 180),
-    };
+    const plan = planVideoExtension(model, route, { providerRequestId: source.providerRequestId }, body.index, prompt);
     ctx.status = 202;
     ctx.body = {
-      ...(await start(caller, plan, source.conversationUuid, { runId: source.id, index: body.index })),
+      ...(await startVideoJob({
+        caller,
+        plan,
+        conversationUuid: source.conversationUuid,
+        extendOf: { runId: source.id, index: body.index },
+      })),
       model: model.id,
       extendedFrom: { runId: source.id, index: body.index },
     };
@@ -348,12 +299,7 @@ videoRouter.post(
       );
     }
     if (row.status !== 'cancelled') {
-      try {
-        await (await temporal()).workflow.getHandle(row.id).cancel();
-      } catch (err) {
-        // already closed: the row says how it ended
-        if (!/not found|already completed/i.test((err as Error).message)) throw err;
-      }
+      await cancelJob(row.id);
       // The workflow asks the provider to stop, releases the pre-charge and marks the job; wait briefly for it.
       for (let i = 0; i < 100; i++) {
         const now = await loadVideoJob(row.id);

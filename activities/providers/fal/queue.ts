@@ -12,7 +12,7 @@
 // `content_policy_violation` is a safety refusal. FAILED and CANCELED are accepted as statuses
 // too (the spec names them, and bridges that speak this protocol use them).
 import { readJson, send, statusError } from '../http.js';
-import { type ProviderTarget } from '../types.js';
+import type { ProviderTarget, VideoJobFailure } from '../types.js';
 import { RequestError, UPSTREAM_ERROR, isRetryableStatus, upstreamError } from '../../core/errors.js';
 
 export type FalStatus = 'IN_QUEUE' | 'IN_PROGRESS' | 'COMPLETED' | 'FAILED' | 'CANCELED';
@@ -27,14 +27,7 @@ export interface FalStatusReply {
   errorType: string | null;
 }
 
-/** A refusal or failure of the job itself (not of our call): recorded on the job, never retried. */
-export interface FalJobFailure {
-  message: string;
-  type: string | null;
-  nsfw: boolean;
-}
-
-export type FalResult = { ok: true; output: Record<string, unknown> } | { ok: false; failure: FalJobFailure };
+export type FalResult = { ok: true; output: Record<string, unknown> } | { ok: false; failure: VideoJobFailure };
 
 const trimBase = (t: ProviderTarget) => t.baseUrl.replace(/\/+$/, '');
 
@@ -145,7 +138,7 @@ export async function falCancel(
 /** A refusal reads NSFW when fal types it so, or its message says so (older endpoints send only text). */
 const NSFW = /content[_ ]policy|nsfw|safety (checker|filter)|flagged/i;
 
-export function jobFailure(err: RequestError): FalJobFailure {
+export function jobFailure(err: RequestError): VideoJobFailure {
   const type = err.code !== UPSTREAM_ERROR ? err.code : null;
   return { message: err.message, type, nsfw: (type !== null && NSFW.test(type)) || NSFW.test(err.message) };
 }

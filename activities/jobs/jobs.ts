@@ -5,7 +5,7 @@
 // and, if the engine does not take the job, undoes everything: the reservation is released, the
 // row deleted, and the caller told 503 with nothing charged. Status routes read the row that the
 // workflow's activities keep current; cancel goes through the workflow.
-import type { Workflow } from '@temporalio/client';
+import { type Workflow, WorkflowNotFoundError } from '@temporalio/client';
 import { config } from '../config.js';
 import { RequestError } from '../core/errors.js';
 import { temporal } from '../temporalClient.js';
@@ -47,5 +47,18 @@ export async function startJob<W extends Workflow>(job: JobStart<W>): Promise<vo
     await job.forget().catch((e) => console.error(`[jobs] could not forget ${job.id}:`, e));
     console.error(`[jobs] the workflow engine did not take ${job.workflow.name} ${job.id}:`, err);
     throw new RequestError(503, job.unavailable.code, job.unavailable.message);
+  }
+}
+
+/**
+ * Ask a job's workflow to cancel (its own compensation releases the money and marks the row).
+ * A workflow that has already closed is not an error: its row says how it ended.
+ */
+export async function cancelJob(id: string): Promise<void> {
+  try {
+    await (await temporal()).workflow.getHandle(id).cancel();
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError || /not found|already completed/i.test((err as Error).message)) return;
+    throw err;
   }
 }
