@@ -51,7 +51,7 @@ export interface Config {
   passThrough: boolean;
 }
 
-export function loadConfig(): Config {
+function loadConfig(): Config {
   return {
     port: int('PORT', 3000),
     host: str('HOST') ?? '127.0.0.1',

@@ -16,6 +16,7 @@ import { speechRouter } from './routes/speech.js';
 import { ttsRouter } from './routes/tts.js';
 import { mediaRouter } from './routes/media.js';
 import { videoRouter } from './routes/video.js';
+import type { AppState } from './state.js';
 
 export function createApp(): Koa {
   const app = new Koa({ proxy: process.env.SWITCHYARD_TRUST_PROXY === '1' });
@@ -24,7 +25,7 @@ export function createApp(): Koa {
   app.use(requestId);
   app.use(handleErrors);
 
-  const health = new Router();
+  const health = new Router<AppState>();
   health.get('/health', (ctx) => {
     ctx.body = { status: 'ok' };
   });
@@ -33,7 +34,7 @@ export function createApp(): Koa {
   // matched once (not once per surface, with an allowedMethods pass after each). Route files
   // therefore must not use router-level middleware (`router.use`): flattened, it would run for
   // every route mounted after it.
-  const routes = new Router();
+  const routes = new Router<AppState>();
   for (const router of [
     health,
     modelsRouter,

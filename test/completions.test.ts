@@ -64,7 +64,7 @@ describe('legacy completions', function () {
       assert.ok(u.prompt_tokens > 0 && u.completion_tokens > 0);
       assert.equal(u.total_tokens, u.prompt_tokens + u.completion_tokens);
       const cost = costOf(u.prompt_tokens, u.completion_tokens);
-      const x = r as unknown as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+      const x = r as unknown as Record<string, any>;
       assert.deepEqual(x.x_nanogpt_pricing, {
         amount: Number(cost) / 1e9,
         currency: 'USD',

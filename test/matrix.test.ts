@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: wire JSON, read field by field
 // The translation matrix: every text surface × every upstream protocol, streaming and not, with
 // a tool call in the middle. Because the surfaces share one internal request, the same
 // conversation must reach an upstream as the SAME request body whichever surface it came
@@ -13,7 +14,6 @@ import { startGeminiUpstream, type GeminiUpstream } from './support/upstreams/ge
 import { assertBooksBalance } from './support/books.js';
 import { useProviderEnv } from './support/providerEnv.js';
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
 interface Turn {
   toolCall?: { id: string; name: string; args: unknown };
   text: string;

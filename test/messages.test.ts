@@ -1,8 +1,8 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: wire JSON, read field by field
 // The message-style API (Anthropic Messages wire format) through the official `@anthropic-ai/sdk`,
 // pointed at the gateway unchanged, against (a) the Anthropic loopback upstream, (b) an
 // OpenAI-compatible loopback upstream (translated), (c) the built-in local model. Every billed
 // call is checked against its reported usage, and the books balance after each test.
-/* eslint-disable @typescript-eslint/no-explicit-any */
 import assert from 'node:assert/strict';
 import { gzipSync } from 'node:zlib';
 import Anthropic from '@anthropic-ai/sdk';

@@ -1,10 +1,10 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: wire JSON, read field by field
 // Native pass-through and the translated path's fidelity. A surface whose route's upstream speaks
 // its wire format (messages → Anthropic, chat → an OpenAI-compatible upstream) sends the caller's
 // own body and relays the upstream's answer and frames: fields a translation would lose survive
 // both ways, money is still read from the usage, fallback still works before the first byte,
 // and a fallback to another protocol is translated. Then the gaps the translated path closed:
 // stop_sequence, thinking signatures, cache_control, vendor sampling controls, X-Billing-Mode.
-/* eslint-disable @typescript-eslint/no-explicit-any */
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';

@@ -1,7 +1,7 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: wire JSON, read field by field
 // Background responses as Temporal workflows (real dev server and worker): queued at once,
 // run by the worker, settled in the activity, retrievable; cancel goes through the workflow and
 // gives the reservation back.
-/* eslint-disable @typescript-eslint/no-explicit-any */
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { startChatBench, type ChatBench } from './support/chatEnv.js';

@@ -1,7 +1,7 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: wire JSON, read field by field
 // The Responses API (`POST /api/v1/responses`) through the official `openai` SDK, pointed at the
 // gateway unchanged, against the OpenAI loopback upstream (which records what it was sent).
 // Every billed call is checked against its reported usage, and the books balance after each test.
-/* eslint-disable @typescript-eslint/no-explicit-any */
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { startChatBench, readSse, type ChatBench } from './support/chatEnv.js';

@@ -33,7 +33,7 @@ async function withEnv<T>(vars: Record<string, string | undefined>, fn: () => Pr
   }
 }
 
-describe('temporal-dev', function () {
+describe('temporal-dev', () => {
   let cli: string;
   const tmpDirs: string[] = [];
   const tmpDir = () => {

@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: wire JSON, read field by field
 // POST /api/tts and GET /api/tts/status against the real Temporal dev server and worker: sync
 // binary audio, JSON with a signed audioUrl, and 202 jobs run by the `speechJob` workflow
 // (long text, and music, which is always asynchronous), each driven to every terminal state
@@ -5,7 +6,6 @@
 // retries that never charge twice, a worker killed mid-job and replaced, concurrent jobs on a
 // small balance; music on /api/v1/audio/speech, voice settings, the voices list and the model
 // list's pricing units. The books balance after every test.
-/* eslint-disable @typescript-eslint/no-explicit-any */
 import assert from 'node:assert/strict';
 import { startApi, newAccount } from './support/api.js';
 import {
@@ -389,7 +389,7 @@ describe('POST /api/tts and speech jobs (Temporal workflow)', function () {
       const queue = `tts-kill-${process.pid}`;
       const env = { TEMPORAL_ADDRESS: t.address, TEMPORAL_TASK_QUEUE: queue, DATABASE_URL: config.databaseUrl! };
       const savedQueue = config.taskQueue;
-      let first = await startWorkerProcess(env);
+      const first = await startWorkerProcess(env);
       let second: Awaited<ReturnType<typeof startWorkerProcess>> | undefined;
       try {
         config.taskQueue = queue; // this test's jobs go to the worker processes only

@@ -1,10 +1,10 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: wire JSON, read field by field
 // Video generation as durable Temporal workflows, end to end: the real API, the real Temporal dev
 // server and worker, and a loopback fal queue server (test/support/upstreams/fal.ts). Every
 // terminal state (completed with the duration settled down, failed, NSFW, cancelled, deadline),
 // ownership, validation, a race for a small balance, Midjourney-style variants and extend, a
 // worker SIGKILLed mid-job and restarted, and a recorded history replayed for determinism. The
 // books balance after each test.
-/* eslint-disable @typescript-eslint/no-explicit-any */
 import { startWorkerProcess } from './support/workerProcess.js';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -361,7 +361,7 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     const before = await usd(accountId);
     fal.script({ outcome: 'hang' });
     process.env.SWITCHYARD_VIDEO_DEADLINE_SECONDS = '2';
-    let r;
+    let r: Awaited<ReturnType<typeof submit>>;
     try {
       r = await submit(key, { model: T2V, prompt: 'hangs forever' });
     } finally {
@@ -523,7 +523,7 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     for (let i = 0; i < 6; i++) {
       const mainQueue = config.taskQueue;
       config.taskQueue = `video-nobody-${process.pid}`; // no worker polls it: the activities are driven here
-      let r;
+      let r: Awaited<ReturnType<typeof submit>>;
       try {
         r = await submit(key, { model: T2V, prompt: `race close ${i}`, duration: '5' });
       } finally {
@@ -653,7 +653,7 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     let first = await startWorker();
     const mainQueue = config.taskQueue;
     config.taskQueue = queue; // this job's workflow and activities run only on the child workers
-    let r;
+    let r: Awaited<ReturnType<typeof submit>>;
     try {
       r = await submit(key, { model: T2V, prompt: 'survive the crash', duration: '5' });
     } finally {

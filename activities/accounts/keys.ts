@@ -23,7 +23,7 @@ function keyPattern(): RegExp {
   return pattern.re;
 }
 
-export function generateKey(): string {
+function generateKey(): string {
   return `sk-${config.serviceName}-${randomUUID()}`;
 }
 
@@ -166,18 +166,13 @@ function toCaller(
 }
 
 /** Empty list = no restriction. Two restrictions intersect; null means "any provider". */
-export function intersectAllowLists(...lists: string[][]): string[] | null {
+function intersectAllowLists(...lists: string[][]): string[] | null {
   let result: string[] | null = null;
   for (const list of lists) {
     if (list.length === 0) continue;
     result = result === null ? [...list] : result.filter((p) => list.includes(p));
   }
   return result;
-}
-
-/** Forget every cached resolution (tests; operators after bulk changes). */
-export function clearKeyCache(): void {
-  cache.clear();
 }
 
 /** Forget these keys' cached resolutions (by hash), or all of them (null): see keyChanges.ts. */

@@ -8,7 +8,7 @@ export type DailyLimitVerdict =
   | { ok: true }
   | { ok: false; code: 'daily_rpd_limit_exceeded' | 'daily_usd_limit_exceeded'; retryAfterSeconds: number };
 
-export function secondsUntilUtcMidnight(now = new Date()): number {
+function secondsUntilUtcMidnight(now = new Date()): number {
   const next = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
   return Math.max(1, Math.ceil((next - now.getTime()) / 1000));
 }

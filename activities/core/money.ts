@@ -7,7 +7,7 @@
 export type Currency = 'USD' | 'XNO';
 export const CURRENCIES: readonly Currency[] = ['USD', 'XNO'];
 
-export const DECIMALS: Record<Currency, number> = { USD: 9, XNO: 30 };
+const DECIMALS: Record<Currency, number> = { USD: 9, XNO: 30 };
 const SCALE: Record<Currency, bigint> = { USD: 10n ** 9n, XNO: 10n ** 30n };
 
 const DECIMAL_TEXT = /^(-)?(\d+)(?:\.(\d+))?$/;

@@ -3,7 +3,7 @@
 // produces. Surfaces translate at the edge; providers translate to their wire protocol. Nothing in
 // between knows either.
 
-export type Role = 'system' | 'user' | 'assistant' | 'tool';
+type Role = 'system' | 'user' | 'assistant' | 'tool';
 
 /**
  * A prompt-cache breakpoint (Anthropic's `cache_control`, also accepted on chat content parts as
@@ -176,7 +176,8 @@ export type StreamEvent =
    * parsed). Native frames come before the events derived from them; a surface that relays
    * the native frames ignores the derived ones, which exist for billing.
    */
-  | { type: 'native'; event?: string; data: string; json?: any }; // eslint-disable-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: wire JSON
+  | { type: 'native'; event?: string; data: string; json?: any };
 
 /**
  * The caller's body in a wire format some upstreams speak natively. When the route's adapter
@@ -189,11 +190,3 @@ export interface NativeRequest {
   format: NativeFormat;
   body: Record<string, unknown>;
 }
-
-export const emptyUsage = (): Usage => ({
-  promptTokens: 0,
-  cachedTokens: 0,
-  cacheWriteTokens: 0,
-  completionTokens: 0,
-  reasoningTokens: 0,
-});

@@ -11,7 +11,7 @@ import { db, isUniqueViolation } from '../db.js';
 import { config } from '../config.js';
 import { type Currency, parseAmount, usdToXno } from '../core/money.js';
 
-export type LedgerKind = 'credit' | 'debit' | 'charge' | 'refund';
+type LedgerKind = 'credit' | 'debit' | 'charge' | 'refund';
 
 export interface Entry {
   id: bigint;

@@ -11,9 +11,9 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { db } from '../db.js';
 
 /** how long hosted files live (SWITCHYARD_MEDIA_RETENTION_HOURS, default 24) */
-export const RETENTION_MS = Number(process.env.SWITCHYARD_MEDIA_RETENTION_HOURS ?? 24) * 3600_000;
+const RETENTION_MS = Number(process.env.SWITCHYARD_MEDIA_RETENTION_HOURS ?? 24) * 3600_000;
 /** how long one signed URL stays valid */
-export const SIGNED_URL_TTL_SECONDS = 3600;
+const SIGNED_URL_TTL_SECONDS = 3600;
 
 export interface HostedFileRef {
   id: string;

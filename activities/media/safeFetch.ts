@@ -51,7 +51,7 @@ export class MediaFetchError extends Error {
   }
 }
 
-export const DEFAULT_MAX_MEDIA_BYTES = 20 * 1024 * 1024;
+const DEFAULT_MAX_MEDIA_BYTES = 20 * 1024 * 1024;
 
 // Addresses no caller may reach through us: "this network", loopback, private (RFC 1918), CGNAT,
 // link-local (cloud metadata lives at 169.254.169.254), protocol-assignment, documentation and
@@ -139,7 +139,7 @@ export async function safeFetch(url: string, opts: SafeFetchOptions = {}): Promi
     // A dispatcher per hop whose only way to resolve a name is the list we just vetted.
     const agent = new Agent({ connect: { lookup: pinnedLookup(target.hostname, addresses), timeout: 10_000 } });
     try {
-      let res;
+      let res: Awaited<ReturnType<typeof request>>;
       try {
         res = await request(target, {
           method: 'GET',

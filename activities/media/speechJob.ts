@@ -24,12 +24,12 @@ import { storeHostedFile } from './hostedFiles.js';
 import { RequestError } from '../core/errors.js';
 
 /** A speech job's reservation outlives any run of its workflow (3 attempts of at most 15 minutes, plus backoff). */
-export const SPEECH_JOB_HOLD_SECONDS = 2 * 3600;
+const SPEECH_JOB_HOLD_SECONDS = 2 * 3600;
 
 type StoredCaller = Omit<Caller, 'dailyUsdLimit'> & { dailyUsdLimit: string | null };
 
 /** What the API stores in `media_jobs.request` so a worker can rebuild the call. */
-export interface SpeechJobRequest {
+interface SpeechJobRequest {
   caller: StoredCaller;
   modelId: string;
   routeIds: string[];
@@ -37,7 +37,7 @@ export interface SpeechJobRequest {
 }
 
 /** What `media_jobs.result` holds once the audio exists (the status route shows it). */
-export interface SpeechJobResult {
+interface SpeechJobResult {
   contentType: string;
   bytes: number;
   cost: number;
@@ -127,7 +127,7 @@ async function storeSpeechJob(
 /** The job as the status route shows it, or undefined when there is no such speech job. */
 export async function loadSpeechJob(id: string): Promise<SpeechJobView | undefined> {
   const row = await db().prisma.mediaJob.findUnique({ where: { id } });
-  if (!row || row.kind !== 'speech') return undefined;
+  if (row?.kind !== 'speech') return undefined;
   return {
     id: row.id,
     accountId: row.accountId,
@@ -220,7 +220,7 @@ export async function runSpeechJob(jobId: string): Promise<string> {
 /** Temporal gave up on the job: give the reservation back and record why. Idempotent. */
 export async function closeSpeechJob(jobId: string, message: string): Promise<void> {
   const row = await db().prisma.mediaJob.findUnique({ where: { id: jobId } });
-  if (!row || row.status !== 'pending') return;
+  if (row?.status !== 'pending') return;
   await adopted(row, row.request as unknown as SpeechJobRequest).fail('upstream_error');
   await markError(jobId, `${message} Nothing was charged.`);
 }

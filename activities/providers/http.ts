@@ -95,8 +95,8 @@ export async function statusError(providerId: string, res: UpstreamResponse): Pr
 }
 
 /** Read a whole JSON body, mapping a broken body to a retryable error. */
+// biome-ignore lint/suspicious/noExplicitAny: wire JSON
 export async function readJson(providerId: string, res: UpstreamResponse): Promise<any> {
-  // eslint-disable-line @typescript-eslint/no-explicit-any
   let text: string;
   try {
     text = await res.body.text();

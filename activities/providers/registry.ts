@@ -45,7 +45,10 @@ const mergedOptions = new WeakMap<Route, Record<string, unknown>>();
 export function targetFor(route: Route, passHeaders?: Record<string, Record<string, string>>): ProviderTarget {
   const env = providerEnv(route.provider.id);
   let options = mergedOptions.get(route);
-  if (!options) mergedOptions.set(route, (options = { ...route.provider.options, ...route.options }));
+  if (!options) {
+    options = { ...route.provider.options, ...route.options };
+    mergedOptions.set(route, options);
+  }
   return {
     providerId: route.provider.id,
     baseUrl: env.baseUrl ?? route.provider.baseUrl ?? '',

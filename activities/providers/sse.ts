@@ -42,6 +42,7 @@ export async function* sseBatches(body: AsyncIterable<Uint8Array | string>): Asy
     buffer += typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
     const frames: SseFrame[] = [];
     let nl: number;
+    // biome-ignore lint/suspicious/noAssignInExpressions: the usual loop over the lines in a buffer
     while ((nl = buffer.search(/\r\n|\r|\n/)) !== -1) {
       // a lone "\r" at the end may be the first half of "\r\n": wait for the next chunk
       if (buffer[nl] === '\r' && nl === buffer.length - 1) break;

@@ -158,7 +158,7 @@ export interface VideoJobFailure {
   nsfw: boolean;
 }
 
-export interface OutputVideo {
+interface OutputVideo {
   url: string;
   contentType?: string;
   /** seconds, when the provider says */

@@ -24,7 +24,7 @@ import { retentionDays } from '../surfaces/responsesStore.js';
 import { backgroundResponse } from '../../workflows/backgroundResponse.js';
 
 /** What the API stores beside a queued response so the worker can run it. */
-export interface BackgroundJob {
+interface BackgroundJob {
   caller: Omit<Caller, 'dailyUsdLimit'> & { dailyUsdLimit: string | null };
   requestId: string;
   modelId: string;

@@ -1,7 +1,7 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: wire JSON, read field by field
 // The chat completions surface: its wire shapes translated to and from the internal request
 // (activities/inference/types.ts), and the checks a schema cannot express, each with the code the
 // spec gives it. The body reaching here has passed api/schemas/chat.ts.
-/* eslint-disable @typescript-eslint/no-explicit-any */
 import { Ajv } from 'ajv';
 import type { ModelInfo } from '../catalog/catalog.js';
 import type {
@@ -30,7 +30,7 @@ export function toolSpecLimit(): number {
 }
 
 /** `tools`: function tools only, at most TOOL_SPEC_MAX_BYTES serialized. */
-export function parseTools(raw: unknown): ToolSpec[] | undefined {
+function parseTools(raw: unknown): ToolSpec[] | undefined {
   if (raw === undefined || raw === null) return undefined;
   let tools = raw;
   if (typeof raw === 'string') {
@@ -92,7 +92,7 @@ export function parseTools(raw: unknown): ToolSpec[] | undefined {
   });
 }
 
-export function parseToolChoice(raw: any, tools: ToolSpec[] | undefined): ToolChoice | undefined {
+function parseToolChoice(raw: any, tools: ToolSpec[] | undefined): ToolChoice | undefined {
   if (raw === undefined || raw === null) return undefined;
   if (raw === 'none' || raw === 'auto') return raw;
   if (!tools?.length)
@@ -117,7 +117,10 @@ const schemaAjv = new Ajv({ strict: false, allErrors: false });
 /** Strict mode's rules (as OpenAI enforces them): every object closed, every property required. */
 function checkStrict(node: any, path: string): void {
   if (!node || typeof node !== 'object') return;
-  if (Array.isArray(node)) return node.forEach((n, i) => checkStrict(n, `${path}[${i}]`));
+  if (Array.isArray(node)) {
+    for (const [i, n] of node.entries()) checkStrict(n, `${path}[${i}]`);
+    return;
+  }
   const isObject =
     node.type === 'object' || (Array.isArray(node.type) && node.type.includes('object')) || node.properties;
   if (isObject) {
@@ -142,7 +145,7 @@ function checkStrict(node: any, path: string): void {
     if (node[key]) checkStrict(node[key], `${path}.${key}`);
 }
 
-export function parseResponseFormat(raw: any): ResponseFormat | undefined {
+function parseResponseFormat(raw: any): ResponseFormat | undefined {
   if (!raw) return undefined;
   if (raw.type !== 'json_schema') return { type: raw.type };
   const js = raw.json_schema;
@@ -245,7 +248,7 @@ function parts(content: any, at: string): ContentPart[] {
 }
 
 /** Messages in internal form. Tool results whose tool_call_id no earlier assistant turn issued are dropped (spec). */
-export function toMessages(raw: any[]): Message[] {
+function toMessages(raw: any[]): Message[] {
   const issued = new Set<string>();
   const out: Message[] = [];
   raw.forEach((m, i) => {
@@ -271,7 +274,7 @@ export function toMessages(raw: any[]): Message[] {
           name: c.function.name,
           arguments: c.function.arguments ?? '{}',
         }));
-        toolCalls.forEach((c) => issued.add(c.id));
+        for (const c of toolCalls) issued.add(c.id);
         out.push({
           role: 'assistant',
           content:

@@ -1,10 +1,10 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: wire JSON, read field by field
 // Chat completions passed through to an OpenAI-compatible upstream (see
 // providers/openai/native.ts): the caller's body with the gateway's own fields taken out, and the
 // upstream's answer or chunks shown as they came, plus the gateway's additions: the model name the
 // caller asked for, `provider`, and the pricing extension (top level in JSON; on the final chunk
 // when streaming, as on the translated path). The usage chunk the gateway asked for on the
 // caller's behalf is not shown unless the caller asked for it too.
-/* eslint-disable @typescript-eslint/no-explicit-any */
 import type { Bill } from '../inference/execute.js';
 import type { NativeRequest, StreamEvent, Usage } from '../core/types.js';
 import { usageJson, withBill, type ChatMeta } from './chatResponse.js';

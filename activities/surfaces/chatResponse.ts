@@ -5,7 +5,7 @@ import type { Bill } from '../inference/execute.js';
 import type { FinishReason, InferenceResult, StreamEvent, TokenLogprob, ToolCall, Usage } from '../core/types.js';
 import { config } from '../config.js';
 
-export const pricingField = () => `x_${config.serviceName}_pricing`;
+const pricingField = () => `x_${config.serviceName}_pricing`;
 
 export function usageJson(u: Usage) {
   return {
@@ -17,7 +17,7 @@ export function usageJson(u: Usage) {
   };
 }
 
-export function pricingJson(b: Bill) {
+function pricingJson(b: Bill) {
   return {
     amount: b.amount,
     currency: b.currency,

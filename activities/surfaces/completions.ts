@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: wire JSON, read field by field
 // The legacy completions surface (POST /api/v1/completions): the body translated to the one
 // internal request (with `prompt` set, no messages), and the internal result / stream events
 // translated back to `text_completion` objects and frames. The body reaching here has passed
@@ -18,7 +19,6 @@
 // answer has no place for prompt log probabilities).
 // `billing_mode` (or the `X-Billing-Mode` header, read by the route) forces pay-as-you-go; see
 // api/billingMode.ts.
-/* eslint-disable @typescript-eslint/no-explicit-any */
 import type { ModelInfo } from '../catalog/catalog.js';
 import type { Bill } from '../inference/execute.js';
 import type { FinishReason, InferenceRequest, InferenceResult, TokenLogprob, Usage } from '../core/types.js';
@@ -49,7 +49,7 @@ const CHAT_FIELDS = [
 ] as const;
 
 /** Self-hosted servers' sampling controls, forwarded where the upstream's quirks accept them. */
-export const VENDOR_SAMPLING_FIELDS = [
+const VENDOR_SAMPLING_FIELDS = [
   'top_a',
   'tfs',
   'eta_cutoff',
@@ -75,7 +75,7 @@ export interface CompletionsPlanInput {
 }
 
 /** `prompt`: a string, or an array holding exactly one string (what the SDKs send for one prompt). */
-export function promptOf(raw: unknown): string {
+function promptOf(raw: unknown): string {
   if (typeof raw === 'string') return raw;
   if (Array.isArray(raw) && raw.length === 1 && typeof raw[0] === 'string') return raw[0];
   if (Array.isArray(raw) && raw.length > 0 && raw.every((x) => typeof x === 'number')) {
@@ -88,7 +88,7 @@ export function promptOf(raw: unknown): string {
 }
 
 /** The legacy `logprobs`: a count of alternatives 0-5, `true` read as 0, false/null = none. */
-export function logprobsOf(raw: unknown): { logprobs?: boolean; topLogprobs?: number } {
+function logprobsOf(raw: unknown): { logprobs?: boolean; topLogprobs?: number } {
   if (raw === true) return { logprobs: true, topLogprobs: 0 };
   if (typeof raw === 'number') return { logprobs: true, topLogprobs: raw };
   return {};
@@ -138,7 +138,7 @@ export interface LegacyLogprobs {
  * logprobs+1 elements"). `offset` is the character offset of the first token, counted from the
  * start of the prompt, as OpenAI's `text_offset` is.
  */
-export function legacyLogprobs(lp: TokenLogprob[], top: number, offset: number): LegacyLogprobs {
+function legacyLogprobs(lp: TokenLogprob[], top: number, offset: number): LegacyLogprobs {
   const out: LegacyLogprobs = { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
   let at = offset;
   for (const t of lp) {

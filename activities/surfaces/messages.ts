@@ -1,7 +1,7 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: wire JSON, read field by field
 // The message-style surface (Anthropic Messages wire format) in: its request translated to the
 // internal request (activities/inference/types.ts), with the checks a schema cannot express. The
 // body reaching here has passed api/schemas/messages.ts. Translation out is messagesResponse.ts.
-/* eslint-disable @typescript-eslint/no-explicit-any */
 import type { ModelInfo } from '../catalog/catalog.js';
 import type {
   ContentPart,
@@ -24,9 +24,9 @@ const bad = (code: string, message: string, param: string | null = null) =>
 const invalid = (message: string, param: string | null = null) => bad('invalid_parameter_value', message, param);
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,128}$/;
-export const IMAGE_MEDIA_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'];
+const IMAGE_MEDIA_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'];
 /** Anthropic's floor for a thinking budget. */
-export const MIN_THINKING_BUDGET = 1024;
+const MIN_THINKING_BUDGET = 1024;
 
 /** The system prompt as text parts: one part for a string, one per block (each may be a cache breakpoint). */
 function systemParts(raw: any): ContentPart[] {
@@ -135,7 +135,7 @@ function toolResultParts(b: any, where: string): ContentPart[] {
 }
 
 /** The conversation in internal form: tool_use → assistant toolCalls, tool_result → tool messages. */
-export function toMessages(raw: any[]): Message[] {
+function toMessages(raw: any[]): Message[] {
   if (raw[0].role !== 'user') throw invalid("The first message must have role 'user'.", 'messages[0].role');
   const out: Message[] = [];
   const issued = new Set<string>();
@@ -201,7 +201,7 @@ export function toMessages(raw: any[]): Message[] {
   return out;
 }
 
-export function parseTools(raw: any): ToolSpec[] | undefined {
+function parseTools(raw: any): ToolSpec[] | undefined {
   if (raw === undefined || raw === null) return undefined;
   const size = Buffer.byteLength(JSON.stringify(raw));
   if (size > toolSpecLimit())

@@ -1,9 +1,9 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: wire JSON, read field by field
 // The message-style surface passed through to Anthropic (see providers/anthropic/native.ts): the
 // caller's body goes upstream as written, and Anthropic's message or named events come back as
 // they came (ids, signatures, stop_sequence, cache usage, citations), plus the gateway's
 // additions: the model name the caller asked for, `provider` (JSON answers), and the pricing
 // extension beside the usage (on message_delta when streaming, as on the translated path).
-/* eslint-disable @typescript-eslint/no-explicit-any */
 import type { Bill } from '../inference/execute.js';
 import type { NativeRequest, StreamEvent, Usage } from '../core/types.js';
 import { messageUsage, type MessageMeta } from './messagesResponse.js';

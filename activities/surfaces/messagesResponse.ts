@@ -13,10 +13,10 @@ export interface MessageMeta {
   showReasoning: boolean;
 }
 
-export type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'refusal';
+type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'refusal';
 
 /** `stopSequence`: the stop sequence that ended the answer, when the upstream said which. */
-export function stopReason(finish: FinishReason, toolCalls: number, stopSequence?: string): StopReason {
+function stopReason(finish: FinishReason, toolCalls: number, stopSequence?: string): StopReason {
   if (finish === 'length') return 'max_tokens';
   if (finish === 'content_filter') return 'refusal';
   if (finish === 'tool_calls' || toolCalls > 0) return 'tool_use';

@@ -1,8 +1,8 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: wire JSON, read field by field
 // What a pass-through answer shows the caller, shared by the surfaces that relay an upstream's
 // own frames (chatPassthrough.ts, messagesPassthrough.ts): the upstream's bytes, with the model
 // renamed to the one the caller asked for. The rename edits the text in place when it can find
 // it, so the rest of the frame stays byte-for-byte what the upstream sent.
-/* eslint-disable @typescript-eslint/no-explicit-any */
 
 /**
  * `data` with its `model` (at the top level of `json`, or inside `json.message`) shown as
@@ -15,7 +15,7 @@ export function renamed(data: string, json: any, model: string, provider?: strin
   const at = data.indexOf(exact);
   const added = provider === undefined ? '' : `,"provider":${JSON.stringify(provider)}`;
   if (at !== -1 && !data.includes('\n') && (provider === undefined || json.provider === undefined)) {
-    return data.slice(0, at) + `"model":${JSON.stringify(model)}${added}` + data.slice(at + exact.length);
+    return `${data.slice(0, at)}"model":${JSON.stringify(model)}${added}${data.slice(at + exact.length)}`;
   }
   // spaced or multi-line JSON, or a provider field of its own: written anew
   const extra = provider === undefined ? {} : { provider };

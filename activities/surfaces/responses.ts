@@ -1,9 +1,9 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: wire JSON, read field by field
 // The Responses API surface (OpenAI `POST /v1/responses`): its input items translated to the chat
 // surface's message form and then through chatToInternal (one translation to the internal request,
 // so tools, structured output, reasoning and vision rules cannot drift from chat), and the internal
 // result (or stream events) out as a `response` object and its typed SSE events. The body reaching
 // here has passed api/schemas/responses.ts.
-/* eslint-disable @typescript-eslint/no-explicit-any */
 import { randomBytes } from 'node:crypto';
 import type { ModelInfo } from '../catalog/catalog.js';
 import type { Bill } from '../inference/execute.js';
@@ -72,7 +72,7 @@ const textOnly = (c: string | any[]) => (typeof c === 'string' ? c : c.map((p) =
  * The caller's `input` as chat messages. Consecutive function_call items join the assistant turn
  * before them; a function_call_output must answer a call issued earlier in the conversation.
  */
-export function inputToChatMessages(input: string | any[], history: ChatMessage[]): ChatMessage[] {
+function inputToChatMessages(input: string | any[], history: ChatMessage[]): ChatMessage[] {
   if (typeof input === 'string') return [{ role: 'user', content: input }];
   const issued = new Set<string>();
   for (const m of history) for (const c of m.tool_calls ?? []) issued.add(c.id);
@@ -250,7 +250,7 @@ export interface ResponseMeta {
 
 export type ResponseStatus = 'queued' | 'in_progress' | 'completed' | 'incomplete' | 'failed' | 'cancelled';
 
-export function responsesUsage(u: Usage) {
+function responsesUsage(u: Usage) {
   return {
     input_tokens: u.promptTokens,
     input_tokens_details: { cached_tokens: u.cachedTokens },

@@ -1,8 +1,8 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: wire JSON, read field by field
 // The legacy talk-to-gpt surface (POST /api/talk-to-gpt): previous `messages` plus `prompt` as the
 // last user turn, translated through chat's own translation (one internal request), and the answer
 // as plain text followed by a metadata block `<Tag>{"cost",...}</Tag>` whose tag comes from the
 // service name (see serviceTag).
-/* eslint-disable @typescript-eslint/no-explicit-any */
 import type { ModelInfo } from '../catalog/catalog.js';
 import type { Bill } from '../inference/execute.js';
 import type { ModelName } from '../routing/suffixes.js';
@@ -46,7 +46,7 @@ export function talkToInternal(body: any, model: ModelInfo, name: ModelName): Ch
   return chatToInternal(chatBody, model, name);
 }
 
-export interface TalkMetadata {
+interface TalkMetadata {
   cost: number;
   inputTokens: number;
   outputTokens: number;

@@ -33,7 +33,7 @@ export const videoSettings = {
 
 /** Normalized statuses (spec "States and transitions"); `pending` until the workflow first looks. */
 export type VideoStatus = 'pending' | 'queued' | 'processing' | 'completed' | 'failed' | 'cancelled' | 'unknown';
-export const TERMINAL: readonly VideoStatus[] = ['completed', 'failed', 'cancelled'];
+const TERMINAL: readonly VideoStatus[] = ['completed', 'failed', 'cancelled'];
 export const isTerminal = (s: string) => (TERMINAL as readonly string[]).includes(s);
 
 /** What the API stores in `media_jobs.request` for the worker: everything a retry needs. */
@@ -63,7 +63,7 @@ export interface VideoJobResult {
 
 export type VideoJobRow = NonNullable<Awaited<ReturnType<typeof loadVideoJob>>>;
 
-export function newVideoJobId(): string {
+function newVideoJobId(): string {
   return `vid_${randomBytes(12).toString('hex')}`;
 }
 
@@ -83,7 +83,7 @@ export interface StartedVideoJob {
 }
 
 /** A video job's money as a metered call: one route (planned by the API), its pre-charge held past the deadline. */
-export function videoCall(
+function videoCall(
   caller: Payer,
   plan: Pick<VideoPlan, 'model' | 'route' | 'maxUsd' | 'perSecond' | 'prechargeLabel'>,
   id: string,

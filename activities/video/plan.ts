@@ -33,7 +33,7 @@ const PARAMS: Record<string, string[]> = {
 };
 
 /** Uploads inline in the request body (data URLs): 4 MB after encoding, larger assets by URL. */
-export const MAX_INLINE_MEDIA_BYTES = 4 * 1024 * 1024;
+const MAX_INLINE_MEDIA_BYTES = 4 * 1024 * 1024;
 
 export type VideoBody = Record<string, unknown> & { model: string };
 

@@ -16,7 +16,7 @@ import { catalog } from '../catalog/catalog.js';
 import type { Route } from '../catalog/catalog.js';
 import { MeteredCall } from '../metering/meteredCall.js';
 import { capability, targetFor } from '../providers/registry.js';
-import type { VideoJobFailure } from '../providers/types.js';
+import type { VideoJobFailure, VideoResult, VideoStatusReply } from '../providers/types.js';
 import { safeFetch, MediaFetchError } from '../media/safeFetch.js';
 import { storeHostedFile } from '../media/hostedFiles.js';
 import {
@@ -124,7 +124,7 @@ export async function pollVideoJob(id: string): Promise<VideoStep> {
   const row = await job(id);
   if (isTerminal(row.status)) return row.status as VideoStep;
   const req = request(row);
-  let reply;
+  let reply: VideoStatusReply;
   try {
     const { video, target } = provider(row);
     reply = await video.status(target, row.upstreamModel, row.providerRequestId!, Context.current().cancellationSignal);
@@ -161,7 +161,7 @@ export async function pollVideoJob(id: string): Promise<VideoStep> {
  * one, else the time elapsed against the model's typical run (`typical_seconds`), capped at 95
  * until the job is really done.
  */
-export function estimate(
+function estimate(
   status: VideoStatus,
   logs: string[],
   queuePosition: number | null,
@@ -188,7 +188,7 @@ export async function finishVideoJob(id: string): Promise<VideoStep> {
   if (isTerminal(row.status)) return finishMoney(row);
   const req = request(row);
   const signal = Context.current().cancellationSignal;
-  let result;
+  let result: VideoResult;
   try {
     const { video, target } = provider(row);
     result = await video.result(target, row.upstreamModel, row.providerRequestId!, signal);
@@ -230,7 +230,7 @@ export async function finishVideoJob(id: string): Promise<VideoStep> {
       });
       continue;
     }
-    let media;
+    let media: Awaited<ReturnType<typeof safeFetch>>;
     try {
       media = await safeFetch(videos[i].url, {
         signal,

@@ -5,6 +5,7 @@ import type { Context, Middleware } from 'koa';
 import { resolveKey } from '../../activities/accounts/keys.js';
 import { admitRequest } from '../../activities/accounts/limits.js';
 import { RequestError } from '../../activities/core/errors.js';
+import type { AppState } from '../state.js';
 
 const REASONS: Record<string, string> = {
   invalid: 'Invalid API key. Check the key you are sending; keys look like sk-<service>-<uuid>.',
@@ -13,7 +14,7 @@ const REASONS: Record<string, string> = {
   expired: 'This API key has expired. Create a new key.',
 };
 
-export function presentedKey(ctx: Context): string | undefined {
+function presentedKey(ctx: Context): string | undefined {
   const auth = ctx.get('authorization');
   const bearer = /^\s*bearer\s+(\S+)\s*$/i.exec(auth);
   if (bearer) return bearer[1];
@@ -21,7 +22,7 @@ export function presentedKey(ctx: Context): string | undefined {
   return header || undefined;
 }
 
-export const authenticate: Middleware = async (ctx, next) => {
+export const authenticate: Middleware<AppState> = async (ctx, next) => {
   const raw = presentedKey(ctx);
   if (!raw) {
     throw new RequestError(

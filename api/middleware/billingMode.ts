@@ -10,8 +10,9 @@
 import type { Middleware } from 'koa';
 import { PAYGO_BILLING_MODES } from '../schemas/completions.js';
 import { RequestError } from '../../activities/core/errors.js';
+import type { AppState } from '../state.js';
 
-export const billingMode: Middleware = async (ctx, next) => {
+export const billingMode: Middleware<AppState> = async (ctx, next) => {
   const raw = ctx.get('x-billing-mode').trim();
   if (raw) {
     if (!(PAYGO_BILLING_MODES as readonly string[]).includes(raw.toLowerCase())) {

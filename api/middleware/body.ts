@@ -11,6 +11,7 @@ import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import bourne from '@hapi/bourne';
 import type { Middleware } from 'koa';
 import { RequestError } from '../../activities/core/errors.js';
+import type { AppState } from '../state.js';
 
 declare module 'koa' {
   interface Request {
@@ -23,9 +24,9 @@ const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 // JSON, and what clients send JSON as: curl's -d says form encoding, some say text/plain.
 const JSON_TYPES = /^\s*(application\/(json|[^\s;]+\+json|x-www-form-urlencoded)|text\/plain)\s*(;|$)/i;
 // Only objects and arrays are request bodies (as strict JSON body parsers have it).
-const OBJECT_OR_ARRAY = /^[\x20\x09\x0a\x0d]*[[{]/;
+const OBJECT_OR_ARRAY = /^[ \t\n\r]*[[{]/;
 
-export function jsonBody(limitBytes: number): Middleware {
+export function jsonBody(limitBytes: number): Middleware<AppState> {
   const tooLarge = () =>
     new RequestError(
       413,

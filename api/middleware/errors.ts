@@ -4,8 +4,9 @@
 import type { Middleware } from 'koa';
 import { asRequestError, errorHeaders, renderError, type Envelope } from '../errors.js';
 import { RequestError } from '../../activities/core/errors.js';
+import type { AppState } from '../state.js';
 
-export function useEnvelope(envelope: Envelope): Middleware {
+export function useEnvelope(envelope: Envelope): Middleware<AppState> {
   return async (ctx, next) => {
     ctx.state.envelope = envelope;
     await next();
@@ -29,7 +30,7 @@ function unanswered(status: number, method: string, path: string): void {
   if (status === 501) throw new RequestError(501, 'not_implemented', `The HTTP method ${method} is not supported.`);
 }
 
-export const handleErrors: Middleware = async (ctx, next) => {
+export const handleErrors: Middleware<AppState> = async (ctx, next) => {
   try {
     await next();
     if (ctx.body === undefined) unanswered(ctx.status, ctx.method, ctx.path);

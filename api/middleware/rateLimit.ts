@@ -4,13 +4,13 @@
 // (money is guarded by the ledger's reservations), so they need no shared store on the hot path.
 // Over the limit: 429 `rate_limit_exceeded` with Retry-After.
 import type { Middleware } from 'koa';
-import type { Caller } from '../../activities/accounts/keys.js';
 import { RequestError } from '../../activities/core/errors.js';
+import type { AppState } from '../state.js';
 
-export function perKeyRate(bucket: string, perMinute: number): Middleware {
+export function perKeyRate(bucket: string, perMinute: number): Middleware<AppState> {
   const hits = new Map<string, number[]>();
   return async (ctx, next) => {
-    const caller = ctx.state.caller as Caller | undefined;
+    const caller = ctx.state.caller;
     const key = caller?.keyId ?? ctx.ip;
     const now = Date.now();
     const recent = (hits.get(key) ?? []).filter((t) => t > now - 60_000);

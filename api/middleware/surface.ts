@@ -7,7 +7,8 @@ import type { Envelope } from '../errors.js';
 import { useEnvelope } from './errors.js';
 import { jsonBody } from './body.js';
 import { config } from '../../activities/config.js';
+import type { AppState } from '../state.js';
 
-export function surface(envelope: Envelope): Middleware {
+export function surface(envelope: Envelope): Middleware<AppState> {
   return compose([useEnvelope(envelope), jsonBody(config.bodyLimitBytes)]);
 }

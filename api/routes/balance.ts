@@ -4,15 +4,15 @@ import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
 import { balances } from '../../activities/ledger/ledger.js';
 import { formatAmount } from '../../activities/core/money.js';
-import type { Caller } from '../../activities/accounts/keys.js';
 import { RequestError } from '../../activities/core/errors.js';
+import type { AppState } from '../state.js';
 
-export const balanceRouter = new Router();
+export const balanceRouter = new Router<AppState>();
 
 balanceRouter.all('/api/check-balance', surface('legacy'), authenticate, async (ctx) => {
   if (ctx.method !== 'GET' && ctx.method !== 'POST')
     throw new RequestError(405, 'method_not_allowed', 'Use GET or POST.');
-  const caller = ctx.state.caller as Caller;
+  const caller = ctx.state.caller;
   const b = (await balances(caller.accountId))!;
   ctx.body = {
     usd_balance: formatAmount(b.USD.amount, 'USD'),

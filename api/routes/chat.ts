@@ -1,48 +1,30 @@
 // POST /api/v1/chat/completions (and /v1/...): OpenAI-style chat, streaming or not. The route
 // only translates and streams; planning, money and provider calls are activities.
 import Router from '@koa/router';
-import { surface } from '../middleware/surface.js';
-import { authenticate } from '../middleware/auth.js';
-import { billingMode } from '../middleware/billingMode.js';
-import { validateBody } from '../validate.js';
-import { v1 } from './paths.js';
+import { textRoute } from '../textRoute.js';
+import { v1 } from '../paths.js';
 import { chatRequestSchema } from '../schemas/chat.js';
 import { completeOnce, streamOnce } from '../inference.js';
 import { asRequestError, renderError } from '../errors.js';
-import type { Caller } from '../../activities/accounts/keys.js';
 import { chatToInternal } from '../../activities/surfaces/chat.js';
 import { ChatChunker, toChatCompletion, type ChatMeta } from '../../activities/surfaces/chatResponse.js';
 import { ChatRelay, chatPassThroughBody, passedThroughCompletion } from '../../activities/surfaces/chatPassthrough.js';
-import { prepareCall, resolveModel } from '../../activities/inference/prepare.js';
+import type { AppState } from '../state.js';
 
-export const chatRouter = new Router();
+export const chatRouter = new Router<AppState>();
 
-chatRouter.post(
-  v1('/chat/completions'),
-  surface('openai'),
-  authenticate,
-  billingMode,
-  validateBody(chatRequestSchema),
-  async (ctx) => {
-    const body = ctx.request.body as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-    const caller = ctx.state.caller as Caller;
-    const { model, name } = resolveModel(body.model);
-    const input = chatToInternal(body, model, name);
-    const header = ctx.get('x-provider').trim();
-    if (header) input.prefs.explicit = header;
-
+textRoute(
+  chatRouter,
+  {
+    paths: v1('/chat/completions'),
+    envelope: 'openai',
+    schema: chatRequestSchema,
+    surface: 'chat',
+    translate: chatToInternal,
+  },
+  async ({ ctx, body, model, input, prepare }) => {
     // routes to an OpenAI-compatible upstream get the caller's own body (pass-through); others the translation
-    const call = await prepareCall({
-      caller,
-      requestId: ctx.state.requestId,
-      surface: 'chat',
-      model,
-      request: input.request,
-      needs: input.needs,
-      prefs: input.prefs,
-      forcePaygo: ctx.state.forcePaygo === true,
-      native: chatPassThroughBody(body),
-    });
+    const call = await prepare({ native: chatPassThroughBody(body) });
     const meta: ChatMeta = {
       id: `chatcmpl-${String(ctx.state.requestId).slice(4)}`,
       created: Math.floor(Date.now() / 1000),

@@ -3,51 +3,34 @@
 // one internal request, with `prompt` set) → prepareCall (plan + reserve) → InferenceCall
 // (complete with fallback, or openStream) → settle / fail. Only the wire shapes differ.
 import Router from '@koa/router';
-import { surface } from '../middleware/surface.js';
-import { authenticate } from '../middleware/auth.js';
-import { billingMode } from '../middleware/billingMode.js';
-import { validateBody } from '../validate.js';
-import { v1 } from './paths.js';
+import { textRoute } from '../textRoute.js';
+import { v1 } from '../paths.js';
 import { completionsRequestSchema } from '../schemas/completions.js';
 import { completeOnce, streamOnce } from '../inference.js';
 import { asRequestError, renderError } from '../errors.js';
-import type { Caller } from '../../activities/accounts/keys.js';
 import {
   CompletionChunker,
   completionsToInternal,
   toTextCompletion,
   type CompletionMeta,
 } from '../../activities/surfaces/completions.js';
-import { prepareCall, resolveModel } from '../../activities/inference/prepare.js';
+import type { AppState } from '../state.js';
 
-export const completionsRouter = new Router();
+export const completionsRouter = new Router<AppState>();
 
-completionsRouter.post(
-  v1('/completions'),
-  surface('openai'),
-  authenticate,
-  billingMode,
-  validateBody(completionsRequestSchema),
-  async (ctx) => {
-    const body = ctx.request.body as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-    const caller = ctx.state.caller as Caller;
-    const { model, name } = resolveModel(body.model);
-    const input = completionsToInternal(body, model, name);
-    const header = ctx.get('x-provider').trim();
-    if (header) input.prefs.explicit = header;
-
+textRoute(
+  completionsRouter,
+  {
+    paths: v1('/completions'),
+    envelope: 'openai',
+    schema: completionsRequestSchema,
+    surface: 'completions',
+    translate: completionsToInternal,
+  },
+  async ({ ctx, body, model, input, prepare }) => {
     const forcePaygo =
       ctx.state.forcePaygo === true || body.billing_mode !== undefined || body.billingMode !== undefined;
-    const call = await prepareCall({
-      caller,
-      requestId: ctx.state.requestId,
-      surface: 'completions',
-      model,
-      request: input.request,
-      needs: input.needs,
-      prefs: input.prefs,
-      forcePaygo,
-    });
+    const call = await prepare({ forcePaygo });
     const meta: CompletionMeta = {
       id: `cmpl-${String(ctx.state.requestId).slice(4)}`,
       created: Math.floor(Date.now() / 1000),

@@ -5,8 +5,9 @@ import Router from '@koa/router';
 import { surface } from '../middleware/surface.js';
 import { readHostedFile, verifySignature } from '../../activities/media/hostedFiles.js';
 import { RequestError } from '../../activities/core/errors.js';
+import type { AppState } from '../state.js';
 
-export const mediaRouter = new Router();
+export const mediaRouter = new Router<AppState>();
 
 mediaRouter.get('/api/media/:id', surface('legacy'), async (ctx) => {
   const id = ctx.params.id!;

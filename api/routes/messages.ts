@@ -4,16 +4,15 @@
 // so planning and money are shared; only the wire shapes differ. `anthropic-version` and
 // `anthropic-beta` headers are accepted and not required.
 import Router from '@koa/router';
+import { textRoute } from '../textRoute.js';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
-import { billingMode } from '../middleware/billingMode.js';
 import { validateBody } from '../validate.js';
-import { v1 } from './paths.js';
+import { v1 } from '../paths.js';
 import { countTokensRequestSchema, messagesRequestSchema } from '../schemas/messages.js';
-import { clientAbortSignal } from './clientAbort.js';
+import { clientAbortSignal } from '../clientAbort.js';
 import { completeOnce, streamOnce } from '../inference.js';
 import { asRequestError, renderError } from '../errors.js';
-import type { Caller } from '../../activities/accounts/keys.js';
 import { messagesToInternal } from '../../activities/surfaces/messages.js';
 import {
   MessageStreamer,
@@ -26,7 +25,7 @@ import {
   messagesPassThroughBody,
   passedThroughMessage,
 } from '../../activities/surfaces/messagesPassthrough.js';
-import { prepareCall, resolveModel } from '../../activities/inference/prepare.js';
+import { resolveModel } from '../../activities/inference/prepare.js';
 import { targetFor } from '../../activities/providers/registry.js';
 import type { InferenceRequest } from '../../activities/core/types.js';
 import { catalog } from '../../activities/catalog/catalog.js';
@@ -34,37 +33,25 @@ import { planRoute } from '../../activities/routing/planRoute.js';
 import { likelyPromptTokens } from '../../activities/billing/pricing.js';
 import { countPromptTokens } from '../../activities/providers/local/index.js';
 import { countTokens as anthropicCountTokens } from '../../activities/providers/anthropic/index.js';
-import { RequestError } from '../../activities/core/errors.js';
+import type { RequestError } from '../../activities/core/errors.js';
+import type { AppState } from '../state.js';
 
-export const messagesRouter = new Router();
+export const messagesRouter = new Router<AppState>();
 
-messagesRouter.post(
-  v1('/messages'),
-  surface('message'),
-  authenticate,
-  billingMode,
-  validateBody(messagesRequestSchema),
-  async (ctx) => {
-    const body = ctx.request.body as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-    const caller = ctx.state.caller as Caller;
-    const { model, name } = resolveModel(body.model);
-    const input = messagesToInternal(body, model, name);
-    const header = ctx.get('x-provider').trim();
-    if (header) input.prefs.explicit = header;
-
+textRoute(
+  messagesRouter,
+  {
+    paths: v1('/messages'),
+    envelope: 'message',
+    schema: messagesRequestSchema,
+    surface: 'messages',
+    translate: messagesToInternal,
+  },
+  async ({ ctx, body, model, input, prepare }) => {
     // `anthropic-beta` is passed on to Anthropic upstreams (others would not understand it)
     const beta = ctx.get('anthropic-beta').trim();
-    const call = await prepareCall({
-      caller,
-      requestId: ctx.state.requestId,
-      surface: 'messages',
-      model,
-      request: input.request,
-      needs: input.needs,
-      prefs: input.prefs,
-      forcePaygo: ctx.state.forcePaygo === true,
+    const call = await prepare({
       passHeaders: beta ? { anthropic: { 'anthropic-beta': beta } } : undefined,
-      // routes to Anthropic get the caller's own body (pass-through); others the translation
       native: messagesPassThroughBody(body),
     });
     const meta: MessageMeta = {
@@ -130,8 +117,9 @@ messagesRouter.post(
   authenticate,
   validateBody(countTokensRequestSchema),
   async (ctx) => {
-    const body = ctx.request.body as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-    const caller = ctx.state.caller as Caller;
+    // biome-ignore lint/suspicious/noExplicitAny: wire JSON
+    const body = ctx.request.body as Record<string, any>;
+    const caller = ctx.state.caller;
     const { model, name } = resolveModel(body.model);
     const input = messagesToInternal({ ...body, max_tokens: undefined }, model, name);
     const header = ctx.get('x-provider').trim();

@@ -6,10 +6,11 @@ import Router from '@koa/router';
 import { surface } from '../middleware/surface.js';
 import { validateQuery } from '../validate.js';
 import { notFound } from '../errors.js';
-import { v1 } from './paths.js';
+import { v1 } from '../paths.js';
 import { catalog, type ModelInfo, type Route } from '../../activities/catalog/catalog.js';
 import { formatAmount } from '../../activities/core/money.js';
 import { billingUnit } from '../../activities/surfaces/speech.js';
+import type { AppState } from '../state.js';
 
 const CAPABILITIES = [
   'vision',
@@ -94,7 +95,7 @@ function detailed(m: ModelInfo) {
   };
 }
 
-export const modelsRouter = new Router();
+export const modelsRouter = new Router<AppState>();
 
 modelsRouter.get(
   v1('/models'),

@@ -6,19 +6,19 @@
 // `queued`, then hands it to the `backgroundResponse` Temporal workflow (workflow id = response id)
 // and answers at once; POST /responses/{id}/cancel cancels that workflow.
 import Router from '@koa/router';
+import type { ModelInfo } from '../../activities/catalog/catalog.js';
+import type { ModelName } from '../../activities/routing/suffixes.js';
+import { type TextBody, textRoute } from '../textRoute.js';
 import type { Context } from 'koa';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
-import { validateBody } from '../validate.js';
-import { v1 } from './paths.js';
+import { v1 } from '../paths.js';
 import { responsesRequestSchema } from '../schemas/responses.js';
 import { completeOnce, streamOnce } from '../inference.js';
-import type { Caller } from '../../activities/accounts/keys.js';
 import {
   assistantTurn,
   newId,
   responsesToInternal,
-  responseShell,
   ResponseStreamer,
   toResponse,
   type ChatMessage,
@@ -28,14 +28,13 @@ import {
 } from '../../activities/surfaces/responses.js';
 import { deleteResponse, loadResponse, saveResponse } from '../../activities/surfaces/responsesStore.js';
 import { withBill } from '../../activities/surfaces/chatResponse.js';
-import { prepareCall, resolveModel } from '../../activities/inference/prepare.js';
 import { startBackgroundResponse } from '../../activities/responses/background.js';
 import { cancelJob } from '../../activities/jobs/jobs.js';
-import { billingMode } from '../middleware/billingMode.js';
 import type { InferenceCall } from '../../activities/inference/execute.js';
 import { RequestError } from '../../activities/core/errors.js';
+import type { AppContext, AppState } from '../state.js';
 
-export const responsesRouter = new Router();
+export const responsesRouter = new Router<AppState>();
 
 const notFound = (id: string) =>
   new RequestError(
@@ -45,59 +44,54 @@ const notFound = (id: string) =>
     { param: 'response_id' },
   );
 
-responsesRouter.post(
-  v1('/responses'),
-  surface('openai'),
-  authenticate,
-  billingMode,
-  validateBody(responsesRequestSchema),
-  async (ctx) => {
-    const body = ctx.request.body as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-    const caller = ctx.state.caller as Caller;
-    if (body.background === true && body.stream === true) {
+/**
+ * A Responses body in internal form: background mode's own rules first, then the stored
+ * conversation `previous_response_id` continues (the caller's own, unexpired).
+ */
+async function translateResponses(body: TextBody, model: ModelInfo, name: ModelName, ctx: AppContext) {
+  if (body.background === true && body.stream === true) {
+    throw new RequestError(
+      400,
+      'invalid_parameter_value',
+      'Background responses are not streamed here: send background without stream, then GET /v1/responses/{id}.',
+      { param: 'stream' },
+    );
+  }
+  if (body.background === true && body.store === false) {
+    throw new RequestError(
+      400,
+      'invalid_parameter_value',
+      'A background response must be stored (store: false cannot be retrieved later).',
+      { param: 'store' },
+    );
+  }
+  let history: ChatMessage[] = [];
+  if (body.previous_response_id) {
+    const prev = await loadResponse(ctx.state.caller.accountId, body.previous_response_id);
+    if (!prev)
       throw new RequestError(
-        400,
-        'invalid_parameter_value',
-        'Background responses are not streamed here: send background without stream, then GET /v1/responses/{id}.',
-        { param: 'stream' },
+        404,
+        'previous_response_not_found',
+        `Previous response '${body.previous_response_id}' was not found (unknown, expired, deleted, not stored, or another account's).`,
+        { param: 'previous_response_id' },
       );
-    }
-    if (body.background === true && body.store === false) {
-      throw new RequestError(
-        400,
-        'invalid_parameter_value',
-        'A background response must be stored (store: false cannot be retrieved later).',
-        { param: 'store' },
-      );
-    }
-    const { model, name } = resolveModel(body.model);
-    let history: ChatMessage[] = [];
-    if (body.previous_response_id) {
-      const prev = await loadResponse(caller.accountId, body.previous_response_id);
-      if (!prev)
-        throw new RequestError(
-          404,
-          'previous_response_not_found',
-          `Previous response '${body.previous_response_id}' was not found (unknown, expired, deleted, not stored, or another account's).`,
-          { param: 'previous_response_id' },
-        );
-      history = prev.request.conversation;
-    }
-    const input = responsesToInternal(body, model, name, history);
-    const header = ctx.get('x-provider').trim();
-    if (header) input.prefs.explicit = header;
+    history = prev.request.conversation;
+  }
+  return responsesToInternal(body, model, name, history);
+}
 
-    const call = await prepareCall({
-      forcePaygo: ctx.state.forcePaygo === true,
-      caller,
-      requestId: ctx.state.requestId,
-      surface: 'responses',
-      model,
-      request: input.request,
-      needs: input.needs,
-      prefs: input.prefs,
-      holdTtlSeconds: body.background === true ? BACKGROUND_HOLD_SECONDS : undefined,
-    });
+textRoute(
+  responsesRouter,
+  {
+    paths: v1('/responses'),
+    envelope: 'openai',
+    schema: responsesRequestSchema,
+    surface: 'responses',
+    translate: translateResponses,
+  },
+  async ({ ctx, body, model, input, prepare }) => {
+    const caller = ctx.state.caller;
+    const call = await prepare({ holdTtlSeconds: body.background === true ? BACKGROUND_HOLD_SECONDS : undefined });
     const meta: ResponseMeta = {
       id: newId('resp'),
       createdAt: Math.floor(Date.now() / 1000),
@@ -178,7 +172,7 @@ function streamResponse(
 const BACKGROUND_HOLD_SECONDS = 24 * 3600;
 
 responsesRouter.post(v1('/responses/:id/cancel'), surface('openai'), authenticate, async (ctx) => {
-  const caller = ctx.state.caller as Caller;
+  const caller = ctx.state.caller;
   const row = await loadResponse(caller.accountId, ctx.params.id);
   if (!row) throw notFound(ctx.params.id);
   if (!row.response.background)
@@ -201,14 +195,14 @@ responsesRouter.post(v1('/responses/:id/cancel'), surface('openai'), authenticat
 });
 
 responsesRouter.get(v1('/responses/:id'), surface('openai'), authenticate, async (ctx) => {
-  const caller = ctx.state.caller as Caller;
+  const caller = ctx.state.caller;
   const row = await loadResponse(caller.accountId, ctx.params.id);
   if (!row) throw notFound(ctx.params.id);
   ctx.body = row.response;
 });
 
 responsesRouter.delete(v1('/responses/:id'), surface('openai'), authenticate, async (ctx) => {
-  const caller = ctx.state.caller as Caller;
+  const caller = ctx.state.caller;
   if (!(await deleteResponse(caller.accountId, ctx.params.id))) throw notFound(ctx.params.id);
   ctx.body = { id: ctx.params.id, object: 'response', deleted: true };
 });

@@ -5,15 +5,14 @@
 // transfer (no Content-Length); a provider failing before any audio is a JSON error and costs
 // nothing. Billing headers: X-Cost (USD), X-Charged (in X-Payment-Source's currency), X-Characters.
 import { Readable } from 'node:stream';
-import { clientAbortSignal } from './clientAbort.js';
+import { clientAbortSignal } from '../clientAbort.js';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
 import { validateBody } from '../validate.js';
-import { v1 } from './paths.js';
+import { v1 } from '../paths.js';
 import { speechRequestSchema } from '../schemas/speech.js';
-import type { Caller } from '../../activities/accounts/keys.js';
 import { catalog } from '../../activities/catalog/catalog.js';
 import {
   planSpeech,
@@ -24,8 +23,9 @@ import {
 } from '../../activities/surfaces/speech.js';
 import { validateQuery } from '../validate.js';
 import { notFound } from '../errors.js';
+import type { AppState } from '../state.js';
 
-export const speechRouter = new Router();
+export const speechRouter = new Router<AppState>();
 
 export function billingHeaders(ctx: Context, bill: SpeechBill): void {
   ctx.set('X-Cost', String(bill.cost));
@@ -42,7 +42,7 @@ speechRouter.post(
   validateBody(speechRequestSchema),
   async (ctx) => {
     const body = ctx.request.body as SpeechBody;
-    const caller = ctx.state.caller as Caller;
+    const caller = ctx.state.caller;
     const plan = planSpeech(resolveSpeechModel(body.model), body);
     const call = new SpeechCall(caller, ctx.state.requestId, plan, ctx.get('x-provider').trim() || undefined);
     await call.reserve();

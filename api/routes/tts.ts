@@ -1,19 +1,5 @@
-// POST /api/tts and GET /api/tts/status: the legacy speech surface (key in `x-api-key` or
-// Bearer, legacy error envelope), on the same SpeechCall as /api/v1/audio/speech, so there is
-// one way to plan, reserve and bill audio. Three answers, decided in this order:
-//  - 202 {runId, model, status:'pending'}: the model is marked `async` in the catalog (music), or
-//    the text is longer than SWITCHYARD_TTS_SYNC_MAX_CHARS (default 2000). The worst case is
-//    reserved now and the `speechJob` workflow (id = runId) makes, hosts and bills the audio;
-//    poll GET /api/tts/status?runId= (about every 3 s).
-//  - 200 JSON {audioUrl, ...billing}: the caller prefers JSON (`Accept: application/json` ranked
-//    above audio). The audio is hosted (signed URL valid about an hour, file deleted after 24 h).
-//  - 200 binary audio with billing headers, as /api/v1/audio/speech answers (the default).
-// Status: `pending`, `completed` (with a freshly signed `audioUrl`) or `error` (with `error`).
-// Another account's job is a 403 (the spec's "non-owned job"); a `model` that is not the job's
-// is a 400 (it is optional: the runId alone identifies the job).
-import { randomBytes } from 'node:crypto';
-import { publicOrigin } from './paths.js';
-import { clientAbortSignal } from './clientAbort.js';
+import { publicOrigin } from '../paths.js';
+import { clientAbortSignal } from '../clientAbort.js';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { surface } from '../middleware/surface.js';
@@ -21,10 +7,8 @@ import { authenticate } from '../middleware/auth.js';
 import { validateBody, validateQuery } from '../validate.js';
 import { ttsRequestSchema, ttsStatusQuerySchema } from '../schemas/tts.js';
 import { billingHeaders } from './speech.js';
-import type { Caller } from '../../activities/accounts/keys.js';
 import { config } from '../../activities/config.js';
 import { catalog } from '../../activities/catalog/catalog.js';
-import { temporal } from '../../activities/temporalClient.js';
 import {
   planSpeech,
   resolveSpeechModel,
@@ -35,14 +19,15 @@ import {
 import { signedUrl, storeHostedFile } from '../../activities/media/hostedFiles.js';
 import { loadSpeechJob, startSpeechJob } from '../../activities/media/speechJob.js';
 import { RequestError } from '../../activities/core/errors.js';
+import type { AppState } from '../state.js';
 
-export const ttsRouter = new Router();
+export const ttsRouter = new Router<AppState>();
 
 type TtsBody = Omit<SpeechBody, 'input' | 'stream'> & { text: string };
 
 ttsRouter.post('/api/tts', surface('legacy'), authenticate, validateBody(ttsRequestSchema), async (ctx) => {
   const { text, ...rest } = ctx.request.body as TtsBody;
-  const caller = ctx.state.caller as Caller;
+  const caller = ctx.state.caller;
   const model = resolveSpeechModel(rest.model);
   const plan = planSpeech(model, { ...rest, input: text });
   const explicit = ctx.get('x-provider').trim() || undefined;
@@ -85,7 +70,7 @@ ttsRouter.get(
   authenticate,
   validateQuery(ttsStatusQuerySchema),
   async (ctx: Context) => {
-    const caller = ctx.state.caller as Caller;
+    const caller = ctx.state.caller;
     const { runId, model } = ctx.state.query as { runId: string; model?: string };
     const job = await loadSpeechJob(runId);
     if (!job)

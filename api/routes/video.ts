@@ -8,7 +8,7 @@
 //   GET  /api/generate-video/content  the finished video's bytes (`variant=video`)
 //   POST /api/generate-video/cancel   cancel a running job through its workflow (the spec names no
 //                                     path; this one mirrors OpenAI's POST .../{id}/cancel verbs)
-import { publicOrigin } from './paths.js';
+import { publicOrigin } from '../paths.js';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { surface } from '../middleware/surface.js';
@@ -16,7 +16,6 @@ import { authenticate } from '../middleware/auth.js';
 import { perKeyRate } from '../middleware/rateLimit.js';
 import { validateBody, validateQuery } from '../validate.js';
 import { videoCancelSchema, videoExtendSchema, videoRequestSchema } from '../schemas/video.js';
-import type { Caller } from '../../activities/accounts/keys.js';
 import { catalog } from '../../activities/catalog/catalog.js';
 import { cancelJob } from '../../activities/jobs/jobs.js';
 import { resolveModel } from '../../activities/inference/prepare.js';
@@ -38,8 +37,9 @@ import {
 import { videoStatusData, videoStatusLabel } from '../../activities/video/views.js';
 import { readHostedFile } from '../../activities/media/hostedFiles.js';
 import { RequestError } from '../../activities/core/errors.js';
+import type { AppState } from '../state.js';
 
-export const videoRouter = new Router();
+export const videoRouter = new Router<AppState>();
 
 const NO_NEEDS = { tools: false, images: false, structuredOutput: false, caching: false };
 
@@ -50,7 +50,7 @@ videoRouter.post(
   validateBody(videoRequestSchema),
   async (ctx) => {
     const body = ctx.request.body as VideoBody;
-    const caller = ctx.state.caller as Caller;
+    const caller = ctx.state.caller;
     const { model } = resolveModel(body.model, 'video');
     const header = ctx.get('x-provider').trim();
     const [route] = planRoute(catalog(), model, caller, header ? { explicit: header } : {}, NO_NEEDS);
@@ -75,7 +75,7 @@ async function ownedJob(ctx: Context, id: unknown, param = 'requestId'): Promise
       `Missing required parameter: '${param}' (the runId that POST /api/generate-video returned).`,
       { param },
     );
-  const caller = ctx.state.caller as Caller;
+  const caller = ctx.state.caller;
   let row = finished.get(id) ?? null;
   if (!row) {
     row = await loadVideoJob(id);
@@ -135,7 +135,7 @@ videoRouter.get(
   }),
   async (ctx) => {
     const q = ctx.state.query as { model?: string; limit: number; conversationUUID?: string };
-    const caller = ctx.state.caller as Caller;
+    const caller = ctx.state.caller;
     const model = q.model ? (catalog().model(q.model)?.id ?? q.model) : undefined;
     const rows = await recentVideoJobs(caller.accountId, {
       model,
@@ -167,7 +167,7 @@ videoRouter.post(
       string,
       unknown
     >;
-    const caller = ctx.state.caller as Caller;
+    const caller = ctx.state.caller;
     const videoFields = MEDIA_FIELDS.video.filter((f) => body[f] !== undefined);
     if (videoFields.length) {
       throw new RequestError(
@@ -179,7 +179,7 @@ videoRouter.post(
     }
     const source = await ownedJob(ctx, body.runId ?? body.taskId, body.runId ? 'runId' : 'taskId');
     const model = catalog().model(source.model);
-    if (!model || model.options.extendable !== true) {
+    if (model?.options.extendable !== true) {
       throw new RequestError(
         400,
         'invalid_parameter_value',

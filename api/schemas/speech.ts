@@ -2,7 +2,7 @@
 // the format and the length suit the chosen model is checked in activities/surfaces/speech.ts,
 // with the spec's speech codes (invalid_voice, unsupported_format, input_too_long).
 /** ElevenLabs-style voice controls, 0..1 each; ignored by models without them. */
-export const voiceControls = {
+const voiceControls = {
   stability: { type: 'number', minimum: 0, maximum: 1 },
   similarity_boost: { type: 'number', minimum: 0, maximum: 1 },
   style: { type: 'number', minimum: 0, maximum: 1 },

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { InferenceRequest, Message, StreamEvent } from '../../activities/core/types.js';
 import { anthropicChat, countTokens } from '../../activities/providers/anthropic/index.js';
 import { toMessagesRequest } from '../../activities/providers/anthropic/request.js';
-import { type ProviderTarget } from '../../activities/providers/types.js';
+import type { ProviderTarget } from '../../activities/providers/types.js';
 import { startAnthropicUpstream, type AnthropicUpstream } from '../support/upstreams/anthropic.js';
 import { RequestError } from '../../activities/core/errors.js';
 

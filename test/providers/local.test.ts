@@ -9,7 +9,7 @@ import type { InferenceRequest, Message, StreamEvent } from '../../activities/co
 import { localModel } from '../../activities/providers/local/engine.js';
 import { countPromptTokens, countTokens, localChat } from '../../activities/providers/local/index.js';
 import { findLocalModel } from '../../activities/providers/local/modelFiles.js';
-import { type ProviderTarget } from '../../activities/providers/types.js';
+import type { ProviderTarget } from '../../activities/providers/types.js';
 import { RequestError } from '../../activities/core/errors.js';
 
 const MODEL = 'stories260K.gguf';
@@ -56,7 +56,7 @@ const firstEvent = (req: InferenceRequest, t = target) =>
 describe('local provider (llama.cpp in-process, stories260K)', function () {
   this.timeout(30_000);
 
-  before(function () {
+  before(() => {
     if (!findLocalModel(MODEL))
       throw new Error(`${MODEL} is not on the model search path (LOCAL_MODELS_DIR or ../shared/models)`);
   });
@@ -83,7 +83,7 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
       assert.equal(r.usage!.completionTokens, 30);
       assert.equal(r.logprobs!.length, 30, 'one logprob per generated token');
       // the greedy answer is the tokenizer's own segmentation of its text
-      assert.equal(await countTokens(MODEL, 'Once upon a time' + r.content), promptText + r.usage!.completionTokens);
+      assert.equal(await countTokens(MODEL, `Once upon a time${r.content}`), promptText + r.usage!.completionTokens);
       assert.equal(r.usage!.reasoningTokens, 0);
       assert.ok(r.usage!.cachedTokens <= r.usage!.promptTokens);
     });
@@ -92,7 +92,7 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
       const r = await localChat.complete(request({ maxTokens: 5 }), target, signal());
       assert.equal(r.finishReason, 'length');
       assert.equal(r.usage!.completionTokens, 5);
-      assert.equal(await countTokens(MODEL, 'Once upon a time' + r.content), 4 + 5);
+      assert.equal(await countTokens(MODEL, `Once upon a time${r.content}`), 4 + 5);
     });
 
     it('stops at a stop sequence, which is not part of the output', async () => {

@@ -66,7 +66,6 @@ export function useChatBench(): () => ChatBench {
 
 /** Reads an SSE response into its `data:` payloads (JSON parsed, except [DONE]). */
 export async function readSse(res: Response): Promise<Array<any>> {
-  // eslint-disable-line @typescript-eslint/no-explicit-any
   const text = await res.text();
   return text
     .split(/\n\n/)

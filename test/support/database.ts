@@ -5,9 +5,9 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { applyMigrations } from '../../prisma/migrate.js';
 
-export const ADMIN_URL = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+const ADMIN_URL = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 
-export function databaseUrl(name: string): string {
+function databaseUrl(name: string): string {
   const u = new URL(ADMIN_URL);
   u.pathname = `/${name}`;
   return u.toString();

@@ -2,9 +2,9 @@
 // http.ts's statusError; this table is for errors that arrive as an `event: error` frame inside
 // a 200 stream, where only the type says what happened.
 import { transportError } from '../http.js';
-import { RequestError, upstreamError, isRetryableStatus } from '../../core/errors.js';
+import { type RequestError, upstreamError, isRetryableStatus } from '../../core/errors.js';
 
-export const ERROR_STATUS: Record<string, number> = {
+const ERROR_STATUS: Record<string, number> = {
   invalid_request_error: 400,
   authentication_error: 401,
   billing_error: 402,

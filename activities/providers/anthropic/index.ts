@@ -2,7 +2,7 @@
 // SSE, and POST {base}/v1/messages/count_tokens.
 import type { InferenceRequest, InferenceResult, StreamEvent } from '../../core/types.js';
 import { readJson } from '../http.js';
-import { type ChatAdapter, type Provider, type ProviderTarget } from '../types.js';
+import type { ChatAdapter, Provider, ProviderTarget } from '../types.js';
 import { anthropicPassThrough } from './native.js';
 import { toMessagesRequest } from './request.js';
 import { fromMessage } from './response.js';
@@ -10,8 +10,6 @@ import { readFrames, toStreamEvents } from './stream.js';
 import { abortAware, post } from './transport.js';
 import { discard, drainForReuse } from '../http.js';
 import { upstreamError } from '../../core/errors.js';
-
-export { ANTHROPIC_VERSION } from './transport.js';
 
 export const anthropicChat: ChatAdapter = {
   native: anthropicPassThrough,

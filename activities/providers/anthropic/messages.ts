@@ -3,7 +3,7 @@
 // consecutive turns of one role are merged, because Anthropic wants user and assistant to alternate.
 import type { CacheControl, ContentPart, Message, ToolCall } from '../../core/types.js';
 
-export type Block = Record<string, unknown> & { type: string };
+type Block = Record<string, unknown> & { type: string };
 export interface AnthropicMessage {
   role: 'user' | 'assistant';
   content: Block[];
@@ -74,7 +74,7 @@ function toTurn(m: Message): AnthropicMessage {
  * value) is sent as `{}` instead of failing the request: it is the model's own earlier output, and
  * the tool result that follows it in the conversation already tells the model what went wrong.
  */
-export function toolInput(call: ToolCall): Record<string, unknown> {
+function toolInput(call: ToolCall): Record<string, unknown> {
   if (call.arguments.trim() === '') return {};
   try {
     const v = JSON.parse(call.arguments);
@@ -117,7 +117,7 @@ function documentBlock(p: Extract<ContentPart, { type: 'document' }>): Block {
 }
 
 /** `data:[<type>][;base64],<data>` as base64 (percent-encoded data is re-encoded). */
-export function parseDataUrl(url: string): { mediaType: string; data: string } | undefined {
+function parseDataUrl(url: string): { mediaType: string; data: string } | undefined {
   const m = /^data:([^,]*?),(.*)$/s.exec(url);
   if (!m) return undefined;
   const params = m[1].split(';');

@@ -6,7 +6,7 @@
 // the frames (MessageStreamDecoder), because billing needs it.
 import type { InferenceRequest, InferenceResult, NativeRequest, StreamEvent } from '../../core/types.js';
 import { readJson } from '../http.js';
-import { type NativePassThrough, type ProviderTarget } from '../types.js';
+import type { NativePassThrough, ProviderTarget } from '../types.js';
 import type { MessagesPlan } from './request.js';
 import { fromMessage } from './response.js';
 import { MessageStreamDecoder, readFrames } from './stream.js';
@@ -22,7 +22,7 @@ const PLAN: MessagesPlan = { body: {}, hideReasoning: false };
 const CONTENT_FRAMES = new Set(['content_block_start', 'content_block_delta', 'message_delta', 'message_stop']);
 
 /** The caller's body as it goes upstream. */
-export function upstreamBody(native: NativeRequest, req: InferenceRequest, stream: boolean): Record<string, unknown> {
+function upstreamBody(native: NativeRequest, req: InferenceRequest, stream: boolean): Record<string, unknown> {
   // output_config: its `format` never comes here (see accepts) and its `effort` is folded into `thinking` below
   const { output_config: _effort, stream: _stream, thinking, ...rest } = native.body;
   const body: Record<string, unknown> = { ...rest, model: req.model, max_tokens: req.maxTokens };

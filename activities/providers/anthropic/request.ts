@@ -17,7 +17,7 @@ export interface MessagesPlan {
   hideReasoning: boolean;
 }
 
-export const JSON_TOOL_NAME = 'json_response';
+const JSON_TOOL_NAME = 'json_response';
 
 export function toMessagesRequest(req: InferenceRequest, opts: { stream?: boolean } = {}): MessagesPlan {
   const { system, messages } = toConversation(req.messages, req.prompt);

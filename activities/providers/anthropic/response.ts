@@ -3,7 +3,7 @@
 import type { FinishReason, InferenceResult, ThinkingBlock, ToolCall, Usage } from '../../core/types.js';
 import type { JsonTool, MessagesPlan } from './request.js';
 
-export const STOP_REASONS: Record<string, FinishReason> = {
+const STOP_REASONS: Record<string, FinishReason> = {
   end_turn: 'stop',
   stop_sequence: 'stop',
   // a server tool paused a long turn; what came so far is a complete answer for our callers

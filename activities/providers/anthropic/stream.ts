@@ -41,7 +41,8 @@ export class MessageStreamDecoder {
     this.last = undefined;
     if (frame.event === 'error') throw streamErrorFrame(providerId, frame.data);
     if (frame.event === 'ping' || frame.data === '') return [];
-    let ev: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+    // biome-ignore lint/suspicious/noExplicitAny: wire JSON
+    let ev: any;
     try {
       ev = JSON.parse(frame.data);
     } catch {

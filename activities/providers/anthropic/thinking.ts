@@ -3,14 +3,14 @@
 import type { InferenceRequest, ReasoningEffort } from '../../core/types.js';
 
 /** Anthropic rejects a smaller budget, and the budget must stay below `max_tokens`. */
-export const MIN_THINKING_BUDGET = 1024;
+const MIN_THINKING_BUDGET = 1024;
 
 /**
  * Share of `max_tokens` given to thinking when only an effort is asked for (the rest is left for
  * the answer). `enabled` with neither effort nor budget means medium. The result is clamped to
  * [1024, max_tokens - 1].
  */
-export const EFFORT_BUDGET_SHARE: Record<Exclude<ReasoningEffort, 'none'>, number> = {
+const EFFORT_BUDGET_SHARE: Record<Exclude<ReasoningEffort, 'none'>, number> = {
   low: 0.2,
   medium: 0.5,
   high: 0.8,

@@ -4,9 +4,9 @@
 import { send, statusError, transportError, type UpstreamResponse } from '../http.js';
 import type { ProviderTarget } from '../types.js';
 import { abortedError } from './errors.js';
-import { RequestError } from '../../core/errors.js';
+import type { RequestError } from '../../core/errors.js';
 
-export const ANTHROPIC_VERSION = '2023-06-01';
+const ANTHROPIC_VERSION = '2023-06-01';
 
 /** POST a JSON body; any non-2xx answer becomes an UpstreamError carrying Anthropic's message. */
 export async function post(

@@ -1,7 +1,7 @@
 // ElevenLabs' request headers and its error bodies, shared by text to speech and music.
 import type { UpstreamResponse } from '../http.js';
 import type { ProviderTarget } from '../types.js';
-import { RequestError, isRetryableStatus, upstreamError } from '../../core/errors.js';
+import { type RequestError, isRetryableStatus, upstreamError } from '../../core/errors.js';
 
 export function elevenlabsHeaders(target: ProviderTarget): Record<string, string> {
   const headers: Record<string, string> = {

@@ -6,13 +6,10 @@
 // caller did not send are left out, so the voice's stored settings apply to them.
 // A request of kind 'music' goes to ElevenLabs Music instead (./music.ts).
 import { bodyChunks, send } from '../http.js';
-import { type ProviderTarget } from '../types.js';
-import type { UpstreamResponse } from '../http.js';
 import type { SpeechAdapter, SpeechFormat } from '../types.js';
 import { FORMAT_CONTENT_TYPES } from '../types.js';
 import { composeMusic } from './music.js';
 import { elevenlabsError, elevenlabsHeaders } from './errors.js';
-import { RequestError, upstreamError, isRetryableStatus } from '../../core/errors.js';
 
 const OUTPUT_FORMATS: Partial<Record<SpeechFormat, string>> = {
   mp3: 'mp3_44100_128',

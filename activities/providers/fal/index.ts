@@ -23,7 +23,7 @@ const MEDIA_INPUT = { image: 'image_url', audio: 'audio_url', video: 'video_url'
  * want it. An extension goes to the model's `/extend` sub-path as `{task_id, index[, prompt]}`
  * (the Midjourney-style bridges).
  */
-export function falInput(model: string, input: VideoInput, target: ProviderTarget) {
+function falInput(model: string, input: VideoInput, target: ProviderTarget) {
   if (input.extend) {
     return {
       path: `${model}/extend`,
@@ -64,7 +64,7 @@ function pick(o: Record<string, unknown>, keys: string[]): Record<string, unknow
   return Object.keys(out).length ? out : undefined;
 }
 
-export const falVideo: VideoAdapter = {
+const falVideo: VideoAdapter = {
   submit(target, model, input, signal) {
     const { path, body } = falInput(model, input, target);
     return falSubmit(target, path, body, signal);

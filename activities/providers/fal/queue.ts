@@ -13,9 +13,9 @@
 // too (the spec names them, and bridges that speak this protocol use them).
 import { readJson, send, statusError } from '../http.js';
 import type { ProviderTarget, VideoJobFailure } from '../types.js';
-import { RequestError, UPSTREAM_ERROR, isRetryableStatus, upstreamError } from '../../core/errors.js';
+import { type RequestError, UPSTREAM_ERROR, isRetryableStatus, upstreamError } from '../../core/errors.js';
 
-export type FalStatus = 'IN_QUEUE' | 'IN_PROGRESS' | 'COMPLETED' | 'FAILED' | 'CANCELED';
+type FalStatus = 'IN_QUEUE' | 'IN_PROGRESS' | 'COMPLETED' | 'FAILED' | 'CANCELED';
 
 export interface FalStatusReply {
   status: FalStatus | string;
@@ -32,7 +32,7 @@ export type FalResult = { ok: true; output: Record<string, unknown> } | { ok: fa
 const trimBase = (t: ProviderTarget) => t.baseUrl.replace(/\/+$/, '');
 
 /** `fal-ai/kling-video/v2.1/master/text-to-video` → `fal-ai/kling-video` (status, result and cancel paths). */
-export function appId(model: string): string {
+function appId(model: string): string {
   return model.split('/').filter(Boolean).slice(0, 2).join('/');
 }
 

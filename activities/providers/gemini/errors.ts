@@ -5,7 +5,7 @@
 // read as "the caller's request was bad".
 import { statusError, type UpstreamResponse } from '../http.js';
 import type { GeminiErrorBody } from './wire.js';
-import { RequestError, upstreamError, isRetryableStatus } from '../../core/errors.js';
+import { type RequestError, upstreamError, isRetryableStatus } from '../../core/errors.js';
 
 export async function geminiStatusError(providerId: string, res: UpstreamResponse): Promise<RequestError> {
   const err = await statusError(providerId, res);

@@ -6,7 +6,7 @@
 import type { InferenceRequest, InferenceResult, StreamEvent } from '../../core/types.js';
 import { readJson, send, transportError } from '../http.js';
 import { parseSse } from '../sse.js';
-import { type ChatAdapter, type Provider, type ProviderTarget } from '../types.js';
+import type { ChatAdapter, Provider, ProviderTarget } from '../types.js';
 import { geminiStatusError } from './errors.js';
 import { toGeminiRequest } from './request.js';
 import { fromGeminiResponse } from './response.js';

@@ -7,7 +7,7 @@
 import type { ContentPart, InferenceRequest, Message, ReasoningEffort } from '../../core/types.js';
 import { MediaFetchError, safeFetch } from '../../media/safeFetch.js';
 import { transportError } from '../http.js';
-import { type ProviderTarget } from '../types.js';
+import type { ProviderTarget } from '../types.js';
 import type { GeminiContent, GeminiGenerationConfig, GeminiPart, GeminiRequest, GeminiThinkingConfig } from './wire.js';
 import { upstreamError } from '../../core/errors.js';
 

@@ -56,7 +56,7 @@ export function toolCallId(call: GeminiFunctionCall, index: number): string {
   return call.id || `call_${index}_${randomBytes(9).toString('base64url')}`;
 }
 
-export function toolCall(call: GeminiFunctionCall, index: number): ToolCall {
+function toolCall(call: GeminiFunctionCall, index: number): ToolCall {
   return { id: toolCallId(call, index), name: call.name, arguments: JSON.stringify(call.args ?? {}) };
 }
 

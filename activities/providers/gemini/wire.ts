@@ -2,7 +2,7 @@
 // `streamGenerateContent`), declared once: the adapter writes and reads it, the loopback test
 // upstream speaks it. Only the fields Switchyard uses or must recognise are listed.
 
-export type GeminiRole = 'user' | 'model';
+type GeminiRole = 'user' | 'model';
 
 export interface GeminiFunctionCall {
   /** newer API versions may set it; Gemini 2.x does not */
@@ -28,7 +28,7 @@ export interface GeminiContent {
   parts: GeminiPart[];
 }
 
-export interface GeminiFunctionDeclaration {
+interface GeminiFunctionDeclaration {
   name: string;
   description?: string;
   /** full JSON Schema (mutually exclusive with the OpenAPI-subset `parameters`) */
@@ -60,7 +60,7 @@ export interface GeminiGenerationConfig {
   thinkingConfig?: GeminiThinkingConfig;
 }
 
-export type GeminiFunctionCallingMode = 'AUTO' | 'ANY' | 'NONE' | 'VALIDATED';
+type GeminiFunctionCallingMode = 'AUTO' | 'ANY' | 'NONE' | 'VALIDATED';
 
 export interface GeminiRequest {
   contents: GeminiContent[];
@@ -70,7 +70,7 @@ export interface GeminiRequest {
   generationConfig?: GeminiGenerationConfig;
 }
 
-export interface GeminiLogprobCandidate {
+interface GeminiLogprobCandidate {
   token?: string;
   tokenId?: number;
   logProbability?: number;

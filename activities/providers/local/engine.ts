@@ -47,14 +47,14 @@ function envInt(name: string, fallback: number, min: number): number {
  * than it saves (stories260K on 2 cores: ~1200 tokens/s on one thread, 40-100 on two, and far
  * worse when the machine is busy).
  */
-export function threadsFor(fileBytes: number): number {
+function threadsFor(fileBytes: number): number {
   const cpus = os.availableParallelism?.() ?? os.cpus().length;
   const fallback = fileBytes < 64 * 1024 * 1024 ? 1 : Math.max(1, Math.min(cpus, 4));
   return envInt('LOCAL_THREADS', fallback, 1);
 }
 
 /** Requests one model serves at once (context sequences); more wait in the pool's queue. */
-export const parallelSequences = (): number => envInt('LOCAL_PARALLEL', 2, 1);
+const parallelSequences = (): number => envInt('LOCAL_PARALLEL', 2, 1);
 
 /** Upper bound on each sequence's context; the model's training context caps it further. */
 const maxContextSize = (): number => envInt('LOCAL_CONTEXT_SIZE', 4096, 64);
@@ -113,7 +113,7 @@ function verifySha256(file: string, filePath: string, expected: string): Promise
 const loaded = new Map<string, Promise<LocalModel>>();
 
 /** The path of a model file, or a 503 that names the searched directories. */
-export function modelPath(file: string): string {
+function modelPath(file: string): string {
   const found = findLocalModel(file);
   if (!found) {
     throw upstreamError(

@@ -63,7 +63,7 @@ function endsWith(tokens: Token[], seq: Token[], outputLength: number): boolean 
   return seq.every((t, i) => tokens[from + i] === t);
 }
 
-export function assertFits(lm: LocalModel, prompt: Prompt, maxTokens: number): void {
+function assertFits(lm: LocalModel, prompt: Prompt, maxTokens: number): void {
   if (prompt.tokens.length + maxTokens > lm.contextSize) {
     throw upstreamError(
       `this request needs ${prompt.tokens.length + maxTokens} tokens (${prompt.tokens.length} in the prompt + ${maxTokens} max output), ` +

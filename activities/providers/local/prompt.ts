@@ -44,7 +44,7 @@ export function assertSupported(req: InferenceRequest): void {
 const textOf = (m: Message): string => m.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
 
 /** The template-less rendering documented at the top of this file. */
-export function plainText(messages: Message[]): string {
+function plainText(messages: Message[]): string {
   return messages
     .map(textOf)
     .filter((t) => t !== '')

@@ -8,7 +8,7 @@ import type { SpeechAdapter, SpeechFormat } from '../types.js';
 import { FORMAT_CONTENT_TYPES } from '../types.js';
 import { upstreamError } from '../../core/errors.js';
 
-export const LOCAL_SPEECH_FORMATS: SpeechFormat[] = ['mp3', 'wav', 'pcm'];
+const LOCAL_SPEECH_FORMATS: SpeechFormat[] = ['mp3', 'wav', 'pcm'];
 
 const limit = Math.max(1, Number(process.env.LOCAL_SPEECH_CONCURRENCY) || 2);
 let running = 0;

@@ -16,7 +16,7 @@ import { deadlineOr, readStream } from './stream.js';
 type Body = Record<string, unknown>;
 
 /** The caller's chat body as this vendor takes it. */
-export function upstreamBody(
+function upstreamBody(
   native: NativeRequest,
   req: InferenceRequest,
   q: OpenAIQuirks,

@@ -35,7 +35,7 @@ export interface OpenAIQuirks {
 }
 
 /** What an unknown OpenAI-compatible server gets: only what every implementation accepts. */
-export const genericQuirks: OpenAIQuirks = {
+const genericQuirks: OpenAIQuirks = {
   maxTokensField: 'max_tokens',
   extendedSampling: false,
   reasoningStyle: 'reasoning_effort',
@@ -65,7 +65,7 @@ const LLAMACPP_SAMPLING = {
 };
 
 /** Per catalog provider id: only the differences from `genericQuirks`. */
-export const vendorQuirks: Record<string, Partial<OpenAIQuirks>> = {
+const vendorQuirks: Record<string, Partial<OpenAIQuirks>> = {
   // Reasoning models reject `max_tokens` ("use max_completion_tokens"); unknown fields are a 400.
   // Its /completions serves only the old instruct models, so chat models get prompts as a user turn
   // (a route to gpt-3.5-turbo-instruct sets `prompt_endpoint: completions`).
@@ -110,12 +110,18 @@ const oneOf =
 
 /** The quirks for one call: generic, then the vendor's row, then the catalog's options. */
 export function quirksFor(providerId: string, options: Record<string, unknown>): OpenAIQuirks {
-  // A route's options object lives as long as the route (execute.ts targetFor): work them out once.
+  // A route's options object lives as long as the route (providers/registry.ts targetFor): work them out once.
   if (!options) return quirksOf(providerId, {});
   let known = memo.get(options);
-  if (!known) memo.set(options, (known = new Map()));
+  if (!known) {
+    known = new Map();
+    memo.set(options, known);
+  }
   let q = known.get(providerId);
-  if (!q) known.set(providerId, (q = quirksOf(providerId, options)));
+  if (!q) {
+    q = quirksOf(providerId, options);
+    known.set(providerId, q);
+  }
   return q;
 }
 

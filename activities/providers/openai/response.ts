@@ -1,10 +1,10 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: wire JSON, checked field by field
 // OpenAI wire answers -> internal results and stream events. Read tolerantly: the vendors behind
 // this protocol agree on the core and differ at the edges (the reasoning field's name, where the
 // usage arrives, finish reasons such as "eos"), and every difference is absorbed here.
-/* eslint-disable @typescript-eslint/no-explicit-any -- wire JSON, checked field by field */
 import { randomBytes } from 'node:crypto';
 import type { FinishReason, InferenceResult, StreamEvent, TokenLogprob, ToolCall, Usage } from '../../core/types.js';
-import { RequestError, upstreamError, isRetryableStatus } from '../../core/errors.js';
+import { type RequestError, upstreamError, isRetryableStatus } from '../../core/errors.js';
 
 const finishReasons: Record<string, FinishReason> = {
   stop: 'stop',
@@ -23,7 +23,7 @@ const finishReasons: Record<string, FinishReason> = {
 };
 
 /** Unknown or missing reasons read as "stop"; some servers say "stop" after a tool call, which is really "tool_calls". */
-export function toFinishReason(raw: unknown, calledTools: boolean): FinishReason {
+function toFinishReason(raw: unknown, calledTools: boolean): FinishReason {
   const r = (typeof raw === 'string' && finishReasons[raw]) || 'stop';
   return r === 'stop' && calledTools ? 'tool_calls' : r;
 }
@@ -31,7 +31,7 @@ export function toFinishReason(raw: unknown, calledTools: boolean): FinishReason
 const count = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
 
 /** OpenAI's usage already counts cached tokens inside prompt_tokens and reasoning inside completion_tokens. */
-export function toUsage(u: any): Usage | null {
+function toUsage(u: any): Usage | null {
   if (!u || typeof u !== 'object' || (u.prompt_tokens === undefined && u.completion_tokens === undefined)) return null;
   return {
     promptTokens: count(u.prompt_tokens),
@@ -45,7 +45,7 @@ export function toUsage(u: any): Usage | null {
 }
 
 /** `logprobs.content` of a chat choice (or chunk). */
-export function toLogprobs(content: unknown): TokenLogprob[] | undefined {
+function toLogprobs(content: unknown): TokenLogprob[] | undefined {
   if (!Array.isArray(content)) return undefined;
   return content.map((t: any) => ({
     token: String(t.token ?? ''),
@@ -62,7 +62,7 @@ export function toLogprobs(content: unknown): TokenLogprob[] | undefined {
 }
 
 /** The legacy /completions shape: parallel arrays `tokens`, `token_logprobs`, `top_logprobs` (token -> logprob maps). */
-export function fromLegacyLogprobs(lp: any): TokenLogprob[] | undefined {
+function fromLegacyLogprobs(lp: any): TokenLogprob[] | undefined {
   if (!lp || !Array.isArray(lp.tokens)) return undefined;
   return lp.tokens.map((token: unknown, i: number) => {
     const top = Array.isArray(lp.top_logprobs) ? lp.top_logprobs[i] : null;
@@ -183,9 +183,9 @@ export function resultEvents(r: InferenceResult): StreamEvent[] {
   const out: StreamEvent[] = [];
   if (r.reasoning) out.push({ type: 'reasoning', text: r.reasoning });
   if (r.content) out.push({ type: 'text', text: r.content, ...(r.logprobs ? { logprobs: r.logprobs } : {}) });
-  r.toolCalls.forEach((c, index) =>
-    out.push({ type: 'tool_call', index, id: c.id, name: c.name, argumentsDelta: c.arguments }),
-  );
+  for (const [index, c] of r.toolCalls.entries()) {
+    out.push({ type: 'tool_call', index, id: c.id, name: c.name, argumentsDelta: c.arguments });
+  }
   out.push({
     type: 'finish',
     reason: r.finishReason,

@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: request bodies are arbitrary JSON
 // A loopback Anthropic Messages API for tests: POST {base}/v1/messages (JSON or SSE) and
 // POST {base}/v1/messages/count_tokens, with Anthropic's headers (x-api-key, anthropic-version),
 // bodies, named SSE events and error shapes, and the request checks (400s) whose violation a
@@ -16,9 +17,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-/* eslint-disable @typescript-eslint/no-explicit-any -- request bodies are arbitrary JSON */
-
-export interface AnthropicReply {
+interface AnthropicReply {
   /** which endpoint consumes this script (default 'messages') */
   endpoint?: 'messages' | 'count_tokens';
   /** the answer text (default: "Echo: <last user text>"); '' for none */
@@ -50,7 +49,7 @@ export interface AnthropicReply {
   hang?: boolean | { afterEvents: number };
 }
 
-export interface RecordedRequest {
+interface RecordedRequest {
   method: string;
   path: string;
   headers: http.IncomingHttpHeaders;
@@ -360,7 +359,7 @@ function forcedToolCall(body: any): Array<{ id?: string; name: string; input: un
 }
 
 /** A deterministic value matching a JSON schema (first enum value, zero, "example", ...). */
-export function exampleOf(schema: any): unknown {
+function exampleOf(schema: any): unknown {
   if (!schema || typeof schema !== 'object') return null;
   if (Array.isArray(schema.enum)) return schema.enum[0];
   if ('const' in schema) return schema.const;

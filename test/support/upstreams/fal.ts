@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: request bodies are arbitrary JSON
 // A loopback fal queue server for tests, speaking fal's queue protocol (see
 // activities/providers/fal/queue.ts): POST {model path} → {request_id, response_url, status_url,
 // cancel_url}; GET {owner}/{app}/requests/{id}/status (IN_QUEUE with queue_position, IN_PROGRESS
@@ -13,9 +14,7 @@ import http from 'node:http';
 import { createHash } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 
-/* eslint-disable @typescript-eslint/no-explicit-any -- request bodies are arbitrary JSON */
-
-export interface FalScript {
+interface FalScript {
   /** status polls answered IN_QUEUE (default 1) */
   queuePolls?: number;
   /** status polls answered IN_PROGRESS after that (default 1), with "NN%" runner logs */
@@ -32,7 +31,7 @@ export interface FalScript {
   gate?: boolean;
 }
 
-export interface FalJob {
+interface FalJob {
   id: string;
   model: string;
   input: any;
@@ -83,7 +82,7 @@ function mp4(id: string, i: number): Buffer {
 export async function startFalUpstream(apiKey = 'fal-loopback-key'): Promise<FalUpstream> {
   const jobs: FalJob[] = [];
   const requests: FalUpstream['requests'] = [];
-  let queue: FalScript[] = [];
+  const queue: FalScript[] = [];
   let fallback: FalScript = {};
   let n = 0;
   const refusals = new WeakMap<FalScript, number>();

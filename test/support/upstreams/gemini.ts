@@ -26,7 +26,7 @@ import type {
   GeminiUsageMetadata,
 } from '../../../activities/providers/gemini/wire.js';
 
-export interface GeminiReplyScript {
+interface GeminiReplyScript {
   /** the reply's text (default: derived from the request) */
   text?: string;
   /** thought summary; sent only when the request asks `includeThoughts`, always counted as thoughtsTokenCount */
@@ -57,7 +57,7 @@ export interface GeminiReplyScript {
   hangAfter?: number;
 }
 
-export interface RecordedGeminiRequest {
+interface RecordedGeminiRequest {
   method: string;
   path: string;
   query: Record<string, string>;
@@ -98,7 +98,7 @@ const GOOGLE_STATUS: Record<number, [string, string]> = {
   504: ['DEADLINE_EXCEEDED', 'Deadline expired before operation could complete.'],
 };
 
-export function googleError(
+function googleError(
   code: number,
   message?: string,
   status?: string,
@@ -207,7 +207,6 @@ const camel = (s: string) => s.replace(/_([a-z])/g, (_, c: string) => c.toUpperC
  * field names (the API's "Unknown name" error) and give back the camelCase form the rest reads.
  */
 function normalize(obj: unknown, type: string, at: string): any {
-  // eslint-disable-line @typescript-eslint/no-explicit-any
   if (obj === null || typeof obj !== 'object' || Array.isArray(obj)) {
     throw new BadRequest(`Invalid JSON payload received. Expected an object at '${at}'.`);
   }
@@ -277,7 +276,7 @@ function validate(body: GeminiRequest): void {
       }
     });
   };
-  body.contents.forEach((c, i) => checkContent(c, `contents[${i}]`));
+  for (const [i, c] of body.contents.entries()) checkContent(c, `contents[${i}]`);
   if (body.systemInstruction) checkContent(body.systemInstruction as GeminiContent, 'system_instruction', true);
 
   // Function calling turn order, as the API enforces it.

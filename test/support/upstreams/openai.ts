@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: request bodies are arbitrary JSON
 // A loopback OpenAI-compatible upstream for tests: POST {base}/chat/completions and
 // POST {base}/completions, JSON and SSE, with OpenAI's real framing, auth check and error bodies.
 // It answers deterministically from the request ("Echo: <last user text>", or {"echo": ...} when
@@ -12,16 +13,14 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-/* eslint-disable @typescript-eslint/no-explicit-any -- request bodies are arbitrary JSON */
-
-export interface WireError {
+interface WireError {
   message?: string;
   type?: string;
   param?: string | null;
   code?: string | null;
 }
 
-export interface UpstreamReply {
+interface UpstreamReply {
   /** the answer text (default: derived from the request) */
   text?: string;
   reasoning?: string;
@@ -60,9 +59,9 @@ export interface UpstreamReply {
   ignoreStream?: boolean;
 }
 
-export type ScriptedReply = UpstreamReply | ((req: RecordedRequest) => UpstreamReply);
+type ScriptedReply = UpstreamReply | ((req: RecordedRequest) => UpstreamReply);
 
-export interface RecordedRequest {
+interface RecordedRequest {
   method: string;
   path: string;
   headers: http.IncomingHttpHeaders;
@@ -363,7 +362,9 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
     apiKey,
     requests,
     script: (...replies) => void queue.push(...replies),
-    defaults: (reply) => void (base = reply),
+    defaults: (reply) => {
+      base = reply;
+    },
     last: () => {
       if (!requests.length) throw new Error('the loopback upstream received no request');
       return requests[requests.length - 1];
@@ -542,11 +543,11 @@ function compose(route: 'chat' | 'completions', body: any, reply: UpstreamReply,
       });
       const out: unknown[] = [chunk({ role: 'assistant', content: '', refusal: null })];
       for (const tok of reasoningTokens) out.push(chunk({ [reasoningField]: tok }));
-      tokens.forEach((tok, i) =>
+      for (const [i, tok] of tokens.entries()) {
         out.push(
           chunk({ content: tok }, wantLogprobs ? { logprobs: { content: [chatLogprob(tok, i)], refusal: null } } : {}),
-        ),
-      );
+        );
+      }
       calls.forEach((c, index) => {
         out.push(
           chunk({ tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] }),

@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: request bodies are arbitrary JSON
 // Loopback speech upstreams for tests, speaking the real protocols:
 // - OpenAI: POST {base}/audio/speech, `Authorization: Bearer`, JSON {model, input, voice,
 //   response_format, speed, instructions}; answers the audio bytes chunked (Transfer-Encoding:
@@ -13,9 +14,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-/* eslint-disable @typescript-eslint/no-explicit-any -- request bodies are arbitrary JSON */
-
-export interface SpeechReply {
+interface SpeechReply {
   /** answer this status with the protocol's error body */
   status?: number;
   message?: string;

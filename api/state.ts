@@ -1,0 +1,20 @@
+// What every request carries on `ctx.state`, typed once: the app's routers are `Router<AppState>`
+// and middleware is `Middleware<AppState>`, so routes read `ctx.state.caller` without casts.
+import type { ParameterizedContext } from 'koa';
+import type { Caller } from '../activities/accounts/keys.js';
+import type { Envelope } from './errors.js';
+
+export interface AppState {
+  /** `req_<hex>`, also the X-Request-ID header (middleware/requestId.ts) */
+  requestId: string;
+  /** the authenticated caller; set by middleware/auth.ts, read only by routes mounted after it */
+  caller: Caller;
+  /** the error envelope of the route's surface (middleware/surface.ts) */
+  envelope?: Envelope;
+  /** `X-Billing-Mode` asked for pay-as-you-go (middleware/billingMode.ts) */
+  forcePaygo?: boolean;
+  /** the validated, coerced query string (validate.ts validateQuery) */
+  query: Record<string, unknown>;
+}
+
+export type AppContext = ParameterizedContext<AppState>;

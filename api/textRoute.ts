@@ -1,0 +1,77 @@
+// The one preamble of every billed text route (chat, messages, responses, completions,
+// talk-to-gpt), so they cannot drift apart: the surface's envelope and body, the API key,
+// X-Billing-Mode, the Ajv schema; then the model (suffixes included), the surface's translation
+// into the one internal request, the X-Provider header, and a `prepare()` that plans the routes and
+// reserves the worst case (activities/inference/prepare.ts). The handler only answers.
+import type Router from '@koa/router';
+import type { Schema } from 'ajv';
+import type { ModelInfo } from '../activities/catalog/catalog.js';
+import type { InferenceCall } from '../activities/inference/execute.js';
+import { type PrepareInput, prepareCall, resolveModel } from '../activities/inference/prepare.js';
+import type { ModelName } from '../activities/routing/suffixes.js';
+import type { Envelope } from './errors.js';
+import { authenticate } from './middleware/auth.js';
+import { billingMode } from './middleware/billingMode.js';
+import { surface } from './middleware/surface.js';
+import type { AppContext, AppState } from './state.js';
+import { validateBody } from './validate.js';
+
+/** A text request body once its schema has passed: wire JSON, read field by field by its surface. */
+// biome-ignore lint/suspicious/noExplicitAny: the surface's translation checks every field it reads
+export type TextBody = Record<string, any>;
+
+/** What a surface's translation yields: the internal request and what planning needs. */
+type Translated = Pick<PrepareInput, 'request' | 'needs' | 'prefs'>;
+
+export interface TextRequest<T extends Translated> {
+  ctx: AppContext;
+  body: TextBody;
+  model: ModelInfo;
+  input: T;
+  /** plan and reserve: the caller, request id, surface, model, input and billing mode are filled in */
+  prepare(
+    extra?: Pick<PrepareInput, 'holdTtlSeconds' | 'passHeaders' | 'native' | 'forcePaygo'>,
+  ): Promise<InferenceCall>;
+}
+
+export interface TextRouteSpec<T extends Translated> {
+  paths: string | string[];
+  envelope: Envelope;
+  schema: Schema;
+  /** what request records and ledger reasons call it */
+  surface: string;
+  /** the body in internal form (may look things up, e.g. a stored conversation) */
+  translate(body: TextBody, model: ModelInfo, name: ModelName, ctx: AppContext): T | Promise<T>;
+}
+
+export function textRoute<T extends Translated>(
+  router: Router<AppState>,
+  spec: TextRouteSpec<T>,
+  answer: (t: TextRequest<T>) => Promise<void>,
+): void {
+  router.post(spec.paths, surface(spec.envelope), authenticate, billingMode, validateBody(spec.schema), async (ctx) => {
+    const body = ctx.request.body as TextBody;
+    const { model, name } = resolveModel(body.model);
+    const input = await spec.translate(body, model, name, ctx);
+    const provider = ctx.get('x-provider').trim();
+    if (provider) input.prefs.explicit = provider;
+    await answer({
+      ctx,
+      body,
+      model,
+      input,
+      prepare: (extra = {}) =>
+        prepareCall({
+          caller: ctx.state.caller,
+          requestId: ctx.state.requestId,
+          surface: spec.surface,
+          model,
+          request: input.request,
+          needs: input.needs,
+          prefs: input.prefs,
+          ...extra,
+          forcePaygo: extra.forcePaygo || ctx.state.forcePaygo === true,
+        }),
+    });
+  });
+}
