@@ -14,7 +14,7 @@ import { loadCatalog, startCatalogRefresh } from '../activities/catalog/catalog.
 import { createApp } from '../api/app.js';
 import { closeTemporalClient } from '../activities/temporalClient.js';
 import { closeLocalModels } from '../activities/providers/local/index.js';
-import { flushRequestRecords } from '../activities/inference/records.js';
+import { flushRequestRecords } from '../activities/metering/records.js';
 import { flushLeases } from '../activities/ledger/leases.js';
 import { forgetKeys } from '../activities/accounts/keys.js';
 import { listenForKeyChanges } from '../activities/accounts/keyChanges.js';

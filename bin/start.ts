@@ -9,7 +9,7 @@ import { startCatalogRefresh, stopCatalogRefresh } from '../activities/catalog/c
 import { createApp } from '../api/app.js';
 import { closeTemporalClient } from '../activities/temporalClient.js';
 import { closeLocalModels } from '../activities/providers/local/index.js';
-import { flushRequestRecords } from '../activities/inference/records.js';
+import { flushRequestRecords } from '../activities/metering/records.js';
 import { flushLeases } from '../activities/ledger/leases.js';
 import { forgetKeys } from '../activities/accounts/keys.js';
 import { listenForKeyChanges } from '../activities/accounts/keyChanges.js';

@@ -3,7 +3,7 @@ import { Pool } from 'undici';
 import { useChatBench, readSse, type ChatBench } from './support/chatEnv.js';
 import { assertBooksBalance } from './support/books.js';
 import { db } from '../activities/db.js';
-import { flushRequestRecords } from '../activities/inference/records.js';
+import { flushRequestRecords } from '../activities/metering/records.js';
 import { ceilDiv, parseAmount } from '../activities/core/money.js';
 
 const MODEL = 'openai/gpt-4o-mini';

@@ -22,7 +22,7 @@ import { assertBooksBalance } from './support/books.js';
 import { catalog } from '../activities/catalog/catalog.js';
 import { balances } from '../activities/ledger/ledger.js';
 import { ceilDiv } from '../activities/core/money.js';
-import { billingUnit } from '../activities/surfaces/speech.js';
+import { billingUnit } from '../activities/media/speech.js';
 import { config } from '../activities/config.js';
 import { db } from '../activities/db.js';
 import { useProviderEnv } from './support/providerEnv.js';

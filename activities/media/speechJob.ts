@@ -19,7 +19,7 @@ import type { Caller } from '../accounts/keys.js';
 import { startJob } from '../jobs/jobs.js';
 import { MeteredCall } from '../metering/meteredCall.js';
 import { speechJob } from '../../workflows/speechJob.js';
-import { SpeechCall, speechBillFields, type SpeechPlan } from '../surfaces/speech.js';
+import { SpeechCall, speechBillFields, type SpeechPlan } from './speech.js';
 import { storeHostedFile } from './hostedFiles.js';
 import { RequestError } from '../core/errors.js';
 

@@ -18,7 +18,7 @@ import type { Caller } from '../accounts/keys.js';
 import type { Route } from '../catalog/catalog.js';
 import { RequestError, UPSTREAM_ERROR } from '../core/errors.js';
 import { type Currency, formatAmount, toDisplayNumber } from '../core/money.js';
-import { recordRequest } from '../inference/records.js';
+import { recordRequest } from './records.js';
 import { releaseLeased, reserveFromLease, settleLeased, type LeasedFunds } from '../ledger/leases.js';
 import { InsufficientFunds, release, reserve, settle, type Settlement } from '../ledger/ledger.js';
 

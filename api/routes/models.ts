@@ -9,7 +9,7 @@ import { notFound } from '../errors.js';
 import { v1 } from '../paths.js';
 import { catalog, type ModelInfo, type Route } from '../../activities/catalog/catalog.js';
 import { formatAmount } from '../../activities/core/money.js';
-import { billingUnit } from '../../activities/surfaces/speech.js';
+import { billingUnit } from '../../activities/media/speech.js';
 import type { AppState } from '../state.js';
 
 const CAPABILITIES = [

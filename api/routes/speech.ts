@@ -7,33 +7,19 @@
 import { Readable } from 'node:stream';
 import { clientAbortSignal } from '../clientAbort.js';
 import Router from '@koa/router';
-import type { Context } from 'koa';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
 import { validateBody } from '../validate.js';
 import { v1 } from '../paths.js';
 import { speechRequestSchema } from '../schemas/speech.js';
 import { catalog } from '../../activities/catalog/catalog.js';
-import {
-  planSpeech,
-  resolveSpeechModel,
-  SpeechCall,
-  type SpeechBill,
-  type SpeechBody,
-} from '../../activities/surfaces/speech.js';
+import { planSpeech, resolveSpeechModel, SpeechCall, type SpeechBody } from '../../activities/media/speech.js';
 import { validateQuery } from '../validate.js';
 import { notFound } from '../errors.js';
 import type { AppState } from '../state.js';
+import { billingHeaders } from '../speechHeaders.js';
 
 export const speechRouter = new Router<AppState>();
-
-export function billingHeaders(ctx: Context, bill: SpeechBill): void {
-  ctx.set('X-Cost', String(bill.cost));
-  ctx.set('X-Charged', String(bill.amount));
-  ctx.set('X-Payment-Source', bill.paymentSource);
-  ctx.set('X-Characters', String(bill.characters));
-  if (bill.seconds !== undefined) ctx.set('X-Seconds', String(bill.seconds));
-}
 
 speechRouter.post(
   v1('/audio/speech'),

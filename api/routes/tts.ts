@@ -6,7 +6,7 @@ import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
 import { validateBody, validateQuery } from '../validate.js';
 import { ttsRequestSchema, ttsStatusQuerySchema } from '../schemas/tts.js';
-import { billingHeaders } from './speech.js';
+import { billingHeaders } from '../speechHeaders.js';
 import { config } from '../../activities/config.js';
 import { catalog } from '../../activities/catalog/catalog.js';
 import {
@@ -15,7 +15,7 @@ import {
   SpeechCall,
   speechBillFields,
   type SpeechBody,
-} from '../../activities/surfaces/speech.js';
+} from '../../activities/media/speech.js';
 import { signedUrl, storeHostedFile } from '../../activities/media/hostedFiles.js';
 import { loadSpeechJob, startSpeechJob } from '../../activities/media/speechJob.js';
 import { RequestError } from '../../activities/core/errors.js';

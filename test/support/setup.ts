@@ -8,7 +8,7 @@ import { syncCatalog } from '../../activities/catalog/sync.js';
 import { loadCatalog } from '../../activities/catalog/catalog.js';
 import { createTestDatabase } from './database.js';
 import { stopTemporal } from './temporal.js';
-import { flushRequestRecords } from '../../activities/inference/records.js';
+import { flushRequestRecords } from '../../activities/metering/records.js';
 import { flushLeases } from '../../activities/ledger/leases.js';
 
 let drop: (() => Promise<void>) | undefined;
