@@ -100,13 +100,15 @@ export class MeteredCall {
   /** the reservation when it came from this process's credit lease (no round trip; leases.ts) */
   private leased?: LeasedFunds;
   private answered?: Route;
+  /** the provider that served an adopted call (a job's worker knows it from the job's row) */
+  private servedBy?: string;
   private readonly started = Date.now();
 
   constructor(readonly spec: MeteredCallSpec) {}
 
   /**
    * A call whose reservation was made earlier, elsewhere (a job's API request), to settle or fail
-   * from a worker: `route` is the route that served it, when known.
+   * from a worker: `providerId` is the provider that served it, when known.
    */
   static adopted(a: {
     caller: Payer;
@@ -114,16 +116,19 @@ export class MeteredCall {
     surface: string;
     modelId: string;
     holdId: string | null | undefined;
-    route?: Route;
+    providerId?: string;
   }): MeteredCall {
     const call = new MeteredCall({
-      ...a,
-      routes: a.route ? [a.route] : [],
+      caller: a.caller,
+      requestId: a.requestId,
+      surface: a.surface,
+      modelId: a.modelId,
+      routes: [],
       worstCase: () => 0n,
       shortfall: () => 'nothing more is reserved for a job that is already running',
     });
     call.adoptReservation(a.holdId);
-    if (a.route) call.answered = a.route;
+    call.servedBy = a.providerId;
     return call;
   }
 
@@ -224,10 +229,10 @@ export class MeteredCall {
 
   /** Charge `costUsd` on the answering route and release the rest; record the request. */
   async settle(costUsd: bigint, outcome: Outcome): Promise<Charge> {
-    const route = this.answered;
-    if (!route) throw new Error(`${this.spec.requestId}: settle before any route answered`);
+    const providerId = this.answered?.provider.id ?? this.servedBy;
+    if (!providerId) throw new Error(`${this.spec.requestId}: settle before any route answered`);
     const { caller, requestId, surface, modelId } = this.spec;
-    const reason = `${surface} ${modelId} via ${route.provider.id}`;
+    const reason = `${surface} ${modelId} via ${providerId}`;
     let s: Settlement | undefined;
     if (this.leased) s = settleLeased(this.leased, { usd: costUsd, requestId, apiKeyId: caller.keyId, reason });
     else if (this.holdId) s = await settle({ holdId: this.holdId, usd: costUsd, reason });
@@ -266,7 +271,7 @@ export class MeteredCall {
       apiKeyId: caller.keyId,
       surface,
       model: modelId,
-      providerId: this.answered?.provider.id ?? null,
+      providerId: this.answered?.provider.id ?? this.servedBy ?? null,
       status,
       inputTokens: o.inputUnits,
       outputTokens: o.outputUnits,

@@ -309,7 +309,7 @@ async function finishMoney(row: VideoJobRow): Promise<VideoStep> {
     surface: 'video',
     modelId: row.model,
     holdId: row.holdId,
-    route: routeOf(row),
+    providerId: row.providerId,
   });
   if (row.status === 'completed') {
     const billedSeconds = (row.result as unknown as VideoJobResult).billedSeconds;
