@@ -514,11 +514,13 @@ describe('chat completions', function () {
       assert.equal((await res.json()).error.code, 'subscription_required');
     });
 
-    it('model_not_available for a model whose providers are not configured', async () => {
+    it('model_not_available for a model whose providers are not configured, naming the setting that enables it', async () => {
       const { key } = await b.account();
       const res = await b.post(key, { ...hello, model: 'anthropic/claude-sonnet-4' });
       assert.equal(res.status, 503);
-      assert.equal((await res.json()).error.code, 'model_not_available');
+      const { error } = await res.json();
+      assert.equal(error.code, 'model_not_available');
+      assert.match(error.message, /Set ANTHROPIC_API_KEY to enable it\.$/);
     });
   });
 

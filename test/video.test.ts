@@ -492,6 +492,24 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     assert.equal((await usd(poor.accountId)).held, 0n);
   });
 
+  it('model_not_available names the setting that would enable the model (FAL_API_KEY, MIDJOURNEY_BASE_URL)', async () => {
+    const { key } = await newAccount('10');
+    const restore = await useProviderEnv({ FAL_API_KEY: undefined, MIDJOURNEY_BASE_URL: undefined });
+    try {
+      for (const [model, setting] of [
+        [T2V, 'FAL_API_KEY'],
+        [MJ, 'MIDJOURNEY_BASE_URL'],
+      ]) {
+        const r = await submit(key, { model, prompt: 'x', duration: '5' });
+        assert.equal(r.status, 503, JSON.stringify(r.body));
+        assert.equal(r.body.code, 'model_not_available');
+        assert.match(r.body.message, new RegExp(`Set ${setting} to enable it\\.`), r.body.message);
+      }
+    } finally {
+      await restore();
+    }
+  });
+
   it('a race for a small balance: concurrent submissions never overspend, and each job is charged once', async () => {
     const { key, accountId } = await newAccount('3');
     const each = price(T2V, 5); // $1.47: two fit in $3, not three

@@ -3,7 +3,7 @@
 // or X-Provider header, the model-name suffixes, and what the request needs (tools, images,
 // structured output). Output is the ordered list of routes to try; the first is the choice,
 // the rest are fallbacks.
-import type { Catalog, ModelInfo, Route } from '../catalog/catalog.js';
+import { settingToEnable, type Catalog, type ModelInfo, type Route } from '../catalog/catalog.js';
 import type { Caller } from '../accounts/keys.js';
 import { parseAmount } from '../ledger/money.js';
 import { routeStats } from './stats.js';
@@ -58,7 +58,7 @@ export function planRoute(
     throw new RequestError(
       503,
       'model_not_available',
-      `Model '${model.id}' has no configured provider on this gateway right now.`,
+      `Model '${model.id}' has no configured provider on this gateway right now. ${howToEnable(model)}`,
       'model',
     );
   }
@@ -145,6 +145,13 @@ export function planRoute(
   routes = order(routes, prefs);
   if (prefs.explicit || prefs.allowFallbacks === false) routes = routes.slice(0, 1);
   return routes;
+}
+
+/** "Set FAL_API_KEY to enable it.": the operator of a self-hosted gateway reads this message too. */
+function howToEnable(model: ModelInfo): string {
+  const settings = [...new Set(model.routes.map(settingToEnable))];
+  if (settings.length === 0) return 'The catalog lists no provider for it.';
+  return `Set ${settings.length === 1 ? settings[0] : `one of ${settings.join(', ')}`} to enable it.`;
 }
 
 function order(routes: Route[], prefs: ProviderPreferences): Route[] {
