@@ -64,6 +64,24 @@ describe('chat completions', function () {
       assert.equal(rec?.providerId, 'openai');
     });
 
+    it('prints a tiny cost as a plain decimal (0.000000788, not 7.88e-7), in JSON and in the stream', async () => {
+      const { key } = await b.account('1');
+      const tiny = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
+      const cost = Number(costOf(1, 1)) / 1e9;
+      assert.equal(JSON.stringify(cost), '7.88e-7'); // what the body said before
+      b.openai.script({ usage: tiny });
+      const json = await (await b.post(key, hello)).text();
+      assert.equal(JSON.parse(json).cost, cost);
+      assert.match(json, /"cost":0\.000000788,/);
+      assert.doesNotMatch(json, /\de-\d/);
+      b.openai.script({ usage: tiny });
+      const stream = await (
+        await b.post(key, { ...hello, stream: true, stream_options: { include_usage: true } })
+      ).text();
+      assert.match(stream, /"cost":0\.000000788[,}]/);
+      assert.doesNotMatch(stream, /\de-\d/);
+    });
+
     it('uses the upstream usage when it reports cached tokens, billing them at the cached price', async () => {
       const { key, accountId } = await b.account('1');
       b.openai.script({

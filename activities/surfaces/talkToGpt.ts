@@ -8,6 +8,7 @@ import type { Bill } from '../inference/execute.js';
 import { RequestError } from '../inference/errors.js';
 import type { ModelName } from '../routing/suffixes.js';
 import { config } from '../config.js';
+import { toJson } from '../json.js';
 import { chatToInternal, type ChatPlanInput } from './chat.js';
 
 /** Service names whose tag is not simply capitalized: the default keeps existing clients working. */
@@ -63,5 +64,5 @@ export function talkReply(text: string, bill: Bill, tag = serviceTag()): string 
     paymentSource: bill.paymentSource,
     remainingBalance: bill.remainingBalance,
   };
-  return `${text}<${tag}>${JSON.stringify(meta)}</${tag}>`;
+  return `${text}<${tag}>${toJson(meta)}</${tag}>`;
 }
