@@ -5,9 +5,9 @@ import type { Context, Middleware } from 'koa';
 import { ApiError } from '../errors.js';
 import { resolveKey } from '../../activities/accounts/keys.js';
 import { admitRequest } from '../../activities/accounts/limits.js';
+import { config } from '../../activities/config.js';
 
 const REASONS: Record<string, string> = {
-  invalid: 'Invalid API key. Check the key you are sending; keys look like sk-<service>-<uuid>.',
   revoked: 'This API key has been revoked. Create a new key.',
   inactive: 'This API key (or its account) is inactive.',
   expired: 'This API key has expired. Create a new key.',
@@ -32,7 +32,10 @@ export const authenticate: Middleware = async (ctx, next) => {
   }
   const resolved = await resolveKey(raw);
   if (!resolved.caller) {
-    throw new ApiError(401, 'invalid_api_key', REASONS[resolved.reason] ?? REASONS.invalid);
+    const why =
+      REASONS[resolved.reason] ??
+      `Invalid API key. Check the key you are sending; keys look like sk-${config.serviceName}-<uuid>.`;
+    throw new ApiError(401, 'invalid_api_key', why);
   }
   const verdict = await admitRequest(resolved.caller);
   if (!verdict.ok) {
