@@ -68,7 +68,7 @@ completionsRouter.post(
           empty: (err) => sse.data(renderError(asApiError(err), 'openai')),
           async end({ finish, usage, bill, failure }) {
             if (failure) await sse.data(renderError(asApiError(failure), 'openai'));
-            await sse.data(chunker.final(finish, usage, bill, input.includeUsage));
+            for (const frame of chunker.final(finish, usage, bill, input.includeUsage)) await sse.data(frame);
             await sse.data('[DONE]');
           },
         };
