@@ -3,6 +3,7 @@
 import Router from '@koa/router';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
+import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { billingMode } from '../middleware/billingMode.js';
 import { validateBody } from '../validate.js';
 import { v1 } from './paths.js';
@@ -21,6 +22,7 @@ chatRouter.post(
   v1('/chat/completions'),
   surface('openai'),
   authenticate,
+  refuseUnofferedFeatures,
   billingMode,
   validateBody(chatRequestSchema),
   async (ctx) => {

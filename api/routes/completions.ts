@@ -5,6 +5,7 @@
 import Router from '@koa/router';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
+import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { billingMode } from '../middleware/billingMode.js';
 import { validateBody } from '../validate.js';
 import { v1 } from './paths.js';
@@ -26,6 +27,7 @@ completionsRouter.post(
   v1('/completions'),
   surface('openai'),
   authenticate,
+  refuseUnofferedFeatures,
   billingMode,
   validateBody(completionsRequestSchema),
   async (ctx) => {

@@ -6,6 +6,7 @@
 import Router from '@koa/router';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
+import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { billingMode } from '../middleware/billingMode.js';
 import { validateBody } from '../validate.js';
 import { v1 } from './paths.js';
@@ -42,6 +43,7 @@ messagesRouter.post(
   v1('/messages'),
   surface('message'),
   authenticate,
+  refuseUnofferedFeatures,
   billingMode,
   validateBody(messagesRequestSchema),
   async (ctx) => {
@@ -128,6 +130,7 @@ messagesRouter.post(
   v1('/messages/count_tokens'),
   surface('message'),
   authenticate,
+  refuseUnofferedFeatures,
   validateBody(countTokensRequestSchema),
   async (ctx) => {
     const body = ctx.request.body as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any

@@ -9,6 +9,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
+import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { validateBody } from '../validate.js';
 import { v1 } from './paths.js';
 import { responsesRequestSchema } from '../schemas/responses.js';
@@ -51,6 +52,7 @@ responsesRouter.post(
   v1('/responses'),
   surface('openai'),
   authenticate,
+  refuseUnofferedFeatures,
   billingMode,
   validateBody(responsesRequestSchema),
   async (ctx) => {

@@ -10,6 +10,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
+import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { validateBody } from '../validate.js';
 import { v1 } from './paths.js';
 import { speechRequestSchema } from '../schemas/speech.js';
@@ -39,6 +40,7 @@ speechRouter.post(
   v1('/audio/speech'),
   surface('openai'),
   authenticate,
+  refuseUnofferedFeatures,
   validateBody(speechRequestSchema),
   async (ctx) => {
     const body = ctx.request.body as SpeechBody;

@@ -4,6 +4,7 @@
 import Router from '@koa/router';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
+import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { validateBody } from '../validate.js';
 import { talkToGptRequestSchema } from '../schemas/talkToGpt.js';
 import { completeOnce } from '../inference.js';
@@ -18,6 +19,7 @@ talkToGptRouter.post(
   '/api/talk-to-gpt',
   surface('legacy'),
   authenticate,
+  refuseUnofferedFeatures,
   billingMode,
   validateBody(talkToGptRequestSchema),
   async (ctx) => {

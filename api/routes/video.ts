@@ -13,6 +13,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
+import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { perKeyRate } from '../middleware/rateLimit.js';
 import { validateBody, validateQuery } from '../validate.js';
 import { ApiError } from '../errors.js';
@@ -47,6 +48,7 @@ videoRouter.post(
   '/api/generate-video',
   surface('legacy'),
   authenticate,
+  refuseUnofferedFeatures,
   validateBody(videoRequestSchema),
   async (ctx) => {
     const body = ctx.request.body as VideoBody;
@@ -201,6 +203,7 @@ videoRouter.post(
   surface('legacy'),
   authenticate,
   perKeyRate('video extend', 20),
+  refuseUnofferedFeatures,
   validateBody(videoExtendSchema),
   async (ctx) => {
     const body = ctx.request.body as { runId?: string; taskId?: string; index: number; prompt?: string } & Record<
