@@ -23,6 +23,8 @@ export interface ProviderPreferences {
   maxPrice?: { prompt?: number; completion?: number };
   allowFallbacks?: boolean;
   requireParameters?: boolean;
+  /** OpenRouter's `data_collection`: "deny" = only providers that store no request data */
+  dataCollection?: 'allow' | 'deny';
 }
 
 export interface RequestNeeds {
@@ -127,6 +129,12 @@ export function planRoute(
       (r) => (p === undefined || r.price.input <= p) && (c === undefined || r.price.output <= c),
     );
   }
+  // The catalog's data fact is zero data retention: a route that retains nothing stores (and so
+  // trains on) nothing; any other may. Like the other request preferences (and unlike the key's
+  // saved ZDR restriction, a permission: 403), a preference that leaves no provider is the
+  // request's own 400, naming it.
+  if (prefs.dataCollection === 'deny')
+    keep('provider.data_collection "deny" (providers that retain no data)', (r) => r.zeroDataRetention);
   if (needs.tools) keep('tool calling', (r) => r.supportsTools);
   if (needs.caching) keep('prompt caching', (r) => r.supportsCaching);
   if (prefs.requireParameters) {
