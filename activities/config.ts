@@ -80,13 +80,19 @@ export const config: Config = loadConfig();
 // Read on every call (operators and tests may change them while running); only the names are kept.
 const envNames = new Map<string, { apiKey: string; baseUrl: string }>();
 
-/** Upstream credentials follow the usual convention: `<PROVIDER>_API_KEY`, `<PROVIDER>_BASE_URL`. */
-export function providerEnv(providerId: string): { apiKey?: string; baseUrl?: string } {
+/** The names of a provider's settings: `<PROVIDER>_API_KEY`, `<PROVIDER>_BASE_URL`. */
+export function providerEnvNames(providerId: string): { apiKey: string; baseUrl: string } {
   let names = envNames.get(providerId);
   if (!names) {
     const prefix = providerId.toUpperCase().replace(/[^A-Z0-9]/g, '_');
     names = { apiKey: `${prefix}_API_KEY`, baseUrl: `${prefix}_BASE_URL` };
     envNames.set(providerId, names);
   }
+  return names;
+}
+
+/** Upstream credentials follow the usual convention: `<PROVIDER>_API_KEY`, `<PROVIDER>_BASE_URL`. */
+export function providerEnv(providerId: string): { apiKey?: string; baseUrl?: string } {
+  const names = providerEnvNames(providerId);
   return { apiKey: str(names.apiKey), baseUrl: str(names.baseUrl) };
 }

@@ -1,10 +1,11 @@
-// The Koa application: request id → error rendering → routes (each route declares its
+// The Koa application: request id → JSON writing → error rendering → routes (each route declares its
 // surface, which parses its body; see middleware/surface.ts). Nothing here
 // knows a database or a provider; routes call activities for that.
 import Koa from 'koa';
 import Router from '@koa/router';
 import { requestId } from './middleware/requestId.js';
 import { handleErrors } from './middleware/errors.js';
+import { writeJsonBody } from './middleware/jsonBody.js';
 import { modelsRouter } from './routes/models.js';
 import { balanceRouter } from './routes/balance.js';
 import { chatRouter } from './routes/chat.js';
@@ -23,6 +24,7 @@ export function createApp(): Koa {
   // Errors are rendered by handleErrors; Koa's own logger would print them twice.
   app.silent = true;
   app.use(requestId);
+  app.use(writeJsonBody);
   app.use(handleErrors);
 
   const health = new Router<AppState>();

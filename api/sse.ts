@@ -2,6 +2,7 @@
 // route can await its whole stream, keep errors in scope, and respect backpressure. Disconnects
 // are noticed on the response's 'close' (the request's fires as soon as its body is read).
 import type { Context } from 'koa';
+import { plainDecimals, toJson } from '../activities/json.js';
 
 export class SseWriter {
   private ended = false;
@@ -42,7 +43,9 @@ export class SseWriter {
    */
   data(payload: unknown, event?: string): Promise<void> | undefined {
     if (this.closed) return undefined;
-    const text = `${event ? `event: ${event}\n` : ''}data: ${typeof payload === 'string' ? payload : JSON.stringify(payload)}\n\n`;
+    // plain decimals (`0.0000009`, not `9e-7`) in frames the gateway wrote and relayed ones alike
+    const json = typeof payload === 'string' ? plainDecimals(payload) : toJson(payload);
+    const text = `${event ? `event: ${event}\n` : ''}data: ${json}\n\n`;
     // Frames written in one turn of the event loop (say, the events of one upstream packet) leave
     // in one write: a system call per frame cost more than everything else the relay does.
     if (!this.corked) {

@@ -1,5 +1,6 @@
 // The one preamble of every billed text route (chat, messages, responses, completions,
-// talk-to-gpt), so they cannot drift apart: the surface's envelope and body, the API key,
+// talk-to-gpt), so they cannot drift apart: the surface's envelope and body, the refusal of
+// features not offered yet (middleware/notOffered.ts), the API key,
 // X-Billing-Mode, the Ajv schema; then the model (suffixes included), the surface's translation
 // into the one internal request, the X-Provider header, and a `prepare()` that plans the routes and
 // reserves the worst case (activities/inference/prepare.ts). The handler only answers.
@@ -12,6 +13,7 @@ import type { ModelName } from '../activities/routing/suffixes.js';
 import type { Envelope } from './errors.js';
 import { authenticate } from './middleware/auth.js';
 import { billingMode } from './middleware/billingMode.js';
+import { refuseUnofferedFeatures } from './middleware/notOffered.js';
 import { surface } from './middleware/surface.js';
 import type { AppContext, AppState } from './state.js';
 import { validateBody } from './validate.js';
@@ -49,7 +51,14 @@ export function textRoute<T extends Translated>(
   spec: TextRouteSpec<T>,
   answer: (t: TextRequest<T>) => Promise<void>,
 ): void {
-  router.post(spec.paths, surface(spec.envelope), authenticate, billingMode, validateBody(spec.schema), async (ctx) => {
+  const preamble = [
+    surface(spec.envelope),
+    refuseUnofferedFeatures,
+    authenticate,
+    billingMode,
+    validateBody(spec.schema),
+  ];
+  router.post(spec.paths, ...preamble, async (ctx) => {
     const body = ctx.request.body as TextBody;
     const { model, name } = resolveModel(body.model);
     const input = await spec.translate(body, model, name, ctx);

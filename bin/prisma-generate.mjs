@@ -3,7 +3,11 @@
 // The Prisma CLI looks for its native schema engine before every command and downloads it when
 // missing; offline that download fails. `generate` itself only uses WASM, so when the engine is
 // absent we point PRISMA_SCHEMA_ENGINE_BINARY at node (any existing executable will do) for this
-// one run. With internet, @prisma/engines' own postinstall has fetched the engine: normal path.
+// one run. With internet, @prisma/engines' own postinstall has usually fetched the engine: normal
+// path. Either way nothing is printed about it: the engine's absence says nothing about being
+// offline (a reinstall, a proxy, an install without dependency scripts), nothing of this project
+// needs it (migrations run on the WASM engine, prisma/migrate.ts), and a Prisma command that does
+// need it downloads it then, or says clearly why it cannot.
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -26,12 +30,7 @@ try {
 
 const env = { ...process.env };
 const hasNativeEngine = readdirSync(enginesDir).some((f) => f.startsWith('schema-engine'));
-if (!env.PRISMA_SCHEMA_ENGINE_BINARY && !hasNativeEngine) {
-  env.PRISMA_SCHEMA_ENGINE_BINARY = process.execPath;
-  console.log(
-    'prisma-generate: native schema engine not installed (offline install); generating with the WASM toolchain only',
-  );
-}
+if (!env.PRISMA_SCHEMA_ENGINE_BINARY && !hasNativeEngine) env.PRISMA_SCHEMA_ENGINE_BINARY = process.execPath;
 
 const res = spawnSync(process.execPath, [cli, 'generate'], { cwd: root, env, stdio: 'inherit' });
 if (res.error) {

@@ -14,7 +14,7 @@ import { flushLeases } from '../activities/ledger/leases.js';
 import { forgetKeys } from '../activities/accounts/keys.js';
 import { listenForKeyChanges } from '../activities/accounts/keyChanges.js';
 import { findTemporalCli, startDevServer, ensureSearchAttributes } from '../temporal-dev/index.js';
-import { createWorker, ensureSchedules, SEARCH_ATTRIBUTES } from './worker.js';
+import { createWorker, ensureSchedules, SEARCH_ATTRIBUTES, stopWorker } from './worker.js';
 import { ensureLocalAccount, openDatabase, prepareCatalog, type Log } from './boot.js';
 
 const log: Log = (m) => console.log(`[switchyard] ${m}`);
@@ -52,6 +52,8 @@ async function main() {
       port: Number(process.env.TEMPORAL_DEV_PORT ?? 7233),
       uiPort: Number(process.env.TEMPORAL_DEV_UI_PORT ?? 8233),
       log: (m) => log(`temporal: ${m}`),
+      // Ctrl-C reaches only this process, which stops the worker before the server (see shutdown()).
+      ownProcessGroup: true,
     });
     stops.unshift(['temporal dev server', () => server.stop()]);
     address = server.address;
@@ -65,7 +67,7 @@ async function main() {
   stops.unshift([
     'worker',
     async () => {
-      worker.shutdown();
+      stopWorker(worker);
       await running;
     },
   ]);
@@ -98,9 +100,14 @@ async function shutdown(code: number) {
   if (stopping) return;
   stopping = true;
   log('stopping…');
+  let failed = false;
   for (const [name, stop] of stops) {
-    await stop().catch((err: Error) => log(`stopping ${name} failed: ${err.message}`));
+    await stop().catch((err: Error) => {
+      failed = true;
+      log(`stopping ${name} failed: ${err.message}`);
+    });
   }
+  log(failed ? 'stopped, with the errors above' : 'stopped');
   process.exit(code);
 }
 

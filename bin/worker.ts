@@ -14,7 +14,13 @@ let runtimeInstalled = false;
 export async function createWorker(address: string): Promise<Worker> {
   if (!runtimeInstalled) {
     // The SDK logs every bundling step at INFO; operators want warnings and errors.
-    Runtime.install({ logger: new DefaultLogger((process.env.TEMPORAL_LOG_LEVEL ?? 'WARN') as LogLevel) });
+    // shutdownSignals: [] because the entries (bin/start.ts, `npm run worker`) own SIGINT/SIGTERM and
+    // stop the worker in their own order; the SDK's hook would drain it behind their back, and their
+    // later shutdown() then failed with "Not running. Current state: DRAINING".
+    Runtime.install({
+      logger: new DefaultLogger((process.env.TEMPORAL_LOG_LEVEL ?? 'WARN') as LogLevel),
+      shutdownSignals: [],
+    });
     runtimeInstalled = true;
   }
   const connection = await NativeConnection.connect({ address });
@@ -27,6 +33,11 @@ export async function createWorker(address: string): Promise<Worker> {
     // Sized for the 2-core machines this runs on by default; production tunes these.
     maxConcurrentActivityTaskExecutions: 50,
   });
+}
+
+/** Starts the worker's drain unless it is already draining or stopped (a second Ctrl-C is harmless). */
+export function stopWorker(worker: Worker): void {
+  if (worker.getState() === 'RUNNING') worker.shutdown();
 }
 
 /** A recurring job: a Temporal Schedule starting `workflow` (by reference, as jobs are started) every `every`. */
@@ -95,8 +106,8 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   await ensureSearchAttributes(config.temporalAddress, config.temporalNamespace, SEARCH_ATTRIBUTES);
   const worker = await createWorker(config.temporalAddress);
   await ensureSchedules(config.temporalAddress);
-  process.on('SIGINT', () => worker.shutdown());
-  process.on('SIGTERM', () => worker.shutdown());
+  process.on('SIGINT', () => stopWorker(worker));
+  process.on('SIGTERM', () => stopWorker(worker));
   await worker.run();
   await database.stop();
 }

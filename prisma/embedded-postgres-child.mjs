@@ -79,7 +79,8 @@ async function releaseLock() {
 
 function shutdown(reason) {
   stopping ??= (async () => {
-    log(`stopping (${reason})`);
+    // A stop the parent asked for is the parent's to report; anything else is news.
+    if (reason !== 'stop requested') log(`stopping (${reason})`);
     try {
       if (server) await server.stop();
       // close() runs Postgres' shutdown checkpoint: everything is on disk afterwards.

@@ -163,5 +163,6 @@ async function stopChild(
   }, STOP_TIMEOUT_MS);
   const code = await exited;
   clearTimeout(timer);
-  log(`${prefix} stopped (exit code ${code})`);
+  // A clean stop is silent (the launcher prints one "stopped" for everything).
+  if (code !== 0) log(`${prefix} stopped (exit code ${code})`);
 }

@@ -33,6 +33,12 @@ export interface DevServerOptions {
   log?: (msg: string) => void;
   /** How long to wait for the namespace to answer, default 30 s. */
   readyTimeoutMs?: number;
+  /**
+   * Run the server in a process group of its own, so a terminal's Ctrl-C reaches only the parent, which
+   * then stops its worker before the server (an ordered, quiet stop). The parent's exit and signal hooks
+   * still stop the server; only a SIGKILL of the parent would leave it running. Default false.
+   */
+  ownProcessGroup?: boolean;
 }
 
 export interface DevServer {
@@ -109,15 +115,23 @@ async function startOnce(cli: string, opts: DevServerOptions): Promise<DevServer
     logFile.write(`\n--- ${new Date().toISOString()} ${cli} ${args.join(' ')}\n`);
   }
   const tail: string[] = [];
+  // Once we stop the server, its shutdown chatter (WARN lines about its own internal pollers losing
+  // their connection) is expected: it is kept in the tail and shown only if the stop goes wrong.
+  let muted: string[] | null = null;
   const emit = (line: string) => {
     tail.push(line);
     if (tail.length > 30) tail.shift();
-    if (opts.log) opts.log(`[temporal] ${line}`);
+    if (muted && muted.length < 30) muted.push(line);
+    if (opts.log && !muted) opts.log(`[temporal] ${line}`);
     else logFile?.write(`${line}\n`);
   };
 
   const started = Date.now();
-  const child = spawn(cli, args, { stdio: ['ignore', 'pipe', 'pipe'], windowsHide: true });
+  const child = spawn(cli, args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    windowsHide: true,
+    detached: opts.ownProcessGroup ?? false,
+  });
   track(child);
   for (const stream of [child.stdout!, child.stderr!]) {
     let partial = '';
@@ -139,6 +153,7 @@ async function startOnce(cli: string, opts: DevServerOptions): Promise<DevServer
   const stop = () =>
     (stopping ??= (async () => {
       if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
+        muted = [];
         child.kill('SIGTERM');
         let timer: NodeJS.Timeout | undefined;
         const gone = await Promise.race([
@@ -149,6 +164,11 @@ async function startOnce(cli: string, opts: DevServerOptions): Promise<DevServer
         if (!gone) {
           child.kill('SIGKILL');
           await exited;
+        }
+        const how = await exited;
+        if (!gone || !/^exited with code 0$|^was killed by SIGTERM$/.test(how)) {
+          opts.log?.(`[temporal-dev] the server ${gone ? how : 'did not stop within 5 s and was killed'}`);
+          for (const line of muted) opts.log?.(`[temporal] ${line}`);
         }
       }
       untrack(child);

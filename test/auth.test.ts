@@ -4,6 +4,7 @@ import { startApi, newAccount } from './support/api.js';
 import { createKey, revokeKey, setKeyStatus } from '../activities/accounts/keys.js';
 import { createAccount } from '../activities/accounts/accounts.js';
 import { db } from '../activities/db.js';
+import { config } from '../activities/config.js';
 import { parseAmount } from '../activities/core/money.js';
 
 describe('authentication', () => {
@@ -52,7 +53,18 @@ describe('authentication', () => {
     assert.equal(mb.code, 'missing_api_key');
     assert.ok(missing.headers.get('x-request-id'));
 
-    assert.equal((await balance({ Authorization: 'Bearer not-a-key' })).status, 401);
+    const malformed = await balance({ Authorization: 'Bearer not-a-key' });
+    assert.equal(malformed.status, 401);
+    // the key format as this gateway configures it, not the spec's placeholder
+    assert.match((await malformed.json()).message, /keys look like sk-nanogpt-<uuid>\.$/);
+    const service = config.serviceName;
+    config.serviceName = 'acme';
+    try {
+      const other = await balance({ Authorization: 'Bearer not-a-key' });
+      assert.match((await other.json()).message, /keys look like sk-acme-<uuid>\.$/);
+    } finally {
+      config.serviceName = service;
+    }
     assert.equal((await balance({ Authorization: `Bearer sk-nanogpt-${randomUUID()}` })).status, 401);
     assert.equal((await balance({ Authorization: `Bearer sk-otherservice-${randomUUID()}` })).status, 401);
 

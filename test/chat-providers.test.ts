@@ -105,7 +105,29 @@ describe('chat completions over every provider protocol', function () {
           .map((f) => f.choices[0]?.delta?.content ?? '')
           .join('');
         assert.match(text, /hello/i);
-        assert.ok(frames.at(-2).usage.completion_tokens > 0);
+        // as OpenAI sends it: the finishing chunk, then a chunk with empty choices carrying usage and pricing
+        const [finishing, usageChunk] = frames.slice(-3, -1);
+        assert.equal(finishing.choices[0].finish_reason, 'stop');
+        assert.equal(finishing.usage, undefined);
+        assert.equal(finishing.x_nanogpt_pricing, undefined);
+        assert.deepEqual(usageChunk.choices, []);
+        assert.equal(usageChunk.object, 'chat.completion.chunk');
+        assert.equal(usageChunk.id, finishing.id);
+        assert.ok(usageChunk.usage.completion_tokens > 0);
+        assert.ok(usageChunk.x_nanogpt_pricing.cost > 0);
+        assert.equal(usageChunk.cost, usageChunk.x_nanogpt_pricing.cost);
+      });
+
+      it('without include_usage: no usage chunk, the pricing on the finishing chunk', async () => {
+        const frames = await readSse(
+          await post({ model, messages: [{ role: 'user', content: 'Say hello' }], stream: true }),
+        );
+        assert.equal(frames.at(-1), '[DONE]');
+        const chunks = frames.slice(0, -1);
+        assert.ok(chunks.every((c) => c.choices.length === 1 && c.usage === undefined));
+        const last = chunks.at(-1);
+        assert.equal(last.choices[0].finish_reason, 'stop');
+        assert.ok(last.x_nanogpt_pricing.cost > 0);
       });
 
       it('makes a tool call, and takes its result back', async () => {

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { Pool } from 'undici';
 import { useChatBench, readSse, type ChatBench } from './support/chatEnv.js';
+import { startOpenAIUpstream } from './support/upstreams/openai.js';
+import { useProviderEnv } from './support/providerEnv.js';
 import { assertBooksBalance } from './support/books.js';
 import { db } from '../activities/db.js';
 import { flushRequestRecords } from '../activities/metering/records.js';
@@ -62,6 +64,24 @@ describe('chat completions', function () {
       const rec = await db().prisma.requestRecord.findUnique({ where: { id: requestId } });
       assert.equal(rec?.status, 'completed');
       assert.equal(rec?.providerId, 'openai');
+    });
+
+    it('prints a tiny cost as a plain decimal (0.000000788, not 7.88e-7), in JSON and in the stream', async () => {
+      const { key } = await b.account('1');
+      const tiny = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
+      const cost = Number(costOf(1, 1)) / 1e9;
+      assert.equal(JSON.stringify(cost), '7.88e-7'); // what the body said before
+      b.openai.script({ usage: tiny });
+      const json = await (await b.post(key, hello)).text();
+      assert.equal(JSON.parse(json).cost, cost);
+      assert.match(json, /"cost":0\.000000788,/);
+      assert.doesNotMatch(json, /\de-\d/);
+      b.openai.script({ usage: tiny });
+      const stream = await (
+        await b.post(key, { ...hello, stream: true, stream_options: { include_usage: true } })
+      ).text();
+      assert.match(stream, /"cost":0\.000000788[,}]/);
+      assert.doesNotMatch(stream, /\de-\d/);
     });
 
     it('uses the upstream usage when it reports cached tokens, billing them at the cached price', async () => {
@@ -336,6 +356,54 @@ describe('chat completions', function () {
       assert.equal((await res.json()).error.code, 'no_fallback_available');
     });
 
+    it('provider.data_collection "deny" routes only to providers that retain no data', async () => {
+      // llama-3.3-70b: groq (may store data) and fireworks (zero data retention), both configured here
+      const groq = await startOpenAIUpstream({ apiKey: 'gsk-loopback' });
+      const fireworks = await startOpenAIUpstream({ apiKey: 'fw-loopback' });
+      const restore = await useProviderEnv({
+        GROQ_API_KEY: groq.apiKey,
+        GROQ_BASE_URL: groq.url,
+        FIREWORKS_API_KEY: fireworks.apiKey,
+        FIREWORKS_BASE_URL: fireworks.url,
+      });
+      try {
+        const { key, accountId } = await b.account('1');
+        const llama = { ...hello, model: 'meta-llama/llama-3.3-70b-instruct' };
+        const ask = (provider: Record<string, unknown>) => b.post(key, { ...llama, provider });
+        const allowed = await (await ask({ order: ['groq'], data_collection: 'allow' })).json();
+        assert.equal(allowed.provider, 'groq');
+        const denied = await (await ask({ order: ['groq'], data_collection: 'deny' })).json();
+        assert.equal(denied.provider, 'fireworks');
+        // legacy completions take the same provider object
+        const completion = await b.post(
+          key,
+          { model: llama.model, prompt: 'hi', provider: { order: ['groq'], data_collection: 'deny' } },
+          {},
+          '/v1/completions',
+        );
+        assert.equal((await completion.json()).provider, 'fireworks');
+        // and no fallback to a provider that may store data: fireworks fails, nothing else is tried
+        fireworks.script({ status: 503 });
+        const before = { groq: groq.requests.length, openrouter: b.openrouter.requests.length };
+        const failed = await ask({ order: ['groq'], data_collection: 'deny' });
+        assert.equal(failed.status, 502);
+        assert.deepEqual({ groq: groq.requests.length, openrouter: b.openrouter.requests.length }, before);
+        // a model with no such provider: the request's own 400, naming the preference; nothing charged
+        const spent = await b.usd(accountId);
+        const none = await b.post(key, { ...hello, provider: { data_collection: 'deny' } });
+        assert.equal(none.status, 400);
+        const { error } = await none.json();
+        assert.equal(error.code, 'no_fallback_available');
+        assert.equal(error.param, 'provider');
+        assert.match(error.message, /provider\.data_collection "deny"/);
+        assert.deepEqual(await b.usd(accountId), spent);
+      } finally {
+        await restore();
+        await groq.close();
+        await fireworks.close();
+      }
+    });
+
     it('keeps the saved key restrictions binding', async () => {
       const { key } = await b.account('1', { providerDeny: ['openai'] });
       assert.equal((await (await b.post(key, hello)).json()).provider, 'openrouter');
@@ -514,11 +582,13 @@ describe('chat completions', function () {
       assert.equal((await res.json()).error.code, 'subscription_required');
     });
 
-    it('model_not_available for a model whose providers are not configured', async () => {
+    it('model_not_available for a model whose providers are not configured, naming the setting that enables it', async () => {
       const { key } = await b.account();
       const res = await b.post(key, { ...hello, model: 'anthropic/claude-sonnet-4' });
       assert.equal(res.status, 503);
-      assert.equal((await res.json()).error.code, 'model_not_available');
+      const { error } = await res.json();
+      assert.equal(error.code, 'model_not_available');
+      assert.match(error.message, /Set ANTHROPIC_API_KEY to enable it\.$/);
     });
   });
 

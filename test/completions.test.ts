@@ -107,6 +107,7 @@ describe('legacy completions', function () {
       assert.equal(text, 'Echo: Say hello there');
       assert.equal(finish, 'stop');
       assert.ok(usage!.completion_tokens > 0);
+      assert.deepEqual(last?.choices, [], 'usage comes on a last frame of its own, as OpenAI sends it');
       const cost = costOf(usage!.prompt_tokens, usage!.completion_tokens);
       assert.equal(
         (last as unknown as { x_nanogpt_pricing: { cost: number } }).x_nanogpt_pricing.cost,

@@ -400,6 +400,30 @@ describe('pass-through and translation fidelity', function () {
       assert.equal(before - (await usd()), BigInt(Math.round(last.cost * 1e9)));
     });
 
+    it('with include_usage, usage and pricing come on a last chunk with empty choices, as OpenAI sends them', async () => {
+      const ask = {
+        model: 'openai/gpt-4o-mini',
+        stream: true,
+        stream_options: { include_usage: true },
+        messages: [{ role: 'user', content: 'Say hello' }],
+      };
+      // the upstream's own usage chunk, and an upstream that puts usage on its finishing chunk instead
+      for (const usageOnFinish of [false, true]) {
+        openai.script({ usageOnFinish });
+        const frames = await readSse(await post('/api/v1/chat/completions', ask));
+        assert.equal(frames.at(-1), '[DONE]');
+        const [finishing, last] = frames.slice(-3, -1);
+        assert.equal(finishing.choices[0].finish_reason, 'stop', `usageOnFinish ${usageOnFinish}`);
+        assert.equal(finishing.x_nanogpt_pricing, undefined);
+        assert.deepEqual(last.choices, []);
+        assert.equal(last.object, 'chat.completion.chunk');
+        assert.equal(last.id, finishing.id);
+        assert.equal(last.model, 'openai/gpt-4o-mini');
+        assert.ok(last.usage.completion_tokens > 0);
+        assert.ok(last.x_nanogpt_pricing.cost > 0);
+      }
+    });
+
     it("the official SDK's stream helper reads a passed-through stream, usage included when asked", async () => {
       const stream = gpt.chat.completions.stream({
         model: 'openai/gpt-4o-mini',

@@ -436,11 +436,12 @@ describe('audio speech (POST /api/v1/audio/speech)', function () {
     await loadCatalog();
     try {
       const { key } = await newAccount('1');
-      await expectError(
+      const e = await expectError(
         await post(key, { model: 'openai/tts-1', input: 'hi', voice: 'alloy' }),
         503,
         'model_not_available',
       );
+      assert.match(e.message, /Set OPENAI_API_KEY to enable it\./);
       const res = await post(key, { model: 'local/espeak', input: 'hi', voice: 'alloy' });
       assert.equal(res.status, 200);
       assert.ok(isMp3Start(Buffer.from(await res.arrayBuffer())));

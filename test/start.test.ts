@@ -29,9 +29,11 @@ async function start(dataDir: string, extraEnv: Record<string, string> = {}): Pr
   };
   delete env.DATABASE_URL;
   delete env.TEMPORAL_ADDRESS;
+  // A process group of its own, so stop() can send Ctrl-C the way a terminal does: to the whole group.
   const child = spawn(process.execPath, ['--import', 'tsx/esm', startScript], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
   });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
@@ -51,10 +53,20 @@ async function start(dataDir: string, extraEnv: Record<string, string> = {}): Pr
   return { child, output: () => out, ports };
 }
 
-async function stop(r: Running): Promise<number | null> {
+/** Ctrl-C in a terminal: SIGINT to every process of the group. Answers the exit code and what was printed. */
+async function stop(r: Running): Promise<{ code: number | null; printed: string }> {
   const exited = new Promise<number | null>((resolve) => r.child.once('exit', resolve));
-  r.child.kill('SIGINT');
-  return exited;
+  const before = r.output().length;
+  if (r.child.pid === undefined) throw new Error('npm start has no process id');
+  process.kill(-r.child.pid, 'SIGINT');
+  const code = await exited;
+  return { code, printed: r.output().slice(before) };
+}
+
+/** A clean stop says so in two lines: no failures, no stack, no WARN lines from Temporal. */
+function assertCleanStop({ code, printed }: { code: number | null; printed: string }): void {
+  assert.equal(code, 0, printed);
+  assert.deepEqual(printed.trim().split('\n'), ['[switchyard] stopping…', '[switchyard] stopped']);
 }
 
 describe('npm start (embedded database, Temporal dev server)', function () {
@@ -81,7 +93,7 @@ describe('npm start (embedded database, Temporal dev server)', function () {
       assert.equal((await bal.json()).usd_balance, '5');
       assert.equal((await fetch(`${base}/v1/models`, { method: 'POST', body: '{bad' })).status, 405);
     } finally {
-      assert.equal(await stop(r), 0);
+      assertCleanStop(await stop(r));
     }
     for (const port of Object.values(r.ports))
       assert.equal(await isListening(port), false, `port ${port} still open after stop`);
@@ -95,7 +107,7 @@ describe('npm start (embedded database, Temporal dev server)', function () {
       const bal = await fetch(`http://127.0.0.1:${r.ports.api}/api/check-balance`, { headers: { 'x-api-key': key } });
       assert.equal((await bal.json()).usd_balance, '12.5');
     } finally {
-      assert.equal(await stop(r), 0);
+      assertCleanStop(await stop(r));
     }
   });
 });

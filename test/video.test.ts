@@ -37,6 +37,8 @@ const ENV = [
   'SWITCHYARD_VIDEO_DEADLINE_SECONDS',
 ];
 const T2V = 'kling/v2.1-master-text-to-video';
+/** The spec's normalized video states: all the status routes ever show. */
+const NORMALIZED = ['queued', 'processing', 'completed', 'failed', 'cancelled', 'unknown'];
 const I2V = 'kling/v2.5-turbo-standard-image-to-video';
 const MJ = 'midjourney/video';
 const FIXTURE = fileURLToPath(new URL('./fixtures/videoJob-completed.history.json', import.meta.url));
@@ -170,6 +172,7 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     );
     const done = await settled(key, r.body.runId);
     assert.ok(seen.has('queued') || seen.has('processing'), `saw ${[...seen]}`);
+    for (const state of seen) assert.ok(NORMALIZED.includes(state), `'${state}' is not a normalized state`);
     // the runner's "NN%" logs became the record's progress while it ran
     if (seen.has('processing')) assert.ok(progress > 0 && progress < 100, `progress ${progress}`);
     const d = done.body.data;
@@ -191,28 +194,27 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     });
     assert.deepEqual(await chargesFor(r.body.runId), [-charge]);
 
-    // the signed URL serves the provider's bytes; the content route too
+    // the signed URL serves the provider's bytes
     const file = await fetch(d.videoUrl);
     assert.equal(file.status, 200);
     assert.equal(file.headers.get('content-type'), 'video/mp4');
     const bytes = Buffer.from(await file.arrayBuffer());
     assert.deepEqual(bytes, fal.fileBytes(job!.id, 0));
     assert.equal(bytes.subarray(4, 8).toString('latin1'), 'ftyp');
-    const content = await call(
-      key,
-      'GET',
-      `/api/generate-video/content?runId=${r.body.runId}&model=${T2V}&variant=video`,
-    );
-    assert.equal(content.status, 200);
-    assert.deepEqual(content.body, bytes);
-    const thumb = await call(
-      key,
-      'GET',
-      `/api/generate-video/content?runId=${r.body.runId}&model=${T2V}&variant=thumbnail`,
-    );
-    assert.equal(thumb.status, 404);
-    assert.equal(thumb.body.code, 'variant_not_available');
-    assert.ok(thumb.body.error && thumb.body.message);
+    // the content route takes what the spec says only: model sora-2, for a sora-2 job
+    const content = (model: string) =>
+      call(key, 'GET', `/api/generate-video/content?runId=${r.body.runId}&model=${model}&variant=video`);
+    for (const [model, param] of [
+      [T2V, 'model'],
+      ['kling-2.1-master', 'model'],
+      ['sora-2', 'runId'],
+    ]) {
+      const refused = await content(model);
+      assert.equal(refused.status, 400, `${model}: answered ${refused.status}`);
+      assert.equal(refused.body.code, 'invalid_parameter_value');
+      assert.match(refused.body.message, /sora-2/);
+      assert.match(refused.body.message, new RegExp(param === 'model' ? "'model' must be" : 'was made by'));
+    }
 
     // deprecated legacy status: provider labels and a Deprecation header; runId alias
     const legacy = await call(key, 'GET', `/api/generate-video/status?runId=${r.body.runId}`);
@@ -385,7 +387,7 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     for (const [method, path, body] of [
       ['GET', `/api/video/status?requestId=${id}`],
       ['GET', `/api/generate-video/status?requestId=${id}`],
-      ['GET', `/api/generate-video/content?runId=${id}&model=${T2V}`],
+      ['GET', `/api/generate-video/content?runId=${id}&model=sora-2`],
       ['POST', '/api/generate-video/cancel', { runId: id }],
       ['POST', '/api/generate-video/extend', { runId: id, index: 0 }],
     ] as Array<[string, string, unknown?]>) {
@@ -490,6 +492,55 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     assert.ok(r402.body.requiredBalance > 0.5);
     assert.equal(await db().prisma.mediaJob.count({ where: { accountId: poor.accountId } }), 0);
     assert.equal((await usd(poor.accountId)).held, 0n);
+  });
+
+  it('a job not picked up yet shows as queued (a normalized state), not pending', async () => {
+    const { key, accountId } = await newAccount('10');
+    // a job as it is stored before its workflow has submitted it
+    const id = `vid_${'a'.repeat(8)}${Date.now().toString(16).padStart(16, '0')}`;
+    await db().prisma.mediaJob.create({
+      data: {
+        id,
+        kind: 'video',
+        accountId,
+        model: T2V,
+        providerId: 'fal',
+        upstreamModel: 'fal-ai/kling-video/v2.1/master/text-to-video',
+        status: 'pending',
+        request: { prompt: 'waiting in line', prechargeLabel: 'Pre-charged for 5 s' },
+      },
+    });
+    try {
+      const s = await status(key, id);
+      assert.equal(s.status, 200, JSON.stringify(s.body));
+      assert.equal(s.body.data.status, 'queued');
+      const legacy = await call(key, 'GET', `/api/generate-video/status?runId=${id}`);
+      assert.equal(legacy.body.data.normalizedStatus, 'queued');
+      const rec = await call(key, 'GET', `/api/generate-video/recover?model=${T2V}`);
+      assert.equal(rec.body.data.find((j: { runId: string }) => j.runId === id).status, 'queued');
+      const extend = await call(key, 'POST', '/api/generate-video/extend', { runId: id, index: 0 });
+      assert.doesNotMatch(JSON.stringify(extend.body), /pending/);
+    } finally {
+      await db().prisma.mediaJob.delete({ where: { id } });
+    }
+  });
+
+  it('model_not_available names the setting that would enable the model (FAL_API_KEY, MIDJOURNEY_BASE_URL)', async () => {
+    const { key } = await newAccount('10');
+    const restore = await useProviderEnv({ FAL_API_KEY: undefined, MIDJOURNEY_BASE_URL: undefined });
+    try {
+      for (const [model, setting] of [
+        [T2V, 'FAL_API_KEY'],
+        [MJ, 'MIDJOURNEY_BASE_URL'],
+      ]) {
+        const r = await submit(key, { model, prompt: 'x', duration: '5' });
+        assert.equal(r.status, 503, JSON.stringify(r.body));
+        assert.equal(r.body.code, 'model_not_available');
+        assert.match(r.body.message, new RegExp(`Set ${setting} to enable it\\.`), r.body.message);
+      }
+    } finally {
+      await restore();
+    }
   });
 
   it('a race for a small balance: concurrent submissions never overspend, and each job is charged once', async () => {

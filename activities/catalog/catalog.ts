@@ -1,7 +1,7 @@
 // The model catalog as the hot path sees it: read from the database into memory, looked up by
 // id or alias without a query, refreshed on a timer (and at once after a sync in this process).
 import { db } from '../db.js';
-import { providerEnv } from '../config.js';
+import { providerEnv, providerEnvNames } from '../config.js';
 import { applyMarkup } from '../core/money.js';
 import { findLocalModel } from '../providers/local/modelFiles.js';
 import type { CatalogFileModel, CatalogFileProvider, CatalogFileRoute } from './file.js';
@@ -66,6 +66,17 @@ function routeAvailable(p: ProviderInfo, upstreamModel: string, options: Record<
   // `builtin: true` = a local engine shipped with the code (the speech engine): no model file.
   if (p.protocol === 'local') return options.builtin === true || findLocalModel(upstreamModel) !== null;
   return isConfigured(p);
+}
+
+/**
+ * What would make a route available, for the operator: the setting `routeAvailable` looks at
+ * (the API key, or the base URL of a keyless server), or the model file of the local provider.
+ */
+export function settingToEnable(route: Route): string {
+  const p = route.provider;
+  if (p.protocol === 'local') return `the model file ${route.upstreamModel} (npm run models:fetch)`;
+  const names = providerEnvNames(p.id);
+  return p.options.keyless ? names.baseUrl : names.apiKey;
 }
 
 const big = (d: { toString(): string } | null): bigint | null => (d == null ? null : BigInt(d.toString()));

@@ -3,7 +3,7 @@
 // or X-Provider header, the model-name suffixes, and what the request needs (tools, images,
 // structured output). Output is the ordered list of routes to try; the first is the choice,
 // the rest are fallbacks.
-import type { Catalog, ModelInfo, Route } from '../catalog/catalog.js';
+import { settingToEnable, type Catalog, type ModelInfo, type Route } from '../catalog/catalog.js';
 import type { Caller } from '../accounts/keys.js';
 import { parseAmount } from '../core/money.js';
 import { routeStats } from './stats.js';
@@ -23,6 +23,8 @@ export interface ProviderPreferences {
   maxPrice?: { prompt?: number; completion?: number };
   allowFallbacks?: boolean;
   requireParameters?: boolean;
+  /** OpenRouter's `data_collection`: "deny" = only providers that store no request data */
+  dataCollection?: 'allow' | 'deny';
 }
 
 export interface RequestNeeds {
@@ -58,7 +60,7 @@ export function planRoute(
     throw new RequestError(
       503,
       'model_not_available',
-      `Model '${model.id}' has no configured provider on this gateway right now.`,
+      `Model '${model.id}' has no configured provider on this gateway right now. ${howToEnable(model)}`,
       { param: 'model' },
     );
   }
@@ -127,6 +129,12 @@ export function planRoute(
       (r) => (p === undefined || r.price.input <= p) && (c === undefined || r.price.output <= c),
     );
   }
+  // The catalog's data fact is zero data retention: a route that retains nothing stores (and so
+  // trains on) nothing; any other may. Like the other request preferences (and unlike the key's
+  // saved ZDR restriction, a permission: 403), a preference that leaves no provider is the
+  // request's own 400, naming it.
+  if (prefs.dataCollection === 'deny')
+    keep('provider.data_collection "deny" (providers that retain no data)', (r) => r.zeroDataRetention);
   if (needs.tools) keep('tool calling', (r) => r.supportsTools);
   if (needs.caching) keep('prompt caching', (r) => r.supportsCaching);
   if (prefs.requireParameters) {
@@ -145,6 +153,13 @@ export function planRoute(
   routes = order(routes, prefs);
   if (prefs.explicit || prefs.allowFallbacks === false) routes = routes.slice(0, 1);
   return routes;
+}
+
+/** "Set FAL_API_KEY to enable it.": the operator of a self-hosted gateway reads this message too. */
+function howToEnable(model: ModelInfo): string {
+  const settings = [...new Set(model.routes.map(settingToEnable))];
+  if (settings.length === 0) return 'The catalog lists no provider for it.';
+  return `Set ${settings.length === 1 ? settings[0] : `one of ${settings.join(', ')}`} to enable it.`;
 }
 
 function order(routes: Route[], prefs: ProviderPreferences): Route[] {

@@ -383,6 +383,7 @@ export function chatToInternal(body: any, model: ModelInfo, name: ModelName): Ch
       maxPrice: p.max_price,
       allowFallbacks: p.allow_fallbacks,
       requireParameters: p.require_parameters,
+      dataCollection: p.data_collection,
     };
     if (p.quantizations && p.min_quantization) {
       const floor = QUANTIZATION_BITS[p.min_quantization];

@@ -82,13 +82,25 @@ export class ChatRelay {
     return renamed(e.data, e.json, this.meta.model, this.meta.provider);
   }
 
-  /** The held chunks, the last one with the bill (a chunk of its own if none is left). */
+  /**
+   * The held chunks, the last one with the bill. A caller who asked for usage gets it as OpenAI sends
+   * it, on a last chunk with empty `choices`: the upstream's own, or one made here when the upstream
+   * sent none (some servers put usage on the finishing chunk). Without usage the bill rides on the
+   * last chunk shown (a chunk of its own if none is left).
+   */
   final(usage: Usage, bill: Bill): string[] {
     const shown = [...this.tail, ...(this.callerWantsUsage ? this.usageChunks : [])];
-    const last = shown.pop();
+    const ownUsageChunk = this.callerWantsUsage && this.usageChunks.length === 0;
+    const last = ownUsageChunk ? undefined : shown.pop();
     const out = shown.map((e) => renamed(e.data, e.json, this.meta.model, this.meta.provider));
     // the last chunk is this stream's own parsed object: completed in place
-    const base = last?.json ?? { object: 'chat.completion.chunk', choices: [] };
+    const like = shown.at(-1)?.json;
+    const base = last?.json ?? {
+      ...(like?.id === undefined ? {} : { id: like.id }),
+      object: 'chat.completion.chunk',
+      ...(like?.created === undefined ? {} : { created: like.created }),
+      choices: [],
+    };
     base.model = this.meta.model;
     base.provider = this.meta.provider;
     if (this.callerWantsUsage) base.usage ??= usageJson(usage);

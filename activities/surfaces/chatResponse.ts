@@ -147,9 +147,14 @@ export class ChatChunker {
     }
   }
 
-  /** The last frame: finish_reason, and usage (when asked) and the pricing extension. */
+  /**
+   * The last frames, as OpenAI sends them: the finish_reason; then, when the caller asked for usage
+   * (`stream_options.include_usage`), a chunk with empty `choices` carrying `usage`. The pricing
+   * extension rides on the last of them.
+   */
   final(finish: FinishReason, usage: Usage, bill: Bill, includeUsage: boolean) {
     const reason = finish === 'stop' && this.toolCalls > 0 ? 'tool_calls' : finish;
-    return this.chunk({}, reason, withBill(includeUsage ? { usage: usageJson(usage) } : {}, bill));
+    if (!includeUsage) return [this.chunk({}, reason, withBill({}, bill))];
+    return [this.chunk({}, reason), withBill({ ...this.chunk({}), choices: [], usage: usageJson(usage) }, bill)];
   }
 }

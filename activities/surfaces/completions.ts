@@ -185,7 +185,7 @@ export function toTextCompletion(r: InferenceResult, usage: Usage, bill: Bill, m
   );
 }
 
-/** The frames of one streamed completion: text frames as they come, then one final frame. */
+/** The frames of one streamed completion: text frames as they come, then the final frames. */
 export class CompletionChunker {
   private offset: number;
 
@@ -219,8 +219,13 @@ export class CompletionChunker {
     return this.frame(text, logprobs, null);
   }
 
-  /** The last frame: finish_reason, usage (when asked) and the pricing extension. */
+  /**
+   * The last frames, as OpenAI sends them: the finish_reason; then, with `include_usage`, a frame with
+   * empty `choices` carrying `usage`. The pricing extension rides on the last of them.
+   */
   final(finish: FinishReason, usage: Usage, bill: Bill, includeUsage: boolean) {
-    return this.frame('', null, finish, withBill(includeUsage ? { usage: usageJson(usage) } : {}, bill));
+    if (!includeUsage) return [this.frame('', null, finish, withBill({}, bill))];
+    const usageFrame = { ...this.frame('', null, null), choices: [], usage: usageJson(usage) };
+    return [this.frame('', null, finish), withBill(usageFrame, bill)];
   }
 }

@@ -7,6 +7,7 @@ import type { ModelInfo } from '../catalog/catalog.js';
 import type { Bill } from '../inference/execute.js';
 import type { ModelName } from '../routing/suffixes.js';
 import { config } from '../config.js';
+import { toJson } from '../json.js';
 import { chatToInternal, type ChatPlanInput } from './chat.js';
 import { RequestError } from '../core/errors.js';
 
@@ -63,5 +64,5 @@ export function talkReply(text: string, bill: Bill, tag = serviceTag()): string 
     paymentSource: bill.paymentSource,
     remainingBalance: bill.remainingBalance,
   };
-  return `${text}<${tag}>${JSON.stringify(meta)}</${tag}>`;
+  return `${text}<${tag}>${toJson(meta)}</${tag}>`;
 }

@@ -5,8 +5,31 @@ import { signedUrl } from '../media/hostedFiles.js';
 import { toDisplayNumber, type Currency } from '../core/money.js';
 import type { VideoJobResult, VideoJobRow } from './jobs.js';
 
+/** The spec's normalized video job states ("States and transitions"). */
+export type NormalizedVideoStatus = 'queued' | 'processing' | 'completed' | 'failed' | 'cancelled' | 'unknown';
+
+/**
+ * A stored status as the status routes show it. The row says `pending` until the workflow has
+ * submitted the job (the spec's initial response says so too), but `pending` is not a normalized
+ * state: a job not picked up yet is waiting in line, `queued`.
+ */
+export function normalizedVideoStatus(status: string): NormalizedVideoStatus {
+  switch (status) {
+    case 'pending':
+    case 'queued':
+      return 'queued';
+    case 'processing':
+    case 'completed':
+    case 'failed':
+    case 'cancelled':
+      return status;
+    default:
+      return 'unknown';
+  }
+}
+
 export interface VideoStatusData {
-  status: string;
+  status: NormalizedVideoStatus;
   requestId: string;
   videoUrl: string | null;
   error: string | null;
@@ -27,7 +50,7 @@ export async function videoStatusData(row: VideoJobRow, origin: string): Promise
   const result = row.result as VideoJobResult | null;
   const currency = (row.currency ?? 'USD') as Currency;
   const data: VideoStatusData = {
-    status: row.status,
+    status: normalizedVideoStatus(row.status),
     requestId: row.id,
     videoUrl: null,
     error: row.error,

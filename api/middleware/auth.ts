@@ -4,11 +4,11 @@
 import type { Context, Middleware } from 'koa';
 import { resolveKey } from '../../activities/accounts/keys.js';
 import { admitRequest } from '../../activities/accounts/limits.js';
-import { RequestError } from '../../activities/core/errors.js';
 import type { AppState } from '../state.js';
+import { config } from '../../activities/config.js';
+import { RequestError } from '../../activities/core/errors.js';
 
 const REASONS: Record<string, string> = {
-  invalid: 'Invalid API key. Check the key you are sending; keys look like sk-<service>-<uuid>.',
   revoked: 'This API key has been revoked. Create a new key.',
   inactive: 'This API key (or its account) is inactive.',
   expired: 'This API key has expired. Create a new key.',
@@ -33,7 +33,10 @@ export const authenticate: Middleware<AppState> = async (ctx, next) => {
   }
   const resolved = await resolveKey(raw);
   if (!resolved.caller) {
-    throw new RequestError(401, 'invalid_api_key', REASONS[resolved.reason] ?? REASONS.invalid);
+    const why =
+      REASONS[resolved.reason] ??
+      `Invalid API key. Check the key you are sending; keys look like sk-${config.serviceName}-<uuid>.`;
+    throw new RequestError(401, 'invalid_api_key', why);
   }
   const verdict = await admitRequest(resolved.caller);
   if (!verdict.ok) {

@@ -60,7 +60,7 @@ textRoute(
           empty: (err) => sse.data(renderError(asRequestError(err), 'openai')),
           async end({ finish, usage, bill, failure }) {
             if (failure) await sse.data(renderError(asRequestError(failure), 'openai'));
-            await sse.data(chunker.final(finish, usage, bill, input.includeUsage));
+            for (const frame of chunker.final(finish, usage, bill, input.includeUsage)) await sse.data(frame);
             await sse.data('[DONE]');
           },
         };

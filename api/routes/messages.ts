@@ -6,6 +6,7 @@
 import Router from '@koa/router';
 import { textRoute } from '../textRoute.js';
 import { surface } from '../middleware/surface.js';
+import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { authenticate } from '../middleware/auth.js';
 import { validateBody } from '../validate.js';
 import { v1 } from '../paths.js';
@@ -114,6 +115,7 @@ textRoute(
 messagesRouter.post(
   v1('/messages/count_tokens'),
   surface('message'),
+  refuseUnofferedFeatures,
   authenticate,
   validateBody(countTokensRequestSchema),
   async (ctx) => {

@@ -9,6 +9,7 @@ import { clientAbortSignal } from '../clientAbort.js';
 import Router from '@koa/router';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
+import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { validateBody } from '../validate.js';
 import { v1 } from '../paths.js';
 import { speechRequestSchema } from '../schemas/speech.js';
@@ -25,6 +26,7 @@ speechRouter.post(
   v1('/audio/speech'),
   surface('openai'),
   authenticate,
+  refuseUnofferedFeatures,
   validateBody(speechRequestSchema),
   async (ctx) => {
     const body = ctx.request.body as SpeechBody;

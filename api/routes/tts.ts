@@ -4,6 +4,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
+import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { validateBody, validateQuery } from '../validate.js';
 import { ttsRequestSchema, ttsStatusQuerySchema } from '../schemas/tts.js';
 import { billingHeaders } from '../speechHeaders.js';
@@ -25,7 +26,9 @@ export const ttsRouter = new Router<AppState>();
 
 type TtsBody = Omit<SpeechBody, 'input' | 'stream'> & { text: string };
 
-ttsRouter.post('/api/tts', surface('legacy'), authenticate, validateBody(ttsRequestSchema), async (ctx) => {
+const ttsPreamble = [surface('legacy'), refuseUnofferedFeatures, authenticate, validateBody(ttsRequestSchema)];
+
+ttsRouter.post('/api/tts', ...ttsPreamble, async (ctx) => {
   const { text, ...rest } = ctx.request.body as TtsBody;
   const caller = ctx.state.caller;
   const model = resolveSpeechModel(rest.model);

@@ -5,7 +5,7 @@
 //   GET  /api/generate-video/status   deprecated legacy status: provider labels, `Deprecation: true`
 //   GET  /api/generate-video/recover  the caller's recent jobs (20 per minute)
 //   POST /api/generate-video/extend   continue one variant of a Midjourney-style job (20 per minute)
-//   GET  /api/generate-video/content  the finished video's bytes (`variant=video`)
+//   GET  /api/generate-video/content  a finished sora-2 job's bytes (`variant=video`)
 //   POST /api/generate-video/cancel   cancel a running job through its workflow (the spec names no
 //                                     path; this one mirrors OpenAI's POST .../{id}/cancel verbs)
 import { publicOrigin } from '../paths.js';
@@ -13,6 +13,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
+import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { perKeyRate } from '../middleware/rateLimit.js';
 import { validateBody, validateQuery } from '../validate.js';
 import { videoCancelSchema, videoExtendSchema, videoRequestSchema } from '../schemas/video.js';
@@ -34,19 +35,22 @@ import {
   startVideoJob,
   type VideoJobRow,
 } from '../../activities/video/jobs.js';
-import { videoStatusData, videoStatusLabel } from '../../activities/video/views.js';
+import { normalizedVideoStatus, videoStatusData, videoStatusLabel } from '../../activities/video/views.js';
 import { readHostedFile } from '../../activities/media/hostedFiles.js';
-import { RequestError } from '../../activities/core/errors.js';
 import type { AppState } from '../state.js';
+import { RequestError } from '../../activities/core/errors.js';
 
 export const videoRouter = new Router<AppState>();
 
 const NO_NEEDS = { tools: false, images: false, structuredOutput: false, caching: false };
+/** The one model whose content GET /api/generate-video/content serves (spec). */
+const SORA = 'sora-2';
 
 videoRouter.post(
   '/api/generate-video',
   surface('legacy'),
   authenticate,
+  refuseUnofferedFeatures,
   validateBody(videoRequestSchema),
   async (ctx) => {
     const body = ctx.request.body as VideoBody;
@@ -161,6 +165,7 @@ videoRouter.post(
   surface('legacy'),
   authenticate,
   perKeyRate('video extend', 20),
+  refuseUnofferedFeatures,
   validateBody(videoExtendSchema),
   async (ctx) => {
     const body = ctx.request.body as { runId?: string; taskId?: string; index: number; prompt?: string } & Record<
@@ -191,7 +196,7 @@ videoRouter.post(
       throw new RequestError(
         409,
         'video_not_ready',
-        `Job '${source.id}' is ${source.status}; only a completed job can be extended.`,
+        `Job '${source.id}' is ${normalizedVideoStatus(source.status)}; only a completed job can be extended.`,
         { param: 'runId' },
       );
     }
@@ -233,19 +238,26 @@ videoRouter.get(
   }),
   async (ctx) => {
     const q = ctx.state.query as { runId?: string; model?: string; variant: string };
+    // The spec: `model` is required and must be `sora-2` (this route proxies OpenAI-style video
+    // content); other models' videos are at the status record's `videoUrl`.
     if (!q.model)
-      throw new RequestError(400, 'missing_required_parameter', "Missing required parameter: 'model'.", {
+      throw new RequestError(400, 'missing_required_parameter', "Missing required parameter: 'model' (sora-2).", {
         param: 'model',
       });
-    const row = await ownedJob(ctx, q.runId, 'runId');
-    // The spec names `sora-2` (OpenAI's videos API); jobs of other models answer for their own model.
-    const named = catalog().model(q.model)?.id ?? q.model;
-    if (named !== row.model && q.model !== 'sora-2') {
+    if (q.model !== SORA)
       throw new RequestError(
         400,
         'invalid_parameter_value',
-        `Job '${row.id}' was made by '${row.model}', not '${q.model}'.`,
+        `'model' must be '${SORA}': this route serves ${SORA} jobs. Other models' videos are at the status record's videoUrl (GET /api/video/status).`,
         { param: 'model' },
+      );
+    const row = await ownedJob(ctx, q.runId, 'runId');
+    if (row.model !== SORA && row.model !== catalog().model(SORA)?.id) {
+      throw new RequestError(
+        400,
+        'invalid_parameter_value',
+        `Job '${row.id}' was made by '${row.model}', not ${SORA}: its video is at the status record's videoUrl (GET /api/video/status).`,
+        { param: 'runId' },
       );
     }
     if (!['video', 'thumbnail', 'spritesheet'].includes(q.variant)) {
@@ -265,7 +277,7 @@ videoRouter.get(
       throw new RequestError(
         409,
         'video_not_ready',
-        `Job '${row.id}' is ${row.status}; its content is available once it is completed.`,
+        `Job '${row.id}' is ${normalizedVideoStatus(row.status)}; its content is available once it is completed.`,
         { param: 'runId' },
       );
     }

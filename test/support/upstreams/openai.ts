@@ -57,6 +57,8 @@ interface UpstreamReply {
   endDelayMs?: number;
   /** answer a stream request in one JSON piece, as servers that ignore `stream` do */
   ignoreStream?: boolean;
+  /** stream, chat: usage on the finishing chunk and no usage chunk of its own (as some servers do) */
+  usageOnFinish?: boolean;
 }
 
 type ScriptedReply = UpstreamReply | ((req: RecordedRequest) => UpstreamReply);
@@ -558,7 +560,9 @@ function compose(route: 'chat' | 'completions', body: any, reply: UpstreamReply,
           out.push(chunk({ tool_calls: [{ index, function: { arguments: c.arguments.slice(at, at + size) } }] }));
         }
       });
-      out.push(chunk({}, { finish_reason: finish }));
+      const finishing = chunk({}, { finish_reason: finish });
+      if (includeUsage && reply.usageOnFinish) return [...out, { ...finishing, usage }];
+      out.push(finishing);
       if (includeUsage)
         out.push({
           id,
