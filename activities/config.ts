@@ -3,10 +3,13 @@
 // SWITCHYARD_FETCH_ALLOW_PRIVATE in media/safeFetch.ts, SWITCHYARD_DURABLE_REQUEST_CHARGES in
 // db.ts). The README's "Configuration" table lists them all; keep it in step.
 import 'dotenv/config';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const projectDir = fileURLToPath(new URL('..', import.meta.url));
+const parent = fileURLToPath(new URL('..', import.meta.url));
+/** The project's folder (this file runs from <root>/activities/, or compiled from <root>/dist/activities/). */
+export const projectDir = existsSync(path.join(parent, 'package.json')) ? parent : path.dirname(parent);
 
 function int(name: string, fallback: number): number {
   const raw = process.env[name];

@@ -2,8 +2,9 @@
 // read from /proc), the bench database with funded accounts, and the two measurements (latency at
 // concurrency 1 and throughput under load), each taking its targets in turn so noise on a shared
 // machine hits all of them alike.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
@@ -26,6 +27,11 @@ const pidOfPort = new Map<string, number>();
  * CPU time (user + system, ms) a child process has used: the cost per request that neighbours on
  * a shared machine disturb far less than they disturb wall-clock throughput.
  */
+/** The process that listens on `port` (started by startProcess). */
+export function pidOf(port: string): number {
+  return pidOfPort.get(port)!;
+}
+
 export function cpuMs(port: string): number {
   return processCpuMs(pidOfPort.get(port)!);
 }
@@ -43,17 +49,33 @@ function processCpuMs(pid: number): number {
   return children.reduce((sum, child) => sum + processCpuMs(child), own);
 }
 
-/** The Node flags `npm run api` runs the gateway with (package.json), so the bench runs it the same way. */
-const apiNodeFlags = (
-  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts.api as string
-)
-  .split(/\s+/)
-  .filter((t) => t.startsWith('--'));
+/**
+ * The Node flags `npm run api` runs the gateway with (package.json), so the bench runs it the same
+ * way; BENCH_API_NODE_FLAGS (space-separated) replaces them, to measure a flag's effect.
+ */
+const apiNodeFlags =
+  process.env.BENCH_API_NODE_FLAGS !== undefined
+    ? process.env.BENCH_API_NODE_FLAGS.split(/\s+/).filter(Boolean)
+    : (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts.api as string)
+        .split(/\s+/)
+        .filter((t) => t.startsWith('--'));
+
+/**
+ * How a checkout's `npm run api` runs its gateway: compiled (`npm run build`, then plain Node on
+ * dist/bin/api.js) where the checkout has the build, else its sources through tsx.
+ */
+function gatewayCommand(apiTs: string): string[] {
+  const root = path.resolve(path.dirname(apiTs), '..');
+  const builder = path.join(root, 'bin', 'build.mjs');
+  if (!existsSync(builder)) return ['--import', 'tsx/esm', apiTs];
+  execFileSync(process.execPath, [builder], { cwd: root, stdio: 'inherit' });
+  return [path.join(root, 'dist', 'bin', 'api.js')];
+}
 
 /**
  * Start a script (relative to bench/, or an absolute path) and resolve with the port it prints
  * (the first group of `ready`). The gateway's entry (`bin/api.ts`, of this checkout or another)
- * runs with `npm run api`'s Node flags.
+ * runs as `npm run api` runs it: compiled, with its Node flags.
  */
 export function startProcess(
   script: string,
@@ -64,19 +86,13 @@ export function startProcess(
 ): Promise<string> {
   // BENCH_PROFILE=1 (bench/profile-gateway.sh) writes a CPU profile of the gateway to .data/prof
   const prof = profile ? ['--cpu-prof', '--cpu-prof-dir=.data/prof'] : [];
-  const nodeFlags = script.endsWith('bin/api.ts') ? apiNodeFlags : [];
-  const child = spawn(
-    process.execPath,
-    [
-      ...nodeFlags,
-      ...prof,
-      '--import',
-      'tsx/esm',
-      script.startsWith('/') ? script : fileURLToPath(new URL(script, import.meta.url)),
-      ...args,
-    ],
-    { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] },
-  );
+  const file = script.startsWith('/') ? script : fileURLToPath(new URL(script, import.meta.url));
+  const gateway = script.endsWith('bin/api.ts');
+  const command = gateway ? gatewayCommand(file) : ['--import', 'tsx/esm', file];
+  const child = spawn(process.execPath, [...(gateway ? apiNodeFlags : []), ...prof, ...command, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   children.push(child);
   return new Promise((resolve, reject) => {
     let out = '';

@@ -28,7 +28,10 @@ export async function createWorker(address: string): Promise<Worker> {
     connection,
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
-    workflowsPath: fileURLToPath(new URL('../workflows/index.ts', import.meta.url)),
+    // the sources, or the compiled tree when this runs from dist/ (npm run build)
+    workflowsPath: fileURLToPath(
+      new URL(`../workflows/index.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url),
+    ),
     activities,
     // Sized for the 2-core machines this runs on by default; production tunes these.
     maxConcurrentActivityTaskExecutions: 50,

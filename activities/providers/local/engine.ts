@@ -6,10 +6,10 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import os from 'node:os';
-import { LlamaLogLevel, getLlama, resolveChatWrapper } from 'node-llama-cpp';
 import type { ChatWrapper, Llama, LlamaContext, LlamaModel } from 'node-llama-cpp';
 import { findLocalModel, localModelDirs } from './modelFiles.js';
 import { SequencePool } from './pool.js';
+import { llamaLib, loadLlamaLib } from './llama.js';
 import { upstreamError } from '../../core/errors.js';
 
 export const PROVIDER_ID = 'local';
@@ -66,15 +66,17 @@ let llamaPromise: Promise<Llama> | undefined;
  * a local build made earlier), never download or compile llama.cpp at run time.
  */
 function runtime(): Promise<Llama> {
-  llamaPromise ??= getLlama({ build: 'never', gpu: 'auto', progressLogs: false, logLevel: LlamaLogLevel.error }).catch(
-    (err) => {
+  llamaPromise ??= loadLlamaLib()
+    .then(({ getLlama, LlamaLogLevel }) =>
+      getLlama({ build: 'never', gpu: 'auto', progressLogs: false, logLevel: LlamaLogLevel.error }),
+    )
+    .catch((err) => {
       llamaPromise = undefined;
       throw upstreamError(`the local llama.cpp runtime could not start: ${(err as Error).message}`, 503, false, {
         code: 'local_runtime_unavailable',
         providerId: PROVIDER_ID,
       });
-    },
-  );
+    });
   return llamaPromise;
 }
 
@@ -153,7 +155,7 @@ async function load(file: string, filePath: string): Promise<LocalModel> {
     // Only a template the GGUF itself carries counts: resolveChatWrapper would otherwise guess one
     // from the architecture name (a base Llama would get Llama 2's chat format it never learned).
     const hasTemplate = typeof model.fileInfo.metadata?.tokenizer?.chat_template === 'string';
-    const chatWrapper = hasTemplate ? resolveChatWrapper(model, { warningLogs: false }) : null;
+    const chatWrapper = hasTemplate ? llamaLib().resolveChatWrapper(model, { warningLogs: false }) : null;
     return {
       file,
       path: filePath,

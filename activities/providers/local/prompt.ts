@@ -8,7 +8,7 @@
 //   continues the last turn. A base model never saw "User:"/"Assistant:" markers and would
 //   imitate them; a story model continues a story best when it reads like one. A conversation
 //   ending with an assistant turn therefore continues that turn (prefill).
-import { LlamaText } from 'node-llama-cpp';
+import { llamaLib } from './llama.js';
 import type { ChatHistoryItem, Token } from 'node-llama-cpp';
 import type { InferenceRequest, Message } from '../../core/types.js';
 import { PROVIDER_ID } from './engine.js';
@@ -68,7 +68,7 @@ function templated(lm: LocalModel, messages: Message[]): Prompt {
   const stopTexts: string[] = [];
   const stopTokens: Token[][] = [];
   for (const trigger of state.stopGenerationTriggers) {
-    const text = LlamaText(trigger);
+    const text = llamaLib().LlamaText(trigger);
     if (text.values.every((v) => typeof v === 'string')) stopTexts.push(text.toString());
     else stopTokens.push(text.tokenize(lm.model.tokenizer));
   }

@@ -2,8 +2,8 @@
 // llama.cpp's own defaults (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05), the upstream
 // default, as for every other provider. Temperature 0 is greedy decoding.
 import { randomInt } from 'node:crypto';
-import { TokenBias } from 'node-llama-cpp';
-import type { SequenceEvaluateOptions, Token } from 'node-llama-cpp';
+import type { SequenceEvaluateOptions, Token, TokenBias } from 'node-llama-cpp';
+import { llamaLib } from './llama.js';
 import type { Sampling } from '../../core/types.js';
 import { PROVIDER_ID } from './engine.js';
 import type { LocalModel } from './engine.js';
@@ -49,7 +49,7 @@ export function samplerOptions(lm: LocalModel, s: Sampling, history: () => Token
 /** OpenAI's logit_bias: token id → value added to its logit (-100 bans it, +100 all but forces it). */
 function tokenBias(lm: LocalModel, bias: Record<string, number>): TokenBias {
   const vocab = lm.model.fileInfo.metadata?.tokenizer?.ggml?.tokens?.length ?? Infinity;
-  const out = new TokenBias(lm.model.tokenizer);
+  const out = new (llamaLib().TokenBias)(lm.model.tokenizer);
   for (const [key, value] of Object.entries(bias)) {
     const id = Number(key);
     if (!Number.isInteger(id) || id < 0 || id >= vocab) {
