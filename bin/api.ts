@@ -7,7 +7,9 @@
 // syncs the catalog once, starts them, replaces one that dies, and stops them all on
 // SIGINT/SIGTERM. Each process is an ordinary API process (its own credit leases, key cache and
 // rate-limit counters, as with several `npm run api`).
+import { spawn } from 'node:child_process';
 import cluster from 'node:cluster';
+import { fileURLToPath } from 'node:url';
 import { availableParallelism } from 'node:os';
 import { config } from '../activities/config.js';
 import { loadCatalog, startCatalogRefresh } from '../activities/catalog/catalog.js';
@@ -18,7 +20,7 @@ import { flushRequestRecords } from '../activities/metering/records.js';
 import { flushLeases } from '../activities/ledger/leases.js';
 import { forgetKeys } from '../activities/accounts/keys.js';
 import { listenForKeyChanges } from '../activities/accounts/keyChanges.js';
-import { openDatabase, prepareCatalog, type Log } from './boot.js';
+import { openDatabase, type Log } from './boot.js';
 
 const log: Log = (m) => console.log(`[api${cluster.isWorker ? ` ${process.pid}` : ''}] ${m}`);
 if (!config.databaseUrl) {
@@ -44,11 +46,24 @@ const processes = cluster.isPrimary ? processCount() : 1;
 if (cluster.isPrimary && processes > 1) await supervise(processes);
 else await serve();
 
+/**
+ * Migrate and sync the catalog in a short-lived process of its own (bin/prepare.ts), run the way
+ * this one runs (compiled, or through tsx), so what that work loads does not stay in this
+ * process's memory.
+ */
+async function prepare(): Promise<void> {
+  const script = fileURLToPath(new URL(`./prepare.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url));
+  const child = spawn(process.execPath, [...process.execArgv, script], { stdio: 'inherit' });
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  if (code !== 0) {
+    console.error('[api] the database could not be prepared; not starting');
+    process.exit(1);
+  }
+}
+
 /** Prepare the database once, then run `count` API processes until told to stop. */
 async function supervise(count: number): Promise<void> {
-  const database = await openDatabase({ migrate: true, log });
-  await prepareCatalog(log);
-  await database.stop();
+  await prepare();
 
   let stopping = false;
   /** restarts in the last minute: a process that dies at once, every time, is not restarted forever */
@@ -88,10 +103,17 @@ async function supervise(count: number): Promise<void> {
 /** One API process: this one alone, or one of a supervisor's. */
 async function serve(): Promise<void> {
   // A supervisor has migrated and synced the catalog already; its processes only read.
-  const prepared = cluster.isWorker && process.env.SWITCHYARD_API_PREPARED === '1';
-  const database = await openDatabase({ migrate: !prepared, log });
-  if (prepared) await loadCatalog();
-  else await prepareCatalog(log);
+  if (!(cluster.isWorker && process.env.SWITCHYARD_API_PREPARED === '1')) await prepare();
+  const database = await openDatabase({ migrate: false, log });
+  const catalog = await loadCatalog();
+  log(
+    `catalog loaded; usable now: ${
+      catalog
+        .usable()
+        .map((m) => m.id)
+        .join(', ') || 'none'
+    }`,
+  );
   startCatalogRefresh();
   // keys revoked elsewhere (the CLI, other API processes) are forgotten here at once
   const keyChanges = listenForKeyChanges(database.url, forgetKeys);
