@@ -1,6 +1,8 @@
 // The API's Temporal client, connected on first use (to config.temporalAddress) and shared by
-// every route that starts, signals or cancels a workflow.
-import { Client, Connection } from '@temporalio/client';
+// every route that starts, signals or cancels a workflow. The client library itself (gRPC and
+// Temporal's protobufs, about 25-45 MB of memory) is loaded on that first use too: an API process
+// that only serves chat never needs it.
+import type { Client, Connection } from '@temporalio/client';
 import { config } from './config.js';
 
 let client: Promise<Client> | undefined;
@@ -9,8 +11,9 @@ let connection: Connection | undefined;
 export function temporal(): Promise<Client> {
   client ??= (async () => {
     if (!config.temporalAddress) throw new Error('no Temporal server configured (TEMPORAL_ADDRESS)');
-    connection = await Connection.connect({ address: config.temporalAddress });
-    return new Client({ connection, namespace: config.temporalNamespace });
+    const sdk = await import('@temporalio/client');
+    connection = await sdk.Connection.connect({ address: config.temporalAddress });
+    return new sdk.Client({ connection, namespace: config.temporalNamespace });
   })();
   client.catch(() => (client = undefined));
   return client;

@@ -81,15 +81,65 @@ export function settingToEnable(route: Route): string {
 
 const big = (d: { toString(): string } | null): bigint | null => (d == null ? null : BigInt(d.toString()));
 
+// Plain SQL, not Prisma: the API process reads the catalog (and keys) on its hot path and at every
+// refresh, and Prisma's query compiler costs it about 60 MB of memory the first time it runs. The
+// column lists name every field the mapping below reads, in the client's camelCase.
+const PROVIDERS_SQL = `SELECT id, name, protocol, base_url AS "baseUrl", zero_data_retention AS "zeroDataRetention", options
+  FROM providers WHERE active`;
+const MODELS_SQL = `SELECT id, name, aliases, description, owned_by AS "ownedBy", category,
+    context_length AS "contextLength", max_output_tokens AS "maxOutputTokens", capabilities,
+    input_modalities AS "inputModalities", output_modalities AS "outputModalities",
+    supported_endpoints AS "supportedEndpoints", supported_batch_endpoints AS "supportedBatchEndpoints",
+    supported_service_tiers AS "supportedServiceTiers", options, created_at AS "createdAt"
+  FROM models WHERE active ORDER BY id`;
+const ROUTES_SQL = `SELECT id, model_id AS "modelId", provider_id AS "providerId", upstream_model AS "upstreamModel",
+    position, input_price::text AS "inputPrice", output_price::text AS "outputPrice",
+    cached_input_price::text AS "cachedInputPrice", markup_bps AS "markupBps", quantization,
+    context_length AS "contextLength", max_output_tokens AS "maxOutputTokens",
+    zero_data_retention AS "zeroDataRetention", supports_tools AS "supportsTools",
+    supports_caching AS "supportsCaching", options
+  FROM provider_routes WHERE active ORDER BY position, id`;
+
+interface ProviderRow extends Omit<ProviderInfo, 'options'> {
+  options: Record<string, unknown> | null;
+}
+interface ModelRow extends Omit<ModelInfo, 'routes' | 'capabilities' | 'options'> {
+  capabilities: Record<string, boolean> | null;
+  options: Record<string, unknown> | null;
+}
+interface RouteRow {
+  id: string;
+  modelId: string;
+  providerId: string;
+  upstreamModel: string;
+  position: number;
+  inputPrice: string;
+  outputPrice: string;
+  cachedInputPrice: string | null;
+  markupBps: number;
+  quantization: string | null;
+  contextLength: number | null;
+  maxOutputTokens: number | null;
+  zeroDataRetention: boolean;
+  supportsTools: boolean;
+  supportsCaching: boolean;
+  options: Record<string, unknown> | null;
+}
+
 export async function loadCatalog(): Promise<Catalog> {
-  const [providerRows, modelRows] = await Promise.all([
-    db().prisma.provider.findMany({ where: { active: true } }),
-    db().prisma.model.findMany({
-      where: { active: true },
-      include: { routes: { where: { active: true }, orderBy: { position: 'asc' } } },
-      orderBy: { id: 'asc' },
-    }),
+  const { pool } = db();
+  const [{ rows: providerRows }, { rows: models0 }, { rows: routeRows }] = await Promise.all([
+    pool.query<ProviderRow>(PROVIDERS_SQL),
+    pool.query<ModelRow>(MODELS_SQL),
+    pool.query<RouteRow>(ROUTES_SQL),
   ]);
+  const routesOf = new Map<string, RouteRow[]>();
+  for (const r of routeRows) {
+    const list = routesOf.get(r.modelId);
+    if (list) list.push(r);
+    else routesOf.set(r.modelId, [r]);
+  }
+  const modelRows = models0.map((m) => ({ ...m, routes: routesOf.get(m.id) ?? [] }));
   const providers: ProviderInfo[] = providerRows.map((p) => ({
     id: p.id,
     name: p.name,

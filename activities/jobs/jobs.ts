@@ -5,7 +5,7 @@
 // and, if the engine does not take the job, undoes everything: the reservation is released, the
 // row deleted, and the caller told 503 with nothing charged. Status routes read the row that the
 // workflow's activities keep current; cancel goes through the workflow.
-import { type Workflow, WorkflowNotFoundError } from '@temporalio/client';
+import type { Workflow } from '@temporalio/client';
 import { config } from '../config.js';
 import { RequestError } from '../core/errors.js';
 import { temporal } from '../temporalClient.js';
@@ -58,7 +58,9 @@ export async function cancelJob(id: string): Promise<void> {
   try {
     await (await temporal()).workflow.getHandle(id).cancel();
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError || /not found|already completed/i.test((err as Error).message)) return;
+    // by name, not instanceof: the client library is loaded lazily (activities/temporalClient.ts)
+    if ((err as Error).name === 'WorkflowNotFoundError' || /not found|already completed/i.test((err as Error).message))
+      return;
     throw err;
   }
 }
