@@ -328,6 +328,114 @@ describe('chat completions', function () {
     });
   });
 
+  describe('on a credit lease (an account that affords one)', () => {
+    // 100 USD affords a lease: a request's worst case here is 10,323,023 nano-USD (7 prompt tokens
+    // and the 16,384-token output cap), and a lease of 256 of them (about 2.64 USD) is under 1/8 of
+    // the balance. Every request below takes its share from that one lease; a failed one must give
+    // its share back, which the next answer's remainingBalance shows to the nano-dollar (a share
+    // kept would show 0.010323023 USD less) and the lease's return to the balance confirms.
+    const FUNDS = parseAmount('100', 'USD');
+    const shown = (units: bigint) => Number(units) / 1e9;
+
+    /** the account's holds: one lease (`lease:` key) when every request shared it */
+    async function holdsOf(accountId: string): Promise<Array<{ id: string; key: string }>> {
+      const { rows } = await db().pool.query(
+        `SELECT id, idempotency_key AS key FROM balance_holds WHERE account_id = $1 ORDER BY created_at`,
+        [accountId],
+      );
+      return rows;
+    }
+
+    /** A request that succeeds: what it cost, and the balance it says is left. */
+    async function succeed(key: string): Promise<{ cost: bigint; remaining: number }> {
+      const res = await b.post(key, hello);
+      assert.equal(res.status, 200);
+      const body = await res.json();
+      return { cost: costOf(body.usage.prompt_tokens, body.usage.completion_tokens), remaining: body.remainingBalance };
+    }
+
+    /** The books after: the lease was shared by every request, then given back whole. */
+    async function assertOneLeaseGivenBack(accountId: string, failedId: string, charged: bigint) {
+      const holds = await holdsOf(accountId);
+      assert.equal(holds.length, 1, 'one lease served every request');
+      assert.match(holds[0].key, /^lease:/);
+      await flushRequestRecords();
+      const rec = await db().prisma.requestRecord.findUnique({ where: { id: failedId } });
+      assert.equal(rec?.holdId, holds[0].id, 'the failed request reserved from the lease');
+      const bal = await b.usd(accountId); // writes the charges and gives the idle lease back
+      assert.equal(bal.held, 0n, 'nothing is held once the lease is given back');
+      assert.equal(bal.amount, FUNDS - charged);
+    }
+
+    const beforeFirstByte: Array<{ name: string; stream: boolean; reply: Record<string, unknown> }> = [
+      { name: 'an upstream 500', stream: false, reply: { status: 500 } },
+      { name: 'an upstream 500 on a stream', stream: true, reply: { status: 500 } },
+      { name: 'a dropped connection', stream: false, reply: { drop: true } },
+      { name: 'a dropped connection on a stream', stream: true, reply: { drop: true } },
+    ];
+    for (const f of beforeFirstByte) {
+      it(`${f.name} before the first byte: its share goes back to the lease, nothing is charged`, async () => {
+        const { key, accountId } = await b.account('100');
+        const first = await succeed(key);
+        assert.equal(first.remaining, shown(FUNDS - first.cost));
+        // both providers fail: no fallback can answer
+        b.openai.script(f.reply);
+        b.openrouter.script(f.reply);
+        const failed = await b.post(key, { ...hello, stream: f.stream });
+        assert.equal(failed.status, 502);
+        assert.equal((await failed.json()).error.code, 'all_fallbacks_failed');
+        const second = await succeed(key);
+        const charged = first.cost + second.cost;
+        assert.equal(second.remaining, shown(FUNDS - charged), "the failed request's share is free again");
+        await assertOneLeaseGivenBack(accountId, failed.headers.get('x-request-id')!, charged);
+      });
+    }
+
+    it('a stream cut midway: what was produced is charged from the lease, the rest of the share goes back', async () => {
+      const { key, accountId } = await b.account('100');
+      const first = await succeed(key);
+      b.openai.script({ text: 'one two three four five six seven eight', cutAfter: 3 });
+      const cut = await b.post(key, { ...hello, stream: true });
+      const frames = await readSse(cut);
+      assert.equal(frames.find((f) => f !== '[DONE]' && f.error)?.error.code, 'upstream_stream_cut');
+      // 7 prompt tokens, "one two" = 2 tokens (see the stream tests above)
+      const produced = 1103n + 1260n;
+      const second = await succeed(key);
+      const charged = first.cost + produced + second.cost;
+      assert.equal(second.remaining, shown(FUNDS - charged));
+      await assertOneLeaseGivenBack(accountId, cut.headers.get('x-request-id')!, charged);
+    });
+
+    it('a caller who leaves midway: what was produced is charged from the lease, the rest of the share goes back', async () => {
+      const { key, accountId } = await b.account('100');
+      const first = await succeed(key);
+      b.openai.script({ text: 'alpha beta gamma delta epsilon zeta eta theta', hangAfter: 5 });
+      const ac = new AbortController();
+      const left = await fetch(`${b.base}/api/v1/chat/completions`, {
+        method: 'POST',
+        signal: ac.signal,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        body: JSON.stringify({ ...hello, stream: true }),
+      });
+      await readUntil(left, '" delta"');
+      ac.abort();
+      for (let i = 0; i < 50 && !b.openai.last().aborted; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(b.openai.last().aborted, true, 'upstream request aborted');
+      await flushRequestRecords();
+      const id = left.headers.get('x-request-id')!;
+      for (let i = 0; i < 50 && !(await db().prisma.requestRecord.findUnique({ where: { id } })); i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        await flushRequestRecords();
+      }
+      // 7 prompt tokens, "alpha beta gamma delta" = 6 tokens (see the stream tests above)
+      const produced = 1103n + 3780n;
+      const second = await succeed(key);
+      const charged = first.cost + produced + second.cost;
+      assert.equal(second.remaining, shown(FUNDS - charged));
+      await assertOneLeaseGivenBack(accountId, id, charged);
+    });
+  });
+
   describe('routing and fallback', () => {
     it('falls back to the next provider on a retryable failure, and bills that provider', async () => {
       const { key } = await b.account();
