@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
 import { Pool } from 'undici';
-import { useChatBench, readSse, type ChatBench } from './support/chatEnv.js';
+import { useChatBench, readSse, readUntil, type ChatBench } from './support/chatEnv.js';
 import { startOpenAIUpstream } from './support/upstreams/openai.js';
 import { useProviderEnv } from './support/providerEnv.js';
 import { assertBooksBalance } from './support/books.js';
 import { db } from '../activities/db.js';
 import { flushRequestRecords } from '../activities/metering/records.js';
 import { ceilDiv, parseAmount } from '../activities/core/money.js';
+import { config } from '../activities/config.js';
+import { GPT_4O_MINI, textCost } from './support/prices.js';
 
 const MODEL = 'openai/gpt-4o-mini';
 const hello = { model: MODEL, messages: [{ role: 'user', content: 'Say hello' }] };
@@ -208,37 +210,72 @@ describe('chat completions', function () {
       assert.equal(frames.at(-2).choices[0].finish_reason, 'tool_calls');
     });
 
-    it('bills only what was produced when the upstream stream breaks midway, and says so in an error frame', async () => {
-      const { key, accountId } = await b.account('1');
-      b.openai.script({ text: 'one two three four five six seven eight', cutAfter: 3 });
-      const frames = await readSse(await b.post(key, { ...hello, stream: true }));
-      const errorFrame = frames.find((f) => f !== '[DONE]' && f.error);
-      assert.ok(errorFrame, 'an error frame');
-      assert.equal(errorFrame.error.code, 'upstream_stream_cut');
-      const charged = parseAmount('1', 'USD') - (await b.usd(accountId)).amount;
-      assert.ok(charged > 0n && charged < parseAmount('0.0001', 'USD'));
-    });
+    // What a broken or abandoned stream costs: the upstream reported no usage, so the bill is the
+    // README's estimate, worked out here by hand: the prompt "Say hello" is 9 bytes, one token per
+    // 3 bytes rounded up plus 4 per message = 7 tokens; the output, one token per 4 bytes of the
+    // text produced, rounded up. Billing the reservation (16,384 output tokens) instead would cost
+    // about 0.01 USD.
+    const HELLO_PROMPT_TOKENS = 7;
+    for (const passThrough of [true, false]) {
+      describe(passThrough ? 'passed through' : 'translated', () => {
+        let was: boolean;
+        beforeEach(() => {
+          was = config.passThrough;
+          config.passThrough = passThrough;
+        });
+        afterEach(() => {
+          config.passThrough = was;
+        });
 
-    it('aborts the upstream and bills what was produced when the caller disconnects', async () => {
-      const { key, accountId } = await b.account('1');
-      b.openai.script({ text: 'a b c d e f g h i j', hangAfter: 3 });
-      const ac = new AbortController();
-      const res = await fetch(`${b.base}/api/v1/chat/completions`, {
-        method: 'POST',
-        signal: ac.signal,
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-        body: JSON.stringify({ ...hello, stream: true }),
+        it('bills exactly what was produced when the upstream stream breaks midway, and says so in an error frame', async () => {
+          const { key, accountId } = await b.account('1');
+          // the role chunk, "one", " two", then the body ends
+          b.openai.script({ text: 'one two three four five six seven eight', cutAfter: 3 });
+          const frames = await readSse(await b.post(key, { ...hello, stream: true }));
+          const errorFrame = frames.find((f) => f !== '[DONE]' && f.error);
+          assert.ok(errorFrame, 'an error frame');
+          assert.equal(errorFrame.error.code, 'upstream_stream_cut');
+          const text = frames.map((f) => (f === '[DONE]' ? '' : (f.choices?.[0]?.delta?.content ?? ''))).join('');
+          assert.equal(text, 'one two');
+          // "one two": 7 bytes, 2 tokens
+          const expected = textCost(GPT_4O_MINI, { input: HELLO_PROMPT_TOKENS, output: 2 });
+          assert.equal(expected, 1103n + 1260n);
+          assert.equal(parseAmount('1', 'USD') - (await b.usd(accountId)).amount, expected);
+        });
+
+        it('aborts the upstream and bills exactly what was produced when the caller disconnects', async () => {
+          const { key, accountId } = await b.account('1');
+          // the role chunk and four words, then the upstream stalls until the gateway gives up
+          b.openai.script({ text: 'alpha beta gamma delta epsilon zeta eta theta', hangAfter: 5 });
+          const ac = new AbortController();
+          const res = await fetch(`${b.base}/api/v1/chat/completions`, {
+            method: 'POST',
+            signal: ac.signal,
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+            body: JSON.stringify({ ...hello, stream: true }),
+          });
+          // read until the last word produced has reached us: the gateway has seen all of it
+          await readUntil(res, '" delta"');
+          ac.abort();
+          for (let i = 0; i < 50 && !b.openai.last().aborted; i++) await new Promise((r) => setTimeout(r, 20));
+          assert.equal(b.openai.last().aborted, true, 'upstream request aborted');
+          for (let i = 0; i < 50 && (await b.usd(accountId)).held !== 0n; i++)
+            await new Promise((r) => setTimeout(r, 20));
+          const bal = await b.usd(accountId);
+          assert.equal(bal.held, 0n);
+          // "alpha beta gamma delta": 22 bytes, 6 tokens
+          const expected = textCost(GPT_4O_MINI, { input: HELLO_PROMPT_TOKENS, output: 6 });
+          assert.equal(expected, 1103n + 3780n);
+          assert.equal(parseAmount('1', 'USD') - bal.amount, expected);
+          await flushRequestRecords();
+          const rec = await db().prisma.requestRecord.findUnique({
+            where: { id: res.headers.get('x-request-id')! },
+          });
+          assert.equal(rec?.status, 'client_closed');
+          assert.equal(rec?.outputTokens, 6);
+        });
       });
-      const reader = res.body!.getReader();
-      await reader.read();
-      ac.abort();
-      for (let i = 0; i < 50 && !b.openai.last().aborted; i++) await new Promise((r) => setTimeout(r, 20));
-      assert.equal(b.openai.last().aborted, true, 'upstream request aborted');
-      for (let i = 0; i < 50 && (await b.usd(accountId)).held !== 0n; i++) await new Promise((r) => setTimeout(r, 20));
-      const bal = await b.usd(accountId);
-      assert.equal(bal.held, 0n);
-      assert.ok(bal.amount < parseAmount('1', 'USD'));
-    });
+    }
   });
 
   describe('a caller who leaves a non-streaming request', () => {
@@ -288,6 +325,114 @@ describe('chat completions', function () {
         [],
         'no listener piled up on the reused signal',
       );
+    });
+  });
+
+  describe('on a credit lease (an account that affords one)', () => {
+    // 100 USD affords a lease: a request's worst case here is 10,323,023 nano-USD (7 prompt tokens
+    // and the 16,384-token output cap), and a lease of 256 of them (about 2.64 USD) is under 1/8 of
+    // the balance. Every request below takes its share from that one lease; a failed one must give
+    // its share back, which the next answer's remainingBalance shows to the nano-dollar (a share
+    // kept would show 0.010323023 USD less) and the lease's return to the balance confirms.
+    const FUNDS = parseAmount('100', 'USD');
+    const shown = (units: bigint) => Number(units) / 1e9;
+
+    /** the account's holds: one lease (`lease:` key) when every request shared it */
+    async function holdsOf(accountId: string): Promise<Array<{ id: string; key: string }>> {
+      const { rows } = await db().pool.query(
+        `SELECT id, idempotency_key AS key FROM balance_holds WHERE account_id = $1 ORDER BY created_at`,
+        [accountId],
+      );
+      return rows;
+    }
+
+    /** A request that succeeds: what it cost, and the balance it says is left. */
+    async function succeed(key: string): Promise<{ cost: bigint; remaining: number }> {
+      const res = await b.post(key, hello);
+      assert.equal(res.status, 200);
+      const body = await res.json();
+      return { cost: costOf(body.usage.prompt_tokens, body.usage.completion_tokens), remaining: body.remainingBalance };
+    }
+
+    /** The books after: the lease was shared by every request, then given back whole. */
+    async function assertOneLeaseGivenBack(accountId: string, failedId: string, charged: bigint) {
+      const holds = await holdsOf(accountId);
+      assert.equal(holds.length, 1, 'one lease served every request');
+      assert.match(holds[0].key, /^lease:/);
+      await flushRequestRecords();
+      const rec = await db().prisma.requestRecord.findUnique({ where: { id: failedId } });
+      assert.equal(rec?.holdId, holds[0].id, 'the failed request reserved from the lease');
+      const bal = await b.usd(accountId); // writes the charges and gives the idle lease back
+      assert.equal(bal.held, 0n, 'nothing is held once the lease is given back');
+      assert.equal(bal.amount, FUNDS - charged);
+    }
+
+    const beforeFirstByte: Array<{ name: string; stream: boolean; reply: Record<string, unknown> }> = [
+      { name: 'an upstream 500', stream: false, reply: { status: 500 } },
+      { name: 'an upstream 500 on a stream', stream: true, reply: { status: 500 } },
+      { name: 'a dropped connection', stream: false, reply: { drop: true } },
+      { name: 'a dropped connection on a stream', stream: true, reply: { drop: true } },
+    ];
+    for (const f of beforeFirstByte) {
+      it(`${f.name} before the first byte: its share goes back to the lease, nothing is charged`, async () => {
+        const { key, accountId } = await b.account('100');
+        const first = await succeed(key);
+        assert.equal(first.remaining, shown(FUNDS - first.cost));
+        // both providers fail: no fallback can answer
+        b.openai.script(f.reply);
+        b.openrouter.script(f.reply);
+        const failed = await b.post(key, { ...hello, stream: f.stream });
+        assert.equal(failed.status, 502);
+        assert.equal((await failed.json()).error.code, 'all_fallbacks_failed');
+        const second = await succeed(key);
+        const charged = first.cost + second.cost;
+        assert.equal(second.remaining, shown(FUNDS - charged), "the failed request's share is free again");
+        await assertOneLeaseGivenBack(accountId, failed.headers.get('x-request-id')!, charged);
+      });
+    }
+
+    it('a stream cut midway: what was produced is charged from the lease, the rest of the share goes back', async () => {
+      const { key, accountId } = await b.account('100');
+      const first = await succeed(key);
+      b.openai.script({ text: 'one two three four five six seven eight', cutAfter: 3 });
+      const cut = await b.post(key, { ...hello, stream: true });
+      const frames = await readSse(cut);
+      assert.equal(frames.find((f) => f !== '[DONE]' && f.error)?.error.code, 'upstream_stream_cut');
+      // 7 prompt tokens, "one two" = 2 tokens (see the stream tests above)
+      const produced = 1103n + 1260n;
+      const second = await succeed(key);
+      const charged = first.cost + produced + second.cost;
+      assert.equal(second.remaining, shown(FUNDS - charged));
+      await assertOneLeaseGivenBack(accountId, cut.headers.get('x-request-id')!, charged);
+    });
+
+    it('a caller who leaves midway: what was produced is charged from the lease, the rest of the share goes back', async () => {
+      const { key, accountId } = await b.account('100');
+      const first = await succeed(key);
+      b.openai.script({ text: 'alpha beta gamma delta epsilon zeta eta theta', hangAfter: 5 });
+      const ac = new AbortController();
+      const left = await fetch(`${b.base}/api/v1/chat/completions`, {
+        method: 'POST',
+        signal: ac.signal,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        body: JSON.stringify({ ...hello, stream: true }),
+      });
+      await readUntil(left, '" delta"');
+      ac.abort();
+      for (let i = 0; i < 50 && !b.openai.last().aborted; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(b.openai.last().aborted, true, 'upstream request aborted');
+      await flushRequestRecords();
+      const id = left.headers.get('x-request-id')!;
+      for (let i = 0; i < 50 && !(await db().prisma.requestRecord.findUnique({ where: { id } })); i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        await flushRequestRecords();
+      }
+      // 7 prompt tokens, "alpha beta gamma delta" = 6 tokens (see the stream tests above)
+      const produced = 1103n + 3780n;
+      const second = await succeed(key);
+      const charged = first.cost + produced + second.cost;
+      assert.equal(second.remaining, shown(FUNDS - charged));
+      await assertOneLeaseGivenBack(accountId, id, charged);
     });
   });
 

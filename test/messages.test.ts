@@ -13,6 +13,8 @@ import { catalog } from '../activities/catalog/catalog.js';
 import { costOfUsage, likelyPromptTokens } from '../activities/billing/pricing.js';
 import { assertBooksBalance, settledBalances } from './support/books.js';
 import { useProviderEnv } from './support/providerEnv.js';
+import { readUntil } from './support/chatEnv.js';
+import { CLAUDE_HAIKU, GPT_4O_MINI, textCost } from './support/prices.js';
 
 const ENV = [
   'ANTHROPIC_API_KEY',
@@ -657,7 +659,29 @@ describe('messages API (Anthropic wire format)', function () {
   });
 
   describe('mid-stream failure', () => {
-    it('ends with an `event: error` frame and bills what was produced', async () => {
+    // A broken or abandoned stream's usage is unknown: the bill is the README's estimate, worked
+    // out by hand. The prompt "hi" is 2 bytes: one token per 3 bytes rounded up, plus 4 for the
+    // message = 5 tokens; the output is one token per 4 bytes of the text produced, rounded up.
+    const HI_PROMPT_TOKENS = 5;
+
+    /** Posts a stream and leaves once `until` has reached the caller; the upstream has hung by then. */
+    async function leaveAfter(body: unknown, until: string): Promise<void> {
+      const abort = new AbortController();
+      const res = await fetch(`${api.base}/api/v1/messages`, {
+        method: 'POST',
+        signal: abort.signal,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        body: JSON.stringify(body),
+      });
+      await readUntil(res, until);
+      abort.abort();
+      for (let i = 0; i < 100 && (await settledBalances(accountId)).USD.held !== 0n; i++)
+        await new Promise((r) => setTimeout(r, 50));
+      assert.equal((await settledBalances(accountId)).USD.held, 0n, 'the reservation is released');
+    }
+
+    it('ends with an `event: error` frame and bills exactly what was produced', async () => {
+      // message_start, content_block_start, ping, "one ", "two ", then the error
       anthropic.script({ text: 'one two three four five six', streamError: { afterEvents: 5 } });
       const before = await usd();
       const res = await raw('/api/v1/messages', {
@@ -672,32 +696,44 @@ describe('messages API (Anthropic wire format)', function () {
       assert.equal(data.type, 'error');
       assert.ok(data.error.type && data.error.message);
       assert.ok(!frames.some(([e]) => e === 'message_stop'));
-      assert.ok(before - (await usd()) > 0n, 'the produced text is billed');
+      // "one two ": 8 bytes, 2 tokens
+      const expected = textCost(CLAUDE_HAIKU, { input: HI_PROMPT_TOKENS, output: 2 });
+      assert.equal(expected, 4200n + 8400n);
+      assert.equal(before - (await usd()), expected, 'the produced text is billed, nothing more');
     });
 
-    it('a caller who leaves midway is billed for what was produced, and the hold is released', async () => {
+    it('a caller who leaves midway is billed exactly what was produced (passed through), and the hold is released', async () => {
       anthropic.script({ text: 'one two three four five six', hang: { afterEvents: 5 } });
       const before = await usd();
-      const abort = new AbortController();
-      const res = await fetch(`${api.base}/api/v1/messages`, {
-        method: 'POST',
-        signal: abort.signal,
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-        body: JSON.stringify({
-          model: 'claude-3-5-haiku-20241022',
-          max_tokens: 100,
-          stream: true,
-          messages: [{ role: 'user', content: 'hi' }],
-        }),
-      });
-      const reader = res.body!.getReader();
-      let seen = '';
-      while (!seen.includes('text_delta')) seen += new TextDecoder().decode((await reader.read()).value);
-      abort.abort();
-      for (let i = 0; i < 100 && (await settledBalances(accountId)).USD.held !== 0n; i++)
-        await new Promise((r) => setTimeout(r, 50));
-      assert.equal((await settledBalances(accountId)).USD.held, 0n);
-      assert.ok(before - (await usd()) > 0n, 'the produced text is billed');
+      const body = {
+        model: 'claude-3-5-haiku-20241022',
+        max_tokens: 100,
+        stream: true,
+        messages: [{ role: 'user', content: 'hi' }],
+      };
+      await leaveAfter(body, '"two "');
+      assert.equal(anthropic.last().aborted, true, 'the upstream call is aborted');
+      // "one two ": 8 bytes, 2 tokens
+      const expected = textCost(CLAUDE_HAIKU, { input: HI_PROMPT_TOKENS, output: 2 });
+      assert.equal(before - (await usd()), expected, 'the produced text is billed, nothing more');
+    });
+
+    it('a caller who leaves a translated stream midway is billed exactly what was produced', async () => {
+      // OpenAI's role chunk and four words, then the upstream stalls
+      openai.script({ text: 'alpha beta gamma delta epsilon zeta', hangAfter: 5 });
+      const before = await usd();
+      const body = {
+        model: 'openai/gpt-4o-mini',
+        max_tokens: 100,
+        stream: true,
+        messages: [{ role: 'user', content: 'hi' }],
+      };
+      await leaveAfter(body, '" delta"');
+      assert.equal(openai.last().aborted, true, 'the upstream call is aborted');
+      // "alpha beta gamma delta": 22 bytes, 6 tokens
+      const expected = textCost(GPT_4O_MINI, { input: HI_PROMPT_TOKENS, output: 6 });
+      assert.equal(expected, 788n + 3780n);
+      assert.equal(before - (await usd()), expected, 'the produced text is billed, nothing more');
     });
   });
 });

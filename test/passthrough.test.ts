@@ -23,6 +23,7 @@ import { anthropicChat } from '../activities/providers/anthropic/index.js';
 import { MessageStreamer, toMessage } from '../activities/surfaces/messagesResponse.js';
 import type { InferenceRequest, StreamEvent } from '../activities/core/types.js';
 import { useProviderEnv } from './support/providerEnv.js';
+import { GPT_4O_MINI, textCost } from './support/prices.js';
 
 const ENV = [
   'ANTHROPIC_API_KEY',
@@ -452,7 +453,8 @@ describe('pass-through and translation fidelity', function () {
       assert.deepEqual(up.messages, [{ role: 'user', content: 'hi' }]);
     });
 
-    it('a stream cut midway ends with an error frame and bills what was produced', async () => {
+    it('a stream cut midway ends with an error frame and bills exactly what was produced', async () => {
+      // the role chunk, "one", " two", " three", then the body ends
       openai.script({ text: 'one two three four five six seven', cutAfter: 4 });
       const before = await usd();
       const frames = await readSse(
@@ -466,7 +468,11 @@ describe('pass-through and translation fidelity', function () {
         frames.some((f) => f !== '[DONE]' && f.error),
         'an error frame',
       );
-      assert.ok(before - (await usd()) > 0n, 'the produced text is billed');
+      // no usage came: the README's estimate, by hand. The prompt "hi": 2 bytes, one token per 3
+      // rounded up, plus 4 for the message = 5 tokens; "one two three": 13 bytes, one per 4 = 4 tokens
+      const expected = textCost(GPT_4O_MINI, { input: 5, output: 4 });
+      assert.equal(expected, 788n + 2520n);
+      assert.equal(before - (await usd()), expected, 'the produced text is billed, nothing more');
     });
 
     it('max_tool_calls and :reasoning-exclude need the translated path', async () => {

@@ -4,10 +4,11 @@
 // Every billed call is checked against its reported usage, and the books balance after each test.
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { startChatBench, readSse, type ChatBench } from './support/chatEnv.js';
+import { startChatBench, readSse, readUntil, type ChatBench } from './support/chatEnv.js';
 import { assertBooksBalance } from './support/books.js';
 import { catalog } from '../activities/catalog/catalog.js';
 import { costOfUsage } from '../activities/billing/pricing.js';
+import { GPT_4O_MINI, textCost } from './support/prices.js';
 
 const MODEL = 'openai/gpt-4o-mini';
 const weather = {
@@ -381,8 +382,34 @@ describe('responses API (OpenAI Responses wire format)', function () {
     assert.ok(last.response.error.message);
     frames.forEach((f, i) => assert.equal(f.sequence_number, i));
     const spent = before - (await usd());
-    assert.ok(spent > 0n, 'what was produced is billed');
+    // no usage came: the README's estimate, by hand. The input "go": 2 bytes, one token per 3
+    // rounded up, plus 4 for the message = 5 tokens; "one two": 7 bytes, one per 4 = 2 tokens
+    const expected = textCost(GPT_4O_MINI, { input: 5, output: 2 });
+    assert.equal(expected, 788n + 1260n);
+    assert.equal(spent, expected, 'what was produced is billed, nothing more');
     assert.equal(Number(spent) / 1e9, last.response.cost);
+  });
+
+  it('a caller who leaves a stream midway is billed exactly what was produced', async () => {
+    // the role chunk and four words, then the upstream stalls
+    b.openai.script({ text: 'alpha beta gamma delta epsilon zeta', hangAfter: 5 });
+    const before = await usd();
+    const ac = new AbortController();
+    const res = await fetch(`${b.base}/api/v1/responses`, {
+      method: 'POST',
+      signal: ac.signal,
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ model: MODEL, input: 'go', stream: true }),
+    });
+    await readUntil(res, '" delta"');
+    ac.abort();
+    for (let i = 0; i < 50 && !b.openai.last().aborted; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(b.openai.last().aborted, true, 'upstream request aborted');
+    for (let i = 0; i < 50 && (await b.usd(accountId)).held !== 0n; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal((await b.usd(accountId)).held, 0n);
+    // "go": 5 prompt tokens (above); "alpha beta gamma delta": 22 bytes, 6 tokens
+    const expected = textCost(GPT_4O_MINI, { input: 5, output: 6 });
+    assert.equal(before - (await usd()), expected, 'what was produced is billed, nothing more');
   });
 
   it('charges nothing when the upstream fails before the first byte', async () => {

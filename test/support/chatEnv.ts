@@ -79,3 +79,19 @@ export async function readSse(res: Response): Promise<Array<any>> {
     .filter(Boolean)
     .map((d) => (d === '[DONE]' ? d : JSON.parse(d)));
 }
+
+/**
+ * Reads a streamed response until `text` has arrived (the caller then leaves mid-stream); fails if
+ * the stream ends first. The body is left unread after that.
+ */
+export async function readUntil(res: Response, text: string): Promise<string> {
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let seen = '';
+  while (!seen.includes(text)) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`the stream ended before ${JSON.stringify(text)}: ${seen}`);
+    seen += decoder.decode(value, { stream: true });
+  }
+  return seen;
+}

@@ -4,7 +4,7 @@
 // It answers deterministically from the request ("Echo: <last user text>", or {"echo": ...} when
 // JSON output was asked for), honours the output cap, and can be scripted per request: the reply's
 // text, reasoning, tool calls, usage and finish reason, or a delay, an error status, a hang, a
-// stream cut or an error frame midway. Every request is recorded for assertions.
+// dropped connection, a stream cut or an error frame midway. Every request is recorded for assertions.
 //
 //   const up = await startOpenAIUpstream();            // key "sk-loopback"; { apiKey: null } = keyless
 //   up.script({ toolCalls: [{ name: 'get_weather', arguments: '{"city":"Paris"}' }] });
@@ -41,6 +41,8 @@ interface UpstreamReply {
   delayMs?: number;
   /** never answer: hold the request until the client gives up */
   hang?: boolean;
+  /** close the connection without answering (a connection error before the first byte) */
+  drop?: boolean;
   /** stream: stop after this many data events, without finish or [DONE] */
   cutAfter?: number;
   /** how the cut happens: a clean end of the body (default) or a dropped connection */
@@ -344,6 +346,7 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
     const next = queue.shift();
     const reply: UpstreamReply = { ...base, ...(typeof next === 'function' ? next(rec) : next) };
     if (reply.hang) return; // held open until the client leaves
+    if (reply.drop) return void res.socket?.destroy();
     if (reply.delayMs) {
       await sleep(reply.delayMs);
       if (res.destroyed) return;
