@@ -1,0 +1,49 @@
+// Mutation testing (`npm run test:mutation`): StrykerJS changes the money and streaming code one small
+// edit at a time and reruns the tests that cover each change; a change no test notices (a surviving
+// mutant) is a gap in the tests. Slow (minutes), so not part of `npm test`. Reports go to reports/.
+import { existsSync } from 'node:fs';
+import './test/support/stryker-mocha12.mjs';
+
+const mocha12 = new URL('./test/support/stryker-mocha12.mjs', import.meta.url).href;
+
+// The tests run in a copy of the project (.stryker-tmp/sandbox-*), where the built-in model's file is
+// not on the local provider's search path (.data/models, ../shared/models): point it at the real one.
+const modelDir = ['./.data/models/', '../shared/models/']
+  .map((dir) => new URL(dir, import.meta.url).pathname)
+  .find((dir) => existsSync(dir));
+if (modelDir && !process.env.LOCAL_MODELS_DIR) process.env.LOCAL_MODELS_DIR = modelDir;
+
+export default {
+  mutate: ['activities/ledger/**/*.ts', 'activities/providers/sse.ts', 'activities/metering/meteredCall.ts'],
+  testRunner: 'mocha',
+  // The tests are TypeScript run by tsx (what .mocharc.json's node-option does for `npm test`).
+  testRunnerNodeArgs: ['--import', 'tsx/esm', '--import', mocha12],
+  checkerNodeArgs: ['--import', mocha12],
+  mochaOptions: {
+    'no-config': true,
+    extension: ['ts'],
+    // setup.ts first: its root hooks make the database every other file uses. Only the files that
+    // exercise the mutated code: the ledger and leases directly, the metered call and the SSE parser
+    // through the API's text surfaces (streaming included).
+    spec: [
+      'test/support/setup.ts',
+      'test/ledger.test.ts',
+      'test/leases.test.ts',
+      'test/chat.test.ts',
+      'test/client-abort.test.ts',
+      'test/passthrough.test.ts',
+      'test/chat-providers.test.ts',
+      'test/messages.test.ts',
+    ],
+  },
+  // Each mutant runs only the tests that reached its code in the first, instrumented run.
+  coverageAnalysis: 'perTest',
+  concurrency: 2,
+  timeoutMS: 10000,
+  reporters: ['clear-text', 'progress', 'html', 'json'],
+  htmlReporter: { fileName: 'reports/mutation/index.html' },
+  jsonReporter: { fileName: 'reports/mutation/mutation.json' },
+  // The sandbox copy of the project needs prisma/generated (git-ignored), but not these.
+  ignorePatterns: ['.data', 'dist', 'reports', '.venv'],
+  tempDirName: '.stryker-tmp',
+};
