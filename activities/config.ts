@@ -42,6 +42,8 @@ export interface Config {
   dataDir: string;
   /** largest request body accepted, after decompression */
   bodyLimitBytes: number;
+  /** deepest nesting of arrays and objects accepted in a JSON request body */
+  maxJsonDepth: number;
   /** how long a reservation may stay open before the sweeper releases it */
   holdTtlSeconds: number;
   /** how long a resolved API key is trusted from memory before asking the database again */
@@ -69,6 +71,7 @@ function loadConfig(): Config {
     catalogFile: path.resolve(projectDir, str('SWITCHYARD_CATALOG') ?? 'prisma/catalog.yaml'),
     dataDir: path.resolve(projectDir, str('SWITCHYARD_DATA_DIR') ?? '.data'),
     bodyLimitBytes: int('SWITCHYARD_BODY_LIMIT_BYTES', 10 * 1024 * 1024),
+    maxJsonDepth: Math.max(1, int('SWITCHYARD_MAX_JSON_DEPTH', 64)),
     holdTtlSeconds: int('SWITCHYARD_HOLD_TTL_SECONDS', 3600),
     keyCacheTtlMs: int('SWITCHYARD_KEY_CACHE_TTL_MS', 5000),
     xnoUsdRate: str('SWITCHYARD_XNO_USD_RATE'),
