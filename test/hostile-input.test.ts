@@ -153,4 +153,51 @@ describe('hostile caller input', function () {
       assert.equal(bench().openai.requests[0].body.messages[0].content, 'a\\u0000b');
     });
   });
+
+  describe('deep JSON', () => {
+    /** `{"a":{"a":…{}}}`: `levels` nested objects. */
+    const nested = (levels: number) => `${'{"a":'.repeat(levels - 1)}{}${'}'.repeat(levels - 1)}`;
+    /** A chat body whose deepest point is `depth` levels down (the body itself is level 1). */
+    const chatAt = (depth: number) =>
+      `{"model":"${MODEL}","messages":[{"role":"user","content":"hi"}],` +
+      `"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":${nested(depth - 3)}}}}`;
+
+    it('is refused with 400 past the limit (64 levels), before any work, at any depth', async () => {
+      const deepSchema = `${'{"type":"object","properties":{"a":'.repeat(5000)}{}${'}}'.repeat(5000)}`;
+      await assertAllRefused([
+        ['POST', '/api/v1/chat/completions', 'openai', chatAt(65)],
+        ['POST', '/api/v1/chat/completions', 'openai', chatAt(10_000)],
+        ['POST', '/api/v1/responses', 'openai', `{"model":"${MODEL}","input":"hi","metadata":${nested(10_000)}}`],
+        [
+          'POST',
+          '/v1/messages',
+          'message',
+          `{"model":"${MODEL}","max_tokens":5,"messages":[{"role":"user","content":"hi"}],` +
+            `"output_config":{"format":{"type":"json_schema","schema":${deepSchema}}}}`,
+        ],
+        ['POST', '/api/talk-to-gpt', 'legacy', `${'['.repeat(100_000)}${']'.repeat(100_000)}`],
+        ['POST', '/api/generate-video', 'legacy', `{"model":"kling-2.1-master","prompt":${nested(200)}}`],
+      ]);
+      const { body } = await send('POST', '/api/v1/chat/completions', chatAt(65));
+      assert.equal(body.error.code, 'invalid_json');
+      assert.match(body.error.message, /nested more than 64 levels/);
+    });
+
+    it('is accepted up to the limit, and brackets inside strings do not count', async () => {
+      const { res, body } = await send('POST', '/api/v1/chat/completions', chatAt(64));
+      assert.equal(res.status, 200, JSON.stringify(body));
+      // strings: one ending in an escaped backslash, one of brackets, one with an escaped quote
+      const contents = ['x\\', '[{'.repeat(500), `a\\"${'[{'.repeat(500)}`];
+      const text = await send(
+        'POST',
+        '/api/v1/chat/completions',
+        JSON.stringify({ model: MODEL, messages: contents.map((content) => ({ role: 'user', content })) }),
+      );
+      assert.equal(text.res.status, 200, JSON.stringify(text.body));
+      assert.deepEqual(
+        bench().openai.requests[1].body.messages.map((m: any) => m.content),
+        contents,
+      );
+    });
+  });
 });

@@ -85,6 +85,7 @@ export function jsonBody({ limitBytes, maxDepth }: BodyLimits): Middleware<AppSt
  * Malformed text may be miscounted; the parser refuses it anyway.
  */
 function nestingExceeds(text: string, max: number): boolean {
+  if (fewBrackets(text, max)) return false;
   let depth = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
@@ -96,6 +97,17 @@ function nestingExceeds(text: string, max: number): boolean {
     } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) depth--;
   }
   return false;
+}
+
+/**
+ * At most `max` opening brackets in all: no nesting can exceed it. Most bodies pass this
+ * native-speed test (an order of magnitude cheaper than the character scan) and go no further.
+ */
+function fewBrackets(text: string, max: number): boolean {
+  let n = 0;
+  for (let i = text.indexOf('{'); i !== -1; i = text.indexOf('{', i + 1)) if (++n > max) return false;
+  for (let i = text.indexOf('['); i !== -1; i = text.indexOf('[', i + 1)) if (++n > max) return false;
+  return true;
 }
 
 /** The index of the quote that closes the string opened at `open`, or -1. */
