@@ -42,10 +42,14 @@ export interface Config {
   dataDir: string;
   /** largest request body accepted, after decompression */
   bodyLimitBytes: number;
+  /** deepest nesting of arrays and objects accepted in a JSON request body */
+  maxJsonDepth: number;
   /** how long a reservation may stay open before the sweeper releases it */
   holdTtlSeconds: number;
   /** how long a resolved API key is trusted from memory before asking the database again */
   keyCacheTtlMs: number;
+  /** failed authentications a client address may make per minute before it gets 429 (0: no limit) */
+  authFailuresPerMinute: number;
   /** USD value of one XNO, for paying USD prices from the XNO balance; unset = XNO cannot pay */
   xnoUsdRate: string | undefined;
   /** POST /api/tts: inputs longer than this (characters) become an asynchronous job (202) */
@@ -69,8 +73,10 @@ function loadConfig(): Config {
     catalogFile: path.resolve(projectDir, str('SWITCHYARD_CATALOG') ?? 'prisma/catalog.yaml'),
     dataDir: path.resolve(projectDir, str('SWITCHYARD_DATA_DIR') ?? '.data'),
     bodyLimitBytes: int('SWITCHYARD_BODY_LIMIT_BYTES', 10 * 1024 * 1024),
+    maxJsonDepth: Math.max(1, int('SWITCHYARD_MAX_JSON_DEPTH', 64)),
     holdTtlSeconds: int('SWITCHYARD_HOLD_TTL_SECONDS', 3600),
     keyCacheTtlMs: int('SWITCHYARD_KEY_CACHE_TTL_MS', 5000),
+    authFailuresPerMinute: int('SWITCHYARD_AUTH_FAILURES_PER_MINUTE', 20),
     xnoUsdRate: str('SWITCHYARD_XNO_USD_RATE'),
     ttsSyncMaxChars: int('SWITCHYARD_TTS_SYNC_MAX_CHARS', 2000),
     passThrough: str('SWITCHYARD_PASS_THROUGH') !== '0',

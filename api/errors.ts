@@ -35,6 +35,7 @@ const MESSAGE_TYPES: Record<number, string> = {
   402: 'billing_error',
   403: 'permission_error',
   404: 'not_found_error',
+  405: 'invalid_request_error',
   413: 'request_too_large',
   429: 'rate_limit_error',
   503: 'overloaded_error',

@@ -19,7 +19,7 @@ app.silent = true;
 app.use(requestId);
 app.use(handleErrors);
 const routes = new Router();
-routes.post('/api/v1/chat/completions', jsonBody(10 * 1024 * 1024), async (ctx) => {
+routes.post('/api/v1/chat/completions', jsonBody({ limitBytes: 10 * 1024 * 1024, maxDepth: 64 }), async (ctx) => {
   const body = ctx.request.body as Record<string, unknown>;
   const up = await request(`${upstream}/chat/completions`, {
     method: 'POST',

@@ -33,6 +33,38 @@ describe('API basics', () => {
     assert.equal((await fetch(`${api.base}/api/v1/models`)).status, 200);
   });
 
+  it("answers 405 and 501 in the envelope of the path's own surface", async () => {
+    const ask = async (method: string, path: string) => {
+      const res = await fetch(`${api.base}${path}`, { method });
+      return { status: res.status, allow: res.headers.get('allow'), body: await res.json() };
+    };
+    for (const [method, path] of [
+      ['PUT', '/api/tts'],
+      ['DELETE', '/api/generate-video'],
+      ['POST', '/api/video/status'],
+      ['PROPFIND', '/api/tts'],
+    ]) {
+      const r = await ask(method!, path!);
+      assert.equal(r.status, method === 'PROPFIND' ? 501 : 405, `${method} ${path}`);
+      assert.deepEqual(Object.keys(r.body).sort(), ['code', 'error', 'message', 'status'], `${method} ${path}`);
+      assert.equal(r.body.status, r.status);
+      assert.match(r.allow ?? '', /POST|GET/);
+    }
+    for (const [method, path] of [
+      ['GET', '/v1/messages'],
+      ['PATCH', '/api/v1/messages/count_tokens'],
+      ['PROPFIND', '/v1/messages'],
+    ]) {
+      const r = await ask(method!, path!);
+      assert.equal(r.status, method === 'PROPFIND' ? 501 : 405, `${method} ${path}`);
+      assert.equal(r.body.type, 'error', `${method} ${path}: ${JSON.stringify(r.body)}`);
+      assert.equal(r.body.error.type, method === 'PROPFIND' ? 'api_error' : 'invalid_request_error');
+    }
+    const openai = await ask('PUT', '/v1/responses/resp_1');
+    assert.equal(openai.status, 405);
+    assert.equal(openai.body.error.code, 'method_not_allowed');
+  });
+
   describe('bad bodies', () => {
     const post = (body: BodyInit, headers: Record<string, string> = { 'content-type': 'application/json' }) =>
       fetch(`${api.base}/api/check-balance`, { method: 'POST', body, headers });

@@ -115,13 +115,19 @@ const CACHE_MAX = 50_000;
 /**
  * The caller behind a raw key, or why there is none ("missing", "invalid", "revoked",
  * "inactive", "expired"). Unknown keys are cached too, so a flood of bad keys costs one query each per TTL.
+ * With `mayQuery` false, a key this process has not known to be good is not looked up in the
+ * database (reason "not_looked_up"); a good key's cached entry is still refreshed.
  */
-export async function resolveKey(raw: string): Promise<{ caller: Caller } | { caller: null; reason: string }> {
+export async function resolveKey(
+  raw: string,
+  mayQuery = true,
+): Promise<{ caller: Caller } | { caller: null; reason: string }> {
   if (!isWellFormedKey(raw)) return { caller: null, reason: 'invalid' };
   const hash = hashKey(raw);
   const now = Date.now();
   let hit = cache.get(hash);
   if (!hit || now - hit.at > config.keyCacheTtlMs) {
+    if (!mayQuery && !hit?.caller) return { caller: null, reason: 'not_looked_up' };
     hit = await loadResolution(hash, now);
     if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value as string);
     cache.set(hash, hit);

@@ -1,12 +1,15 @@
 // API-key authentication: `Authorization: Bearer <key>` or `x-api-key` (header names are
 // case-insensitive). Resolves the caller, enforces the key's daily caps, and leaves the
-// caller on ctx.state.caller for the route.
+// caller on ctx.state.caller for the route. Failed authentications are limited per client
+// address (authFailures.ts), checked before a key is looked up.
+import type Koa from 'koa';
 import type { Context, Middleware } from 'koa';
 import { resolveKey } from '../../activities/accounts/keys.js';
 import { admitRequest } from '../../activities/accounts/limits.js';
 import type { AppState } from '../state.js';
 import { config } from '../../activities/config.js';
 import { RequestError } from '../../activities/core/errors.js';
+import { FailedAuthentications } from '../authFailures.js';
 
 const REASONS: Record<string, string> = {
   revoked: 'This API key has been revoked. Create a new key.',
@@ -22,6 +25,18 @@ function presentedKey(ctx: Context): string | undefined {
   return header || undefined;
 }
 
+// Each app its own count (tests run several apps in one process; production runs one).
+const failuresByApp = new WeakMap<Koa, FailedAuthentications>();
+
+function failedAuthentications(app: Koa): FailedAuthentications {
+  let failures = failuresByApp.get(app);
+  if (!failures) {
+    failures = new FailedAuthentications();
+    failuresByApp.set(app, failures);
+  }
+  return failures;
+}
+
 export const authenticate: Middleware<AppState> = async (ctx, next) => {
   const raw = presentedKey(ctx);
   if (!raw) {
@@ -31,8 +46,22 @@ export const authenticate: Middleware<AppState> = async (ctx, next) => {
       "Missing API key. Send it as 'Authorization: Bearer <key>' or in the 'x-api-key' header.",
     );
   }
-  const resolved = await resolveKey(raw);
+  const failures = failedAuthentications(ctx.app);
+  const limit = config.authFailuresPerMinute;
+  const blockedFor = failures.retryAfterSeconds(ctx.ip, limit);
+  // A blocked address may still use a key this process knows to be good; anything else would
+  // cost a database lookup for what is most likely another guess.
+  const resolved = await resolveKey(raw, blockedFor === 0);
   if (!resolved.caller) {
+    if (blockedFor > 0) {
+      throw new RequestError(
+        429,
+        'rate_limit_exceeded',
+        `Too many failed authentications from this address (at most ${limit} per minute). Retry in ${blockedFor} s.`,
+        { type: 'rate_limit_error', retryAfterSeconds: blockedFor },
+      );
+    }
+    failures.record(ctx.ip, limit);
     const why =
       REASONS[resolved.reason] ??
       `Invalid API key. Check the key you are sending; keys look like sk-${config.serviceName}-<uuid>.`;

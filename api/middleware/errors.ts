@@ -1,17 +1,11 @@
-// The one place errors become responses. Routes choose their envelope with useEnvelope()
-// before anything that can fail (authentication included), so even a 401 speaks the
-// caller's dialect.
+// The one place errors become responses. Routes choose their envelope first (middleware/surface.ts),
+// before anything that can fail (authentication included), so even a 401 speaks the caller's
+// dialect; the router's own 405 and 501 take the envelope of the routes on the path asked for.
 import type { Middleware } from 'koa';
-import { asRequestError, errorHeaders, renderError, type Envelope } from '../errors.js';
+import { asRequestError, errorHeaders, renderError } from '../errors.js';
 import { RequestError } from '../../activities/core/errors.js';
 import type { AppState } from '../state.js';
-
-export function useEnvelope(envelope: Envelope): Middleware<AppState> {
-  return async (ctx, next) => {
-    ctx.state.envelope = envelope;
-    await next();
-  };
-}
+import { envelopeOfPath } from './surface.js';
 
 /** The router's bare statuses (no route; a route without this method, its Allow header already set) as errors. */
 function unanswered(status: number, method: string, path: string): void {
@@ -43,6 +37,6 @@ export const handleErrors: Middleware<AppState> = async (ctx, next) => {
     if (ctx.headerSent) return;
     ctx.status = err.status;
     for (const [name, value] of Object.entries(errorHeaders(err))) ctx.set(name, value);
-    ctx.body = renderError(err, (ctx.state.envelope as Envelope | undefined) ?? 'openai');
+    ctx.body = renderError(err, ctx.state.envelope ?? envelopeOfPath(ctx) ?? 'openai');
   }
 };

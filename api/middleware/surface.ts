@@ -1,14 +1,40 @@
 // What every route declares first: which API surface it belongs to. That fixes the error
-// envelope (so even a malformed body or a bad key is answered in the caller's dialect) and
-// then parses the JSON body.
+// envelope (so even a malformed body or a bad key is answered in the caller's dialect); then
+// the URL's parameters are checked for what cannot be stored (NUL) and the JSON body is parsed.
 import compose from 'koa-compose';
 import type { Middleware } from 'koa';
 import type { Envelope } from '../errors.js';
-import { useEnvelope } from './errors.js';
 import { jsonBody } from './body.js';
+import { refuseNulInUrl } from './nul.js';
 import { config } from '../../activities/config.js';
-import type { AppState } from '../state.js';
+import type { AppContext, AppState } from '../state.js';
+
+/** Each route's surface middleware and the envelope it declares (for envelopeOfPath). */
+const declared = new WeakMap<Middleware<AppState>, Envelope>();
 
 export function surface(envelope: Envelope): Middleware<AppState> {
-  return compose([useEnvelope(envelope), jsonBody(config.bodyLimitBytes)]);
+  const middleware = compose<AppContext>([
+    async (ctx, next) => {
+      ctx.state.envelope = envelope;
+      await next();
+    },
+    refuseNulInUrl,
+    jsonBody({ limitBytes: config.bodyLimitBytes, maxDepth: config.maxJsonDepth }),
+  ]);
+  declared.set(middleware, envelope);
+  return middleware;
+}
+
+/**
+ * The envelope declared by the routes on the requested path, whatever their method: for the
+ * router's own 405 and 501, which no route ran for. `ctx.matched` is @koa/router's list of the
+ * route layers whose path matched; a layer's `stack` holds the route's middleware as registered.
+ */
+export function envelopeOfPath(ctx: AppContext): Envelope | undefined {
+  const layers = (ctx as { matched?: Array<{ stack: Middleware<AppState>[] }> }).matched ?? [];
+  for (const layer of layers) {
+    const envelope = layer.stack.length ? declared.get(layer.stack[0]!) : undefined;
+    if (envelope) return envelope;
+  }
+  return undefined;
 }
