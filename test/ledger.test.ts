@@ -213,6 +213,35 @@ describe('ledger', () => {
       assert.equal((await balances(id))!.USD.available, usd('0.01'));
     });
 
+    it('a refusal under a burst reports what was available to that very attempt, never more than the cost', async () => {
+      // One reservation fits at a time; every winner releases at once, so money keeps coming back
+      // while others are refused. The amount a refusal reports must be the one it was refused on.
+      const id = await funded('0.015');
+      const cost = usd('0.01');
+      const refusals: bigint[] = [];
+      await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          for (let i = 0; i < 15; i++) {
+            try {
+              const hold = await reserve({ accountId: id, usd: cost, idempotencyKey: key('burst') });
+              await release(hold.id);
+            } catch (err) {
+              if (!(err instanceof InsufficientFunds)) throw err;
+              assert.equal(err.requiredUsd, cost);
+              refusals.push(err.availableUsd);
+            }
+          }
+        }),
+      );
+      assert.ok(refusals.length > 0, 'the burst should have been refused at least once');
+      const above = refusals.filter((a) => a >= cost);
+      assert.deepEqual(above, [], `${above.length} of ${refusals.length} refusals reported more than the cost`);
+      assert.ok(
+        refusals.every((a) => a === usd('0.005')),
+        `refusals reported ${[...new Set(refusals)].join(', ')}`,
+      );
+    });
+
     it('one idempotency key raced 50 times holds once', async () => {
       const id = await funded('1');
       const k = key('same');

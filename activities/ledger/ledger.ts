@@ -154,16 +154,30 @@ export function debit(a: {
   return post(a.accountId, a.currency, -a.amount, 'debit', a.reason, a.idempotencyKey);
 }
 
+// The balance row is locked and read first (`cur`), and the hold is taken only if what that read
+// shows covers it: a refusal reports the very amount it was refused on, read under the same
+// lock, never a later (possibly larger) one. In READ COMMITTED a FOR UPDATE read returns the
+// newest committed row, and the UPDATE after it in the same statement finds that row locked by
+// us. The UPDATE's own WHERE must not test the balance: it would test the statement's snapshot,
+// which may be older than `cur` (a release committed meanwhile) and refuse what `cur` allows.
+// Its SET adds the hold only where the row it is computed on has room, because PostgreSQL checks
+// the CHECK constraints on that first (possibly stale) version before it moves on to the newest.
 const HOLD_INSERT = `
-  WITH b AS (
-    UPDATE balances SET held = held + $3::numeric, updated_at = now()
-    WHERE account_id = $1 AND currency = $2::"Currency" AND amount - held >= $3::numeric
+  WITH cur AS (
+    SELECT amount - held AS available FROM balances
+    WHERE account_id = $1 AND currency = $2::"Currency" FOR UPDATE
+  ), b AS (
+    UPDATE balances
+    SET held = held + CASE WHEN amount - held >= $3::numeric THEN $3::numeric ELSE 0 END, updated_at = now()
+    WHERE account_id = $1 AND currency = $2::"Currency" AND (SELECT available FROM cur) >= $3::numeric
     RETURNING amount - held AS available
+  ), h AS (
+    INSERT INTO balance_holds (id, account_id, currency, amount, quoted_usd, idempotency_key, request_id, api_key_id, expires_at)
+    SELECT gen_random_uuid(), $1, $2::"Currency", $3::numeric, $4::numeric, $5, $6, $7, now() + make_interval(secs => $8)
+    FROM b
+    RETURNING id
   )
-  INSERT INTO balance_holds (id, account_id, currency, amount, quoted_usd, idempotency_key, request_id, api_key_id, expires_at)
-  SELECT gen_random_uuid(), $1, $2::"Currency", $3::numeric, $4::numeric, $5, $6, $7, now() + make_interval(secs => $8)
-  FROM b
-  RETURNING id, (SELECT available FROM b) AS available`;
+  SELECT (SELECT id FROM h) AS id, (SELECT available FROM b) AS available, (SELECT available FROM cur) AS seen`;
 
 /**
  * Reserve the worst case of a request, priced in USD, as one conditional update: USD first,
@@ -183,6 +197,8 @@ export async function reserve(a: {
   const rate = config.xnoUsdRate ? parseAmount(config.xnoUsdRate, 'USD') : 0n;
   if (rate > 0n) tries.push(['XNO', usdToXno(a.usd, rate)]);
 
+  // what each currency had available when its attempt was refused (null: no such balance row)
+  const seen: Partial<Record<Currency, bigint | null>> = {};
   for (const [currency, amount] of tries) {
     try {
       const { rows } = await db().requestPool.query({
@@ -199,7 +215,7 @@ export async function reserve(a: {
           ttl,
         ],
       });
-      if (rows[0]) {
+      if (rows[0].id) {
         return {
           id: rows[0].id,
           accountId: a.accountId,
@@ -209,6 +225,7 @@ export async function reserve(a: {
           available: BigInt(rows[0].available),
         };
       }
+      seen[currency] = rows[0].seen === null ? null : BigInt(rows[0].seen);
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
       const prior = await holdByKey(a.idempotencyKey);
@@ -216,10 +233,10 @@ export async function reserve(a: {
       throw err;
     }
   }
-  const bal = await balances(a.accountId);
-  if (!bal) throw new LedgerError(`account ${a.accountId} not found`);
-  const xnoAsUsd = rate > 0n ? (bal.XNO.available * rate) / 10n ** 30n : 0n;
-  throw new InsufficientFunds(a.usd, bal.USD.available > xnoAsUsd ? bal.USD.available : xnoAsUsd);
+  if (seen.USD === null && seen.XNO == null) throw new LedgerError(`account ${a.accountId} not found`);
+  const usdSeen = seen.USD ?? 0n;
+  const xnoAsUsd = rate > 0n && seen.XNO ? (seen.XNO * rate) / 10n ** 30n : 0n;
+  throw new InsufficientFunds(a.usd, usdSeen > xnoAsUsd ? usdSeen : xnoAsUsd);
 }
 
 async function holdByKey(idempotencyKey: string): Promise<Hold | undefined> {

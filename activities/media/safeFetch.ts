@@ -30,7 +30,13 @@ export interface FetchedMedia {
   url: string;
 }
 
-/** A URL the gateway will not (or could not) fetch for the caller: a 400 for them, never retried. */
+/**
+ * A URL the gateway will not (or could not) fetch for the caller: a 400 for them, never retried.
+ * Whatever depends on how the far end behaved (its name not resolving, a refused or reset
+ * connection, a timeout, an HTTP error status) reads the same to the caller, "could not fetch
+ * <url>": a distinct message per cause would let a caller map which hosts and ports answer from
+ * the gateway's network. `reason` and `detail` say what happened, for the operator's log.
+ */
 export class MediaFetchError extends Error {
   readonly status = 400;
   constructor(
@@ -45,6 +51,7 @@ export class MediaFetchError extends Error {
       | 'timeout'
       | 'http_status'
       | 'network',
+    readonly detail?: string,
   ) {
     super(message);
     this.name = 'MediaFetchError';
@@ -53,13 +60,10 @@ export class MediaFetchError extends Error {
 
 const DEFAULT_MAX_MEDIA_BYTES = 20 * 1024 * 1024;
 
-// Addresses no caller may reach through us: "this network", loopback, private (RFC 1918), CGNAT,
-// link-local (cloud metadata lives at 169.254.169.254), protocol-assignment, documentation and
-// benchmarking nets, multicast, reserved, broadcast; for IPv6 the unspecified/loopback/
-// IPv4-compatible block, NAT64, discard, Teredo, documentation, 6to4 (these embed IPv4 addresses),
-// unique-local, link-local, site-local and multicast. IPv4-mapped IPv6 (::ffff:a.b.c.d) is
-// checked against the IPv4 rules by BlockList itself.
-const forbidden = new net.BlockList();
+// Addresses no caller may reach through us. IPv4: "this network", loopback, private (RFC 1918),
+// CGNAT, link-local (cloud metadata lives at 169.254.169.254), protocol-assignment, documentation
+// and benchmarking nets, multicast, reserved, broadcast.
+const forbiddenV4 = new net.BlockList();
 for (const [a, p] of [
   ['0.0.0.0', 8],
   ['10.0.0.0', 8],
@@ -77,28 +81,64 @@ for (const [a, p] of [
   ['224.0.0.0', 4],
   ['240.0.0.0', 4],
 ] as const)
-  forbidden.addSubnet(a, p, 'ipv4');
+  forbiddenV4.addSubnet(a, p, 'ipv4');
+
+// IPv6: only global unicast (2000::/3) is reachable, so everything outside it is refused whole:
+// unspecified, loopback, the IPv4-compatible, NAT64 (64:ff9b::/96, 64:ff9b:1::/48) and discard
+// blocks, unique-local, link-local, site-local, multicast. Inside it, the blocks that embed an
+// IPv4 address or route nowhere public: Teredo, ORCHID, documentation, 6to4. The two forms that
+// name one IPv4 host directly, IPv4-mapped (::ffff:a.b.c.d, also written ::ffff:7f00:1) and
+// IPv4-translated (::ffff:0:a.b.c.d, ::ffff:0:7f00:1), are judged as that IPv4 address.
+const forbiddenV6 = new net.BlockList();
 for (const [a, p] of [
-  ['::', 96],
-  ['64:ff9b::', 96],
-  ['64:ff9b:1::', 48],
-  ['100::', 64],
-  ['2001::', 32],
+  ['::', 3],
+  ['4000::', 2],
+  ['8000::', 1],
+  ['2001::', 23],
   ['2001:db8::', 32],
   ['2002::', 16],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['fec0::', 10],
-  ['ff00::', 8],
+  ['3fff::', 20],
 ] as const)
-  forbidden.addSubnet(a, p, 'ipv6');
+  forbiddenV6.addSubnet(a, p, 'ipv6');
+
+/** The eight 16-bit groups of an IPv6 literal (a trailing dotted quad included), or undefined. */
+function ipv6Groups(address: string): number[] | undefined {
+  let text = address.toLowerCase();
+  const zone = text.indexOf('%');
+  if (zone !== -1) text = text.slice(0, zone);
+  const quad = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (quad) {
+    const b = quad.slice(1).map(Number);
+    text = `${text.slice(0, quad.index)}${((b[0] << 8) | b[1]).toString(16)}:${((b[2] << 8) | b[3]).toString(16)}`;
+  }
+  const [head, tail] = text.split('::');
+  const part = (s: string | undefined) => (s ? s.split(':').map((g) => Number.parseInt(g, 16)) : []);
+  const left = part(head);
+  const right = part(tail);
+  const groups = tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill(0), ...right];
+  return groups.length === 8 && groups.every((g) => g >= 0 && g <= 0xffff) ? groups : undefined;
+}
+
+/** The IPv4 host an IPv4-mapped (::ffff:0:0/96) or IPv4-translated (::ffff:0:0:0/96) address names. */
+function embeddedIPv4(address: string): string | undefined {
+  const g = ipv6Groups(address);
+  if (!g || g[0] || g[1] || g[2] || g[3]) return undefined;
+  const mapped = g[4] === 0 && g[5] === 0xffff;
+  const translated = g[4] === 0xffff && g[5] === 0;
+  if (!mapped && !translated) return undefined;
+  return [g[6] >> 8, g[6] & 0xff, g[7] >> 8, g[7] & 0xff].join('.');
+}
 
 /** Whether `address` (an IP literal) is one the policy lets us connect to. */
 export function isAllowedAddress(address: string, allowPrivate: boolean | string[] = false): boolean {
   const family = net.isIP(address);
   if (family === 0) return false;
+  if (family === 6) {
+    const v4 = embeddedIPv4(address);
+    if (v4) return isAllowedAddress(v4, allowPrivate);
+  }
   const type = family === 4 ? 'ipv4' : 'ipv6';
-  if (!forbidden.check(address, type)) return true;
+  if (!(family === 4 ? forbiddenV4 : forbiddenV6).check(address, type)) return true;
   if (allowPrivate === true) return true;
   if (Array.isArray(allowPrivate) && allowPrivate.length > 0) return allowList(allowPrivate).check(address, type);
   return false;
@@ -131,11 +171,13 @@ export async function safeFetch(url: string, opts: SafeFetchOptions = {}): Promi
   const timeout = AbortSignal.timeout(opts.timeoutMs ?? 15_000);
   const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
   const fail = (message: string, reason: MediaFetchError['reason']) => new MediaFetchError(message, code, reason);
+  const unreachable: Unreachable = (reason, detail) =>
+    new MediaFetchError(`could not fetch ${url.slice(0, 200)}`, code, reason, detail);
 
   let current = url;
   for (let hop = 0; ; hop++) {
     const target = parseUrl(current, fail);
-    const addresses = await vettedAddresses(target.hostname, policy, signal, opts.signal, fail);
+    const addresses = await vettedAddresses(target.hostname, policy, signal, opts.signal, fail, unreachable);
     // A dispatcher per hop whose only way to resolve a name is the list we just vetted.
     const agent = new Agent({ connect: { lookup: pinnedLookup(target.hostname, addresses), timeout: 10_000 } });
     try {
@@ -148,7 +190,7 @@ export async function safeFetch(url: string, opts: SafeFetchOptions = {}): Promi
           headers: { accept: 'image/*,*/*;q=0.8', 'user-agent': 'Switchyard media fetch' },
         });
       } catch (err) {
-        throw fetchFailure(err, current, signal, opts.signal, fail);
+        throw fetchFailure(err, current, signal, opts.signal, unreachable);
       }
       if (res.statusCode >= 300 && res.statusCode < 400 && res.headers.location) {
         discard(res.body);
@@ -158,12 +200,12 @@ export async function safeFetch(url: string, opts: SafeFetchOptions = {}): Promi
       }
       if (res.statusCode < 200 || res.statusCode >= 300) {
         discard(res.body);
-        throw fail(`${current} answered HTTP ${res.statusCode}`, 'http_status');
+        throw unreachable('http_status', `${current} answered HTTP ${res.statusCode}`);
       }
       const declared = Number(res.headers['content-length']);
       if (Number.isFinite(declared) && declared > maxBytes) {
         discard(res.body);
-        throw fail(`${current} is larger than the ${maxBytes}-byte limit`, 'too_large');
+        throw fail(`${url} is larger than the ${maxBytes}-byte limit`, 'too_large');
       }
       const chunks: Buffer[] = [];
       let size = 0;
@@ -172,12 +214,12 @@ export async function safeFetch(url: string, opts: SafeFetchOptions = {}): Promi
           size += chunk.length;
           if (size > maxBytes) {
             discard(res.body);
-            throw fail(`${current} is larger than the ${maxBytes}-byte limit`, 'too_large');
+            throw fail(`${url} is larger than the ${maxBytes}-byte limit`, 'too_large');
           }
           chunks.push(chunk as Buffer);
         }
       } catch (err) {
-        throw fetchFailure(err, current, signal, opts.signal, fail);
+        throw fetchFailure(err, current, signal, opts.signal, unreachable);
       }
       const contentType = String(res.headers['content-type'] ?? '');
       return { data: Buffer.concat(chunks), mediaType: contentType.split(';')[0].trim().toLowerCase(), url: current };
@@ -212,6 +254,7 @@ async function vettedAddresses(
   signal: AbortSignal,
   callerSignal: AbortSignal | undefined,
   fail: (m: string, r: MediaFetchError['reason']) => MediaFetchError,
+  unreachable: Unreachable,
 ): Promise<Array<{ address: string; family: number }>> {
   const bare = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
   let found: Array<{ address: string; family: number }>;
@@ -222,8 +265,8 @@ async function vettedAddresses(
       found = await abortable(dns.promises.lookup(bare, { all: true, verbatim: true }), signal);
     } catch (err) {
       if (callerSignal?.aborted) throw err;
-      if (signal.aborted) throw fail(`${hostname}: timed out resolving the host`, 'timeout');
-      throw fail(`${hostname}: the host could not be resolved (${(err as Error).message})`, 'dns');
+      if (signal.aborted) throw unreachable('timeout', `${hostname}: timed out resolving the host`);
+      throw unreachable('dns', `${hostname}: ${(err as Error).message}`);
     }
   }
   // Refuse when ANY answer is off limits: a name that mixes public and private addresses is a trap.
@@ -259,18 +302,21 @@ function pinnedLookup(hostname: string, addresses: Array<{ address: string; fami
   };
 }
 
+/** The one failure a caller sees for anything the far end did (see MediaFetchError). */
+type Unreachable = (reason: MediaFetchError['reason'], detail: string) => MediaFetchError;
+
 function fetchFailure(
   err: unknown,
   url: string,
   signal: AbortSignal,
   callerSignal: AbortSignal | undefined,
-  fail: (m: string, r: MediaFetchError['reason']) => MediaFetchError,
+  unreachable: Unreachable,
 ): Error {
   if (err instanceof MediaFetchError) return err;
   // The caller went away: let their abort surface as such, not as a bad URL.
   if (callerSignal?.aborted) return err as Error;
-  if (signal.aborted) return fail(`${url}: timed out`, 'timeout');
-  return fail(`${url} could not be fetched: ${(err as Error).message}`, 'network');
+  if (signal.aborted) return unreachable('timeout', `${url}: timed out`);
+  return unreachable('network', `${url}: ${(err as Error).message}`);
 }
 
 function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {

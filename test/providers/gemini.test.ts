@@ -714,6 +714,11 @@ describe('safeFetch', () => {
     await refused(`http://[::1]:${port}/img`, 'forbidden_address');
     await refused(`http://localhost:${port}/img`, 'forbidden_address');
     await refused(`http://[::ffff:127.0.0.1]:${port}/img`, 'forbidden_address');
+    await refused(`http://[::ffff:7f00:1]:${port}/img`, 'forbidden_address');
+    await refused(`http://[::ffff:0:7f00:1]:${port}/img`, 'forbidden_address');
+    await refused(`http://[::ffff:0:127.0.0.1]:${port}/img`, 'forbidden_address');
+    await refused(`http://[64:ff9b::7f00:1]:${port}/img`, 'forbidden_address');
+    await refused(`http://[2002:7f00:1::]:${port}/img`, 'forbidden_address');
     await refused('http://169.254.169.254/latest/meta-data/', 'forbidden_address');
     await refused(`http://2130706433:${port}/img`, 'forbidden_address');
     await refused('file:///etc/passwd', 'bad_url');
@@ -738,11 +743,48 @@ describe('safeFetch', () => {
       '::ffff:7f00:1',
       '64:ff9b::a00:1',
       '224.0.0.1',
+      // IPv4-mapped, dotted and hex, and IPv4-translated (::ffff:0:0:0/96), dotted and hex
+      '::ffff:127.0.0.1',
+      '0:0:0:0:0:ffff:7f00:1',
+      '::ffff:0:7f00:1',
+      '::ffff:0:127.0.0.1',
+      '::ffff:0:a9fe:a9fe',
+      '::ffff:0:10.0.0.1',
+      '::ffff:0:c0a8:101',
+      // IPv4-compatible (deprecated), NAT64 and 6to4 embedding private or public IPv4
+      '::127.0.0.1',
+      '::7f00:1',
+      '64:ff9b::7f00:1',
+      '64:ff9b::8.8.8.8',
+      '64:ff9b:1::a00:1',
+      '2002:7f00:1::1',
+      '2002:a9fe:a9fe::',
+      '2002:808:808::1',
+      // Teredo, documentation, discard, site-local, multicast, link-local with a zone
+      '2001:0:4136:e378:8000:63bf:3fff:fdd2',
+      '2001:db8::1',
+      '3fff::1',
+      '100::1',
+      'fec0::1',
+      'ff02::1',
+      'fe80::1%eth0',
+      // outside global unicast altogether
+      '4000::1',
+      'e000::1',
     ]) {
       assert.equal(isAllowedAddress(a), false, a);
     }
-    for (const a of ['8.8.8.8', '1.1.1.1', '172.32.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8'])
+    for (const a of [
+      '8.8.8.8',
+      '1.1.1.1',
+      '172.32.0.1',
+      '2606:4700:4700::1111',
+      '2001:4860:4860::8888',
+      '::ffff:8.8.8.8',
+      '::ffff:0:808:808',
+    ])
       assert.equal(isAllowedAddress(a), true, a);
+    assert.equal(isAllowedAddress('::ffff:0:a01:203', ['10.1.2.0/24']), true, 'judged as the IPv4 it names');
     assert.equal(isAllowedAddress('10.1.2.3', ['10.1.2.0/24']), true);
     assert.equal(isAllowedAddress('10.1.3.3', ['10.1.2.0/24']), false);
     assert.equal(isAllowedAddress('not-an-ip', true), false);
@@ -787,6 +829,31 @@ describe('safeFetch', () => {
       10_000,
     );
     await refused(`${base}/missing`, 'http_status', { allowPrivate: true });
+  });
+
+  it('answers one message for every way the far end can fail, so a caller cannot map what answers', async () => {
+    // a closed port, a name that does not resolve, an HTTP error, a host that never answers
+    const closed = http.createServer();
+    closed.listen(0, '127.0.0.1');
+    await new Promise((r) => closed.once('listening', r));
+    const closedPort = (closed.address() as AddressInfo).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    const cases: Array<[string, MediaFetchError['reason'], number?]> = [
+      [`http://127.0.0.1:${closedPort}/img`, 'network'],
+      ['http://no-such-host.invalid/img', 'dns'],
+      [`${base}/missing`, 'http_status'],
+      [`${base}/slow`, 'timeout', 300],
+    ];
+    for (const [url, reason, timeoutMs] of cases) {
+      const err = await safeFetch(url, { allowPrivate: true, timeoutMs: timeoutMs ?? 5000 }).then(
+        () => assert.fail(`${url} was fetched`),
+        (e: unknown) => e,
+      );
+      assert.ok(err instanceof MediaFetchError, String(err));
+      assert.equal(err.reason, reason, url);
+      assert.equal(err.message, `could not fetch ${url}`);
+      assert.ok(err.detail, 'the operator still learns what happened');
+    }
   });
 
   it('gives up after its timeout', async () => {

@@ -191,7 +191,11 @@ async function mediaPart(
     return { inlineData: { mimeType, data: media.data.toString('base64') } };
   } catch (err) {
     if (err instanceof MediaFetchError)
-      throw upstreamError(err.message, err.status, false, { code: err.code, providerId: target.providerId });
+      throw upstreamError(err.message, err.status, false, {
+        code: err.code,
+        providerId: target.providerId,
+        upstreamBody: err.detail,
+      });
     throw transportError(target.providerId, err); // the caller's abort, as every adapter reports it
   }
 }
