@@ -67,7 +67,8 @@ const apiNodeFlags =
 function gatewayCommand(apiTs: string): string[] {
   const root = path.resolve(path.dirname(apiTs), '..');
   const builder = path.join(root, 'bin', 'build.mjs');
-  if (!existsSync(builder)) return ['--import', 'tsx/esm', apiTs];
+  // BENCH_RUN_TS=1 runs every gateway through tsx, to compare with a checkout from before the build step
+  if (!existsSync(builder) || process.env.BENCH_RUN_TS === '1') return ['--import', 'tsx/esm', apiTs];
   execFileSync(process.execPath, [builder], { cwd: root, stdio: 'inherit' });
   return [path.join(root, 'dist', 'bin', 'api.js')];
 }
