@@ -391,6 +391,41 @@ describe('chat completions', function () {
       });
     }
 
+    it('usage beyond what the lease holds (an upstream reporting 10M tokens): charged the whole lease, no more', async () => {
+      const { key, accountId } = await b.account('1');
+      // max_tokens 10: the worst case is 1,103 (7 prompt tokens) + 6,300 (10 output tokens) =
+      // 7,403 nano-USD, the lease 256 of them = 1,895,168 (1 USD affords 8 times that)
+      b.openai.script({ usage: { prompt_tokens: 7, completion_tokens: 10_000_000, total_tokens: 10_000_007 } });
+      const res = await b.post(key, { ...hello, max_tokens: 10 });
+      assert.equal(res.status, 200);
+      const body = await res.json();
+      const lease = 1_895_168n;
+      const [hold] = await holdsOf(accountId);
+      assert.match(hold.key, /^lease:/);
+      assert.equal(body.x_nanogpt_pricing.cost, 6.300001103, 'the cost of the usage reported');
+      assert.equal(body.x_nanogpt_pricing.amount, shown(lease), 'charged what the lease held');
+      assert.equal(body.remainingBalance, shown(parseAmount('1', 'USD') - lease));
+      const bal = await b.usd(accountId);
+      assert.equal(bal.amount, parseAmount('1', 'USD') - lease);
+      assert.equal(bal.held, 0n);
+    });
+
+    it('usage beyond everything the account has, on the exact path: charged down to zero, never below', async () => {
+      // 0.01 USD cannot afford a lease of 1,895,168 (8 times that is 0.015): one exact hold of 7,403
+      const { key, accountId } = await b.account('0.01');
+      b.openai.script({ usage: { prompt_tokens: 7, completion_tokens: 10_000_000, total_tokens: 10_000_007 } });
+      const res = await b.post(key, { ...hello, max_tokens: 10 });
+      assert.equal(res.status, 200);
+      const body = await res.json();
+      const [hold] = await holdsOf(accountId);
+      assert.match(hold.key, /^hold:/);
+      assert.equal(body.x_nanogpt_pricing.amount, 0.01, 'the hold, then the overage as far as the balance goes');
+      assert.equal(body.remainingBalance, 0);
+      const bal = await b.usd(accountId);
+      assert.equal(bal.amount, 0n);
+      assert.equal(bal.held, 0n);
+    });
+
     it('a stream cut midway: what was produced is charged from the lease, the rest of the share goes back', async () => {
       const { key, accountId } = await b.account('100');
       const first = await succeed(key);
