@@ -14,6 +14,8 @@ const MODEL = 'openai/gpt-4o-mini';
 const hello = { model: MODEL, messages: [{ role: 'user', content: 'Say hello' }] };
 /** gpt-4o-mini at the catalog's upstream price + 5% markup, nano-USD per 1M tokens */
 const PRICE = { input: parseAmount('0.1575', 'USD'), output: parseAmount('0.63', 'USD') };
+/** nano-USD as the answers show USD */
+const shown = (units: bigint) => Number(units) / 1e9;
 const costOf = (p: number, c: number) =>
   ceilDiv(BigInt(p) * PRICE.input, 1_000_000n) + ceilDiv(BigInt(c) * PRICE.output, 1_000_000n);
 
@@ -227,6 +229,38 @@ describe('chat completions', function () {
           config.passThrough = was;
         });
 
+        it('the same stream, frame for frame, when the upstream bytes arrive split anywhere (inside characters too)', async () => {
+          const { key, accountId } = await b.account('1');
+          const text = 'Grüße aus Zürich, 東京 and 🎉: naïve café!';
+          const streamed = async () => {
+            b.openai.script({ text });
+            const frames = await readSse(
+              await b.post(key, { ...hello, stream: true, stream_options: { include_usage: true } }),
+            );
+            // what does not depend on the run: ids and timestamps do
+            return frames.map((f) =>
+              f === '[DONE]' ? f : { choices: f.choices, usage: f.usage, pricing: f.x_nanogpt_pricing },
+            );
+          };
+          const whole = await streamed();
+          b.openai.splitWrites({ seed: 3, maxPiece: 5 });
+          let split: typeof whole;
+          try {
+            split = await streamed();
+          } finally {
+            b.openai.splitWrites(undefined);
+          }
+          assert.deepEqual(split, whole);
+          assert.equal(split.map((f) => (f === '[DONE]' ? '' : (f.choices[0]?.delta?.content ?? ''))).join(''), text);
+          // the loopback counts words: 2 prompt tokens, 8 output tokens
+          const usage = split.at(-2).usage;
+          assert.deepEqual([usage.prompt_tokens, usage.completion_tokens], [2, 8]);
+          const cost = textCost(GPT_4O_MINI, { input: 2, output: 8 });
+          assert.equal(cost, 315n + 5040n);
+          assert.equal(split.at(-2).pricing.cost, shown(cost));
+          assert.equal(parseAmount('1', 'USD') - (await b.usd(accountId)).amount, 2n * cost);
+        });
+
         it('bills exactly what was produced when the upstream stream breaks midway, and says so in an error frame', async () => {
           const { key, accountId } = await b.account('1');
           // the role chunk, "one", " two", then the body ends
@@ -335,7 +369,6 @@ describe('chat completions', function () {
     // its share back, which the next answer's remainingBalance shows to the nano-dollar (a share
     // kept would show 0.010323023 USD less) and the lease's return to the balance confirms.
     const FUNDS = parseAmount('100', 'USD');
-    const shown = (units: bigint) => Number(units) / 1e9;
 
     /** the account's holds: one lease (`lease:` key) when every request shared it */
     async function holdsOf(accountId: string): Promise<Array<{ id: string; key: string }>> {
@@ -390,6 +423,41 @@ describe('chat completions', function () {
         await assertOneLeaseGivenBack(accountId, failed.headers.get('x-request-id')!, charged);
       });
     }
+
+    it('usage beyond what the lease holds (an upstream reporting 10M tokens): charged the whole lease, no more', async () => {
+      const { key, accountId } = await b.account('1');
+      // max_tokens 10: the worst case is 1,103 (7 prompt tokens) + 6,300 (10 output tokens) =
+      // 7,403 nano-USD, the lease 256 of them = 1,895,168 (1 USD affords 8 times that)
+      b.openai.script({ usage: { prompt_tokens: 7, completion_tokens: 10_000_000, total_tokens: 10_000_007 } });
+      const res = await b.post(key, { ...hello, max_tokens: 10 });
+      assert.equal(res.status, 200);
+      const body = await res.json();
+      const lease = 1_895_168n;
+      const [hold] = await holdsOf(accountId);
+      assert.match(hold.key, /^lease:/);
+      assert.equal(body.x_nanogpt_pricing.cost, 6.300001103, 'the cost of the usage reported');
+      assert.equal(body.x_nanogpt_pricing.amount, shown(lease), 'charged what the lease held');
+      assert.equal(body.remainingBalance, shown(parseAmount('1', 'USD') - lease));
+      const bal = await b.usd(accountId);
+      assert.equal(bal.amount, parseAmount('1', 'USD') - lease);
+      assert.equal(bal.held, 0n);
+    });
+
+    it('usage beyond everything the account has, on the exact path: charged down to zero, never below', async () => {
+      // 0.01 USD cannot afford a lease of 1,895,168 (8 times that is 0.015): one exact hold of 7,403
+      const { key, accountId } = await b.account('0.01');
+      b.openai.script({ usage: { prompt_tokens: 7, completion_tokens: 10_000_000, total_tokens: 10_000_007 } });
+      const res = await b.post(key, { ...hello, max_tokens: 10 });
+      assert.equal(res.status, 200);
+      const body = await res.json();
+      const [hold] = await holdsOf(accountId);
+      assert.match(hold.key, /^hold:/);
+      assert.equal(body.x_nanogpt_pricing.amount, 0.01, 'the hold, then the overage as far as the balance goes');
+      assert.equal(body.remainingBalance, 0);
+      const bal = await b.usd(accountId);
+      assert.equal(bal.amount, 0n);
+      assert.equal(bal.held, 0n);
+    });
 
     it('a stream cut midway: what was produced is charged from the lease, the rest of the share goes back', async () => {
       const { key, accountId } = await b.account('100');

@@ -162,6 +162,34 @@ describe('credit leases (reservations without a round trip)', function () {
     assert.deepEqual(await charges(id), { n: 1, total: usd('0.002') });
   });
 
+  it("a charge beyond what the lease holds is capped at what it holds, never taking another request's share", async () => {
+    const id = await funded('10');
+    // the first share takes a lease of 256 shares: 0.256 USD (10 USD affords it: 8 times that)
+    const a = (await reserveFromLease(id, usd('0.001')))!;
+    const b = (await reserveFromLease(id, usd('0.001')))!;
+    assert.equal(b.lease, a.lease, 'both shares come from one lease');
+    const { rows } = await db().pool.query(`SELECT amount FROM balance_holds WHERE id = $1`, [a.lease.id]);
+    assert.equal(BigInt(rows[0].amount), usd('0.256'));
+    // `a` costs 1 USD: it gets its own share and the 0.254 still free, not b's share
+    const s = settleLeased(a, { usd: usd('1'), requestId: `req_${randomUUID()}`, apiKeyId: null, reason: 'overage' });
+    assert.equal(s.charged, usd('0.255'));
+    assert.equal(s.available, usd('9.744'), "what the account can still spend, b's share still reserved");
+    const t = settleLeased(b, { usd: usd('0.001'), requestId: `req_${randomUUID()}`, apiKeyId: null, reason: 'b' });
+    assert.equal(t.charged, usd('0.001'), "b's share was still there");
+    assert.equal(t.available, usd('9.744'));
+    // the lease is spent: the next request takes a new one
+    const c = (await reserveFromLease(id, usd('0.001')))!;
+    assert.notEqual(c.lease, a.lease);
+    releaseLeased(c);
+    await flushLeases({ close: true });
+    await assertBooksBalance(id);
+    // charged exactly what the lease held, never more; the account keeps the rest
+    assert.deepEqual(await charges(id), { n: 2, total: usd('0.256') });
+    const bal = (await balances(id))!.USD;
+    assert.equal(bal.amount, usd('9.744'));
+    assert.equal(bal.held, 0n);
+  });
+
   it('a crashed process: its lease is released by the sweeper once expired, books still balance', async () => {
     const id = await funded('100');
     assert.equal(await spend(id, usd('0.01')), 'lease');

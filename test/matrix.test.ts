@@ -13,6 +13,7 @@ import { startAnthropicUpstream, type AnthropicUpstream } from './support/upstre
 import { startGeminiUpstream, type GeminiUpstream } from './support/upstreams/gemini.js';
 import { assertBooksBalance } from './support/books.js';
 import { useProviderEnv } from './support/providerEnv.js';
+import type { SplitWrites } from './support/upstreams/split.js';
 
 interface Turn {
   toolCall?: { id: string; name: string; args: unknown };
@@ -21,8 +22,9 @@ interface Turn {
   sent?: any;
 }
 
-const QUESTION = 'What is the weather in Paris?';
-const TOOL_RESULT = '{"temp_c":21,"sky":"clear"}';
+// characters of 2, 3 and 4 bytes, which come back in the streamed answers (a split stream cuts them)
+const QUESTION = 'What is the weather in Paris — and in Zürich, 東京? 🌦';
+const TOOL_RESULT = '{"temp_c":21,"sky":"clear ☀","feels":"très doux"}';
 const ENV = [
   'OPENAI_API_KEY',
   'OPENAI_BASE_URL',
@@ -65,7 +67,10 @@ describe('translation matrix: surfaces × protocols × streaming', function () {
     await Promise.all([openai.close(), anthropic.close(), gemini.close()]);
     await restoreEnv();
   });
-  afterEach(() => assertBooksBalance());
+  afterEach(async () => {
+    for (const up of [openai, anthropic, gemini]) up.splitWrites(undefined);
+    await assertBooksBalance();
+  });
 
   const post = async (path: string, body: object) => {
     const res = await fetch(`${api.base}${path}`, {
@@ -260,69 +265,78 @@ describe('translation matrix: surfaces × protocols × streaming', function () {
   const strip = (b: any) =>
     JSON.parse(JSON.stringify(b), (k, v) => (k === 'stream' || k === 'stream_options' ? undefined : v));
 
-  for (const p of protocols) {
-    it(`${p.name}: chat, messages and responses, streaming and not: translated cells send the same upstream request, native cells pass the caller's through; same answers`, async () => {
-      const runs: Array<{ label: string; surface: string; first: Turn; second: Turn; bodies: unknown[] }> = [];
-      for (const [label, surface] of [
-        ['chat', chat],
-        ['messages', messages],
-        ['responses', responses],
-      ] as const) {
-        for (const stream of [false, true]) {
-          p.scriptCall();
-          const first = await surface(p.model, stream);
-          const firstBody = p.lastBody();
-          assert.ok(first.toolCall, `${label}/${stream}: a tool call`);
-          const second = await surface(p.model, stream, first.toolCall);
-          const secondBody = p.lastBody();
-          runs.push({
-            label: `${label}${stream ? ' (stream)' : ''}`,
-            surface: label,
-            first,
-            second,
-            bodies: [firstBody, secondBody],
-          });
+  // Each protocol twice: its streams written in whole frames, then split at arbitrary byte
+  // boundaries (inside lines, separators and characters, test/support/upstreams/split.ts): the
+  // streamed answers must still be the non-streamed ones, billed the same.
+  const modes: Array<[string, SplitWrites | undefined]> = [
+    ['whole frames', undefined],
+    ['streams split at arbitrary bytes', { seed: 10 }],
+  ];
+  for (const [mode, split] of modes)
+    for (const p of protocols) {
+      it(`${p.name}, ${mode}: chat, messages and responses, streaming and not: translated cells send the same upstream request, native cells pass the caller's through; same answers`, async () => {
+        for (const up of [openai, anthropic, gemini]) up.splitWrites(split);
+        const runs: Array<{ label: string; surface: string; first: Turn; second: Turn; bodies: unknown[] }> = [];
+        for (const [label, surface] of [
+          ['chat', chat],
+          ['messages', messages],
+          ['responses', responses],
+        ] as const) {
+          for (const stream of [false, true]) {
+            p.scriptCall();
+            const first = await surface(p.model, stream);
+            const firstBody = p.lastBody();
+            assert.ok(first.toolCall, `${label}/${stream}: a tool call`);
+            const second = await surface(p.model, stream, first.toolCall);
+            const secondBody = p.lastBody();
+            runs.push({
+              label: `${label}${stream ? ' (stream)' : ''}`,
+              surface: label,
+              first,
+              second,
+              bodies: [firstBody, secondBody],
+            });
+          }
         }
-      }
-      const native = runs.filter((r) => r.surface === p.native);
-      const [ref, ...translated] = runs.filter((r) => r.surface !== p.native);
-      assert.equal(ref.first.toolCall!.name, 'get_weather');
-      assert.deepEqual(ref.first.toolCall!.args, { city: 'Paris' });
-      assert.ok(ref.second.text.length > 0);
-      for (const r of [...translated, ...native]) {
-        assert.deepEqual(
-          { name: r.first.toolCall!.name, args: r.first.toolCall!.args },
-          { name: ref.first.toolCall!.name, args: ref.first.toolCall!.args },
-          r.label,
-        );
-        assert.equal(r.second.text, ref.second.text, `${r.label}: same final answer`);
-      }
-      for (const r of translated) {
-        assert.equal(r.first.cost, ref.first.cost, `${r.label}: same bill for the tool-call turn`);
-        assert.equal(r.second.cost, ref.second.cost, `${r.label}: same bill for the answer turn`);
-        assert.deepEqual(strip(r.bodies[0]), strip(ref.bodies[0]), `${r.label}: same upstream request (turn 1)`);
-        assert.deepEqual(strip(r.bodies[1]), strip(ref.bodies[1]), `${r.label}: same upstream request (turn 2)`);
-      }
-      assert.equal(native.length, p.native ? 2 : 0);
-      for (const r of native) {
-        assert.deepEqual(
-          strip(r.bodies[0]),
-          strip(p.passedThrough!(r.first.sent)),
-          `${r.label}: the caller's body passed through (turn 1)`,
-        );
-        assert.deepEqual(
-          strip(r.bodies[1]),
-          strip(p.passedThrough!(r.second.sent)),
-          `${r.label}: the caller's body passed through (turn 2)`,
-        );
-        // billed on the upstream's usage of the body it received (which may count differently from the translation's)
-        assert.ok(r.first.cost > 0 && r.second.cost > 0, `${r.label}: billed`);
-      }
-      // both native cells (streaming and not) received the same body and were billed the same
-      if (native.length === 2) {
-        assert.equal(native[1].first.cost, native[0].first.cost);
-        assert.equal(native[1].second.cost, native[0].second.cost);
-      }
-    });
-  }
+        const native = runs.filter((r) => r.surface === p.native);
+        const [ref, ...translated] = runs.filter((r) => r.surface !== p.native);
+        assert.equal(ref.first.toolCall!.name, 'get_weather');
+        assert.deepEqual(ref.first.toolCall!.args, { city: 'Paris' });
+        assert.ok(ref.second.text.length > 0);
+        for (const r of [...translated, ...native]) {
+          assert.deepEqual(
+            { name: r.first.toolCall!.name, args: r.first.toolCall!.args },
+            { name: ref.first.toolCall!.name, args: ref.first.toolCall!.args },
+            r.label,
+          );
+          assert.equal(r.second.text, ref.second.text, `${r.label}: same final answer`);
+        }
+        for (const r of translated) {
+          assert.equal(r.first.cost, ref.first.cost, `${r.label}: same bill for the tool-call turn`);
+          assert.equal(r.second.cost, ref.second.cost, `${r.label}: same bill for the answer turn`);
+          assert.deepEqual(strip(r.bodies[0]), strip(ref.bodies[0]), `${r.label}: same upstream request (turn 1)`);
+          assert.deepEqual(strip(r.bodies[1]), strip(ref.bodies[1]), `${r.label}: same upstream request (turn 2)`);
+        }
+        assert.equal(native.length, p.native ? 2 : 0);
+        for (const r of native) {
+          assert.deepEqual(
+            strip(r.bodies[0]),
+            strip(p.passedThrough!(r.first.sent)),
+            `${r.label}: the caller's body passed through (turn 1)`,
+          );
+          assert.deepEqual(
+            strip(r.bodies[1]),
+            strip(p.passedThrough!(r.second.sent)),
+            `${r.label}: the caller's body passed through (turn 2)`,
+          );
+          // billed on the upstream's usage of the body it received (which may count differently from the translation's)
+          assert.ok(r.first.cost > 0 && r.second.cost > 0, `${r.label}: billed`);
+        }
+        // both native cells (streaming and not) received the same body and were billed the same
+        if (native.length === 2) {
+          assert.equal(native[1].first.cost, native[0].first.cost);
+          assert.equal(native[1].second.cost, native[0].second.cost);
+        }
+      });
+    }
 });

@@ -55,9 +55,12 @@ export async function* sseBatches(body: AsyncIterable<Uint8Array | string>): Asy
   }
   buffer += decoder.decode();
   const rest: SseFrame[] = [];
+  // the end of the body ends the last line, also one whose "\r" was waiting for a "\n"
   if (buffer) {
-    const frame = line(buffer);
-    if (frame) rest.push(frame);
+    for (const raw of buffer.split(/\r\n|\r|\n/)) {
+      const frame = line(raw);
+      if (frame) rest.push(frame);
+    }
   }
   const last = flush();
   if (last) rest.push(last);

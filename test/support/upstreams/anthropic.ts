@@ -16,6 +16,7 @@
 //   up.last().body.messages ...; await up.close();
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { type BodyWriter, bodyWriter, defaultSplit, type SplitWrites } from './split.js';
 
 interface AnthropicReply {
   /** which endpoint consumes this script (default 'messages') */
@@ -72,6 +73,8 @@ export interface AnthropicUpstream {
   /** the reply used when nothing is queued (undefined: back to the derived default) */
   always(reply: AnthropicReply | undefined): void;
   last(): RecordedRequest;
+  /** from now on, write streams split at arbitrary byte boundaries (undefined: whole frames) */
+  splitWrites(mode: SplitWrites | undefined): void;
   close(): Promise<void>;
 }
 
@@ -94,8 +97,11 @@ const ERROR_MESSAGES: Record<string, string> = {
   timeout_error: 'Request timed out',
 };
 
-export async function startAnthropicUpstream(opts: { apiKey?: string } = {}): Promise<AnthropicUpstream> {
+export async function startAnthropicUpstream(
+  opts: { apiKey?: string; split?: SplitWrites } = {},
+): Promise<AnthropicUpstream> {
   const apiKey = opts.apiKey ?? 'sk-ant-loopback-key';
+  let split = opts.split ?? defaultSplit();
   const requests: RecordedRequest[] = [];
   const queue: AnthropicReply[] = [];
   let fallback: AnthropicReply | undefined;
@@ -181,7 +187,7 @@ export async function startAnthropicUpstream(opts: { apiKey?: string } = {}): Pr
 
     const message = buildMessage(body, script, nextId);
     if (!body.stream) return sendJson(res, 200, message);
-    await streamMessage(res, message, script);
+    await streamMessage(res, message, script, bodyWriter(res, split));
   });
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -195,6 +201,9 @@ export async function startAnthropicUpstream(opts: { apiKey?: string } = {}): Pr
     },
     always: (reply) => {
       fallback = reply;
+    },
+    splitWrites: (mode) => {
+      split = mode;
     },
     last: () => {
       const r = requests[requests.length - 1];
@@ -316,7 +325,12 @@ function streamFrames(m: WireMessage): string[] {
   return frames.map(([event, data]) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
 }
 
-async function streamMessage(res: http.ServerResponse, m: WireMessage, script: AnthropicReply): Promise<void> {
+async function streamMessage(
+  res: http.ServerResponse,
+  m: WireMessage,
+  script: AnthropicReply,
+  out: BodyWriter,
+): Promise<void> {
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
@@ -331,13 +345,13 @@ async function streamMessage(res: http.ServerResponse, m: WireMessage, script: A
   );
   for (let i = 0; i < frames.length && i < stopAt; i++) {
     if (res.destroyed) return;
-    res.write(frames[i]);
+    await out.write(frames[i]);
     await sleep(1); // separate writes, as a real stream arrives
   }
-  if (stopAt === Infinity || res.destroyed) return void res.end();
+  if (stopAt === Infinity || res.destroyed) return void (await out.end());
   if (script.streamError && script.streamError.afterEvents === stopAt) {
     const type = script.streamError.type ?? 'overloaded_error';
-    res.write(
+    await out.write(
       `event: error\ndata: ${JSON.stringify({ type: 'error', error: { type, message: script.streamError.message ?? ERROR_MESSAGES[type] ?? type } })}\n\n`,
     );
     return void res.end();

@@ -17,6 +17,7 @@
 // for, and MAX_TOKENS truncation at maxOutputTokens (one word = one token).
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { bodyWriter, defaultSplit, type SplitWrites } from './split.js';
 import type {
   GeminiContent,
   GeminiErrorBody,
@@ -80,6 +81,8 @@ export interface GeminiUpstream {
   script(...replies: GeminiReplyScript[]): void;
   /** scripted replies not used yet */
   pending(): number;
+  /** from now on, write streams split at arbitrary byte boundaries (undefined: whole frames) */
+  splitWrites(mode: SplitWrites | undefined): void;
   reset(): void;
   close(): Promise<void>;
 }
@@ -435,8 +438,11 @@ function splitText(text: string, n: number): string[] {
   return out;
 }
 
-export async function startGeminiUpstream(opts: { apiKey?: string; models?: string[] } = {}): Promise<GeminiUpstream> {
+export async function startGeminiUpstream(
+  opts: { apiKey?: string; models?: string[]; split?: SplitWrites } = {},
+): Promise<GeminiUpstream> {
   const apiKey = opts.apiKey ?? 'test-gemini-key';
+  let split = opts.split ?? defaultSplit();
   const requests: RecordedGeminiRequest[] = [];
   let queue: GeminiReplyScript[] = [];
   let seq = 0;
@@ -598,9 +604,10 @@ export async function startGeminiUpstream(opts: { apiKey?: string; models?: stri
       'content-type': sse ? 'text/event-stream' : 'application/json; charset=UTF-8',
       'cache-control': 'no-cache',
     });
-    if (!sse) res.write('[');
+    const out = bodyWriter(res, split);
+    if (!sse) await out.write('[');
     const write = (obj: unknown, i: number) =>
-      res.write(sse ? `data: ${JSON.stringify(obj)}\r\n\r\n` : `${i ? ',\r\n' : ''}${JSON.stringify(obj)}`);
+      out.write(sse ? `data: ${JSON.stringify(obj)}\r\n\r\n` : `${i ? ',\r\n' : ''}${JSON.stringify(obj)}`);
     for (let i = 0; i < frames.length; i++) {
       if (s.cutAfter === i) {
         if (s.cutMode === 'end') res.end();
@@ -609,15 +616,15 @@ export async function startGeminiUpstream(opts: { apiKey?: string; models?: stri
       }
       if (s.hangAfter === i) return;
       if (s.errorAfter === i && s.error) {
-        write(googleError(s.error.status, s.error.message, s.error.googleStatus), i);
-        res.end(sse ? '' : ']');
+        await write(googleError(s.error.status, s.error.message, s.error.googleStatus), i);
+        await out.end(sse ? '' : ']');
         return;
       }
-      write(frames[i], i);
+      await write(frames[i], i);
       await new Promise((r) => setImmediate(r));
       if (res.destroyed) return;
     }
-    res.end(sse ? '' : ']');
+    await out.end(sse ? '' : ']');
   });
 
   server.listen(0, '127.0.0.1');
@@ -632,6 +639,9 @@ export async function startGeminiUpstream(opts: { apiKey?: string; models?: stri
       queue.push(...replies);
     },
     pending: () => queue.length,
+    splitWrites: (mode) => {
+      split = mode;
+    },
     reset: () => {
       queue = [];
       requests.length = 0;

@@ -12,6 +12,7 @@
 //   up.requests[0].body.messages ...; await up.close();
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { type BodyWriter, bodyWriter, defaultSplit, type SplitWrites } from './split.js';
 
 interface WireError {
   message?: string;
@@ -84,6 +85,8 @@ export interface OpenAIUpstreamOptions {
   basePath?: string;
   /** behave like api.openai.com: unknown body fields and misplaced ones are a 400 */
   strict?: boolean;
+  /** write streams split at arbitrary byte boundaries (split.ts; default: TEST_SPLIT_WRITES) */
+  split?: SplitWrites;
 }
 
 export interface OpenAIUpstream {
@@ -97,6 +100,8 @@ export interface OpenAIUpstream {
   defaults(reply: UpstreamReply): void;
   /** the last recorded request */
   last(): RecordedRequest;
+  /** from now on, write streams split at arbitrary byte boundaries (undefined: whole frames) */
+  splitWrites(mode: SplitWrites | undefined): void;
   reset(): void;
   close(): Promise<void>;
 }
@@ -244,6 +249,7 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
   const queue: ScriptedReply[] = [];
   let base: UpstreamReply = {};
   let serial = 0;
+  let split = opts.split ?? defaultSplit();
 
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -355,7 +361,8 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
       return send(res, reply.status, errorBody(reply.status, reply.error), reply.headers);
     }
     const answer = compose(route, rec.body, reply, ++serial);
-    if (rec.body.stream === true && !reply.ignoreStream) return streamAnswer(res, rec.body, answer, reply);
+    if (rec.body.stream === true && !reply.ignoreStream)
+      return streamAnswer(res, rec.body, answer, reply, bodyWriter(res, split));
     send(res, 200, route === 'chat' ? answer.chatJson() : answer.completionJson(), reply.headers);
   }
 
@@ -369,6 +376,9 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
     script: (...replies) => void queue.push(...replies),
     defaults: (reply) => {
       base = reply;
+    },
+    splitWrites: (mode) => {
+      split = mode;
     },
     last: () => {
       if (!requests.length) throw new Error('the loopback upstream received no request');
@@ -586,6 +596,7 @@ async function streamAnswer(
   body: any,
   answer: ReturnType<typeof compose>,
   reply: UpstreamReply,
+  out: BodyWriter,
 ): Promise<void> {
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
@@ -604,19 +615,19 @@ async function streamAnswer(
     }
     if (reply.hangAfter === i) return; // stall with the connection open
     if (reply.errorAfter === i) {
-      res.end(
+      await out.end(
         `data: ${JSON.stringify(errorBody(500, reply.error ?? { message: 'The server had an error while processing your request. Sorry about that!', type: 'server_error' }))}\n\n`,
       );
       return;
     }
-    res.write(`data: ${JSON.stringify(events[i])}\n\n`);
+    await out.write(`data: ${JSON.stringify(events[i])}\n\n`);
     if (reply.eventDelayMs) await sleep(reply.eventDelayMs);
   }
   if (reply.endDelayMs && !reply.omitDone) {
-    res.write('data: [DONE]\n\n');
+    await out.write('data: [DONE]\n\n');
     await sleep(reply.endDelayMs);
     res.end();
     return;
   }
-  res.end(reply.omitDone ? undefined : 'data: [DONE]\n\n');
+  await out.end(reply.omitDone ? undefined : 'data: [DONE]\n\n');
 }
