@@ -20,10 +20,9 @@ import {
   type SpeechUpstream,
 } from './support/upstreams/speech.js';
 import { useTemporal } from './support/temporal.js';
-import { startWorkerProcess, type WorkerProcess } from './support/workerProcess.js';
+import { onOwnWorkers } from './support/ownWorkers.js';
 import { assertBooksBalance } from './support/books.js';
 import { balances } from '../activities/ledger/ledger.js';
-import { config } from '../activities/config.js';
 import { db } from '../activities/db.js';
 import { useProviderEnv } from './support/providerEnv.js';
 import { until } from './support/wait.js';
@@ -85,35 +84,6 @@ describe('speech jobs when their worker fails (heartbeats, retries, money)', fun
       await db().pool.query(`SELECT amount FROM ledger_entries WHERE account_id = $1 AND kind = 'charge'`, [accountId])
     ).rows.map((r) => BigInt(r.amount));
   const upstreamCalls = (since: number) => eleven.requests.slice(since);
-
-  /**
-   * Runs `fn` with this suite's jobs on a task queue of their own, served only by the worker
-   * processes `fn` starts (all killed afterwards).
-   */
-  async function onOwnWorkers(
-    name: string,
-    fn: (startWorker: (env?: Record<string, string>) => Promise<WorkerProcess>) => Promise<void>,
-  ) {
-    const t = await useTemporal();
-    const queue = `${name}-${process.pid}`;
-    const env = { TEMPORAL_ADDRESS: t.address, TEMPORAL_TASK_QUEUE: queue, DATABASE_URL: config.databaseUrl! };
-    const started: WorkerProcess[] = [];
-    const savedQueue = config.taskQueue;
-    config.taskQueue = queue;
-    try {
-      await fn(async (extra = {}) => {
-        const w = await startWorkerProcess({ ...env, ...extra });
-        started.push(w);
-        return w;
-      });
-    } finally {
-      config.taskQueue = savedQueue;
-      for (const w of started) {
-        w.thaw();
-        await w.kill();
-      }
-    }
-  }
 
   /** The attempts of `activity` the workflow's history records (Temporal writes each when it ends). */
   async function attemptsOf(runId: string, activity: string) {
