@@ -56,6 +56,8 @@ export interface Config {
   ttsSyncMaxChars: number;
   /** send a surface's body as written to upstreams that speak its format (false: always translate) */
   passThrough: boolean;
+  /** activities one worker runs at once (it asks Temporal for work only while it has a free slot) */
+  workerMaxActivities: number;
 }
 
 function loadConfig(): Config {
@@ -80,6 +82,7 @@ function loadConfig(): Config {
     xnoUsdRate: str('SWITCHYARD_XNO_USD_RATE'),
     ttsSyncMaxChars: int('SWITCHYARD_TTS_SYNC_MAX_CHARS', 2000),
     passThrough: str('SWITCHYARD_PASS_THROUGH') !== '0',
+    workerMaxActivities: int('TEMPORAL_MAX_CONCURRENT_ACTIVITIES', 50) || 50,
   };
 }
 

@@ -33,8 +33,8 @@ export async function createWorker(address: string): Promise<Worker> {
       new URL(`../workflows/index.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url),
     ),
     activities,
-    // Sized for the 2-core machines this runs on by default; production tunes these.
-    maxConcurrentActivityTaskExecutions: 50,
+    // Sized for the 2-core machines this runs on by default; production tunes it.
+    maxConcurrentActivityTaskExecutions: config.workerMaxActivities,
   });
 }
 

@@ -184,8 +184,10 @@ export async function runSpeechJob(jobId: string): Promise<string> {
       ...speechBillFields(bill),
       fileExpiresAt: file.expiresAt.toISOString(),
     };
-    await db().prisma.mediaJob.update({
-      where: { id: jobId },
+    // Only a pending job: an attempt given up for silence that wakes up later (its worker was
+    // frozen) must not overwrite what the attempt that replaced it recorded.
+    await db().prisma.mediaJob.updateMany({
+      where: { id: jobId, status: 'pending' },
       data: {
         status: 'completed',
         providerId: out.route.provider.id,
@@ -222,7 +224,7 @@ export async function closeSpeechJob(jobId: string, message: string): Promise<vo
   const row = await db().prisma.mediaJob.findUnique({ where: { id: jobId } });
   if (row?.status !== 'pending') return;
   await adopted(row, row.request as unknown as SpeechJobRequest).fail('upstream_error');
-  await markError(jobId, `${message} Nothing was charged.`);
+  await markError(jobId, `${message.replace(/\.?$/, '.')} Nothing was charged.`);
 }
 
 /** The job's reservation, to release from a worker that is not running the call itself. */

@@ -84,15 +84,26 @@ function rethrow(err: unknown): never {
   throw err;
 }
 
+/**
+ * How long a submit may take. The provider may accept a job and its answer still be lost (the
+ * network, a worker that dies before the id is stored): fal's queue has no idempotency key, so
+ * the retry then submits a second job, which runs at our expense (the caller is charged once,
+ * for the job the record follows). What can be narrowed is narrowed: a submit is read to its end
+ * even while the worker shuts down, and an id that cannot be stored is cancelled at the provider.
+ */
+const SUBMIT_TIMEOUT_MS = 20_000;
+
 export async function submitVideoJob(id: string): Promise<VideoStep> {
   const row = await job(id);
   if (isTerminal(row.status)) return row.status as VideoStep;
   if (row.providerRequestId) return row.status as VideoStep; // submitted by an earlier attempt
   const req = request(row);
+  const { video, target } = provider(row);
   let requestId: string;
   try {
-    const { video, target } = provider(row);
-    requestId = await video.submit(target, row.upstreamModel, req.input, Context.current().cancellationSignal);
+    // Not the activity's cancellation signal: a worker shutting down cancels its activities at
+    // once, and an answer abandoned half-way may be a job the provider has already accepted.
+    requestId = await video.submit(target, row.upstreamModel, req.input, AbortSignal.timeout(SUBMIT_TIMEOUT_MS));
   } catch (err) {
     // The provider refused the job itself (bad input it checks, content policy): record it, stop.
     if (
@@ -104,18 +115,26 @@ export async function submitVideoJob(id: string): Promise<VideoStep> {
       err.status !== 408 &&
       err.status !== 429
     ) {
-      await recordFailure(row, provider(row).video.jobFailure(err));
+      await recordFailure(row, video.jobFailure(err));
       return 'failed';
     }
     rethrow(err);
   }
-  await updateOpen(id, {
-    providerRequestId: requestId,
-    status: 'queued',
-    providerStatus: 'IN_QUEUE',
-    progress: 0,
-    etaSeconds: req.typicalSeconds,
-  });
+  try {
+    await updateOpen(id, {
+      providerRequestId: requestId,
+      status: 'queued',
+      providerStatus: 'IN_QUEUE',
+      progress: 0,
+      etaSeconds: req.typicalSeconds,
+    });
+  } catch (err) {
+    // The retry will submit again: stop this job, which nothing would ever poll, pay for or cancel.
+    await video.cancel(target, row.upstreamModel, requestId, AbortSignal.timeout(15_000)).catch((e) => {
+      console.warn(`[video] ${id}: could not cancel unrecorded request ${requestId}: ${(e as Error).message}`);
+    });
+    throw err;
+  }
   return 'queued';
 }
 

@@ -29,6 +29,14 @@ async function slot(): Promise<() => void> {
 const fail = (message: string, status = 500, code = 'provider_error') =>
   upstreamError(message, status, false, { code, providerId: 'local' });
 
+/**
+ * How long the engine may go without posting audio before it is taken for hung and stopped
+ * (LOCAL_SPEECH_STALL_SECONDS, default 120; the longest input's first piece takes about 10 s
+ * here). An HTTP provider's silence is bounded the same way (providers/http.ts); a hung engine
+ * would otherwise hold its slot, and a job's attempt, until the job's own 15-minute limit.
+ */
+const stallSeconds = () => Number(process.env.LOCAL_SPEECH_STALL_SECONDS) || 120;
+
 type Msg = { chunk?: Uint8Array; done?: true; error?: string };
 
 /** Runs one synthesis; yields the audio pieces as the worker posts them. */
@@ -49,9 +57,22 @@ async function* synthesizeInWorker(
   worker.on('exit', (code) => push(code === 0 ? { done: true } : { error: `worker exited with ${code}` }));
   const onAbort = () => push({ error: 'aborted' });
   signal.addEventListener('abort', onAbort, { once: true });
+  const stall = stallSeconds();
   try {
     for (;;) {
-      if (queue.length === 0) await new Promise<void>((r) => (wake = r));
+      if (queue.length === 0) {
+        let timer: NodeJS.Timeout | undefined;
+        const stalled = await new Promise<boolean>((r) => {
+          wake = () => r(false);
+          timer = setTimeout(() => r(true), stall * 1000);
+        });
+        clearTimeout(timer);
+        if (stalled)
+          throw upstreamError(`the local speech engine produced no audio for ${stall} s`, 504, true, {
+            code: 'upstream_timeout',
+            providerId: 'local',
+          });
+      }
       wake = undefined;
       const m = queue.shift()!;
       if (signal.aborted) throw fail('request to local was aborted', 499, 'aborted');

@@ -10,6 +10,8 @@
 // (a valid ftyp/mdat box structure) under /files/.
 // Each submitted job follows the next script in line (or the default): queue for N polls,
 // progress for N polls, then complete, fail, refuse as NSFW, flag NSFW, or hang until cancelled.
+// A submit can be answered late, or accepted and its answer lost (the connection dropped), as
+// when a network or a worker fails between fal accepting a job and the caller reading its id.
 import http from 'node:http';
 import { createHash } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
@@ -29,6 +31,10 @@ interface FalScript {
   duration?: number;
   /** stay IN_PROGRESS until `release(requestId)` is called */
   gate?: boolean;
+  /** accept the submit (the job exists and runs) but answer it only after this long */
+  submitDelayMs?: number;
+  /** accept the submit, then drop the connection without answering (the caller never learns the id) */
+  loseSubmitResponse?: boolean;
 }
 
 interface FalJob {
@@ -142,14 +148,22 @@ export async function startFalUpstream(apiKey = 'fal-loopback-key'): Promise<Fal
         if (queue[0] === script) queue.shift();
         const id = `req-${++n}-${Date.now().toString(36)}`;
         jobs.push({ id, model, input: body, script, polls: 0, cancelled: false, released: false, resultFetches: 0 });
+        if (script.loseSubmitResponse) {
+          req.socket.destroy();
+          return;
+        }
         const app = model.split('/').slice(0, 2).join('/');
-        return json(200, {
-          request_id: id,
-          response_url: `${base}/${app}/requests/${id}`,
-          status_url: `${base}/${app}/requests/${id}/status`,
-          cancel_url: `${base}/${app}/requests/${id}/cancel`,
-          queue_position: 0,
-        });
+        const answer = () =>
+          json(200, {
+            request_id: id,
+            response_url: `${base}/${app}/requests/${id}`,
+            status_url: `${base}/${app}/requests/${id}/status`,
+            cancel_url: `${base}/${app}/requests/${id}/cancel`,
+            queue_position: 0,
+          });
+        if (!script.submitDelayMs) return answer();
+        setTimeout(() => res.destroyed || answer(), script.submitDelayMs);
+        return;
       }
 
       const [, app, id, tail] = m;
