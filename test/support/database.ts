@@ -1,11 +1,13 @@
 // A clean PostgreSQL database per test run, on the machine's server (TEST_DATABASE_ADMIN_URL,
 // default postgres@127.0.0.1:5432), migrated with the project's own migrations and dropped
-// at the end.
+// at the end. SWITCHYARD_TEST_DATABASE_PREFIX names them (mutation testing uses its own prefix, to
+// drop the databases of the test processes it kills).
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { applyMigrations } from '../../prisma/migrate.js';
 
 const ADMIN_URL = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+const PREFIX = process.env.SWITCHYARD_TEST_DATABASE_PREFIX ?? 'switchyard_test';
 
 function databaseUrl(name: string): string {
   const u = new URL(ADMIN_URL);
@@ -14,7 +16,7 @@ function databaseUrl(name: string): string {
 }
 
 export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `switchyard_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const name = `${PREFIX}_${process.pid}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: ADMIN_URL });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${name}`);
