@@ -10,7 +10,10 @@
 //            chunk, a submitted job);
 //   settle   the actual cost on the route that answered, releasing the rest, or `fail` (nothing
 //            reached the caller: the reservation goes back, nothing is charged);
-//   record   one request record either way.
+//   record   one request record either way;
+//   deliver  an answer the caller never receives is not charged: until `delivered()` says the
+//            caller has it (a non-streaming answer written out, a stream's first byte), `abandon()`
+//            gives the money back, a settled charge included (a refund entry).
 // What differs per surface is declared, not re-implemented: how to price the worst case on a
 // route, what the attempt is, what the answer cost, how a shortfall is explained. Money never moves
 // anywhere else (activities/ledger/ holds the arithmetic and the idempotency).
@@ -19,8 +22,8 @@ import type { Route } from '../catalog/catalog.js';
 import { RequestError, UPSTREAM_ERROR } from '../core/errors.js';
 import { type Currency, formatAmount, toDisplayNumber } from '../core/money.js';
 import { recordRequest } from './records.js';
-import { releaseLeased, reserveFromLease, settleLeased, type LeasedFunds } from '../ledger/leases.js';
-import { InsufficientFunds, release, reserve, settle, type Settlement } from '../ledger/ledger.js';
+import { releaseLeased, reserveFromLease, settleLeased, unchargeLeased, type LeasedFunds } from '../ledger/leases.js';
+import { InsufficientFunds, refundCharges, release, reserve, settle, type Settlement } from '../ledger/ledger.js';
 
 /** Who pays: what the engine needs of a caller (a job's worker knows only this much). */
 export type Payer = Pick<Caller, 'accountId' | 'billingMode' | 'dailyUsdLimit'> & { keyId: string | null };
@@ -95,7 +98,17 @@ export interface Outcome {
   outputUnits: number | null;
 }
 
+/**
+ * Where a call's money stands: reserved (`open`), charged but not yet known to have reached the
+ * caller (`settled`), charged for good (`delivered`), or given back (`failed`, `refunded`).
+ */
+type MoneyState = 'open' | 'settled' | 'delivered' | 'failed' | 'refunded';
+
 export class MeteredCall {
+  private state: MoneyState = 'open';
+  /** what the settlement charged, to give back if the answer never reaches the caller */
+  private charge?: Charge;
+  private outcome?: Outcome;
   private holdId?: string;
   /** the reservation when it came from this process's credit lease (no round trip; leases.ts) */
   private leased?: LeasedFunds;
@@ -242,15 +255,52 @@ export class MeteredCall {
       costUsd,
       available: s?.available,
     };
+    this.state = 'settled';
+    this.charge = charge;
+    this.outcome = outcome;
     this.record(outcome.status ?? 'completed', outcome, charge, null);
     return charge;
   }
 
+  /** Charged, and not yet known to have reached the caller (see delivered() and abandon()). */
+  get awaitingDelivery(): boolean {
+    return this.state === 'settled';
+  }
+
+  /** The caller has the answer (or its first byte): the charge stands, abandon() no longer undoes it. */
+  delivered(): void {
+    if (this.state === 'settled') this.state = 'delivered';
+  }
+
   /** Nothing reached the caller: give the reservation back and record the failure. */
   async fail(code: string): Promise<void> {
+    this.state = 'failed';
     if (this.leased) releaseLeased(this.leased);
     else if (this.holdId) await release(this.holdId);
     this.record('failed', { inputUnits: null, outputUnits: null }, null, code);
+  }
+
+  /**
+   * The answer will not reach the caller (something failed after the money moved, or the caller
+   * left before it was written): release the reservation, or refund what the settlement charged.
+   * Safe to call in any state and more than once; a delivered charge stands.
+   */
+  async abandon(code: string): Promise<void> {
+    if (this.state === 'open') return this.fail(code);
+    if (this.state !== 'settled') return;
+    this.state = 'refunded';
+    const { requestId, surface, modelId, caller } = this.spec;
+    const charge = this.charge!;
+    const reason = `${surface} ${modelId}: the answer did not reach the caller (${code})`;
+    // A leased charge still waiting for its batch is simply taken back; a written one is refunded.
+    const written = this.leased ? await unchargeLeased(this.leased, requestId) : this.holdId !== undefined;
+    if (written && charge.charged > 0n) {
+      const keys = this.leased ? [`charge:${requestId}`] : [`charge:${this.holdId}`, `overage:${this.holdId}`];
+      // the key's daily spend goes down by what it went up by: the charge (USD), or its USD cost (XNO)
+      const keyUsd = charge.currency === 'USD' ? charge.charged : charge.costUsd;
+      await refundCharges({ keys, reason, apiKeyId: caller.keyId, keyUsd });
+    }
+    this.record('failed', this.outcome ?? { inputUnits: null, outputUnits: null }, null, code);
   }
 
   /** `work`'s result; if it fails, nothing reached the caller: release (with the failure's code, or `code`) and rethrow. */
@@ -259,6 +309,16 @@ export class MeteredCall {
       return await work;
     } catch (err) {
       await this.fail(code ?? (err as { code?: string }).code ?? 'error');
+      throw err;
+    }
+  }
+
+  /** `work`'s result; if it fails, the answer will not reach the caller: abandon(code) and rethrow. */
+  async orAbandon<T>(work: Promise<T>, code: string): Promise<T> {
+    try {
+      return await work;
+    } catch (err) {
+      await this.abandon(code);
       throw err;
     }
   }
