@@ -157,16 +157,8 @@ export async function streamOnce(
   const { usage: billed, bill } = await call.settle(failure || sse.closed ? null : usage, produced, status);
   // what was produced has been streamed to the caller: this charge stands whatever follows
   call.metered.delivered();
-  const broke =
-    failure === undefined
-      ? undefined
-      : failure instanceof RequestError
-        ? failure
-        : new RequestError(
-            502,
-            (failure as { code?: string }).code ?? 'upstream_error',
-            `The stream broke after it began: ${(failure as Error).message}`,
-          );
+  // logged for the operator; told to the caller without the upstream's own words
+  const broke = failure === undefined ? undefined : call.metered.brokeMidway(failure);
   await surface.end({ finish, stopSequence, usage: billed, bill, failure: broke });
   sse.end();
 }
