@@ -7,6 +7,7 @@ import type { Context } from 'koa';
 import { SseWriter } from './sse.js';
 import { clientAbortSignal } from './clientAbort.js';
 import type { Bill, InferenceCall } from '../activities/inference/execute.js';
+import type { MeteredCall } from '../activities/metering/meteredCall.js';
 import type { Route } from '../activities/catalog/catalog.js';
 import type { FinishReason, InferenceResult, StreamEvent, Usage } from '../activities/core/types.js';
 import { RequestError } from '../activities/core/errors.js';
@@ -18,6 +19,29 @@ const producedText = (r: InferenceResult) =>
   r.content + (r.reasoning ?? '') + r.toolCalls.map((c) => c.arguments).join('');
 
 const hasOutput = (r: InferenceResult) => !!(r.content || r.toolCalls.length || r.reasoning);
+
+/**
+ * A charged answer that is not a stream counts as delivered once it has been written out whole.
+ * If the response closes before that (the caller left while the answer was being settled or
+ * written) the charge is refunded: an answer the caller never received is not charged.
+ */
+export function chargeOnDelivery(ctx: Context, metered: MeteredCall): void {
+  if (!metered.awaitingDelivery) return;
+  const res = ctx.res;
+  const undelivered = () =>
+    void metered
+      .abandon('client_closed')
+      .catch((err) => console.error(`[api] ${ctx.state.requestId}: could not refund an undelivered answer:`, err));
+  // already gone: Koa will not even try to write
+  if (!ctx.writable) {
+    undelivered();
+    return;
+  }
+  res.once('finish', () => metered.delivered());
+  res.once('close', () => {
+    if (!res.writableFinished) undelivered();
+  });
+}
 
 export async function completeOnce(
   ctx: Context,
@@ -131,16 +155,10 @@ export async function streamOnce(
   // A caller who left, or an upstream that broke, still consumed what was produced; a provider's
   // usage for a cut stream is unknown, so it is estimated from the text (see the README).
   const { usage: billed, bill } = await call.settle(failure || sse.closed ? null : usage, produced, status);
-  const broke =
-    failure === undefined
-      ? undefined
-      : failure instanceof RequestError
-        ? failure
-        : new RequestError(
-            502,
-            (failure as { code?: string }).code ?? 'upstream_error',
-            `The stream broke after it began: ${(failure as Error).message}`,
-          );
+  // what was produced has been streamed to the caller: this charge stands whatever follows
+  call.metered.delivered();
+  // logged for the operator; told to the caller without the upstream's own words
+  const broke = failure === undefined ? undefined : call.metered.brokeMidway(failure);
   await surface.end({ finish, stopSequence, usage: billed, bill, failure: broke });
   sse.end();
 }

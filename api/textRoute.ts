@@ -3,7 +3,9 @@
 // features not offered yet (middleware/notOffered.ts), the API key,
 // X-Billing-Mode, the Ajv schema; then the model (suffixes included), the surface's translation
 // into the one internal request, the X-Provider header, and a `prepare()` that plans the routes and
-// reserves the worst case (activities/inference/prepare.ts). The handler only answers.
+// reserves the worst case (activities/inference/prepare.ts). The handler only answers. Whatever
+// the handler does, an answer the caller never receives is not charged: a failure after the
+// money moved releases or refunds it, and so does a caller gone before the answer was written.
 import type Router from '@koa/router';
 import type { Schema } from 'ajv';
 import type { ModelInfo } from '../activities/catalog/catalog.js';
@@ -11,6 +13,7 @@ import type { InferenceCall } from '../activities/inference/execute.js';
 import { type PrepareInput, prepareCall, resolveModel } from '../activities/inference/prepare.js';
 import type { ModelName } from '../activities/routing/suffixes.js';
 import type { Envelope } from './errors.js';
+import { chargeOnDelivery } from './inference.js';
 import { authenticate } from './middleware/auth.js';
 import { billingMode } from './middleware/billingMode.js';
 import { refuseUnofferedFeatures } from './middleware/notOffered.js';
@@ -64,23 +67,36 @@ export function textRoute<T extends Translated>(
     const input = await spec.translate(body, model, name, ctx);
     const provider = ctx.get('x-provider').trim();
     if (provider) input.prefs.explicit = provider;
-    await answer({
-      ctx,
-      body,
-      model,
-      input,
-      prepare: (extra = {}) =>
-        prepareCall({
-          caller: ctx.state.caller,
-          requestId: ctx.state.requestId,
-          surface: spec.surface,
-          model,
-          request: input.request,
-          needs: input.needs,
-          prefs: input.prefs,
-          ...extra,
-          forcePaygo: extra.forcePaygo || ctx.state.forcePaygo === true,
-        }),
-    });
+    let call: InferenceCall | undefined;
+    try {
+      await answer({
+        ctx,
+        body,
+        model,
+        input,
+        prepare: async (extra = {}) => {
+          call = await prepareCall({
+            caller: ctx.state.caller,
+            requestId: ctx.state.requestId,
+            surface: spec.surface,
+            model,
+            request: input.request,
+            needs: input.needs,
+            prefs: input.prefs,
+            ...extra,
+            forcePaygo: extra.forcePaygo || ctx.state.forcePaygo === true,
+          });
+          return call;
+        },
+      });
+    } catch (err) {
+      // Whatever failed once the money had moved (storing the answer, shaping it), the caller gets
+      // this error instead of the answer: release the reservation or refund the charge.
+      await call?.metered
+        .abandon((err as { code?: string }).code ?? 'error')
+        .catch((e) => console.error(`[api] ${ctx.state.requestId}: could not give back the money:`, e));
+      throw err;
+    }
+    if (call) chargeOnDelivery(ctx, call.metered);
   });
 }

@@ -691,6 +691,89 @@ describe('pass-through and translation fidelity', function () {
     });
   });
 
+  describe('a stream cut midway says what it cost', () => {
+    /** The named frames of an SSE body: [event, parsed data] ([DONE] kept as text). */
+    async function namedFrames(res: Response): Promise<Array<[string, any]>> {
+      const text = await res.text();
+      return text
+        .split(/\n\n/)
+        .filter((f) => f.includes('data: '))
+        .map((f) => {
+          const event = /^event: (.*)$/m.exec(f)?.[1] ?? 'message';
+          const data = f
+            .split('\n')
+            .filter((l) => l.startsWith('data: '))
+            .map((l) => l.slice(6))
+            .join('\n');
+          return [event, data === '[DONE]' ? data : JSON.parse(data)];
+        });
+    }
+
+    /** Chat: the cut frame, then a chunk with the pricing extension and what was charged, then [DONE]. */
+    async function chatCutCosts(model: string) {
+      const before = await usd();
+      const frames = await readSse(
+        await post('/api/v1/chat/completions', { model, stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+      );
+      const charged = before - (await usd());
+      assert.ok(charged > 0n, 'the produced text is billed');
+      const cut = frames.findIndex((f) => f !== '[DONE]' && f.error);
+      assert.ok(cut >= 0, 'an error frame');
+      assert.equal(frames[cut].error.code, 'upstream_stream_cut');
+      assert.equal(frames.at(-1), '[DONE]');
+      const priced = frames.findIndex((f, i) => i > cut && f !== '[DONE]' && f.x_nanogpt_pricing);
+      assert.ok(priced > cut, `a pricing frame after the cut frame: ${JSON.stringify(frames.slice(cut))}`);
+      assert.equal(frames[priced].x_nanogpt_pricing.cost, Number(charged) / 1e9);
+      assert.equal(frames[priced].cost, Number(charged) / 1e9);
+      assert.equal(priced, frames.length - 2, 'the pricing frame comes right before [DONE]');
+    }
+
+    it('chat passed through', async () => {
+      openai.script({ text: 'one two three four five six seven', cutAfter: 4 });
+      await chatCutCosts('openai/gpt-4o-mini');
+      assert.equal(openai.requests.length, 1);
+    });
+
+    it('chat translated', async () => {
+      anthropic.script({ text: 'one two three four five six seven', cut: { afterEvents: 5 } });
+      await chatCutCosts(HAIKU);
+    });
+
+    /** Messages: a message_delta with the usage and pricing, then the error frame (the last). */
+    async function messagesCutCosts(model: string) {
+      const before = await usd();
+      const frames = await namedFrames(
+        await post('/api/v1/messages', {
+          model,
+          max_tokens: 200,
+          stream: true,
+          messages: [{ role: 'user', content: 'hi' }],
+        }),
+      );
+      const charged = before - (await usd());
+      assert.ok(charged > 0n, 'the produced text is billed');
+      const [lastEvent, lastData] = frames.at(-1)!;
+      assert.equal(lastEvent, 'error');
+      assert.match(lastData.error.message, /cut|broke|ended/);
+      const [deltaEvent, delta] = frames.at(-2)!;
+      assert.equal(deltaEvent, 'message_delta', JSON.stringify(frames.slice(-3)));
+      assert.equal(delta.delta.stop_reason, null);
+      assert.ok(delta.usage.output_tokens > 0);
+      assert.equal(delta.x_nanogpt_pricing.cost, Number(charged) / 1e9);
+      assert.ok(!frames.some(([e]) => e === 'message_stop'), 'no message_stop: the message did not end');
+    }
+
+    it('messages passed through', async () => {
+      anthropic.script({ text: 'one two three four five six seven', cut: { afterEvents: 5 } });
+      await messagesCutCosts(HAIKU);
+    });
+
+    it('messages translated', async () => {
+      openai.script({ text: 'one two three four five six seven', cutAfter: 4 });
+      await messagesCutCosts('openai/gpt-4o-mini');
+    });
+  });
+
   describe('X-Billing-Mode', () => {
     it('accepts the pay-as-you-go spellings, case-insensitively', async () => {
       for (const v of ['paygo', 'PAYG', 'pay-as-you-go']) {

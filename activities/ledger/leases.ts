@@ -189,6 +189,28 @@ export function settleLeased(
   return { holdId: lease.id, currency: 'USD', charged, balanceAfter: 0n, available: availableOf(lease.account) };
 }
 
+/**
+ * Take back the charge settleLeased made for `requestId` (its answer never reached the caller).
+ * A charge still waiting for its batch is dropped and its money goes back to the lease: returns
+ * false. One already written (or being written) is the ledger's to refund: returns true once the
+ * write is over, so the entry `charge:<request id>` exists by then.
+ */
+export async function unchargeLeased(f: LeasedFunds, requestId: string): Promise<boolean> {
+  const lease = f.lease;
+  for (let tries = 0; tries < 2; tries++) {
+    const i = lease.pending.findIndex((c) => c.requestId === requestId);
+    if (i !== -1) {
+      const [c] = lease.pending.splice(i, 1);
+      if (!lease.closed) lease.free += c.amount;
+      return false;
+    }
+    if (!lease.flushing) return true;
+    // being written: a failed write puts the batch back in `pending`, so look once more after it
+    await lease.flushing;
+  }
+  return true;
+}
+
 /** The request produced nothing: its share goes back to the lease. */
 export function releaseLeased(f: LeasedFunds): void {
   if (f.done) return;

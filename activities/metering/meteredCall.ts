@@ -10,17 +10,20 @@
 //            chunk, a submitted job);
 //   settle   the actual cost on the route that answered, releasing the rest, or `fail` (nothing
 //            reached the caller: the reservation goes back, nothing is charged);
-//   record   one request record either way.
+//   record   one request record either way;
+//   deliver  an answer the caller never receives is not charged: until `delivered()` says the
+//            caller has it (a non-streaming answer written out, a stream's first byte), `abandon()`
+//            gives the money back, a settled charge included (a refund entry).
 // What differs per surface is declared, not re-implemented: how to price the worst case on a
 // route, what the attempt is, what the answer cost, how a shortfall is explained. Money never moves
 // anywhere else (activities/ledger/ holds the arithmetic and the idempotency).
 import type { Caller } from '../accounts/keys.js';
 import type { Route } from '../catalog/catalog.js';
-import { RequestError, UPSTREAM_ERROR } from '../core/errors.js';
+import { isCallersOwn, RequestError, UPSTREAM_ERROR } from '../core/errors.js';
 import { type Currency, formatAmount, toDisplayNumber } from '../core/money.js';
 import { recordRequest } from './records.js';
-import { releaseLeased, reserveFromLease, settleLeased, type LeasedFunds } from '../ledger/leases.js';
-import { InsufficientFunds, release, reserve, settle, type Settlement } from '../ledger/ledger.js';
+import { releaseLeased, reserveFromLease, settleLeased, unchargeLeased, type LeasedFunds } from '../ledger/leases.js';
+import { InsufficientFunds, refundCharges, release, reserve, settle, type Settlement } from '../ledger/ledger.js';
 
 /** Who pays: what the engine needs of a caller (a job's worker knows only this much). */
 export type Payer = Pick<Caller, 'accountId' | 'billingMode' | 'dailyUsdLimit'> & { keyId: string | null };
@@ -95,7 +98,17 @@ export interface Outcome {
   outputUnits: number | null;
 }
 
+/**
+ * Where a call's money stands: reserved (`open`), charged but not yet known to have reached the
+ * caller (`settled`), charged for good (`delivered`), or given back (`failed`, `refunded`).
+ */
+type MoneyState = 'open' | 'settled' | 'delivered' | 'failed' | 'refunded';
+
 export class MeteredCall {
+  private state: MoneyState = 'open';
+  /** what the settlement charged, to give back if the answer never reaches the caller */
+  private charge?: Charge;
+  private outcome?: Outcome;
   private holdId?: string;
   /** the reservation when it came from this process's credit lease (no round trip; leases.ts) */
   private leased?: LeasedFunds;
@@ -220,11 +233,38 @@ export class MeteredCall {
         return { value, route };
       } catch (err) {
         const e = asUpstreamFailure(route, err);
+        this.logFailure(e);
         failures.push(e);
         if (!e.retryable || signal.aborted) break;
       }
     }
-    throw exhausted(this.spec.modelId, failures);
+    throw exhausted(this.spec.modelId, failures, this.spec.requestId);
+  }
+
+  /**
+   * A failure after the caller had the first byte (a stream that broke midway): logged for the
+   * operator like any upstream failure, and told to the caller without the upstream's words.
+   */
+  brokeMidway(err: unknown): RequestError {
+    const e =
+      err instanceof RequestError
+        ? err
+        : new RequestError(502, (err as { code?: string }).code ?? UPSTREAM_ERROR, 'The stream broke after it began.', {
+            providerId: this.answered?.provider.id ?? this.servedBy,
+            detail: String((err as Error)?.message ?? err),
+          });
+    this.logFailure(e);
+    if (!pointsToLog(e)) return e;
+    return new RequestError(e.status, e.code, e.message + logPointer(this.spec.requestId), e.opts);
+  }
+
+  /** The operator's copy of an upstream failure: what the upstream said, which the caller is not shown. */
+  private logFailure(e: RequestError): void {
+    if (e.status === 499 || !e.opts.providerId) return; // the caller's own abort; the gateway's own refusal
+    const body = e.opts.upstreamBody ? ` | body: ${e.opts.upstreamBody.slice(0, 1000)}` : '';
+    console.warn(
+      `[upstream] ${this.spec.requestId} ${e.opts.providerId} ${e.status} ${e.code}: ${e.opts.detail ?? e.message}${body}`,
+    );
   }
 
   /** Charge `costUsd` on the answering route and release the rest; record the request. */
@@ -242,15 +282,52 @@ export class MeteredCall {
       costUsd,
       available: s?.available,
     };
+    this.state = 'settled';
+    this.charge = charge;
+    this.outcome = outcome;
     this.record(outcome.status ?? 'completed', outcome, charge, null);
     return charge;
   }
 
+  /** Charged, and not yet known to have reached the caller (see delivered() and abandon()). */
+  get awaitingDelivery(): boolean {
+    return this.state === 'settled';
+  }
+
+  /** The caller has the answer (or its first byte): the charge stands, abandon() no longer undoes it. */
+  delivered(): void {
+    if (this.state === 'settled') this.state = 'delivered';
+  }
+
   /** Nothing reached the caller: give the reservation back and record the failure. */
   async fail(code: string): Promise<void> {
+    this.state = 'failed';
     if (this.leased) releaseLeased(this.leased);
     else if (this.holdId) await release(this.holdId);
     this.record('failed', { inputUnits: null, outputUnits: null }, null, code);
+  }
+
+  /**
+   * The answer will not reach the caller (something failed after the money moved, or the caller
+   * left before it was written): release the reservation, or refund what the settlement charged.
+   * Safe to call in any state and more than once; a delivered charge stands.
+   */
+  async abandon(code: string): Promise<void> {
+    if (this.state === 'open') return this.fail(code);
+    if (this.state !== 'settled') return;
+    this.state = 'refunded';
+    const { requestId, surface, modelId, caller } = this.spec;
+    const charge = this.charge!;
+    const reason = `${surface} ${modelId}: the answer did not reach the caller (${code})`;
+    // A leased charge still waiting for its batch is simply taken back; a written one is refunded.
+    const written = this.leased ? await unchargeLeased(this.leased, requestId) : this.holdId !== undefined;
+    if (written && charge.charged > 0n) {
+      const keys = this.leased ? [`charge:${requestId}`] : [`charge:${this.holdId}`, `overage:${this.holdId}`];
+      // the key's daily spend goes down by what it went up by: the charge (USD), or its USD cost (XNO)
+      const keyUsd = charge.currency === 'USD' ? charge.charged : charge.costUsd;
+      await refundCharges({ keys, reason, apiKeyId: caller.keyId, keyUsd });
+    }
+    this.record('failed', this.outcome ?? { inputUnits: null, outputUnits: null }, null, code);
   }
 
   /** `work`'s result; if it fails, nothing reached the caller: release (with the failure's code, or `code`) and rethrow. */
@@ -259,6 +336,16 @@ export class MeteredCall {
       return await work;
     } catch (err) {
       await this.fail(code ?? (err as { code?: string }).code ?? 'error');
+      throw err;
+    }
+  }
+
+  /** `work`'s result; if it fails, the answer will not reach the caller: abandon(code) and rethrow. */
+  async orAbandon<T>(work: Promise<T>, code: string): Promise<T> {
+    try {
+      return await work;
+    } catch (err) {
+      await this.abandon(code);
       throw err;
     }
   }
@@ -286,14 +373,15 @@ export class MeteredCall {
 
 /**
  * How an upstream's failure reads to our caller. Their credentials problem is not the caller's
- * (401/403/402 become 502), a timeout is a 504, their rate limit stays a 429 with its Retry-After,
- * their judgement of the request itself (400/404/413/422) stays a 400.
+ * (401/403/402 become 502), nor is a 404 (a model or endpoint the provider does not serve: the
+ * catalog's business), a timeout is a 504, their rate limit stays a 429 with its Retry-After, their
+ * judgement of the request itself (400/413/422) stays a 400.
  */
 function callerStatus(upstream: number): number {
   if (upstream === 499) return 499;
   if (upstream === 429) return 429;
   if (upstream === 408 || upstream === 504) return 504;
-  if (upstream === 400 || upstream === 404 || upstream === 413 || upstream === 422) return 400;
+  if (isCallersOwn(upstream)) return 400;
   return 502;
 }
 
@@ -301,20 +389,34 @@ function callerStatus(upstream: number): number {
  * Why every attempt failed, as one error for the caller. `retryable`: every failure was one that
  * a later attempt may get past (a job's engine retries then).
  */
-function exhausted(modelId: string, failures: RequestError[]): RequestError {
+function exhausted(modelId: string, failures: RequestError[], requestId: string): RequestError {
   const last = failures.at(-1);
   if (!last) return new RequestError(503, 'model_not_available', `Model '${modelId}' has no configured provider here.`);
   const retryable = failures.every((f) => f.retryable);
+  const pointer = failures.some(pointsToLog) ? logPointer(requestId) : '';
   if (failures.length === 1) {
     const status = callerStatus(last.status);
     const named = last.code !== UPSTREAM_ERROR ? last.code : undefined;
     const code =
       named ?? (status === 400 ? 'upstream_rejected_request' : status === 429 ? 'rate_limit_exceeded' : UPSTREAM_ERROR);
-    return new RequestError(status, code, last.message, { retryAfterSeconds: last.opts.retryAfterSeconds, retryable });
+    return new RequestError(status, code, last.message + pointer, {
+      retryAfterSeconds: last.opts.retryAfterSeconds,
+      retryable,
+      providerId: last.opts.providerId,
+    });
   }
-  const summary = failures.map((f) => f.message).join('; ');
-  return new RequestError(502, 'all_fallbacks_failed', `Every provider failed: ${summary}`, { retryable });
+  const summary = failures.map((f) => f.message).join(' ');
+  return new RequestError(502, 'all_fallbacks_failed', `Every provider failed. ${summary}${pointer}`, { retryable });
 }
+
+/**
+ * An upstream failure reads to the caller as the provider and the kind of failure (upstreamError),
+ * plus the request id under which the operator's log has the provider's own words. A refusal of
+ * the caller's own request already carries them; an abort is the caller's own doing.
+ */
+const pointsToLog = (e: RequestError) => !!e.opts.providerId && !isCallersOwn(e.status) && e.status !== 499;
+const logPointer = (requestId: string) =>
+  ` The provider's own reply is in the gateway's log under request id ${requestId}.`;
 
 /** An adapter bug is not the caller's business: log it, answer a generic provider failure. */
 function asUpstreamFailure(route: Route, err: unknown): RequestError {

@@ -3,6 +3,8 @@
 // buffer fills), off the request path: a busy gateway writes one row per request without one
 // commit per request. Records are for reporting; the ledger (written synchronously) is the
 // truth about money, so a crash losing the last fraction of a second of records loses no money.
+// A request recorded again replaces its record (a charge refunded because the answer never
+// reached the caller is recorded once more, as failed).
 import { db } from '../db.js';
 import type { Currency } from '../core/money.js';
 
@@ -54,7 +56,9 @@ export function flushRequestRecords(): Promise<void> {
   return inflight;
 }
 
-async function write(batch: Row[]): Promise<void> {
+async function write(all: Row[]): Promise<void> {
+  // the last record of a request wins (one statement cannot update a row twice)
+  const batch = [...new Map(all.map((r) => [r.id, r])).values()];
   // One column array per field: the statement text never changes, so PostgreSQL plans it once
   // (a named statement) however many rows a batch has.
   const col = <T>(f: (r: Row) => T) => batch.map(f);
@@ -63,7 +67,9 @@ async function write(batch: Row[]): Promise<void> {
       name: 'request_records_insert',
       text: `INSERT INTO request_records (id, account_id, api_key_id, surface, model, provider_id, status, input_tokens, output_tokens, currency, cost, hold_id, error_code, started_at, finished_at)
        SELECT * FROM unnest($1::text[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::int[], $10::"Currency"[], $11::numeric[], $12::uuid[], $13::text[], $14::timestamptz[], $15::timestamptz[])
-       ON CONFLICT (id) DO NOTHING`,
+       ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, input_tokens = EXCLUDED.input_tokens,
+         output_tokens = EXCLUDED.output_tokens, currency = EXCLUDED.currency, cost = EXCLUDED.cost,
+         error_code = EXCLUDED.error_code, finished_at = EXCLUDED.finished_at`,
       values: [
         col((r) => r.id),
         col((r) => r.accountId),

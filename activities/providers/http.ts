@@ -52,28 +52,29 @@ export function transportError(providerId: string, err: unknown): RequestError {
   const e = err as Error & { code?: string; name?: string };
   // AbortSignal.timeout() aborts with a TimeoutError: the upstream was too slow, not gone.
   if (e.name === 'TimeoutError') {
-    return upstreamError(`${providerId} timed out`, 504, true, { code: 'upstream_timeout', providerId });
+    return upstreamError(e.message || 'timed out', 504, true, { code: 'upstream_timeout', providerId });
   }
   if (e.name === 'AbortError' || e.code === 'UND_ERR_ABORTED') {
-    return upstreamError(`request to ${providerId} was aborted`, 499, false, { code: 'aborted', providerId });
+    return upstreamError(`the call was aborted: ${e.message}`, 499, false, { code: 'aborted', providerId });
   }
   if (
     err instanceof errors.HeadersTimeoutError ||
     err instanceof errors.BodyTimeoutError ||
     e.code === 'UND_ERR_CONNECT_TIMEOUT'
   ) {
-    return upstreamError(`${providerId} timed out`, 504, true, { code: 'upstream_timeout', providerId });
+    return upstreamError(`${e.code ?? e.name}: ${e.message}`, 504, true, { code: 'upstream_timeout', providerId });
   }
-  return upstreamError(`could not reach ${providerId}: ${e.message}`, 502, true, {
+  return upstreamError(`${e.code ?? e.name}: ${e.message}`, 502, true, {
     code: 'upstream_unreachable',
     providerId,
   });
 }
 
 /**
- * An upstream's non-2xx answer as an UpstreamError: its own message when its body has one
+ * An upstream's non-2xx answer as a RequestError: its own message when its body has one
  * (`{error:{message}}`, `{error:"..."}`, `{message}` cover OpenAI, Anthropic, Gemini and most
- * others), the status's retryability, and Retry-After when given.
+ * others) as the detail (shown to the caller only for a refusal of their own request, see
+ * upstreamError), the status's retryability, and Retry-After when given.
  */
 export async function statusError(providerId: string, res: UpstreamResponse): Promise<RequestError> {
   const text = await res.body.text().catch(() => '');
@@ -87,7 +88,7 @@ export async function statusError(providerId: string, res: UpstreamResponse): Pr
     // not JSON: keep the text
   }
   const retryAfter = Number(res.headers['retry-after']);
-  return upstreamError(`${providerId} answered ${res.status}: ${message}`, res.status, isRetryableStatus(res.status), {
+  return upstreamError(message, res.status, isRetryableStatus(res.status), {
     providerId,
     retryAfterSeconds: Number.isFinite(retryAfter) ? retryAfter : undefined,
     upstreamBody: text.slice(0, 2000),
@@ -106,7 +107,7 @@ export async function readJson(providerId: string, res: UpstreamResponse): Promi
   try {
     return JSON.parse(text);
   } catch {
-    throw upstreamError(`${providerId} sent a body that is not JSON`, 502, true, {
+    throw upstreamError('the body is not JSON', 502, true, {
       code: 'upstream_bad_response',
       providerId,
       upstreamBody: text.slice(0, 2000),

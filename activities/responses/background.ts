@@ -162,7 +162,11 @@ export async function runBackgroundResponse(id: string): Promise<string> {
       result.content + (result.reasoning ?? '') + result.toolCalls.map((c) => c.arguments).join(''),
     );
     const response = toResponse(result, usage, { ...job.meta, provider: route.provider.id });
-    await update(id, response.status, response, [...row.request.conversation, assistantTurn(result)], row);
+    // an answer that could not be stored never reaches the caller: refund it (a retry may store it)
+    await call.metered.orAbandon(
+      update(id, response.status, response, [...row.request.conversation, assistantTurn(result)], row),
+      'response_not_stored',
+    );
     return response.status;
   } catch (err) {
     // Cancelled: stop here with the cancellation itself; the workflow releases and marks it cancelled.

@@ -216,4 +216,24 @@ export class MessageStreamer {
   abort(): Frame[] {
     return this.close();
   }
+
+  /** A stream that broke after it began: close the open block, then say what it cost (cutDelta). */
+  cut(usage: Usage, bill: Bill): Frame[] {
+    return [...this.close(), cutDelta(usage, bill)];
+  }
+}
+
+/**
+ * What a stream that broke midway cost, before its error frame: a message_delta with no stop reason
+ * (the message did not end), the usage billed and the pricing extension. Every charged stream says
+ * what it cost; an `event: error` frame has no place for it, and clients stop reading there.
+ */
+export function cutDelta(usage: Usage, bill: Bill): Frame {
+  return [
+    'message_delta',
+    withBill(
+      { type: 'message_delta', delta: { stop_reason: null, stop_sequence: null }, usage: messageUsage(usage) },
+      bill,
+    ),
+  ];
 }

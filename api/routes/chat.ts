@@ -43,9 +43,10 @@ textRoute(
               return data === null ? undefined : sse.data(data);
             },
             empty: (err) => sse.data(renderError(asRequestError(err), 'openai')),
+            // a stream that broke still says what it cost: the error frame, then the bill, as translated
             async end({ usage, bill, failure }) {
               if (failure) await sse.data(renderError(asRequestError(failure), 'openai'));
-              else for (const data of relay.final(usage, bill)) await sse.data(data);
+              for (const data of relay.final(usage, bill)) await sse.data(data);
               await sse.data('[DONE]');
             },
           };

@@ -17,6 +17,7 @@ import { asRequestError, renderError } from '../errors.js';
 import { messagesToInternal } from '../../activities/surfaces/messages.js';
 import {
   MessageStreamer,
+  cutDelta,
   toMessage,
   type Frame,
   type MessageMeta,
@@ -72,10 +73,16 @@ textRoute(
               if (frame) await sse.data(frame[1], frame[0]);
             },
             empty: (err) => sse.data(errorFrame(err), 'error'),
-            // Mid-stream failures end with an `event: error` frame and no message_stop, as Anthropic's own do.
+            // Mid-stream failures end with an `event: error` frame and no message_stop, as Anthropic's own
+            // do, after a message_delta saying what the stream cost (cutDelta).
             async end({ usage, bill, failure }) {
-              if (failure) return sse.data(errorFrame(failure), 'error');
-              for (const [event, data] of relay.end(usage, bill)) await sse.data(data, event);
+              if (!failure) {
+                for (const [event, data] of relay.end(usage, bill)) await sse.data(data, event);
+                return;
+              }
+              const [event, data] = cutDelta(usage, bill);
+              await sse.data(data, event);
+              await sse.data(errorFrame(failure), 'error');
             },
           };
         }
@@ -90,10 +97,10 @@ textRoute(
             await send(streamer.abort());
             await sse.data(errorFrame(err), 'error');
           },
-          // Mid-stream failures end with an `event: error` frame and no message_stop.
+          // Mid-stream failures end with what the stream cost, then an `event: error` frame, no message_stop.
           async end({ finish, stopSequence, usage, bill, failure }) {
             if (!failure) return send(streamer.end(finish, usage, bill, stopSequence));
-            await send(streamer.abort());
+            await send(streamer.cut(usage, bill));
             await sse.data(errorFrame(failure), 'error');
           },
         };

@@ -6,6 +6,7 @@
 // nothing. Billing headers: X-Cost (USD), X-Charged (in X-Payment-Source's currency), X-Characters.
 import { Readable } from 'node:stream';
 import { clientAbortSignal } from '../clientAbort.js';
+import { chargeOnDelivery } from '../inference.js';
 import Router from '@koa/router';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
@@ -41,6 +42,7 @@ speechRouter.post(
       // no audio reached the caller on a failure: nothing is charged
       const out = await call.orRelease(call.collect(signal));
       billingHeaders(ctx, await call.settle());
+      chargeOnDelivery(ctx, call.metered);
       ctx.type = out.contentType;
       ctx.body = out.audio;
       return;
@@ -48,8 +50,9 @@ speechRouter.post(
 
     const opened = await call.orRelease(call.open(signal));
 
-    // Streaming: the first chunk is here, so the audio is billed now.
+    // Streaming: the first chunk is here, so the audio is billed now, and the charge stands.
     billingHeaders(ctx, await call.settle());
+    call.metered.delivered();
     ctx.req.socket.setNoDelay(true);
     ctx.set('Cache-Control', 'no-cache, no-transform');
     ctx.set('X-Accel-Buffering', 'no');

@@ -1,5 +1,6 @@
 import { publicOrigin } from '../paths.js';
 import { clientAbortSignal } from '../clientAbort.js';
+import { chargeOnDelivery } from '../inference.js';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { surface } from '../middleware/surface.js';
@@ -52,8 +53,10 @@ ttsRouter.post('/api/tts', ...ttsPreamble, async (ctx) => {
       'storage_error',
     );
     const bill = await call.settle();
+    const audioUrl = await call.metered.orAbandon(signedUrl(file.id, publicOrigin(ctx), file.expiresAt), 'error');
+    chargeOnDelivery(ctx, call.metered);
     ctx.body = {
-      audioUrl: await signedUrl(file.id, publicOrigin(ctx), file.expiresAt),
+      audioUrl,
       contentType: out.contentType,
       model: model.id,
       expiresAt: file.expiresAt.toISOString(),
@@ -63,6 +66,7 @@ ttsRouter.post('/api/tts', ...ttsPreamble, async (ctx) => {
     return;
   }
   billingHeaders(ctx, await call.settle());
+  chargeOnDelivery(ctx, call.metered);
   ctx.type = out.contentType;
   ctx.body = out.audio;
 });

@@ -562,18 +562,21 @@ describe('anthropic provider adapter', () => {
   });
 
   describe('errors', () => {
-    it("a wrong or missing key is a 401, not retryable, with Anthropic's message", async () => {
+    it("a wrong or missing key is a 401, not retryable, with Anthropic's message kept for the operator", async () => {
       await rejectsUpstream(anthropicChat.complete(request(), { ...target, apiKey: 'sk-ant-wrong' }, signal()), (e) => {
         assert.equal(e.status, 401);
         assert.equal(e.retryable, false);
-        assert.match(e.message, /invalid x-api-key/);
+        assert.match(e.opts.detail ?? '', /invalid x-api-key/);
+        // the caller reads the provider and the kind of failure, never the upstream's words
+        assert.equal(e.message, "anthropic refused the gateway's credentials (an authentication error, HTTP 401).");
         assert.equal(JSON.parse(e.opts.upstreamBody ?? '').error.type, 'authentication_error');
       });
       await rejectsUpstream(
         collect(anthropicChat.stream(request(), { ...target, apiKey: undefined }, signal())),
         (e) => {
           assert.equal(e.status, 401);
-          assert.match(e.message, /x-api-key header is required/);
+          assert.match(e.opts.detail ?? '', /x-api-key header is required/);
+          assert.doesNotMatch(e.message, /x-api-key/);
         },
       );
     });
@@ -583,12 +586,13 @@ describe('anthropic provider adapter', () => {
       [500, 'api_error', 'Internal server error'],
       [529, 'overloaded_error', 'Overloaded'],
     ] as const) {
-      it(`${status} ${type} is retryable and carries Anthropic's message`, async () => {
+      it(`${status} ${type} is retryable and keeps Anthropic's message for the operator`, async () => {
         up.script({ error: { status, retryAfter: status === 429 ? 7 : undefined } });
         await rejectsUpstream(anthropicChat.complete(request(), target, signal()), (e) => {
           assert.equal(e.status, status);
           assert.equal(e.retryable, true);
-          assert.ok(e.message.includes(message), e.message);
+          assert.ok(e.opts.detail?.includes(message), e.opts.detail);
+          assert.ok(!e.message.includes(message), e.message);
           assert.equal(JSON.parse(e.opts.upstreamBody ?? '').error.type, type);
           if (status === 429) assert.equal(e.opts.retryAfterSeconds, 7);
         });
@@ -624,7 +628,7 @@ describe('anthropic provider adapter', () => {
       await rejectsUpstream(it.next(), (e) => {
         assert.equal(e.status, 529);
         assert.equal(e.retryable, true);
-        assert.match(e.message, /Overloaded/);
+        assert.match(e.opts.detail ?? '', /Overloaded/);
       });
     });
 

@@ -416,9 +416,10 @@ describe('gemini adapter', () => {
       });
     }
     up.script({ error: { status: 429 } });
-    await rejects(geminiChat.complete(request(), target, signal()), (e) =>
-      assert.match(e.message, /Resource has been exhausted/),
-    );
+    await rejects(geminiChat.complete(request(), target, signal()), (e) => {
+      assert.match(e.opts.detail ?? '', /Resource has been exhausted/);
+      assert.equal(e.message, 'gemini is rate limiting the gateway (HTTP 429).');
+    });
 
     // A wrong key is Google's 400 API_KEY_INVALID: reported as the 401 it means. No key: 403.
     await rejects(geminiChat.complete(request(), { ...target, apiKey: 'wrong' }, signal()), (e) => {
@@ -446,7 +447,8 @@ describe('gemini adapter', () => {
     await rejects(it2.next(), (e) => {
       assert.equal(e.status, 500);
       assert.equal(e.retryable, true);
-      assert.match(e.message, /boom/);
+      assert.match(e.opts.detail ?? '', /boom/);
+      assert.doesNotMatch(e.message, /boom/);
     });
   });
 

@@ -365,12 +365,13 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
       });
     });
 
-    it('a missing model file is a 503 naming the searched directories', async () => {
+    it('a missing model file is a 503 naming the searched directories to the operator only', async () => {
       const check = (e: RequestError) => {
         assert.equal(e.status, 503);
         assert.equal(e.retryable, false);
         assert.equal(e.code, 'local_model_missing');
-        assert.match(e.message, /no-such-model\.gguf was not found; looked in .*shared[/\\]models/);
+        assert.match(e.opts.detail ?? '', /no-such-model\.gguf was not found; looked in .*shared[/\\]models/);
+        assert.doesNotMatch(e.message, /shared|gguf/, 'no file system paths for the caller');
       };
       await rejectsUpstream(localChat.complete(request({ model: 'no-such-model.gguf' }), target, signal()), check);
       await rejectsUpstream(firstEvent(request({ model: 'no-such-model.gguf' })), check);

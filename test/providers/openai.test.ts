@@ -434,21 +434,30 @@ describe('OpenAI-compatible adapter', () => {
       assert.equal(body.temperature, undefined);
       assert.equal(body.max_tokens, 64);
       assert.ok(!events.some((e) => e.type === 'usage'), 'no usage chunk was asked for');
-      assert.throws(() => quirksFor('openai', { extended_sampling: 'yes' }), /extended_sampling.*true or false/);
+      assert.throws(
+        () => quirksFor('openai', { extended_sampling: 'yes' }),
+        (e: RequestError) => /extended_sampling.*true or false/.test(e.opts.detail ?? ''),
+      );
     });
   });
 
   describe('errors', () => {
-    it('401 and 400 are not retryable and carry the upstream message', async () => {
+    it('401 and 400 are not retryable; only the 400 (the request itself) shows the upstream message', async () => {
       const e401 = await rejection(openaiChat.complete(request(), { ...openai, apiKey: 'sk-wrong-key' }, live()));
       assert.equal(e401.status, 401);
       assert.equal(e401.retryable, false);
-      assert.match(e401.message, /Incorrect API key provided/);
+      assert.match(e401.opts.detail ?? '', /Incorrect API key provided: \[redacted\]/);
+      assert.doesNotMatch(
+        `${e401.opts.detail} ${e401.opts.upstreamBody}`,
+        /sk-wrong/,
+        'no credentials, even in the log',
+      );
+      assert.equal(e401.message, "openai refused the gateway's credentials (an authentication error, HTTP 401).");
       up.script({ status: 400, error: { message: "Invalid value for 'messages[0].role'", param: 'messages' } });
       const e400 = await rejection(openaiChat.complete(request(), openai, live()));
       assert.equal(e400.status, 400);
       assert.equal(e400.retryable, false);
-      assert.match(e400.message, /Invalid value for 'messages\[0\]\.role'/);
+      assert.equal(e400.message, "openai refused the request (HTTP 400): Invalid value for 'messages[0].role'");
       // strict OpenAI rejects what it does not know: the adapter's own mistakes would look like this
       const e400b = await rejection(
         openaiChat.complete(
@@ -466,13 +475,14 @@ describe('OpenAI-compatible adapter', () => {
       assert.equal(e429.status, 429);
       assert.equal(e429.retryable, true);
       assert.equal(e429.opts.retryAfterSeconds, 7);
-      assert.match(e429.message, /Rate limit reached/);
+      assert.match(e429.opts.detail ?? '', /Rate limit reached/);
       const e500 = await rejection(openaiChat.complete(request(), openai, live()));
       assert.deepEqual([e500.status, e500.retryable], [500, true]);
-      assert.match(e500.message, /had an error while processing/);
+      assert.match(e500.opts.detail ?? '', /had an error while processing/);
+      assert.equal(e500.message, 'openai failed (a server error, HTTP 500).');
       const e503 = await rejection(openaiChat.complete(request(), openai, live()));
       assert.deepEqual([e503.status, e503.retryable], [503, true]);
-      assert.match(e503.message, /overloaded/);
+      assert.match(e503.opts.detail ?? '', /overloaded/);
     });
 
     it('a refused connection is a retryable 502', async () => {
@@ -533,7 +543,8 @@ describe('OpenAI-compatible adapter', () => {
       const it = openaiChat.stream(request(), openai, live())[Symbol.asyncIterator]();
       assert.equal((await it.next()).value.type, 'text');
       const e = await rejection(it.next());
-      assert.match(e.message, /The model crashed midway/);
+      assert.match(e.opts.detail ?? '', /The model crashed midway/);
+      assert.doesNotMatch(e.message, /crashed/);
       assert.equal(e.retryable, true);
     });
 
@@ -661,7 +672,7 @@ describe('OpenAI-compatible adapter', () => {
         new StreamDecoder('x', false, false).push({
           choices: [{ delta: {}, finish_reason: 'error', error: { code: 502, message: 'provider down' } }],
         }),
-      (e: RequestError) => e.status === 502 && e.retryable && /provider down/.test(e.message),
+      (e: RequestError) => e.status === 502 && e.retryable && /provider down/.test(e.opts.detail ?? ''),
     );
     assert.throws(
       () =>

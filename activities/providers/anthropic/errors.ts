@@ -29,7 +29,7 @@ export function streamErrorFrame(providerId: string, data: string): RequestError
     // not JSON: keep the text
   }
   const status = ERROR_STATUS[type] ?? 500;
-  return upstreamError(`${providerId} stream failed (${type}): ${message}`, status, isRetryableStatus(status), {
+  return upstreamError(`${type}: ${message}`, status, isRetryableStatus(status), {
     providerId,
     upstreamBody: data.slice(0, 2000),
   });

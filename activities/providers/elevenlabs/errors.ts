@@ -25,14 +25,9 @@ export async function elevenlabsError(target: ProviderTarget, res: UpstreamRespo
     // not JSON: keep the text
   }
   const retryAfter = Number(res.headers['retry-after']);
-  return upstreamError(
-    `${target.providerId} answered ${res.status}: ${message}`,
-    res.status,
-    isRetryableStatus(res.status),
-    {
-      providerId: target.providerId,
-      retryAfterSeconds: Number.isFinite(retryAfter) ? retryAfter : undefined,
-      upstreamBody: text.slice(0, 2000),
-    },
-  );
+  return upstreamError(message, res.status, isRetryableStatus(res.status), {
+    providerId: target.providerId,
+    retryAfterSeconds: Number.isFinite(retryAfter) ? retryAfter : undefined,
+    upstreamBody: text.slice(0, 2000),
+  });
 }

@@ -128,7 +128,7 @@ export async function falCancel(
   if (res.status >= 200 && res.status < 300) return 'requested';
   if (res.status === 400 && /ALREADY_COMPLETED/.test(text)) return 'already_completed';
   throw upstreamError(
-    `${target.providerId} answered ${res.status} to a cancel: ${text.slice(0, 300)}`,
+    `a cancel was answered ${res.status}: ${text.slice(0, 300)}`,
     res.status,
     isRetryableStatus(res.status),
     { providerId: target.providerId },
@@ -140,7 +140,10 @@ const NSFW = /content[_ ]policy|nsfw|safety (checker|filter)|flagged/i;
 
 export function jobFailure(err: RequestError): VideoJobFailure {
   const type = err.code !== UPSTREAM_ERROR ? err.code : null;
-  return { message: err.message, type, nsfw: (type !== null && NSFW.test(type)) || NSFW.test(err.message) };
+  // the caller reads `message` (no upstream words unless the refusal was of their own request);
+  // whether it was a content refusal is read from what fal itself said
+  const said = err.opts.detail ?? err.message;
+  return { message: err.message, type, nsfw: (type !== null && NSFW.test(type)) || NSFW.test(said) };
 }
 
 /** fal's error bodies: {detail:"..."|[{msg,type,loc}], error_type?} (and the X-Fal-Error-Type header). */
@@ -167,15 +170,10 @@ async function falError(target: ProviderTarget, res: Awaited<ReturnType<typeof s
   const header = res.headers['x-fal-error-type'];
   type ??= typeof header === 'string' ? header : undefined;
   const retryAfter = Number(res.headers['retry-after']);
-  return upstreamError(
-    `${target.providerId} answered ${res.status}: ${message}`,
-    res.status,
-    isRetryableStatus(res.status),
-    {
-      code: type,
-      providerId: target.providerId,
-      retryAfterSeconds: Number.isFinite(retryAfter) ? retryAfter : undefined,
-      upstreamBody: text.slice(0, 2000),
-    },
-  );
+  return upstreamError(message, res.status, isRetryableStatus(res.status), {
+    code: type,
+    providerId: target.providerId,
+    retryAfterSeconds: Number.isFinite(retryAfter) ? retryAfter : undefined,
+    upstreamBody: text.slice(0, 2000),
+  });
 }

@@ -10,7 +10,7 @@ import { type RequestError, upstreamError, isRetryableStatus } from '../../core/
 export async function geminiStatusError(providerId: string, res: UpstreamResponse): Promise<RequestError> {
   const err = await statusError(providerId, res);
   if (err.status === 400 && err.opts.upstreamBody?.includes('API_KEY_INVALID')) {
-    return upstreamError(`${providerId} rejected its API key: ${err.message}`, 401, false, {
+    return upstreamError(`its API key was rejected: ${err.opts.detail}`, 401, false, {
       ...err.opts,
       code: 'upstream_auth',
     });
@@ -23,7 +23,7 @@ export function streamFrameError(providerId: string, body: GeminiErrorBody, raw:
   const status = Number(body.error.code) || 500;
   const label = body.error.status ? `${status} ${body.error.status}` : String(status);
   return upstreamError(
-    `${providerId} failed mid-stream (${label}): ${body.error.message ?? 'no message'}`,
+    `failed mid-stream (${label}): ${body.error.message ?? 'no message'}`,
     status,
     isRetryableStatus(status),
     {

@@ -9,7 +9,7 @@ import { MediaFetchError, safeFetch } from '../../media/safeFetch.js';
 import { transportError } from '../http.js';
 import type { ProviderTarget } from '../types.js';
 import type { GeminiContent, GeminiGenerationConfig, GeminiPart, GeminiRequest, GeminiThinkingConfig } from './wire.js';
-import { upstreamError } from '../../core/errors.js';
+import { RequestError, upstreamError } from '../../core/errors.js';
 
 /**
  * `reasoning.effort` as a thinking budget: Google's own mapping for its OpenAI-compatible
@@ -191,10 +191,11 @@ async function mediaPart(
     return { inlineData: { mimeType, data: media.data.toString('base64') } };
   } catch (err) {
     if (err instanceof MediaFetchError)
-      throw upstreamError(err.message, err.status, false, {
-        code: err.code,
+      // the gateway's own refusal of the caller's URL, not Gemini's: its message as it is
+      throw new RequestError(err.status, err.code, err.message, {
         providerId: target.providerId,
-        upstreamBody: err.detail,
+        detail: err.detail,
+        retryable: false,
       });
     throw transportError(target.providerId, err); // the caller's abort, as every adapter reports it
   }

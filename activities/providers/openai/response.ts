@@ -121,7 +121,7 @@ export function bodyError(providerId: string, json: any): RequestError | undefin
   const code = Number(err.code);
   const status = code >= 400 && code < 600 ? code : (statusByType[err.type] ?? statusByType[err.code] ?? 502);
   const message = typeof err.message === 'string' && err.message ? err.message : 'unknown error';
-  return upstreamError(`${providerId} failed: ${message}`, status, isRetryableStatus(status), {
+  return upstreamError(message, status, isRetryableStatus(status), {
     code: 'upstream_error',
     providerId,
     upstreamBody: JSON.stringify(json).slice(0, 2000),
@@ -129,7 +129,7 @@ export function bodyError(providerId: string, json: any): RequestError | undefin
 }
 
 function badResponse(providerId: string, json: unknown, what: string): RequestError {
-  return upstreamError(`${providerId} sent ${what}`, 502, true, {
+  return upstreamError(`it sent ${what}`, 502, true, {
     code: 'upstream_bad_response',
     providerId,
     upstreamBody: JSON.stringify(json).slice(0, 2000),

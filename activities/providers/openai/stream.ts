@@ -14,7 +14,7 @@ import { RequestError, upstreamError } from '../../core/errors.js';
  */
 export function deadlineOr(providerId: string, err: unknown, signal: AbortSignal): RequestError {
   if (signal.aborted && (signal.reason as Error | undefined)?.name === 'TimeoutError') {
-    return upstreamError(`${providerId} did not answer in time`, 504, true, {
+    return upstreamError(`no answer before the deadline: ${(signal.reason as Error).message}`, 504, true, {
       code: 'upstream_timeout',
       providerId,
     });
@@ -31,7 +31,7 @@ function readError(providerId: string, err: unknown, signal: AbortSignal): Reque
 }
 
 const streamCut = (providerId: string, why: string) =>
-  upstreamError(`${providerId} stream was cut: ${why}`, 502, true, { code: 'upstream_stream_cut', providerId });
+  upstreamError(`the stream was cut: ${why}`, 502, true, { code: 'upstream_stream_cut', providerId });
 
 const CONTENT = new Set<StreamEvent['type']>(['text', 'reasoning', 'tool_call']);
 
@@ -82,7 +82,7 @@ export async function* readStream(
         try {
           chunk = JSON.parse(frame.data);
         } catch {
-          throw upstreamError(`${providerId} sent a stream event that is not JSON`, 502, true, {
+          throw upstreamError('a stream event is not JSON', 502, true, {
             code: 'upstream_bad_response',
             providerId,
             upstreamBody: frame.data.slice(0, 2000),
