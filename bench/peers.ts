@@ -57,7 +57,7 @@ function install(what: string, command: string, args: string[], cwd: string): bo
   console.log(`[peers] installing ${what}: ${command} ${args.join(' ')} (in ${path.relative(root, cwd) || '.'})`);
   const res = spawnSync(command, args, { cwd, stdio: 'inherit' });
   if (res.status === 0) return true;
-  console.log(`[peers] ${what} could not be installed (${res.error?.message ?? `exit ${res.status}`}): left out`);
+  console.log(`[peers] ${what} could not be installed (${res.error?.message ?? `exit ${res.status}`})`);
   return false;
 }
 
@@ -269,11 +269,12 @@ await withBenchDatabase(async ({ url: databaseUrl, keys }) => {
   for (const name of wanted) {
     const start = starters[name];
     if (!start) throw new Error(`BENCH_PEERS: unknown peer "${name}" (portkey, litellm)`);
-    const peer = await start(upstream).catch((err: Error) => `could not start: ${err.message}`);
+    const output = `its output: .data/peers/${name}.log`;
+    const peer = await start(upstream).catch((err: Error) => `could not start (${err.message}; ${output})`);
     const problem = typeof peer === 'string' ? peer : await check(upstream, peer);
     if (typeof peer === 'string' || problem) {
-      left.push(`${name}: ${problem}; left out (its output: .data/peers/${name}.log)`);
-      console.log(`[peers] ${left.at(-1)}`);
+      left.push(`${name}: ${typeof peer === 'string' ? peer : `${problem} (${output})`}`);
+      console.log(`[peers] left out ${left.at(-1)}`);
     } else peers.push(peer);
   }
 
