@@ -3,7 +3,8 @@
 // concurrency 1 and throughput under load), each taking its targets in turn so noise on a shared
 // machine hits all of them alike.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -36,17 +37,24 @@ export function cpuMs(port: string): number {
   return processCpuMs(pidOfPort.get(port)!);
 }
 
+/** The child processes of a process. */
+function childrenOf(pid: number): number[] {
+  return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+}
+
 /** A process's CPU time and its children's (an API supervisor's processes). */
 function processCpuMs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const own = ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in 1/100 s ticks
-  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
-    .trim()
-    .split(/\s+/)
-    .filter(Boolean)
-    .map(Number);
-  return children.reduce((sum, child) => sum + processCpuMs(child), own);
+  return childrenOf(pid).reduce((sum, child) => sum + processCpuMs(child), own);
+}
+
+/** Resident memory of a process and its children, MB (VmRSS in /proc/<pid>/status). */
+export function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  const own = m ? Number(m[1]) / 1024 : Number.NaN;
+  return Math.round(childrenOf(pid).reduce((sum, child) => sum + rssMb(child), own));
 }
 
 /**
@@ -109,16 +117,72 @@ export function startProcess(
   });
 }
 
+/** A free loopback port, for a server that must be told its port. */
+export function freePort(): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(String(port)));
+    });
+  });
+}
+
+/**
+ * Start a program that is not one of ours (another gateway) on a port chosen for it, its output
+ * going to `log`, and resolve once the port accepts connections; reject if it exits first or is
+ * not listening within `timeoutMs`. Its CPU time and RSS are read as for startProcess's.
+ */
+export async function startExternal(
+  command: string,
+  args: string[],
+  opts: { port: string; env: NodeJS.ProcessEnv; cwd: string; log: string; timeoutMs: number },
+): Promise<void> {
+  const out = openSync(opts.log, 'w');
+  const child = spawn(command, args, { env: opts.env, cwd: opts.cwd, stdio: ['ignore', out, out] });
+  closeSync(out);
+  children.push(child);
+  let exited: string | undefined;
+  child.once('exit', (code, signal) => (exited = `exited with ${code ?? signal}`));
+  child.once('error', (err) => (exited = err.message));
+  const listening = () => {
+    const socket = net.connect(Number(opts.port), '127.0.0.1');
+    socket.setTimeout(1000);
+    return new Promise<boolean>((resolve) => {
+      socket.once('connect', () => resolve(true));
+      socket.once('error', () => resolve(false));
+      socket.once('timeout', () => resolve(false));
+    }).finally(() => socket.destroy());
+  };
+  const until = Date.now() + opts.timeoutMs;
+  while (!exited && Date.now() < until) {
+    if ((await listening()) && child.pid) {
+      pidOfPort.set(opts.port, child.pid);
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  child.kill('SIGTERM');
+  throw new Error(`${command} ${exited ?? `was not listening on ${opts.port} after ${opts.timeoutMs / 1000} s`}`);
+}
+
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
-export async function once(pool: Pool, path: string, body: string, key?: string): Promise<void> {
+export async function once(
+  pool: Pool,
+  path: string,
+  body: string,
+  key?: string,
+  headers?: Record<string, string>,
+): Promise<void> {
   const res = await pool.request({
     method: 'POST',
     path,
     body,
-    headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+    headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers },
   });
   const text = await res.body.text();
   if (res.statusCode !== 200) throw new Error(`${path} answered ${res.statusCode}: ${text.slice(0, 300)}`);
@@ -150,22 +214,28 @@ export async function latencies(targets: Array<{ origin: string; path: string; k
 
 /**
  * Requests per second at CONCURRENCY, and CPU µs per request, of several targets measured in
- * alternating one-second windows (SECONDS windows each), so load from elsewhere on the machine
- * hits all of them alike. A target's CPU is counted only during its own windows.
+ * alternating one-second windows (`seconds` windows each, SECONDS by default), so load from
+ * elsewhere on the machine hits all of them alike. A target's CPU is counted only during its own
+ * windows. A target may have its own path and headers (another gateway's).
  */
-export async function throughputs(targets: Array<{ port: string; keys?: string[] }>, path: string, body: string) {
+export async function throughputs(
+  targets: Array<{ port: string; keys?: string[]; path?: string; headers?: Record<string, string> }>,
+  path: string,
+  body: string,
+  seconds = SECONDS,
+) {
   const pools = targets.map((t) => new Pool(`http://127.0.0.1:${t.port}`, { connections: CONCURRENCY }));
   const done = targets.map(() => 0);
   const cpu = targets.map(() => 0);
-  for (let w = 0; w < SECONDS * targets.length; w++) {
+  for (let w = 0; w < seconds * targets.length; w++) {
     const k = w % targets.length;
-    const keys = targets[k].keys;
+    const { keys, headers } = targets[k];
     const cpu0 = cpuMs(targets[k].port);
     const until = Date.now() + 1000;
     await Promise.all(
       Array.from({ length: CONCURRENCY }, async (_, i) => {
         while (Date.now() < until) {
-          await once(pools[k], path, body, keys?.[i % keys.length]);
+          await once(pools[k], targets[k].path ?? path, body, keys?.[i % keys.length], headers);
           done[k]++;
         }
       }),
@@ -173,7 +243,7 @@ export async function throughputs(targets: Array<{ port: string; keys?: string[]
     cpu[k] += cpuMs(targets[k].port) - cpu0;
   }
   await Promise.all(pools.map((p) => p.close()));
-  return targets.map((_, k) => ({ rps: done[k] / SECONDS, cpuUs: (cpu[k] * 1000) / done[k] }));
+  return targets.map((_, k) => ({ rps: done[k] / seconds, cpuUs: (cpu[k] * 1000) / done[k] }));
 }
 
 /** Stop every process started here. */
