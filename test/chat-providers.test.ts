@@ -7,7 +7,7 @@ import { startApi, newAccount } from './support/api.js';
 import { readSse } from './support/chatEnv.js';
 import { startAnthropicUpstream, type AnthropicUpstream } from './support/upstreams/anthropic.js';
 import { startGeminiUpstream, type GeminiUpstream } from './support/upstreams/gemini.js';
-import { ceilDiv, parseAmount } from '../activities/core/money.js';
+import { textCost, textPrices } from './support/prices.js';
 import { assertBooksBalance, settledBalances } from './support/books.js';
 import { useProviderEnv } from './support/providerEnv.js';
 
@@ -170,9 +170,11 @@ describe('chat completions over every provider protocol', function () {
       assert.ok(body.choices[0].message.content.length > 0);
       const u = body.usage;
       assert.ok(u.prompt_tokens > 0 && u.completion_tokens > 0 && u.completion_tokens <= 24);
-      const price = parseAmount('0.02', 'USD'); // catalog: $0.02 per 1M tokens, no markup
-      const expected =
-        ceilDiv(BigInt(u.prompt_tokens) * price, 1_000_000n) + ceilDiv(BigInt(u.completion_tokens) * price, 1_000_000n);
+      // catalog: $0.02 per 1M tokens, no markup
+      const expected = textCost(textPrices('local/stories260k'), {
+        input: u.prompt_tokens,
+        output: u.completion_tokens,
+      });
       assert.equal(before - (await settledBalances(accountId)).USD.amount, expected);
     });
 

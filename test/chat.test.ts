@@ -6,18 +6,16 @@ import { useProviderEnv } from './support/providerEnv.js';
 import { assertBooksBalance } from './support/books.js';
 import { db } from '../activities/db.js';
 import { flushRequestRecords } from '../activities/metering/records.js';
-import { ceilDiv, parseAmount } from '../activities/core/money.js';
+import { parseAmount } from '../activities/core/money.js';
 import { config } from '../activities/config.js';
 import { GPT_4O_MINI, textCost } from './support/prices.js';
 
 const MODEL = 'openai/gpt-4o-mini';
 const hello = { model: MODEL, messages: [{ role: 'user', content: 'Say hello' }] };
-/** gpt-4o-mini at the catalog's upstream price + 5% markup, nano-USD per 1M tokens */
-const PRICE = { input: parseAmount('0.1575', 'USD'), output: parseAmount('0.63', 'USD') };
 /** nano-USD as the answers show USD */
 const shown = (units: bigint) => Number(units) / 1e9;
-const costOf = (p: number, c: number) =>
-  ceilDiv(BigInt(p) * PRICE.input, 1_000_000n) + ceilDiv(BigInt(c) * PRICE.output, 1_000_000n);
+/** gpt-4o-mini: the catalog's upstream price + 5% markup (test/support/prices.ts) */
+const costOf = (p: number, c: number) => textCost(GPT_4O_MINI, { input: p, output: c });
 
 describe('chat completions', function () {
   this.timeout(60_000);
@@ -100,8 +98,8 @@ describe('chat completions', function () {
       });
       const body = await (await b.post(key, hello)).json();
       assert.equal(body.usage.prompt_tokens_details.cached_tokens, 1500);
-      const cached = ceilDiv(1500n * parseAmount('0.07875', 'USD'), 1_000_000n);
-      const expected = ceilDiv(500n * PRICE.input, 1_000_000n) + cached + ceilDiv(10n * PRICE.output, 1_000_000n);
+      const expected = textCost(GPT_4O_MINI, { input: 2000, cached: 1500, output: 10 });
+      assert.equal(expected, 78_750n + 118_125n + 6_300n);
       assert.equal((await b.usd(accountId)).amount, parseAmount('1', 'USD') - expected);
     });
 

@@ -3,19 +3,15 @@
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { useChatBench, readSse, readUntil, type ChatBench } from './support/chatEnv.js';
-import { ceilDiv, parseAmount } from '../activities/core/money.js';
-import { GPT_4O_MINI, textCost } from './support/prices.js';
+import { parseAmount } from '../activities/core/money.js';
+import { GPT_4O_MINI, textCost, textPrices } from './support/prices.js';
 
 const MODEL = 'openai/gpt-4o-mini';
 const PATH = '/api/v1/completions';
 const hello = { model: MODEL, prompt: 'Say hello' };
-/** gpt-4o-mini at the catalog's upstream price + 5% markup, nano-USD per 1M tokens */
-const PRICE = { input: parseAmount('0.1575', 'USD'), output: parseAmount('0.63', 'USD') };
-const costOf = (p: number, c: number) =>
-  ceilDiv(BigInt(p) * PRICE.input, 1_000_000n) + ceilDiv(BigInt(c) * PRICE.output, 1_000_000n);
-const LOCAL_PRICE = parseAmount('0.02', 'USD');
-const localCost = (p: number, c: number) =>
-  ceilDiv(BigInt(p) * LOCAL_PRICE, 1_000_000n) + ceilDiv(BigInt(c) * LOCAL_PRICE, 1_000_000n);
+/** gpt-4o-mini and the local model at their catalog prices (test/support/prices.ts) */
+const costOf = (p: number, c: number) => textCost(GPT_4O_MINI, { input: p, output: c });
+const localCost = (p: number, c: number) => textCost(textPrices('local/stories260k'), { input: p, output: c });
 
 interface Legacy {
   tokens: string[];

@@ -12,9 +12,7 @@ import { startApi, newAccount } from './support/api.js';
 import { readSse } from './support/chatEnv.js';
 import { startAnthropicUpstream, type AnthropicUpstream } from './support/upstreams/anthropic.js';
 import { startOpenAIUpstream, type OpenAIUpstream } from './support/upstreams/openai.js';
-import { catalog } from '../activities/catalog/catalog.js';
 import { balances } from '../activities/ledger/ledger.js';
-import { costOfUsage } from '../activities/billing/pricing.js';
 import { createKey } from '../activities/accounts/keys.js';
 import { assertBooksBalance, settledBalances } from './support/books.js';
 import { config } from '../activities/config.js';
@@ -23,7 +21,7 @@ import { anthropicChat } from '../activities/providers/anthropic/index.js';
 import { MessageStreamer, toMessage } from '../activities/surfaces/messagesResponse.js';
 import type { InferenceRequest, StreamEvent } from '../activities/core/types.js';
 import { useProviderEnv } from './support/providerEnv.js';
-import { GPT_4O_MINI, textCost } from './support/prices.js';
+import { CLAUDE_HAIKU, GPT_4O_MINI, messageUsageCost, textCost } from './support/prices.js';
 
 const ENV = [
   'ANTHROPIC_API_KEY',
@@ -103,20 +101,6 @@ describe('pass-through and translation fidelity', function () {
       body: JSON.stringify(body),
     });
 
-  /** What the Anthropic-style usage prices to on the route that served it. */
-  function priceOfMessageUsage(modelId: string, provider: string, u: any): bigint {
-    const route = catalog()
-      .model(modelId)!
-      .routes.find((r) => r.provider.id === provider)!;
-    return costOfUsage(route, {
-      promptTokens: u.input_tokens + (u.cache_read_input_tokens ?? 0) + (u.cache_creation_input_tokens ?? 0),
-      cachedTokens: u.cache_read_input_tokens ?? 0,
-      cacheWriteTokens: u.cache_creation_input_tokens ?? 0,
-      completionTokens: u.output_tokens,
-      reasoningTokens: 0,
-    });
-  }
-
   describe('messages → Anthropic, passed through (Anthropic SDK)', () => {
     it("sends the caller's body as written: cache_control, unknown fields and all", async () => {
       const body = {
@@ -160,7 +144,7 @@ describe('pass-through and translation fidelity', function () {
       assert.equal(msg.usage.input_tokens, 12);
       assert.equal(msg.provider, 'anthropic');
       const charged = before - (await usd());
-      assert.equal(charged, priceOfMessageUsage('anthropic/claude-3-5-haiku', 'anthropic', msg.usage));
+      assert.equal(charged, messageUsageCost(CLAUDE_HAIKU, msg.usage));
       assert.equal(msg.cost, Number(charged) / 1e9);
     });
 
@@ -258,7 +242,7 @@ describe('pass-through and translation fidelity', function () {
       assert.equal(frames.at(-1)![0], 'message_stop');
       assert.equal(delta.usage.cache_creation_input_tokens, 50);
       const charged = before - (await usd());
-      assert.equal(charged, priceOfMessageUsage('anthropic/claude-3-5-haiku', 'anthropic', delta.usage));
+      assert.equal(charged, messageUsageCost(CLAUDE_HAIKU, delta.usage));
       assert.equal(delta.x_nanogpt_pricing.cost, Number(charged) / 1e9);
     });
 
@@ -357,17 +341,8 @@ describe('pass-through and translation fidelity', function () {
       assert.equal(completion.choices[0].message.refusal, null);
       assert.deepEqual(completion.choices[0].message.annotations, []);
       assert.equal(completion.provider, 'openai');
-      const route = catalog()
-        .model('openai/gpt-4o-mini')!
-        .routes.find((r) => r.provider.id === 'openai')!;
       const u = completion.usage;
-      const expected = costOfUsage(route, {
-        promptTokens: u.prompt_tokens,
-        cachedTokens: 0,
-        cacheWriteTokens: 0,
-        completionTokens: u.completion_tokens,
-        reasoningTokens: 0,
-      });
+      const expected = textCost(GPT_4O_MINI, { input: u.prompt_tokens, output: u.completion_tokens });
       assert.equal(before - (await usd()), expected);
       assert.equal(completion.cost, Number(expected) / 1e9);
     });

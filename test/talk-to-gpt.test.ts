@@ -2,13 +2,12 @@
 // like chat, errors in the legacy envelope.
 import assert from 'node:assert/strict';
 import { useChatBench, type ChatBench } from './support/chatEnv.js';
-import { ceilDiv, parseAmount } from '../activities/core/money.js';
+import { parseAmount } from '../activities/core/money.js';
+import { GPT_4O_MINI, textCost, textPrices } from './support/prices.js';
 import { serviceTag } from '../activities/surfaces/talkToGpt.js';
 
 const MODEL = 'openai/gpt-4o-mini';
-const PRICE = { input: parseAmount('0.1575', 'USD'), output: parseAmount('0.63', 'USD') };
-const costOf = (p: number, c: number) =>
-  ceilDiv(BigInt(p) * PRICE.input, 1_000_000n) + ceilDiv(BigInt(c) * PRICE.output, 1_000_000n);
+const costOf = (p: number, c: number) => textCost(GPT_4O_MINI, { input: p, output: c });
 
 /** Splits a talk-to-gpt answer into its reply and its metadata (the block must end the body). */
 function parse(text: string): {
@@ -89,9 +88,8 @@ describe('talk-to-gpt (legacy)', function () {
     assert.equal(res.status, 200);
     const { reply, meta } = parse(await res.text());
     assert.ok(reply.length > 0);
-    const price = parseAmount('0.02', 'USD');
-    const expected =
-      ceilDiv(BigInt(meta.inputTokens) * price, 1_000_000n) + ceilDiv(BigInt(meta.outputTokens) * price, 1_000_000n);
+    // $0.02 per 1M tokens, no markup
+    const expected = textCost(textPrices('local/stories260k'), { input: meta.inputTokens, output: meta.outputTokens });
     assert.equal(parseAmount('1', 'USD') - (await b.usd(accountId)).amount, expected);
     assert.equal(meta.cost, Number(expected) / 1e9);
   });

@@ -19,10 +19,8 @@ import {
 import { useTemporal } from './support/temporal.js';
 import { startWorkerProcess } from './support/workerProcess.js';
 import { assertBooksBalance } from './support/books.js';
-import { catalog } from '../activities/catalog/catalog.js';
 import { balances } from '../activities/ledger/ledger.js';
-import { ceilDiv } from '../activities/core/money.js';
-import { billingUnit } from '../activities/media/speech.js';
+import { MUSIC_PER_SECOND, perMillion, SPEECH_PER_MILLION_CHARS } from './support/prices.js';
 import { config } from '../activities/config.js';
 import { db } from '../activities/db.js';
 import { useProviderEnv } from './support/providerEnv.js';
@@ -30,10 +28,9 @@ import { until } from './support/wait.js';
 
 const MUSIC = 'elevenlabs/music_v1';
 
-/** What `units` (characters, or seconds of music) cost on a model's first route, in nano-USD. */
-function priceOf(modelId: string, units: number): bigint {
-  const m = catalog().model(modelId)!;
-  return ceilDiv(BigInt(units) * m.routes[0].price.input, billingUnit(m).per);
+/** What `units` (characters, or seconds of music) cost at the hand-copied catalog prices, in nano-USD. */
+function priceOf(modelId: 'local/espeak' | typeof MUSIC, units: number): bigint {
+  return modelId === MUSIC ? BigInt(units) * MUSIC_PER_SECOND : perMillion(units, SPEECH_PER_MILLION_CHARS[modelId]);
 }
 
 describe('POST /api/tts and speech jobs (Temporal workflow)', function () {

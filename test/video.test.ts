@@ -21,7 +21,8 @@ import { startFalUpstream, type FalUpstream } from './support/upstreams/fal.js';
 import { assertBooksBalance } from './support/books.js';
 import { catalog } from '../activities/catalog/catalog.js';
 import { balances } from '../activities/ledger/ledger.js';
-import { applyMarkup, parseAmount } from '../activities/core/money.js';
+import { parseAmount } from '../activities/core/money.js';
+import { VIDEO_PER_SECOND } from './support/prices.js';
 import { config } from '../activities/config.js';
 import { db } from '../activities/db.js';
 import { useProviderEnv } from './support/providerEnv.js';
@@ -44,9 +45,9 @@ const MJ = 'midjourney/video';
 const FIXTURE = fileURLToPath(new URL('./fixtures/videoJob-completed.history.json', import.meta.url));
 const WORKFLOWS = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
-/** Customer price of `seconds` of `model` (list price + markup), nano-USD. */
-function price(model: string, seconds: number): bigint {
-  return catalog().model(model)!.routes[0].price.input * BigInt(seconds);
+/** Customer price of `seconds` of `model` (list price + markup, copied by hand in test/support/prices.ts), nano-USD. */
+function price(model: keyof typeof VIDEO_PER_SECOND, seconds: number): bigint {
+  return VIDEO_PER_SECOND[model] * BigInt(seconds);
 }
 
 async function chargesFor(jobId: string): Promise<bigint[]> {
@@ -757,7 +758,7 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
 
   it('catalog: video routes are priced per second with the markup', () => {
     const r = catalog().model(T2V)!.routes[0];
-    assert.equal(r.upstreamPrice.input, parseAmount('0.28', 'USD'));
-    assert.equal(r.price.input, applyMarkup(parseAmount('0.28', 'USD'), r.markupBps));
+    assert.equal(r.upstreamPrice.input, 280_000_000n);
+    assert.equal(r.price.input, VIDEO_PER_SECOND[T2V], '0.28 USD a second + 5%');
   });
 });

@@ -1,8 +1,9 @@
 // Customer prices of the catalog routes the tests bill, copied by hand from prisma/catalog.yaml:
-// the upstream price per 1M tokens plus the catalog's default markup of 5% (gpt-4o-mini's input,
-// 0.15 USD upstream, is 0.1575 USD to the caller), in nano-USD. Tests compute what a request must
-// cost from these with plain exact arithmetic, never with the production pricing code: a pricing
-// bug would compute the same wrong number on both sides and pass.
+// the upstream price plus the catalog's markup (5% unless a route says otherwise: gpt-4o-mini's
+// input, 0.15 USD per 1M tokens upstream, is 0.1575 USD to the caller), in nano-USD. Tests
+// compute what a request must cost from these with plain exact arithmetic, never with the
+// production pricing code or the prices the catalog loader computed: a pricing bug would compute
+// the same wrong number on both sides and pass.
 
 /** nano-USD per 1M tokens */
 export interface TokenPrices {
@@ -16,9 +17,48 @@ export const GPT_4O_MINI: TokenPrices = { input: 157_500_000n, cachedInput: 78_7
 /** anthropic/claude-3-5-haiku on anthropic and openrouter: 0.80 / 0.08 cached / 4.00, +5% */
 export const CLAUDE_HAIKU: TokenPrices = { input: 840_000_000n, cachedInput: 84_000_000n, output: 4_200_000_000n };
 
-/** nano-USD for `tokens` at `perMillion` nano-USD per 1M tokens, rounded up to a whole nano-dollar. */
-function tokensCost(tokens: number, perMillion: bigint): bigint {
-  return (BigInt(tokens) * perMillion + 999_999n) / 1_000_000n;
+/** by catalog model id (every provider of these models has the same price) */
+const TEXT: Record<string, TokenPrices> = {
+  'openai/gpt-4o-mini': GPT_4O_MINI,
+  'anthropic/claude-3-5-haiku': CLAUDE_HAIKU,
+  // 3.00 / 0.30 cached / 15.00, +5%
+  'anthropic/claude-sonnet-4': { input: 3_150_000_000n, cachedInput: 315_000_000n, output: 15_750_000_000n },
+  // 0.02 / 0.02, no markup, no cached price (cached input pays the input price)
+  'local/stories260k': { input: 20_000_000n, cachedInput: 20_000_000n, output: 20_000_000n },
+};
+
+export function textPrices(modelId: string): TokenPrices {
+  const p = TEXT[modelId];
+  if (!p) throw new Error(`test/support/prices.ts has no prices for ${modelId}: copy them from the catalog`);
+  return p;
+}
+
+/** Speech: nano-USD per 1M characters of input text. */
+export const SPEECH_PER_MILLION_CHARS = {
+  /** 0.50, no markup */
+  'local/espeak': 500_000_000n,
+  /** 15, +5% */
+  'openai/tts-1': 15_750_000_000n,
+  /** 180, +5% */
+  'elevenlabs/eleven_multilingual_v2': 189_000_000_000n,
+};
+
+/** elevenlabs/music_v1: 0.80 USD per minute of music asked for, +5% = 0.014 USD a second */
+export const MUSIC_PER_SECOND = 14_000_000n;
+
+/** Video: nano-USD per second of output, +5% on fal's and the bridge's list prices. */
+export const VIDEO_PER_SECOND = {
+  /** 0.28 */
+  'kling/v2.1-master-text-to-video': 294_000_000n,
+  /** 0.042 */
+  'kling/v2.5-turbo-standard-image-to-video': 44_100_000n,
+  /** 0.02 */
+  'midjourney/video': 21_000_000n,
+};
+
+/** nano-USD for `units` at `perMillion` nano-USD per 1M of them, rounded up to a whole nano-dollar. */
+export function perMillion(units: number, price: bigint): bigint {
+  return (BigInt(units) * price + 999_999n) / 1_000_000n;
 }
 
 /**
@@ -27,5 +67,23 @@ function tokensCost(tokens: number, perMillion: bigint): bigint {
  */
 export function textCost(p: TokenPrices, t: { input: number; cached?: number; output: number }): bigint {
   const cached = t.cached ?? 0;
-  return tokensCost(t.input - cached, p.input) + tokensCost(cached, p.cachedInput) + tokensCost(t.output, p.output);
+  return perMillion(t.input - cached, p.input) + perMillion(cached, p.cachedInput) + perMillion(t.output, p.output);
+}
+
+/**
+ * What Anthropic-style usage costs: its `input_tokens` leave cache reads and writes out; reads pay
+ * the cached price, writes the input price.
+ */
+export function messageUsageCost(
+  p: TokenPrices,
+  u: {
+    input_tokens: number;
+    output_tokens: number;
+    cache_read_input_tokens?: number;
+    cache_creation_input_tokens?: number;
+  },
+): bigint {
+  const read = u.cache_read_input_tokens ?? 0;
+  const write = u.cache_creation_input_tokens ?? 0;
+  return textCost(p, { input: u.input_tokens + read + write, cached: read, output: u.output_tokens });
 }
