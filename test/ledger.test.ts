@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { randomUUID } from 'node:crypto';
 import { config } from '../activities/config.js';
 import { createAccount } from '../activities/accounts/accounts.js';
 import {
@@ -10,6 +11,7 @@ import {
   debit,
   InsufficientFunds,
   LedgerError,
+  recentEntries,
   refund,
   release,
   releaseExpiredHolds,
@@ -168,6 +170,282 @@ describe('ledger', () => {
     // a request that finishes after its hold expired still pays for the work it got
     const s = await settle({ holdId: hold.id, usd: usd('0.1') });
     assert.equal(s.charged, usd('0.1'));
+  });
+
+  describe('refusals', () => {
+    it('refuses amounts that are not positive before anything is written', async () => {
+      const id = await funded('1');
+      const move = { accountId: id, currency: 'USD' as const, reason: 'x', idempotencyKey: key('z') };
+      await assert.rejects(async () => credit({ ...move, amount: 0n }), /a credit must be positive/);
+      await assert.rejects(async () => credit({ ...move, amount: -1n }), /a credit must be positive/);
+      await assert.rejects(async () => debit({ ...move, amount: 0n }), /a debit must be positive/);
+      await assert.rejects(reserve({ accountId: id, usd: 0n, idempotencyKey: key('r') }), /must be positive/);
+      const hold = await reserve({ accountId: id, usd: usd('0.1'), idempotencyKey: key('r') });
+      await assert.rejects(settle({ holdId: hold.id, usd: -1n }), /cannot be negative/);
+      await release(hold.id);
+      const { rows } = await db().pool.query(`SELECT count(*)::int AS n FROM ledger_entries WHERE account_id = $1`, [
+        id,
+      ]);
+      assert.equal(rows[0].n, 1); // the funding credit
+    });
+
+    it('refuses a replayed key that names another account or currency', async () => {
+      const a = await funded('0');
+      const b = await funded('0');
+      const k = key('c');
+      await credit({ accountId: a, currency: 'USD', amount: usd('1'), reason: 'x', idempotencyKey: k });
+      await assert.rejects(
+        credit({ accountId: b, currency: 'USD', amount: usd('1'), reason: 'x', idempotencyKey: k }),
+        /already used for a different operation/,
+      );
+      await assert.rejects(
+        credit({ accountId: a, currency: 'XNO', amount: usd('1'), reason: 'x', idempotencyKey: k }),
+        /already used for a different operation/,
+      );
+      assert.equal((await balances(b))!.USD.amount, 0n);
+      assert.equal((await balances(a))!.XNO.amount, 0n);
+    });
+
+    it('a debit that held funds do not leave room for says what it needed and what was free', async () => {
+      const id = await funded('2');
+      const hold = await reserve({ accountId: id, usd: usd('1.5'), idempotencyKey: key('r') });
+      await assert.rejects(
+        debit({ accountId: id, currency: 'USD', amount: usd('0.6'), reason: 'x', idempotencyKey: key('d') }),
+        (err: unknown) => {
+          assert.ok(err instanceof InsufficientFunds);
+          assert.equal(err.requiredUsd, usd('0.6'));
+          assert.equal(err.availableUsd, usd('0.5'));
+          return true;
+        },
+      );
+      await release(hold.id);
+    });
+
+    it('names what does not exist: an account, a hold, an entry to refund', async () => {
+      const nobody = randomUUID();
+      await assert.rejects(
+        debit({ accountId: nobody, currency: 'USD', amount: 1n, reason: 'x', idempotencyKey: key('d') }),
+        new RegExp(`account ${nobody} not found`),
+      );
+      await assert.rejects(
+        reserve({ accountId: nobody, usd: 1n, idempotencyKey: key('r') }),
+        new RegExp(`account ${nobody} not found`),
+      );
+      const hold = randomUUID();
+      await assert.rejects(settle({ holdId: hold, usd: 1n }), new RegExp(`hold ${hold} not found`));
+      assert.equal(await balances(nobody), undefined);
+      await assert.rejects(
+        refund({ entryId: 1n << 60n, reason: 'x', idempotencyKey: key('rf') }),
+        /is not a charge or debit/,
+      );
+    });
+  });
+
+  describe('what replays and settlements answer', () => {
+    it('a replayed reservation answers the first hold, with what is available now', async () => {
+      const id = await funded('1');
+      const k = key('r');
+      const first = await reserve({ accountId: id, usd: usd('0.3'), idempotencyKey: k, requestId: 'req_a' });
+      await debit({ accountId: id, currency: 'USD', amount: usd('0.2'), reason: 'fee', idempotencyKey: key('d') });
+      const again = await reserve({ accountId: id, usd: usd('0.3'), idempotencyKey: k, requestId: 'req_a' });
+      assert.deepEqual(again, { ...first, available: usd('0.5') });
+      assert.equal((await balances(id))!.USD.held, usd('0.3'));
+      await release(first.id);
+    });
+
+    it('a second settlement answers the first one, and moves nothing', async () => {
+      const id = await funded('1');
+      const hold = await reserve({ accountId: id, usd: usd('0.3'), idempotencyKey: key('r') });
+      const first = await settle({ holdId: hold.id, usd: usd('0.1') });
+      const again = await settle({ holdId: hold.id, usd: usd('0.2') });
+      assert.deepEqual(again, first);
+      assert.deepEqual(first, {
+        holdId: hold.id,
+        currency: 'USD',
+        charged: usd('0.1'),
+        balanceAfter: usd('0.9'),
+        available: usd('0.9'),
+      });
+    });
+
+    it('a cost above the reservation: what the balance and the available part are afterwards', async () => {
+      const id = await funded('1');
+      const other = await reserve({ accountId: id, usd: usd('0.2'), idempotencyKey: key('r') });
+      const hold = await reserve({ accountId: id, usd: usd('0.1'), idempotencyKey: key('r') });
+      const s = await settle({ holdId: hold.id, usd: usd('0.25'), reason: 'chat m via p' });
+      assert.deepEqual(s, {
+        holdId: hold.id,
+        currency: 'USD',
+        charged: usd('0.25'),
+        balanceAfter: usd('0.75'),
+        available: usd('0.55'),
+      });
+      const { rows } = await db().pool.query(
+        `SELECT amount, balance_after, reason, idempotency_key FROM ledger_entries WHERE hold_id = $1 ORDER BY id`,
+        [hold.id],
+      );
+      assert.deepEqual(
+        rows.map((r) => [BigInt(r.amount), BigInt(r.balance_after), r.reason, r.idempotency_key]),
+        [
+          [-usd('0.1'), usd('0.9'), 'chat m via p', `charge:${hold.id}`],
+          [-usd('0.15'), usd('0.75'), 'chat m via p', `overage:${hold.id}`],
+        ],
+      );
+      await release(other.id);
+    });
+
+    it('a hold the sweeper released before the work finished is still charged, from what is free', async () => {
+      const id = await funded('1');
+      const hold = await reserve({ accountId: id, usd: usd('0.4'), idempotencyKey: key('r') });
+      assert.equal(await release(hold.id, 'expired'), true);
+      const other = await reserve({ accountId: id, usd: usd('0.9'), idempotencyKey: key('r') });
+      const s = await settle({ holdId: hold.id, usd: usd('0.3') });
+      assert.deepEqual(s, {
+        holdId: hold.id,
+        currency: 'USD',
+        charged: usd('0.1'),
+        balanceAfter: usd('0.9'),
+        available: 0n,
+      });
+      await release(other.id);
+    });
+  });
+
+  describe('XNO', () => {
+    const xno = (s: string) => parseAmount(s, 'XNO');
+    async function withXno(usdAmount: string, xnoAmount: string) {
+      const id = await funded(usdAmount);
+      await credit({
+        accountId: id,
+        currency: 'XNO',
+        amount: xno(xnoAmount),
+        reason: 'deposit',
+        idempotencyKey: key('x'),
+      });
+      return id;
+    }
+    afterEach(() => {
+      config.xnoUsdRate = undefined;
+    });
+
+    it('USD first while it covers the reservation', async () => {
+      config.xnoUsdRate = '0.8';
+      const id = await withXno('1', '10');
+      const hold = await reserve({ accountId: id, usd: usd('0.5'), idempotencyKey: key('r') });
+      assert.equal(hold.currency, 'USD');
+      await release(hold.id);
+    });
+
+    it('a shortfall in both currencies reports the larger of what either could pay, in USD', async () => {
+      config.xnoUsdRate = '0.8';
+      const xnoRicher = await withXno('0.3', '1'); // 1 XNO = 0.8 USD
+      const usdRicher = await withXno('0.9', '1');
+      for (const [id, available] of [
+        [xnoRicher, usd('0.8')],
+        [usdRicher, usd('0.9')],
+      ] as const) {
+        await assert.rejects(reserve({ accountId: id, usd: usd('1'), idempotencyKey: key('r') }), (err: unknown) => {
+          assert.ok(err instanceof InsufficientFunds);
+          assert.equal(err.requiredUsd, usd('1'));
+          assert.equal(err.availableUsd, available);
+          return true;
+        });
+      }
+    });
+
+    it('a replayed XNO reservation and a cost above it are converted at the reservation’s own rate', async () => {
+      config.xnoUsdRate = '0.8';
+      const id = await withXno('0', '10');
+      const k = key('r');
+      const hold = await reserve({ accountId: id, usd: usd('1'), idempotencyKey: k });
+      config.xnoUsdRate = '0.5'; // the rate moved since: a settlement still uses the hold's
+      assert.deepEqual(await reserve({ accountId: id, usd: usd('1'), idempotencyKey: k }), hold);
+      assert.deepEqual(hold, {
+        id: hold.id,
+        accountId: id,
+        currency: 'XNO',
+        amount: xno('1.25'),
+        quotedUsd: usd('1'),
+        available: xno('8.75'),
+      });
+      const s = await settle({ holdId: hold.id, usd: usd('1.2') });
+      // 1 USD of it was reserved (1.25 XNO); the 0.2 USD above it is 0.25 XNO more
+      assert.deepEqual(s, {
+        holdId: hold.id,
+        currency: 'XNO',
+        charged: xno('1.5'),
+        balanceAfter: xno('8.5'),
+        available: xno('8.5'),
+      });
+    });
+  });
+
+  describe('the hold sweeper and the operator’s views', () => {
+    it('releases expired holds, at most `limit` at a time, marking them expired', async () => {
+      const id = await funded('1');
+      const holds = [];
+      for (let i = 0; i < 3; i++)
+        holds.push(await reserve({ accountId: id, usd: usd('0.1'), idempotencyKey: key('r'), ttlSeconds: 0 }));
+      const kept = await reserve({ accountId: id, usd: usd('0.1'), idempotencyKey: key('r') });
+      await new Promise((r) => setTimeout(r, 20));
+      assert.equal(await releaseExpiredHolds(1), 1);
+      while ((await releaseExpiredHolds(2)) > 0);
+      const { rows } = await db().pool.query(`SELECT id, status FROM balance_holds WHERE account_id = $1`, [id]);
+      const status = Object.fromEntries(rows.map((r) => [r.id, r.status]));
+      assert.deepEqual(
+        holds.map((h) => status[h.id]),
+        ['expired', 'expired', 'expired'],
+      );
+      assert.equal(status[kept.id], 'active');
+      assert.equal((await balances(id))!.USD.held, usd('0.1'));
+      assert.equal(await release(kept.id), true);
+      const again = await db().pool.query(`SELECT status FROM balance_holds WHERE id = $1`, [kept.id]);
+      assert.equal(again.rows[0].status, 'released');
+    });
+
+    it('lists an account’s entries newest first, as many as asked', async () => {
+      const id = await funded('1');
+      await debit({ accountId: id, currency: 'USD', amount: usd('0.1'), reason: 'fee', idempotencyKey: key('d') });
+      await debit({ accountId: id, currency: 'USD', amount: usd('0.2'), reason: 'fee 2', idempotencyKey: key('d') });
+      const two = await recentEntries(id, 2);
+      assert.deepEqual(
+        two.map((e) => [e.kind, e.amount, e.balanceAfter, e.reason, e.currency, e.accountId]),
+        [
+          ['debit', -usd('0.2'), usd('0.7'), 'fee 2', 'USD', id],
+          ['debit', -usd('0.1'), usd('0.9'), 'fee', 'USD', id],
+        ],
+      );
+      assert.equal((await recentEntries(id)).length, 3);
+    });
+  });
+
+  describe('refunds', () => {
+    it('refunds what is left of a charge when no amount is given, once per key, never a credit', async () => {
+      const id = await funded('1');
+      const hold = await reserve({ accountId: id, usd: usd('0.5'), idempotencyKey: key('r') });
+      await settle({ holdId: hold.id, usd: usd('0.4') });
+      const { rows } = await db().pool.query(`SELECT id FROM ledger_entries WHERE hold_id = $1`, [hold.id]);
+      const entryId = BigInt(rows[0].id);
+      await refund({ entryId, amount: usd('0.1'), reason: 'goodwill', idempotencyKey: key('rf') });
+      const k = key('rf');
+      const rest = await refund({ entryId, reason: 'the rest', idempotencyKey: k });
+      assert.deepEqual(
+        [rest.kind, rest.amount, rest.balanceAfter, rest.reason],
+        ['refund', usd('0.3'), usd('1'), 'the rest'],
+      );
+      assert.deepEqual(await refund({ entryId, reason: 'the rest', idempotencyKey: k }), rest);
+      await assert.rejects(
+        refund({ entryId, amount: 1n, reason: 'more', idempotencyKey: key('rf') }),
+        /at most 0 can still be refunded/,
+      );
+      await assert.rejects(refund({ entryId, amount: 0n, reason: 'none', idempotencyKey: key('rf') }), LedgerError);
+      const [fundingCredit] = (await recentEntries(id, 10)).filter((e) => e.kind === 'credit');
+      await assert.rejects(
+        refund({ entryId: fundingCredit.id, reason: 'no', idempotencyKey: key('rf') }),
+        /is not a charge or debit/,
+      );
+      assert.equal((await balances(id))!.USD.amount, usd('1'));
+    });
   });
 
   describe('races', () => {

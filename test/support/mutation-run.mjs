@@ -41,14 +41,25 @@ async function dropMutationDatabases(whose) {
 
 await dropMutationDatabases((pid) => !alive(pid));
 const stryker = fileURLToPath(new URL('../../node_modules/@stryker-mutator/core/bin/stryker.js', import.meta.url));
+// Stryker and its test processes in a process group of their own, so that none outlives the run
+// (Stryker stopped by a signal leaves its test processes running).
 const child = spawn(process.execPath, [stryker, 'run', ...process.argv.slice(2)], {
   stdio: 'inherit',
+  detached: true,
   // test/support/database.ts names the databases with this
   env: { ...process.env, SWITCHYARD_TEST_DATABASE_PREFIX: `${PREFIX}_${process.pid}` },
 });
-// Ctrl-C reaches Stryker too: wait for it to finish, then clean up
-process.on('SIGINT', () => undefined);
-process.on('SIGTERM', () => child.kill('SIGTERM'));
+/** @param {NodeJS.Signals} signal */
+function signalGroup(signal) {
+  try {
+    process.kill(-(/** @type {number} */ (child.pid)), signal);
+  } catch {
+    // the group is gone
+  }
+}
+process.on('SIGINT', () => signalGroup('SIGINT'));
+process.on('SIGTERM', () => signalGroup('SIGTERM'));
 const [code, signal] = await once(child, 'exit');
+signalGroup('SIGKILL');
 await dropMutationDatabases((pid) => pid === process.pid);
 process.exitCode = code ?? (signal ? 1 : 0);
