@@ -52,6 +52,12 @@ export interface Config {
   ttsSyncMaxChars: number;
   /** send a surface's body as written to upstreams that speak its format (false: always translate) */
   passThrough: boolean;
+  /** per upstream attempt: to open the connection */
+  upstreamConnectTimeoutMs: number;
+  /** per upstream attempt: from the request sent to the response's first byte (its status and headers) */
+  upstreamFirstByteTimeoutMs: number;
+  /** per upstream attempt: the longest silence between two pieces of a response body */
+  upstreamIdleTimeoutMs: number;
 }
 
 function loadConfig(): Config {
@@ -74,6 +80,9 @@ function loadConfig(): Config {
     xnoUsdRate: str('SWITCHYARD_XNO_USD_RATE'),
     ttsSyncMaxChars: int('SWITCHYARD_TTS_SYNC_MAX_CHARS', 2000),
     passThrough: str('SWITCHYARD_PASS_THROUGH') !== '0',
+    upstreamConnectTimeoutMs: int('SWITCHYARD_UPSTREAM_CONNECT_TIMEOUT_MS', 10_000),
+    upstreamFirstByteTimeoutMs: int('SWITCHYARD_UPSTREAM_FIRST_BYTE_TIMEOUT_MS', 120_000),
+    upstreamIdleTimeoutMs: int('SWITCHYARD_UPSTREAM_IDLE_TIMEOUT_MS', 60_000),
   };
 }
 
