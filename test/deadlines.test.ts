@@ -16,7 +16,7 @@ const MODEL = 'openai/gpt-4o-mini'; // served by openai, then openrouter
 const hello = { model: MODEL, messages: [{ role: 'user', content: 'hi' }] };
 const DEADLINE = 400;
 /** how much later than the deadline an answer may come: the fallback's own call, a loaded machine */
-const SLACK = 1500;
+const SLACK = 3000;
 
 /**
  * A TCP listener whose accept queue is full and which never accepts: one more connection attempt
