@@ -58,6 +58,12 @@ export interface Config {
   passThrough: boolean;
   /** activities one worker runs at once (it asks Temporal for work only while it has a free slot) */
   workerMaxActivities: number;
+  /** per upstream attempt: to open the connection */
+  upstreamConnectTimeoutMs: number;
+  /** per upstream attempt: from the request sent to the response's first byte (its status and headers) */
+  upstreamFirstByteTimeoutMs: number;
+  /** per upstream attempt: the longest silence between two pieces of a response body */
+  upstreamIdleTimeoutMs: number;
 }
 
 function loadConfig(): Config {
@@ -83,6 +89,9 @@ function loadConfig(): Config {
     ttsSyncMaxChars: int('SWITCHYARD_TTS_SYNC_MAX_CHARS', 2000),
     passThrough: str('SWITCHYARD_PASS_THROUGH') !== '0',
     workerMaxActivities: int('TEMPORAL_MAX_CONCURRENT_ACTIVITIES', 50) || 50,
+    upstreamConnectTimeoutMs: int('SWITCHYARD_UPSTREAM_CONNECT_TIMEOUT_MS', 10_000),
+    upstreamFirstByteTimeoutMs: int('SWITCHYARD_UPSTREAM_FIRST_BYTE_TIMEOUT_MS', 120_000),
+    upstreamIdleTimeoutMs: int('SWITCHYARD_UPSTREAM_IDLE_TIMEOUT_MS', 60_000),
   };
 }
 

@@ -86,7 +86,7 @@ function callerMessage(providerId = 'The provider', status: number, code: string
 function failureKind(status: number, code: string | undefined): string {
   if (code === 'upstream_timeout' || status === 408 || status === 504) return 'did not answer in time';
   if (code === 'upstream_unreachable') return 'could not be reached';
-  if (code === 'upstream_stream_cut') return 'cut its stream off midway';
+  if (code === 'upstream_stream_cut') return 'broke off its answer midway';
   if (code === 'upstream_bad_response') return 'sent a response the gateway could not read';
   if (status === 499) return 'call was aborted';
   if (status === 401 || status === 402 || status === 403 || status === 407)

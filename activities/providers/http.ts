@@ -1,20 +1,38 @@
 // The one HTTP client every adapter uses: undici with a shared keep-alive pool (upstream
 // connections are reused across requests), and every transport failure mapped to a retryable
 // RequestError (retryable) so the metered call can fall back.
+//
+// Every attempt has three deadlines (activities/config.ts; README, Configuration): to connect, to
+// the response's first byte (status and headers), and the longest silence between two pieces of
+// its body. They are undici's own per-request timers (no timer of ours per request). Missing the
+// first two, or going silent before anything reached the caller, is a retryable failure: the
+// metered call falls back to the next route. Going silent later cuts the stream (the caller gets
+// the cut frame and pays for what was produced). Jobs add no loop of their own: a failed attempt
+// fails the activity, and the workflow engine's retry policy decides what happens next.
 import { Agent, errors, request } from 'undici';
 import type { Dispatcher } from 'undici';
 import { RequestError, upstreamError, isRetryableStatus } from '../core/errors.js';
+import { config } from '../config.js';
 
-const agent = new Agent({
-  keepAliveTimeout: 30_000,
-  keepAliveMaxTimeout: 120_000,
-  connections: 512,
-  connect: { timeout: 10_000 },
-  // Time to the response headers (a slow upstream that has not started answering) and between
-  // body chunks (a stalled stream). Generous: reasoning models think before their first byte.
-  headersTimeout: 300_000,
-  bodyTimeout: 300_000,
-});
+/** The shared pool, made again only if the connect deadline setting changes (tests change it). */
+let pool: { connectMs: number; agent: Agent } | undefined;
+
+function agent(): Agent {
+  const connectMs = config.upstreamConnectTimeoutMs;
+  if (pool?.connectMs !== connectMs) {
+    pool?.agent.close().catch(() => undefined);
+    pool = {
+      connectMs,
+      agent: new Agent({
+        keepAliveTimeout: 30_000,
+        keepAliveMaxTimeout: 120_000,
+        connections: 512,
+        connect: { timeout: connectMs },
+      }),
+    };
+  }
+  return pool.agent;
+}
 
 export interface UpstreamResponse {
   status: number;
@@ -39,7 +57,9 @@ export async function send(
       headers: init.headers,
       body: init.body,
       signal: init.signal,
-      dispatcher: agent,
+      dispatcher: agent(),
+      headersTimeout: config.upstreamFirstByteTimeoutMs,
+      bodyTimeout: config.upstreamIdleTimeoutMs,
     });
     return { status: res.statusCode, headers: res.headers, body: res.body };
   } catch (err) {
@@ -57,12 +77,19 @@ export function transportError(providerId: string, err: unknown): RequestError {
   if (e.name === 'AbortError' || e.code === 'UND_ERR_ABORTED') {
     return upstreamError(`the call was aborted: ${e.message}`, 499, false, { code: 'aborted', providerId });
   }
-  if (
-    err instanceof errors.HeadersTimeoutError ||
-    err instanceof errors.BodyTimeoutError ||
-    e.code === 'UND_ERR_CONNECT_TIMEOUT'
-  ) {
-    return upstreamError(`${e.code ?? e.name}: ${e.message}`, 504, true, { code: 'upstream_timeout', providerId });
+  if (e.code === 'UND_ERR_CONNECT_TIMEOUT') {
+    const deadline = `no connection within ${config.upstreamConnectTimeoutMs} ms (SWITCHYARD_UPSTREAM_CONNECT_TIMEOUT_MS)`;
+    return upstreamError(deadline, 504, true, { code: 'upstream_timeout', providerId });
+  }
+  if (err instanceof errors.HeadersTimeoutError) {
+    const deadline = `no response within ${config.upstreamFirstByteTimeoutMs} ms (SWITCHYARD_UPSTREAM_FIRST_BYTE_TIMEOUT_MS)`;
+    return upstreamError(deadline, 504, true, { code: 'upstream_timeout', providerId });
+  }
+  if (err instanceof errors.BodyTimeoutError) {
+    // a body gone silent: before anything reached the caller the route is given up (and the next
+    // one tried); after, the stream is cut there
+    const deadline = `nothing for ${config.upstreamIdleTimeoutMs} ms (SWITCHYARD_UPSTREAM_IDLE_TIMEOUT_MS)`;
+    return upstreamError(deadline, 502, true, { code: 'upstream_stream_cut', providerId });
   }
   return upstreamError(`${e.code ?? e.name}: ${e.message}`, 502, true, {
     code: 'upstream_unreachable',
@@ -121,7 +148,7 @@ export async function readJson(providerId: string, res: UpstreamResponse): Promi
  * keep-alive connection returns to the pool. Destroying the body there instead would close the
  * connection after every stream (and build an AbortError, with its stack, for each). An upstream
  * that sends more than DRAIN_LIMIT after its marker loses the connection at once; one that goes
- * silent instead loses it at the agent's bodyTimeout. (No timer of our own per stream: an
+ * silent instead loses it at the idle deadline. (No timer of our own per stream: an
  * `AbortSignal.timeout` each was a measurable share of a stream's cost.)
  */
 export function drainForReuse(res: UpstreamResponse): void {

@@ -26,7 +26,8 @@ export function deadlineOr(providerId: string, err: unknown, signal: AbortSignal
 function readError(providerId: string, err: unknown, signal: AbortSignal): RequestError {
   if (err instanceof RequestError) return err;
   const mapped = deadlineOr(providerId, err, signal);
-  if (signal.aborted || mapped.code === 'upstream_timeout') return mapped;
+  // an abort, a deadline, a body gone silent keep their meaning; a lost connection is a cut
+  if (signal.aborted || mapped.code !== 'upstream_unreachable') return mapped;
   return streamCut(providerId, (err as Error).message);
 }
 

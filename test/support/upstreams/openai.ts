@@ -44,6 +44,8 @@ interface UpstreamReply {
   hang?: boolean;
   /** close the connection without answering (a connection error before the first byte) */
   drop?: boolean;
+  /** answer 200 and its headers at once, then send nothing more (JSON or a stream, as asked) */
+  headersThenHang?: boolean;
   /** stream: stop after this many data events, without finish or [DONE] */
   cutAfter?: number;
   /** how the cut happens: a clean end of the body (default) or a dropped connection */
@@ -359,6 +361,11 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
     }
     if (reply.status && reply.status >= 400) {
       return send(res, reply.status, errorBody(reply.status, reply.error), reply.headers);
+    }
+    if (reply.headersThenHang) {
+      res.writeHead(200, { 'content-type': rec.body.stream === true ? 'text/event-stream' : 'application/json' });
+      res.flushHeaders();
+      return; // held open until the client leaves
     }
     const answer = compose(route, rec.body, reply, ++serial);
     if (rec.body.stream === true && !reply.ignoreStream)
