@@ -9,6 +9,16 @@ import { jsonBody } from './body.js';
 import { config } from '../../activities/config.js';
 import type { AppState } from '../state.js';
 
+// Which envelope each surface middleware sets, so a route's contract can be read off the router.
+const declared = new WeakMap<object, Envelope>();
+
+/** The envelope a route's middleware declares, if it is a surface. */
+export function declaredEnvelope(middleware: unknown): Envelope | undefined {
+  return typeof middleware === 'function' ? declared.get(middleware) : undefined;
+}
+
 export function surface(envelope: Envelope): Middleware<AppState> {
-  return compose([useEnvelope(envelope), jsonBody(config.bodyLimitBytes)]);
+  const middleware = compose([useEnvelope(envelope), jsonBody(config.bodyLimitBytes)]);
+  declared.set(middleware, envelope);
+  return middleware;
 }
