@@ -11,6 +11,7 @@ import type { MeteredCall } from '../activities/metering/meteredCall.js';
 import type { Route } from '../activities/catalog/catalog.js';
 import type { FinishReason, InferenceResult, StreamEvent, Usage } from '../activities/core/types.js';
 import { RequestError } from '../activities/core/errors.js';
+import { asRequestError, type Envelope, renderError } from './errors.js';
 
 const errorCode = (err: unknown) => (err as { code?: string }).code ?? 'error';
 
@@ -109,8 +110,28 @@ export async function streamOnce(
     ctx.res.off('close', onClientGone);
   }
   const sse = new SseWriter(ctx, onClientGone);
-  const surface = surfaceFor(sse, opened.route, opened.passedThrough);
+  try {
+    await relay(call, opened, sse, surfaceFor(sse, opened.route, opened.passedThrough));
+  } catch (err) {
+    // The headers are out, so whatever failed from here on (rendering, the settlement, the surface's
+    // own end, such as storing the answer) cannot become an error response: the caller gets an error
+    // frame in the route's envelope and the end of the stream, never a connection left open.
+    // handleErrors logs it.
+    const envelope = (ctx.state.envelope as Envelope | undefined) ?? 'openai';
+    await sse.data(renderError(asRequestError(err), envelope), envelope === 'message' ? 'error' : undefined);
+    throw err;
+  } finally {
+    sse.end();
+  }
+}
 
+/** The stream from its first frame to its settlement and last frame. */
+async function relay(
+  call: InferenceCall,
+  opened: Awaited<ReturnType<InferenceCall['openStream']>>,
+  sse: SseWriter,
+  surface: StreamSurface,
+): Promise<void> {
   let produced = '';
   let finish: FinishReason = 'stop';
   let stopSequence: string | undefined;
@@ -126,8 +147,8 @@ export async function streamOnce(
     } else if (e.type === 'usage') usage = e.usage;
     return surface.event(e);
   };
-  await surface.start?.();
   try {
+    await surface.start?.();
     if (opened.first) await take(opened.first);
     for (;;) {
       const next = await opened.rest.next();
@@ -148,7 +169,6 @@ export async function streamOnce(
         'The provider returned an empty response. Nothing was charged; retry the request.',
       ),
     );
-    sse.end();
     return;
   }
   const status = sse.closed ? 'client_closed' : failure ? 'failed_midway' : 'completed';
@@ -160,5 +180,4 @@ export async function streamOnce(
   // logged for the operator; told to the caller without the upstream's own words
   const broke = failure === undefined ? undefined : call.metered.brokeMidway(failure);
   await surface.end({ finish, stopSequence, usage: billed, bill, failure: broke });
-  sse.end();
 }

@@ -62,10 +62,19 @@ function check(validate: ValidateFunction, data: unknown): void {
   if (!validate(data)) throw toValidationError(validate.errors![0]);
 }
 
+// Which schema each validating middleware checks, so a route's contract can be read off the router
+// (the fuzz suite derives its requests from it: test/fuzz/).
+const declared = new WeakMap<object, { where: 'body' | 'query'; schema: Schema }>();
+
+/** The body or query schema a route's middleware validates, if it is a validator. */
+export function declaredSchema(middleware: unknown): { where: 'body' | 'query'; schema: Schema } | undefined {
+  return typeof middleware === 'function' ? declared.get(middleware) : undefined;
+}
+
 /** Validate ctx.request.body before the route runs; the route then trusts its shape. */
 export function validateBody(schema: Schema): Middleware<AppState> {
   const validate = bodyAjv.compile(schema);
-  return async (ctx, next) => {
+  const middleware: Middleware<AppState> = async (ctx, next) => {
     const body = (ctx.request as { body?: unknown }).body;
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
       throw new RequestError(400, 'invalid_json', 'Request body must be a JSON object.');
@@ -73,15 +82,19 @@ export function validateBody(schema: Schema): Middleware<AppState> {
     check(validate, body);
     await next();
   };
+  declared.set(middleware, { where: 'body', schema });
+  return middleware;
 }
 
 /** Validate (and coerce, and default) ctx.query; the result is left on ctx.state.query. */
 export function validateQuery(schema: Schema): Middleware<AppState> {
   const validate = queryAjv.compile(schema);
-  return async (ctx, next) => {
+  const middleware: Middleware<AppState> = async (ctx, next) => {
     const query: Record<string, unknown> = { ...ctx.query };
     check(validate, query);
     ctx.state.query = query;
     await next();
   };
+  declared.set(middleware, { where: 'query', schema });
+  return middleware;
 }

@@ -119,6 +119,34 @@ describe('API basics', () => {
       }
     });
 
+    it('a lone UTF-16 surrogate anywhere in a body (value or key, however deep) is a 400 naming where', async () => {
+      // the body is read before the key is asked for; chat speaks the envelope that names the parameter
+      const chat = (body: string) =>
+        fetch(`${api.base}/api/v1/chat/completions`, {
+          method: 'POST',
+          body,
+          headers: { 'content-type': 'application/json' },
+        });
+      const deep = `${'{"a":'.repeat(50)}"\\ud800"${'}'.repeat(50)}`;
+      for (const [body, param] of [
+        ['{"model":"a\\ud800"}', 'model'],
+        ['{"messages":[{"content":"x\\udfffy"}]}', 'messages[0].content'],
+        ['{"meta":{"\\ud83d":1}}', 'meta.\ud83d'],
+        ['{"tail":"\\ud83d"}', 'tail'],
+        [deep, `${'a.'.repeat(49)}a`],
+      ] as const) {
+        const res = await chat(body);
+        assert.equal(res.status, 400, body.slice(0, 60));
+        const { error } = await res.json();
+        assert.equal(error.code, 'invalid_parameter_value');
+        assert.equal(error.param, param);
+        assert.match(error.message, /lone UTF-16 surrogate/);
+      }
+      // a whole pair, an escaped backslash before "ud800", and raw non-ASCII text are fine (the route then asks for a key)
+      for (const body of ['{"a":"\\ud83d\\ude00"}', '{"a":"\\\\ud800"}', '{"a":"😀 é"}'])
+        assert.equal((await chat(body)).status, 401, body);
+    });
+
     it('an unknown Content-Encoding is a 415 with a clear message', async () => {
       const res = await post('{}', { 'content-type': 'application/json', 'content-encoding': 'zstd-nope' });
       assert.equal(res.status, 415);

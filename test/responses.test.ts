@@ -330,6 +330,71 @@ describe('responses API (OpenAI Responses wire format)', function () {
     assert.equal(await usd(), before);
   });
 
+  it('refuses a lone UTF-16 surrogate in input, instructions or metadata before anything is reserved or sent', async () => {
+    const before = await usd();
+    const sent = b.openai.requests.length;
+    for (const [body, param] of [
+      [{ model: MODEL, input: 'a\ud800b' }, 'input'],
+      [
+        { model: MODEL, input: [{ role: 'user', content: [{ type: 'input_text', text: '\udfff' }] }] },
+        'input[0].content[0].text',
+      ],
+      [{ model: MODEL, input: 'hi', instructions: 'x\ud83d' }, 'instructions'],
+      [{ model: MODEL, input: 'hi', metadata: { 'k\udc00': 'v' } }, 'metadata.k\udc00'],
+    ] as const) {
+      const res = await post(body); // JSON.stringify writes a lone surrogate as its \u escape
+      const j: any = await res.json();
+      assert.equal(res.status, 400, JSON.stringify(j));
+      assert.equal(j.error.code, 'invalid_parameter_value');
+      assert.equal(j.error.param, param);
+      assert.match(j.error.message, /lone UTF-16 surrogate/);
+    }
+    assert.equal(b.openai.requests.length, sent, 'nothing was sent upstream');
+    assert.equal(await usd(), before);
+    // a whole pair is a character like any other
+    const ok: any = await client.responses.create({ model: MODEL, input: 'a \ud83d\ude00 b' });
+    assert.equal(ok.output_text, 'Echo: a \u{1f600} b');
+  });
+
+  it('stores an answer holding what PostgreSQL cannot (NUL, a lone surrogate) with U+FFFD in its place', async () => {
+    for (const stream of [false, true]) {
+      b.openai.script({ text: 'nul \u0000 half \ud83d end' });
+      const res = await post({ model: MODEL, input: 'go', stream });
+      assert.equal(res.status, 200, await res.clone().text());
+      let id: string;
+      if (stream) {
+        const frames = (await readSse(res)).filter((f) => f !== '[DONE]');
+        assert.equal(frames.at(-1).type, 'response.completed');
+        id = frames.at(-1).response.id;
+      } else id = ((await res.json()) as any).id;
+      const got: any = await client.responses.retrieve(id);
+      assert.equal(got.output_text, 'nul \ufffd half \ufffd end', stream ? 'streamed' : 'not streamed');
+      // and the conversation continues from it
+      const next: any = await client.responses.create({ model: MODEL, input: 'more', previous_response_id: id });
+      assert.equal(next.status, 'completed');
+    }
+  });
+
+  it('ends a stream whose answer cannot be stored with an error frame, instead of leaving it open', async () => {
+    const { db } = await import('../activities/db.js');
+    await db().pool.query('ALTER TABLE stored_responses RENAME TO stored_responses_away');
+    try {
+      const res = await fetch(`${b.base}/v1/responses`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: MODEL, input: 'go', stream: true }),
+        signal: AbortSignal.timeout(15_000),
+      });
+      assert.equal(res.status, 200);
+      const frames = await readSse(res); // returns only once the stream has ended
+      const last = frames.at(-1);
+      assert.equal(last.error.code, 'internal_error');
+      assert.doesNotMatch(JSON.stringify(last), /stored_responses|prisma/i);
+    } finally {
+      await db().pool.query('ALTER TABLE stored_responses_away RENAME TO stored_responses');
+    }
+  });
+
   it("404s another account's or an unknown previous_response_id, GET and DELETE", async () => {
     const r: any = await client.responses.create({ model: MODEL, input: 'mine' });
     const other = await b.account('1');

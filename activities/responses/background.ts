@@ -20,7 +20,7 @@ import {
 import { RequestError } from '../core/errors.js';
 import { startJob } from '../jobs/jobs.js';
 import { MeteredCall } from '../metering/meteredCall.js';
-import { retentionDays } from '../surfaces/responsesStore.js';
+import { retentionDays, storable } from '../surfaces/responsesStore.js';
 import { backgroundResponse } from '../../workflows/backgroundResponse.js';
 
 /** What the API stores beside a queued response so the worker can run it. */
@@ -59,7 +59,11 @@ async function update(
   const request = conversation && row ? { ...row.request, conversation } : undefined;
   await db().prisma.storedResponse.update({
     where: { id },
-    data: { status, response: { ...response, status } as object, ...(request ? { request: request as object } : {}) },
+    data: {
+      status,
+      response: storable({ ...response, status }) as object,
+      ...(request ? { request: storable(request) as object } : {}),
+    },
   });
 }
 

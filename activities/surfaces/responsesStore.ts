@@ -25,6 +25,36 @@ export function retentionDays(): number {
   return Number.isInteger(n) && n >= 0 && n <= 365 ? n : 7;
 }
 
+// What PostgreSQL cannot hold in JSON: NUL (`\u0000`) and lone UTF-16 surrogates. Requests carrying
+// them are refused at the door (api/middleware/body.ts), but an answer is the upstream's: a model can
+// be made to write a NUL, or a tokenizer to split a surrogate pair. Stored answers carry U+FFFD in
+// their place rather than fail to store after the answer was paid for.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is one of the characters looked for
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/** `value` with every string (and key) PostgreSQL can store as JSON. A loop: answers may nest deep. */
+export function storable<T>(value: T): T {
+  const fix = (s: string) => s.replace(UNSTORABLE, '\ufffd');
+  const root = { v: value as unknown };
+  const stack: Array<[Record<string, unknown> | unknown[], string | number]> = [[root, 'v']];
+  while (stack.length) {
+    const [parent, key] = stack.pop()!;
+    const v = (parent as Record<string | number, unknown>)[key];
+    if (typeof v === 'string') (parent as Record<string | number, unknown>)[key] = fix(v);
+    else if (Array.isArray(v)) {
+      const copy = [...v];
+      (parent as Record<string | number, unknown>)[key] = copy;
+      for (let i = 0; i < copy.length; i++) stack.push([copy, i]);
+    } else if (v !== null && typeof v === 'object') {
+      const copy: Record<string, unknown> = {};
+      for (const [k, x] of Object.entries(v)) copy[fix(k)] = x;
+      (parent as Record<string | number, unknown>)[key] = copy;
+      for (const k of Object.keys(copy)) stack.push([copy, k]);
+    }
+  }
+  return root.v as T;
+}
+
 export async function saveResponse(accountId: string, response: ResponseObject, request: StoredRequest): Promise<void> {
   const days = retentionDays();
   if (days === 0) return;
@@ -33,8 +63,8 @@ export async function saveResponse(accountId: string, response: ResponseObject, 
   await prisma.storedResponse.deleteMany({ where: { accountId, expiresAt: { lte: now } } });
   const data = {
     status: response.status,
-    request: request as object,
-    response: response as object,
+    request: storable(request) as object,
+    response: storable(response) as object,
     expiresAt: new Date(now.getTime() + days * 86_400_000),
   };
   await prisma.storedResponse.upsert({

@@ -68,13 +68,25 @@ export function jsonBody({ limitBytes, maxDepth }: BodyLimits): Middleware<AppSt
         'invalid_json',
         `Request body is nested more than ${maxDepth} levels deep (arrays and objects); flatten it.`,
       );
+    let body: unknown;
     try {
-      ctx.request.body = bourne.parse(text, { protoAction: 'error' });
+      body = bourne.parse(text, { protoAction: 'error' });
     } catch (err) {
       throw new RequestError(400, 'invalid_json', `Request body is not valid JSON: ${(err as Error).message}`);
     }
     // JSON can only carry a NUL as the escape `\u0000`: without that text, no walk is needed.
-    if (text.includes('\\u0000')) refuseNulInJson(ctx.request.body);
+    if (text.includes('\\u0000')) refuseNulInJson(body);
+    // only a \u escape can spell a lone surrogate (raw bytes arrive decoded as UTF-8)
+    const where = text.includes('\\u') ? loneSurrogateAt(body) : undefined;
+    if (where !== undefined) {
+      throw new RequestError(
+        400,
+        'invalid_parameter_value',
+        `${where ? `'${where}'` : 'The request body'} contains a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape), which is not Unicode text. Send both halves of the pair, or neither.`,
+        { param: where || null },
+      );
+    }
+    ctx.request.body = body;
     return next();
   };
 }
@@ -120,6 +132,32 @@ function closingQuote(text: string, open: number): number {
     q = text.indexOf('"', q + 1);
   }
   return -1;
+}
+
+// Half of a UTF-16 surrogate pair with no other half. JSON lets an escape spell one (`"\ud800"`), but
+// it is no character: UTF-8 cannot encode it and PostgreSQL refuses it in text and JSON, so a request
+// carrying one would fail wherever it is stored, after the money was spent. Refused before anything runs.
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Where in `value` a string (or key) holds a lone surrogate: `messages[0].content` ('' for the root), or undefined. */
+function loneSurrogateAt(value: unknown): string | undefined {
+  // a loop, not recursion: the body may nest deeper than the stack
+  const stack: Array<[unknown, string]> = [[value, '']];
+  while (stack.length) {
+    const [v, path] = stack.pop()!;
+    if (typeof v === 'string') {
+      if (LONE_SURROGATE.test(v)) return path;
+    } else if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) stack.push([v[i], `${path}[${i}]`]);
+    } else if (v !== null && typeof v === 'object') {
+      for (const [k, x] of Object.entries(v)) {
+        const at = path ? `${path}.${k}` : k;
+        if (LONE_SURROGATE.test(k)) return at;
+        stack.push([x, at]);
+      }
+    }
+  }
+  return undefined;
 }
 
 function decoder(encoding: string): Transform | null {

@@ -38,3 +38,8 @@ export function envelopeOfPath(ctx: AppContext): Envelope | undefined {
   }
   return undefined;
 }
+
+/** The envelope a route's middleware declares, if it is a surface (the fuzz suite reads routes' contracts this way). */
+export function declaredEnvelope(middleware: unknown): Envelope | undefined {
+  return typeof middleware === 'function' ? declared.get(middleware as Middleware<AppState>) : undefined;
+}

@@ -1,0 +1,115 @@
+// Every provider in the catalog served by a loopback upstream speaking its real protocol, so a
+// request that passes validation goes all the way: OpenAI-protocol vendors (chat, completions and
+// speech on one host, as api.openai.com has them), Anthropic, Gemini, ElevenLabs, and fal's queue
+// for video (Midjourney-style too). The built-in local providers (llama.cpp, eSpeak) need nothing.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { readCatalogFile } from '../../activities/catalog/file.js';
+import { config } from '../../activities/config.js';
+import { type AnthropicUpstream, startAnthropicUpstream } from '../support/upstreams/anthropic.js';
+import { type FalUpstream, startFalUpstream } from '../support/upstreams/fal.js';
+import { type GeminiUpstream, startGeminiUpstream } from '../support/upstreams/gemini.js';
+import { type OpenAIUpstream, startOpenAIUpstream } from '../support/upstreams/openai.js';
+import {
+  type SpeechUpstream,
+  startElevenLabsUpstream,
+  startOpenAISpeechUpstream,
+} from '../support/upstreams/speech.js';
+
+export interface Upstreams {
+  /** provider settings: `<PROVIDER>_API_KEY` / `_BASE_URL` for every catalog provider */
+  env: Record<string, string>;
+  /** the keys and addresses a caller must never see */
+  secrets: string[];
+  fal: FalUpstream;
+  /** forget what the upstreams recorded (a long run would keep every request otherwise) */
+  forget(): void;
+  close(): Promise<void>;
+}
+
+/** One port for OpenAI's chat and speech upstreams: `/v1/audio/speech` goes to speech, the rest to chat. */
+async function openAIHost(
+  chat: OpenAIUpstream,
+  speech: SpeechUpstream,
+): Promise<{ url: string; close(): Promise<void> }> {
+  const chatUrl = new URL(chat.url);
+  const speechUrl = new URL(speech.url);
+  const server = http.createServer((req, res) => {
+    const to = req.url?.startsWith('/v1/audio/') ? speechUrl : chatUrl;
+    const headers = { ...req.headers };
+    // each loopback server checks its own key; the gateway holds one OpenAI key
+    if (to === speechUrl) headers.authorization = `Bearer ${speech.apiKey}`;
+    const forward = http.request(
+      { host: to.hostname, port: to.port, method: req.method, path: req.url, headers },
+      (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      },
+    );
+    forward.on('error', () => res.destroy());
+    res.on('close', () => forward.destroy());
+    req.pipe(forward);
+  });
+  server.listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+    close: () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+export async function startUpstreams(): Promise<Upstreams> {
+  const chat = await startOpenAIUpstream();
+  const speech = await startOpenAISpeechUpstream();
+  const openai = await openAIHost(chat, speech);
+  const anthropic: AnthropicUpstream = await startAnthropicUpstream();
+  const gemini: GeminiUpstream = await startGeminiUpstream();
+  const eleven = await startElevenLabsUpstream();
+  const fal = await startFalUpstream();
+  const env: Record<string, string> = {
+    ANTHROPIC_API_KEY: anthropic.apiKey,
+    ANTHROPIC_BASE_URL: anthropic.url,
+    GEMINI_API_KEY: gemini.apiKey,
+    GEMINI_BASE_URL: gemini.url,
+    ELEVENLABS_API_KEY: eleven.apiKey,
+    ELEVENLABS_BASE_URL: eleven.url,
+    FAL_API_KEY: fal.apiKey,
+    FAL_BASE_URL: fal.url,
+    MIDJOURNEY_API_KEY: fal.apiKey,
+    MIDJOURNEY_BASE_URL: fal.url,
+    // the loopback fal serves the finished videos; no other private address may be fetched
+    SWITCHYARD_FETCH_ALLOW_PRIVATE: '127.0.0.1/32',
+    SWITCHYARD_VIDEO_POLL_MS: '200',
+  };
+  // every OpenAI-protocol vendor (hosted or self-hosted) is the loopback OpenAI host
+  for (const p of (await readCatalogFile(config.catalogFile)).providers) {
+    if (p.protocol !== 'openai') continue;
+    const prefix = p.id.toUpperCase().replace(/[^A-Z0-9]/g, '_');
+    env[`${prefix}_API_KEY`] = chat.apiKey!;
+    env[`${prefix}_BASE_URL`] = openai.url;
+  }
+  const ports = [chat.url, speech.url, openai.url, anthropic.url, gemini.url, eleven.url, fal.url].map(
+    (u) => new URL(u).host,
+  );
+  return {
+    env,
+    secrets: [chat.apiKey!, speech.apiKey, anthropic.apiKey, gemini.apiKey, eleven.apiKey, fal.apiKey, ...ports],
+    fal,
+    forget() {
+      chat.reset();
+      gemini.reset();
+      anthropic.requests.length = 0;
+      speech.requests.length = 0;
+      eleven.requests.length = 0;
+      fal.requests.length = 0;
+    },
+    async close() {
+      await openai.close();
+      for (const u of [chat, speech, anthropic, gemini, eleven, fal]) await u.close();
+    },
+  };
+}
