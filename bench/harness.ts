@@ -36,6 +36,12 @@ export function cpuMs(port: string): number {
   return processCpuMs(pidOfPort.get(port)!);
 }
 
+/** Resident memory of a process, MB (VmRSS in /proc/<pid>/status). */
+export function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Math.round(Number(m[1]) / 1024) : Number.NaN;
+}
+
 /** A process's CPU time and its children's (an API supervisor's processes). */
 function processCpuMs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
