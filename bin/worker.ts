@@ -111,6 +111,10 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   await ensureSchedules(config.temporalAddress);
   process.on('SIGINT', () => stopWorker(worker));
   process.on('SIGTERM', () => stopWorker(worker));
-  await worker.run();
+  const running = worker.run();
+  console.log(
+    `[worker] serving task queue ${config.taskQueue} of namespace ${config.temporalNamespace} at ${config.temporalAddress}`,
+  );
+  await running;
   await database.stop();
 }
