@@ -68,10 +68,11 @@ function peerEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return env;
 }
 
-// Portkey 1.15's streaming path appends its headers to the upstream's (immutable) fetch Headers
-// when @hono/node-server is 1.14 or later, and every streamed request fails with "TypeError:
-// immutable" (Portkey-AI/gateway issues 1389 and 1550). 1.13.8, the last 1.13 release, copies
-// the headers, as Portkey expects.
+// Portkey 1.15's streaming path adds its headers to a response built from the upstream's fetch
+// response; with the @hono/node-server npm picks for it (1.19; 1.14.2 too) that response shares the
+// upstream's immutable Headers and every streamed request fails with "TypeError: immutable"
+// (Portkey-AI/gateway issues 1389 and 1550). 1.13.8, the last 1.13 release, gives it headers of
+// its own, as Portkey expects.
 const HONO_NODE_SERVER = '1.13.8';
 
 async function startPortkey(upstream: string): Promise<Peer | string> {
