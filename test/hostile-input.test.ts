@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { useChatBench } from './support/chatEnv.js';
 import { db } from '../activities/db.js';
 import { settledBalances } from './support/books.js';
+import { flushRequestRecords } from '../activities/metering/records.js';
 
 const MODEL = 'openai/gpt-4o-mini';
 type Envelope = 'openai' | 'message' | 'legacy';
@@ -29,6 +30,8 @@ function assertRefused(res: Response, body: any, envelope: Envelope, what: strin
 
 /** What an account has been charged, held, stored or started since it was funded. */
 async function footprint(accountId: string) {
+  // an earlier request's record may still be queued (they are written in batches): count it now, not later
+  await flushRequestRecords();
   const count = async (table: string) =>
     Number(
       (await db().pool.query(`SELECT count(*)::int AS n FROM ${table} WHERE account_id = $1`, [accountId])).rows[0].n,
