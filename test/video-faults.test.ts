@@ -1,9 +1,11 @@
 // biome-ignore-all lint/suspicious/noExplicitAny: wire JSON, read field by field
-// Video jobs (POST /api/generate-video → the `videoJob` workflow) when a submit to fal is
-// repeated because an activity attempt did not learn or keep the provider's request id: the real
-// API, the real Temporal dev server, worker processes of their own where a test kills or stops
-// one (test/support/workerProcess.ts), and the loopback fal queue server, whose count of submits
-// is the provider's own view.
+// Video jobs (POST /api/generate-video → the `videoJob` workflow) when an activity attempt dies
+// half-way: a submit to fal repeated because the attempt did not learn or keep the provider's
+// request id, and a worker killed between the job record and the settlement (the next worker
+// settles, once). The real API, the real Temporal dev server, worker processes of their own where
+// a test kills or stops one (test/support/workerProcess.ts), database faults at an exact step
+// (test/support/dbFaults.ts), and the loopback fal queue server, whose count of submits is the
+// provider's own view.
 //
 // fal's queue has no idempotency key, so a submit that fal accepted but whose answer never
 // reached the activity is submitted again by the retry. Where the gateway can narrow that, it
@@ -18,7 +20,7 @@ import { useTemporal } from './support/temporal.js';
 import { startFalUpstream, type FalUpstream } from './support/upstreams/fal.js';
 import { assertBooksBalance } from './support/books.js';
 import { onOwnWorkers } from './support/ownWorkers.js';
-import { failUpdateOnce } from './support/dbFaults.js';
+import { failUpdateOnce, holdUpdates } from './support/dbFaults.js';
 import { balances } from '../activities/ledger/ledger.js';
 import { db } from '../activities/db.js';
 import { useProviderEnv } from './support/providerEnv.js';
@@ -36,7 +38,7 @@ const T2V = 'kling-2.1-master';
 const T2V_PER_SECOND = 294_000_000n;
 const TEN_USD = 10_000_000_000n;
 
-describe('video jobs when a submit to fal is repeated (activity retries, dead and stopping workers)', function () {
+describe('video jobs when an attempt dies half-way (repeated submits, dead and stopping workers)', function () {
   this.timeout(180_000);
   let api: Awaited<ReturnType<typeof startApi>>;
   let fal: FalUpstream;
@@ -107,12 +109,13 @@ describe('video jobs when a submit to fal is repeated (activity retries, dead an
     ).rows.map((r) => BigInt(r.amount));
   const usd = async (accountId: string) => (await balances(accountId))!.USD;
 
-  /** A completed job charged once for 5 s, made from fal job `from`, the account's only spending. */
-  async function assertChargedOnce(key: string, accountId: string, id: string, from: { id: string }) {
+  /** A completed job charged once for `seconds`, made from fal job `from`, the account's only spending. */
+  async function assertChargedOnce(key: string, accountId: string, id: string, from: { id: string }, seconds = 5) {
     const d = await ended(key, id);
     assert.equal(d.status, 'completed', JSON.stringify(d));
-    const cost = 5n * T2V_PER_SECOND;
-    assert.equal(d.cost, 1.47);
+    const cost = BigInt(seconds) * T2V_PER_SECOND;
+    assert.equal(d.cost, Number(cost) / 1e9);
+    assert.equal(d.details.billedSeconds, seconds);
     assert.deepEqual(await chargesFor(id), [-cost]);
     assert.deepEqual(await usd(accountId), { amount: TEN_USD - cost, held: 0n, available: TEN_USD - cost });
     const video = Buffer.from(await (await fetch(d.videoUrl)).arrayBuffer());
@@ -221,5 +224,52 @@ describe('video jobs when a submit to fal is repeated (activity retries, dead an
     } finally {
       await removeFault();
     }
+  });
+
+  it('a worker killed between the job record and the settlement: the next worker settles it once; record completed with its cost, books balance', async () => {
+    // finishVideoJob records the job completed (with the charge to come) and then settles; a
+    // crash in between leaves the money held, and the retry, finding the record terminal, settles.
+    await onOwnWorkers('video-kill-settling', async (startWorker) => {
+      const worker = await startWorker();
+      const { key, accountId } = await newAccount('10');
+      const prompt = 'a video paid for after its worker died';
+      const held = await holdUpdates(
+        'balance_holds',
+        `NEW.account_id = '${accountId}' AND NEW.status = 'settled' AND OLD.status = 'active'`,
+      );
+      try {
+        fal.script({ queuePolls: 0, progressPolls: 0, duration: 4 });
+        const id = await submit(key, prompt);
+        await until(
+          () => held.waiting(),
+          (w) => w.length === 1,
+          30_000,
+          'the settlement',
+        );
+        const cost = 4n * T2V_PER_SECOND;
+        const recorded = await db().prisma.mediaJob.findUnique({ where: { id } });
+        assert.equal(recorded!.status, 'completed');
+        assert.equal(recorded!.cost!.toString(), cost.toString());
+        await worker.kill();
+        await held.dropWaiting(); // the dead worker's settlement never commits
+        await held.release();
+        assert.deepEqual(await chargesFor(id), [], 'no money has moved yet');
+        assert.equal((await usd(accountId)).held, 5n * T2V_PER_SECOND);
+
+        await startWorker();
+        // finishVideoJob is tried again once its heartbeat timeout (30 s) has passed
+        await until(
+          () => chargesFor(id),
+          (c) => c.length > 0,
+          90_000,
+          'the next worker to settle',
+        );
+        await assertChargedOnce(key, accountId, id, falJobs(prompt)[0], 4);
+        assert.equal(submits(prompt), 1);
+        await assertBooksBalance(accountId);
+      } finally {
+        await held.release();
+      }
+    });
   });
 });
