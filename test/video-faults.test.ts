@@ -16,12 +16,15 @@
 // price worked out here, not with the production pricing code. The books balance after each test.
 import assert from 'node:assert/strict';
 import { startApi, newAccount } from './support/api.js';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { useTemporal } from './support/temporal.js';
 import { startFalUpstream, type FalUpstream } from './support/upstreams/fal.js';
 import { assertBooksBalance } from './support/books.js';
 import { onOwnWorkers } from './support/ownWorkers.js';
 import { failUpdateOnce, holdUpdates } from './support/dbFaults.js';
 import { balances } from '../activities/ledger/ledger.js';
+import { config } from '../activities/config.js';
+import { finishVideoJob, pollVideoJob, submitVideoJob } from '../activities/video/run.js';
 import { db } from '../activities/db.js';
 import { useProviderEnv } from './support/providerEnv.js';
 import { until } from './support/wait.js';
@@ -271,5 +274,38 @@ describe('video jobs when an attempt dies half-way (repeated submits, dead and s
         await held.release();
       }
     });
+  });
+
+  it('finishVideoJob heartbeats while a slow download runs: a long download is not taken for a dead worker', async () => {
+    // The activity run directly (as the worker runs it) against a job no worker polls, with a
+    // download that takes longer than the 5 s between heartbeats.
+    const { key } = await newAccount('10');
+    const prompt = 'a video slow to download';
+    const mainQueue = config.taskQueue;
+    config.taskQueue = `video-nobody-${process.pid}`;
+    let id: string;
+    try {
+      id = await submit(key, prompt);
+    } finally {
+      config.taskQueue = mainQueue;
+    }
+    fal.script({ queuePolls: 0, progressPolls: 0, fileDelayMs: 7_000 });
+    const run = <A extends unknown[]>(fn: (...a: A) => Promise<string>, ...args: A) =>
+      new MockActivityEnvironment().run(fn as any, ...args) as Promise<string>;
+    assert.equal(await run(submitVideoJob, id), 'queued');
+    assert.equal(await run(pollVideoJob, id), 'completed');
+    const finishing = new MockActivityEnvironment();
+    const beats: number[] = [];
+    finishing.on('heartbeat', () => beats.push(Date.now()));
+    const started = Date.now();
+    assert.equal(await finishing.run(finishVideoJob, id), 'completed');
+    const took = Date.now() - started;
+    assert.ok(took >= 7_000, `the download took ${took} ms`);
+    assert.ok(beats.length >= 1, `heartbeats during a ${took} ms finish: ${beats.length}`);
+    assert.ok(
+      beats.every((b, i) => b - (beats[i - 1] ?? started) <= 6_000),
+      'never more than about 5 s without one',
+    );
+    await (await useTemporal()).client.workflow.getHandle(id).terminate('driven by the test');
   });
 });
