@@ -115,8 +115,12 @@ describe('recorded workflow histories replay against the current workflow code',
   describe('replay', () => {
     const files = readdirSync(FIXTURES).filter((f) => f.endsWith('.history.json'));
     let bundle: WorkflowBundle;
-    // the workflow code bundled once, as a worker bundles it at start-up
     before(async () => {
+      // The replayer runs on Temporal's process-wide runtime: have it installed as the project's
+      // worker installs it (bin/worker.ts), not with the defaults the replayer would install, which
+      // a worker started later in this process could not replace.
+      await useTemporal();
+      // the workflow code bundled once, as a worker bundles it at start-up
       bundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS, logger: new DefaultLogger('WARN') });
     });
     it('every fixture is a known path, and every known path has its fixture', () => {
