@@ -21,6 +21,7 @@ import {
 } from './support/upstreams/speech.js';
 import { useTemporal } from './support/temporal.js';
 import { onOwnWorkers } from './support/ownWorkers.js';
+import { holdUpdates } from './support/dbFaults.js';
 import { assertBooksBalance } from './support/books.js';
 import { balances } from '../activities/ledger/ledger.js';
 import { db } from '../activities/db.js';
@@ -229,6 +230,61 @@ describe('speech jobs when their worker fails (heartbeats, retries, money)', fun
     });
     assert.equal(res.status, 200, await res.clone().text());
     assert.ok((await res.arrayBuffer()).byteLength > 1000);
+  });
+
+  it('a worker killed after the settlement is written, before the job record: the next worker completes the record; charged once, books balance', async () => {
+    await onOwnWorkers('tts-kill-settled', async (startWorker) => {
+      const worker = await startWorker();
+      const { key, accountId } = await newAccount('1');
+      // the job's record may not become `completed` until the test says so (the update waits in the database)
+      const held = await holdUpdates(
+        'media_jobs',
+        `NEW.account_id = '${accountId}' AND NEW.status = 'completed' AND OLD.status <> 'completed'`,
+      );
+      try {
+        const before = eleven.requests.length;
+        const runId = await tts(key, { text: 'a song paid for by a dying worker', model: MUSIC, duration: 30 });
+        const cost = 30n * MUSIC_PER_SECOND;
+        await until(
+          () => charges(accountId),
+          (c) => c.length === 1,
+          30_000,
+          'the settlement',
+        );
+        await until(
+          () => held.waiting(),
+          (w) => w.length === 1,
+          10_000,
+          'the job record update',
+        );
+        await worker.kill();
+        await held.dropWaiting(); // the dead worker's database session ends with it: its update never happens
+        await held.release();
+        // in between: the money has moved, the record still says pending
+        assert.deepEqual(await charges(accountId), [-cost]);
+        assert.deepEqual(await usd(accountId), { amount: ONE_USD - cost, held: 0n, available: ONE_USD - cost });
+        const between = await db().prisma.mediaJob.findUnique({ where: { id: runId } });
+        assert.equal(between!.status, 'pending');
+
+        await startWorker();
+        const done = await finished(key, runId);
+        assert.equal(done.status, 'completed', JSON.stringify(done));
+        assert.equal(done.cost, 0.42);
+        assert.equal(done.seconds, 30);
+        assert.deepEqual(await charges(accountId), [-cost], 'charged exactly once');
+        assert.deepEqual(await usd(accountId), { amount: ONE_USD - cost, held: 0n, available: ONE_USD - cost });
+        const row = await db().prisma.mediaJob.findUnique({ where: { id: runId } });
+        assert.equal(row!.status, 'completed');
+        assert.equal(row!.cost!.toString(), cost.toString());
+        assert.equal(row!.currency, 'USD');
+        assert.ok(row!.completedAt);
+        assert.ok((await (await fetch(done.audioUrl)).arrayBuffer()).byteLength > 0);
+        assert.equal(upstreamCalls(before).length, 1, 'the audio made before the crash is the one kept: made once');
+        await assertBooksBalance(accountId);
+      } finally {
+        await held.release();
+      }
+    });
   });
 
   it('every attempt stops heartbeating: after the last, the job is an error, its reservation released, nothing charged', async () => {

@@ -1,9 +1,11 @@
 // biome-ignore-all lint/suspicious/noExplicitAny: wire JSON, read field by field
-// Video jobs (POST /api/generate-video → the `videoJob` workflow) when a submit to fal is
-// repeated because an activity attempt did not learn or keep the provider's request id: the real
-// API, the real Temporal dev server, worker processes of their own where a test kills or stops
-// one (test/support/workerProcess.ts), and the loopback fal queue server, whose count of submits
-// is the provider's own view.
+// Video jobs (POST /api/generate-video → the `videoJob` workflow) when an activity attempt dies
+// half-way: a submit to fal repeated because the attempt did not learn or keep the provider's
+// request id, and a worker killed between the job record and the settlement (the next worker
+// settles, once). The real API, the real Temporal dev server, worker processes of their own where
+// a test kills or stops one (test/support/workerProcess.ts), database faults at an exact step
+// (test/support/dbFaults.ts), and the loopback fal queue server, whose count of submits is the
+// provider's own view.
 //
 // fal's queue has no idempotency key, so a submit that fal accepted but whose answer never
 // reached the activity is submitted again by the retry. Where the gateway can narrow that, it
@@ -14,12 +16,15 @@
 // price worked out here, not with the production pricing code. The books balance after each test.
 import assert from 'node:assert/strict';
 import { startApi, newAccount } from './support/api.js';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { useTemporal } from './support/temporal.js';
 import { startFalUpstream, type FalUpstream } from './support/upstreams/fal.js';
 import { assertBooksBalance } from './support/books.js';
 import { onOwnWorkers } from './support/ownWorkers.js';
-import { failUpdateOnce } from './support/dbFaults.js';
+import { failUpdateOnce, holdUpdates } from './support/dbFaults.js';
 import { balances } from '../activities/ledger/ledger.js';
+import { config } from '../activities/config.js';
+import { finishVideoJob, pollVideoJob, submitVideoJob } from '../activities/video/run.js';
 import { db } from '../activities/db.js';
 import { useProviderEnv } from './support/providerEnv.js';
 import { until } from './support/wait.js';
@@ -36,7 +41,7 @@ const T2V = 'kling-2.1-master';
 const T2V_PER_SECOND = 294_000_000n;
 const TEN_USD = 10_000_000_000n;
 
-describe('video jobs when a submit to fal is repeated (activity retries, dead and stopping workers)', function () {
+describe('video jobs when an attempt dies half-way (repeated submits, dead and stopping workers)', function () {
   this.timeout(180_000);
   let api: Awaited<ReturnType<typeof startApi>>;
   let fal: FalUpstream;
@@ -107,12 +112,13 @@ describe('video jobs when a submit to fal is repeated (activity retries, dead an
     ).rows.map((r) => BigInt(r.amount));
   const usd = async (accountId: string) => (await balances(accountId))!.USD;
 
-  /** A completed job charged once for 5 s, made from fal job `from`, the account's only spending. */
-  async function assertChargedOnce(key: string, accountId: string, id: string, from: { id: string }) {
+  /** A completed job charged once for `seconds`, made from fal job `from`, the account's only spending. */
+  async function assertChargedOnce(key: string, accountId: string, id: string, from: { id: string }, seconds = 5) {
     const d = await ended(key, id);
     assert.equal(d.status, 'completed', JSON.stringify(d));
-    const cost = 5n * T2V_PER_SECOND;
-    assert.equal(d.cost, 1.47);
+    const cost = BigInt(seconds) * T2V_PER_SECOND;
+    assert.equal(d.cost, Number(cost) / 1e9);
+    assert.equal(d.details.billedSeconds, seconds);
     assert.deepEqual(await chargesFor(id), [-cost]);
     assert.deepEqual(await usd(accountId), { amount: TEN_USD - cost, held: 0n, available: TEN_USD - cost });
     const video = Buffer.from(await (await fetch(d.videoUrl)).arrayBuffer());
@@ -221,5 +227,85 @@ describe('video jobs when a submit to fal is repeated (activity retries, dead an
     } finally {
       await removeFault();
     }
+  });
+
+  it('a worker killed between the job record and the settlement: the next worker settles it once; record completed with its cost, books balance', async () => {
+    // finishVideoJob records the job completed (with the charge to come) and then settles; a
+    // crash in between leaves the money held, and the retry, finding the record terminal, settles.
+    await onOwnWorkers('video-kill-settling', async (startWorker) => {
+      const worker = await startWorker();
+      const { key, accountId } = await newAccount('10');
+      const prompt = 'a video paid for after its worker died';
+      const held = await holdUpdates(
+        'balance_holds',
+        `NEW.account_id = '${accountId}' AND NEW.status = 'settled' AND OLD.status = 'active'`,
+      );
+      try {
+        fal.script({ queuePolls: 0, progressPolls: 0, duration: 4 });
+        const id = await submit(key, prompt);
+        await until(
+          () => held.waiting(),
+          (w) => w.length === 1,
+          30_000,
+          'the settlement',
+        );
+        const cost = 4n * T2V_PER_SECOND;
+        const recorded = await db().prisma.mediaJob.findUnique({ where: { id } });
+        assert.equal(recorded!.status, 'completed');
+        assert.equal(recorded!.cost!.toString(), cost.toString());
+        await worker.kill();
+        await held.dropWaiting(); // the dead worker's settlement never commits
+        await held.release();
+        assert.deepEqual(await chargesFor(id), [], 'no money has moved yet');
+        assert.equal((await usd(accountId)).held, 5n * T2V_PER_SECOND);
+
+        await startWorker();
+        // finishVideoJob is tried again once its heartbeat timeout (30 s) has passed
+        await until(
+          () => chargesFor(id),
+          (c) => c.length > 0,
+          90_000,
+          'the next worker to settle',
+        );
+        await assertChargedOnce(key, accountId, id, falJobs(prompt)[0], 4);
+        assert.equal(submits(prompt), 1);
+        await assertBooksBalance(accountId);
+      } finally {
+        await held.release();
+      }
+    });
+  });
+
+  it('finishVideoJob heartbeats while a slow download runs: a long download is not taken for a dead worker', async () => {
+    // The activity run directly (as the worker runs it) against a job no worker polls, with a
+    // download that takes longer than the 5 s between heartbeats.
+    const { key } = await newAccount('10');
+    const prompt = 'a video slow to download';
+    const mainQueue = config.taskQueue;
+    config.taskQueue = `video-nobody-${process.pid}`;
+    let id: string;
+    try {
+      id = await submit(key, prompt);
+    } finally {
+      config.taskQueue = mainQueue;
+    }
+    fal.script({ queuePolls: 0, progressPolls: 0, fileDelayMs: 7_000 });
+    const run = <A extends unknown[]>(fn: (...a: A) => Promise<string>, ...args: A) =>
+      new MockActivityEnvironment().run(fn as any, ...args) as Promise<string>;
+    assert.equal(await run(submitVideoJob, id), 'queued');
+    assert.equal(await run(pollVideoJob, id), 'completed');
+    const finishing = new MockActivityEnvironment();
+    const beats: number[] = [];
+    finishing.on('heartbeat', () => beats.push(Date.now()));
+    const started = Date.now();
+    assert.equal(await finishing.run(finishVideoJob, id), 'completed');
+    const took = Date.now() - started;
+    assert.ok(took >= 7_000, `the download took ${took} ms`);
+    assert.ok(beats.length >= 1, `heartbeats during a ${took} ms finish: ${beats.length}`);
+    assert.ok(
+      beats.every((b, i) => b - (beats[i - 1] ?? started) <= 6_000),
+      'never more than about 5 s without one',
+    );
+    await (await useTemporal()).client.workflow.getHandle(id).terminate('driven by the test');
   });
 });

@@ -3,18 +3,12 @@
 // server and worker, and a loopback fal queue server (test/support/upstreams/fal.ts). Every
 // terminal state (completed with the duration settled down, failed, NSFW, cancelled, deadline),
 // ownership, validation, a race for a small balance, Midjourney-style variants and extend, a
-// worker SIGKILLed mid-job and restarted, and a recorded history replayed for determinism. The
+// worker SIGKILLed mid-job and restarted (recorded histories are replayed in replay.test.ts). The
 // books balance after each test.
 import { startWorkerProcess } from './support/workerProcess.js';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { existsSync, writeFileSync, mkdirSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { Worker } from '@temporalio/worker';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { closeVideoJob, finishVideoJob, pollVideoJob, submitVideoJob } from '../activities/video/run.js';
-import { findTemporalCli } from '../temporal-dev/index.js';
-import { loadHistoryJson } from './support/replayHistory.js';
 import { startApi, newAccount } from './support/api.js';
 import { useTemporal } from './support/temporal.js';
 import { startFalUpstream, type FalUpstream } from './support/upstreams/fal.js';
@@ -42,8 +36,6 @@ const T2V = 'kling/v2.1-master-text-to-video';
 const NORMALIZED = ['queued', 'processing', 'completed', 'failed', 'cancelled', 'unknown'];
 const I2V = 'kling/v2.5-turbo-standard-image-to-video';
 const MJ = 'midjourney/video';
-const FIXTURE = fileURLToPath(new URL('./fixtures/videoJob-completed.history.json', import.meta.url));
-const WORKFLOWS = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
 /** Customer price of `seconds` of `model` (list price + markup, copied by hand in test/support/prices.ts), nano-USD. */
 function price(model: keyof typeof VIDEO_PER_SECOND, seconds: number): bigint {
@@ -239,23 +231,6 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     const history = await handle.fetchHistory();
     const timers = history.events!.filter((e) => e.timerStartedEventAttributes).length;
     assert.ok(timers >= 5, `expected a timer between polls, saw ${timers}`);
-    if (process.env.RECORD_VIDEO_HISTORY === '1') {
-      mkdirSync(fileURLToPath(new URL('./fixtures/', import.meta.url)), { recursive: true });
-      // the CLI's JSON export: the format every Temporal tool reads (and runReplayHistory loads)
-      const out = execFileSync(await findTemporalCli(), [
-        'workflow',
-        'show',
-        '--workflow-id',
-        r.body.runId,
-        '--address',
-        t.address,
-        '--namespace',
-        config.temporalNamespace,
-        '--output',
-        'json',
-      ]);
-      writeFileSync(FIXTURE, out);
-    }
 
     // recover lists it
     const rec = await call(key, 'GET', `/api/generate-video/recover?model=${T2V}&limit=5`);
@@ -263,18 +238,6 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     assert.equal(rec.body.data[0].runId, r.body.runId);
     assert.equal(rec.body.data[0].status, 'completed');
     assert.equal(rec.body.data[0].prompt, 'A lighthouse in a storm');
-  });
-
-  it('a recorded videoJob history replays deterministically', async function () {
-    this.timeout(120_000);
-    assert.ok(existsSync(FIXTURE), `missing ${FIXTURE} (record it with RECORD_VIDEO_HISTORY=1)`);
-    const history = loadHistoryJson(FIXTURE);
-    assert.ok(
-      history.events!.some((e) => e.timerStartedEventAttributes),
-      'the recording polls with workflow timers',
-    );
-    // throws DeterminismViolationError if workflows/videoJob.ts no longer makes the same commands
-    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS }, history, 'vid_recorded');
   });
 
   it('fails: the pre-charge is released and the failure recorded (runner error, FAILED label, submit refusal)', async () => {

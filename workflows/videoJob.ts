@@ -40,10 +40,11 @@ const { submitVideoJob } = proxyActivities<typeof activities>({
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 });
 
-// Downloading and hosting the output can take a while (up to SWITCHYARD_VIDEO_MAX_BYTES).
+// Downloading and hosting the output can take a while (up to SWITCHYARD_VIDEO_MAX_BYTES); the
+// activity heartbeats every 5 s meanwhile, so a worker that dies here is replaced within 30 s.
 const { finishVideoJob } = proxyActivities<typeof activities>({
   startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '2 minutes',
+  heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 6 },
 });
 

@@ -45,6 +45,18 @@ export async function readHostedFile(id: string): Promise<{ contentType: string;
   return row && { contentType: row.content_type, data: row.data };
 }
 
+/** What a file is, without its bytes (undefined when it does not exist or has expired). */
+export async function describeHostedFile(
+  id: string,
+): Promise<{ contentType: string; bytes: number; expiresAt: Date } | undefined> {
+  const r = await db().pool.query<{ content_type: string; byte_size: number; expires_at: Date }>(
+    `SELECT content_type, byte_size, expires_at FROM hosted_files WHERE id = $1 AND expires_at > now()`,
+    [id],
+  );
+  const row = r.rows[0];
+  return row && { contentType: row.content_type, bytes: Number(row.byte_size), expiresAt: row.expires_at };
+}
+
 /** Deletes up to `limit` expired files; returns how many. Run by the sweeper schedule. */
 export async function deleteExpiredHostedFiles(limit: number): Promise<number> {
   const r = await db().pool.query(

@@ -291,6 +291,11 @@ export class SpeechCall {
     this.metered.adoptReservation(holdId);
   }
 
+  /** A job's audio was made by an earlier attempt, on `route`: what is left is to bill it there. */
+  resumeAnswered(route: Route): void {
+    this.metered.resumeAnswered(route);
+  }
+
   /** Calls the routes in order until one delivers its first audio chunk. Throws a RequestError when none does. */
   async open(signal: AbortSignal): Promise<OpenedSpeech> {
     const { value } = await this.metered.attempt(signal, async (route) => {

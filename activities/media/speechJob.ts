@@ -5,22 +5,23 @@
 // The API has planned the routes, reserved the worst case (for SPEECH_JOB_HOLD_SECONDS, longer
 // than the workflow can run, so the hold sweeper never releases a live job's money) and stored
 // the row as `pending`. runSpeechJob makes the audio with the same SpeechCall the synchronous
-// routes use, hosts it, settles, and marks the row `completed`; a request the providers refuse
-// marks it `error` and releases the reservation. Failures worth another try (timeouts, 429,
-// 5xx, a cut stream, a worker that died or shut down mid-call) are left to Temporal's retry
-// policy (workflows/speechJob.ts); when it gives up, closeSpeechJob releases and records the
-// error. Retries never charge twice: the charge settles the one reservation, and a settled hold
-// stays settled (ledger.settle is idempotent per hold).
+// routes use, hosts it and records it on the row, settles, and marks the row `completed` (a
+// retry after a crash past that record only bills it: the provider is paid once too); a request
+// the providers refuse marks it `error` and releases the reservation. Failures worth another try
+// (timeouts, 429, 5xx, a cut stream, a worker that died or shut down mid-call) are left to
+// Temporal's retry policy (workflows/speechJob.ts); when it gives up, closeSpeechJob releases and
+// records the error. Retries never charge twice: the charge settles the one reservation, and a
+// settled hold stays settled (ledger.settle is idempotent per hold).
 import { randomBytes } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { db } from '../db.js';
-import { catalog } from '../catalog/catalog.js';
+import { catalog, type Route } from '../catalog/catalog.js';
 import type { Caller } from '../accounts/keys.js';
 import { startJob } from '../jobs/jobs.js';
 import { MeteredCall } from '../metering/meteredCall.js';
 import { speechJob } from '../../workflows/speechJob.js';
 import { SpeechCall, speechBillFields, type SpeechPlan } from './speech.js';
-import { storeHostedFile } from './hostedFiles.js';
+import { describeHostedFile, storeHostedFile, type HostedFileRef } from './hostedFiles.js';
 import { RequestError } from '../core/errors.js';
 
 /** A speech job's reservation outlives any run of its workflow (3 attempts of at most 15 minutes, plus backoff). */
@@ -168,21 +169,13 @@ export async function runSpeechJob(jobId: string): Promise<string> {
   const ctx = Context.current();
   const beat = setInterval(() => ctx.heartbeat(), 1000);
   try {
-    const out = await call.collect(ctx.cancellationSignal);
-    // Hosted before it is charged: a crash in between leaves an unreferenced file (swept after
-    // its retention), never a charge without audio.
-    const file = await storeHostedFile({
-      accountId: row.accountId,
-      jobId,
-      contentType: out.contentType,
-      data: out.audio,
-    });
+    const audio = (await audioMadeEarlier(row, call)) ?? (await makeAudio(row, call, ctx.cancellationSignal));
     const bill = await call.settle();
     const result: SpeechJobResult = {
-      contentType: out.contentType,
-      bytes: out.audio.length,
+      contentType: audio.contentType,
+      bytes: audio.bytes,
       ...speechBillFields(bill),
-      fileExpiresAt: file.expiresAt.toISOString(),
+      fileExpiresAt: audio.file.expiresAt.toISOString(),
     };
     // Only a pending job: an attempt given up for silence that wakes up later (its worker was
     // frozen) must not overwrite what the attempt that replaced it recorded.
@@ -190,12 +183,12 @@ export async function runSpeechJob(jobId: string): Promise<string> {
       where: { id: jobId, status: 'pending' },
       data: {
         status: 'completed',
-        providerId: out.route.provider.id,
-        upstreamModel: out.route.upstreamModel,
+        providerId: audio.route.provider.id,
+        upstreamModel: audio.route.upstreamModel,
+        outputFileId: audio.file.id,
         currency: bill.currency,
         cost: bill.chargedUnits.toString(),
         paymentSource: bill.paymentSource,
-        outputFileId: file.id,
         result: result as object,
         completedAt: new Date(),
       },
@@ -217,6 +210,57 @@ export async function runSpeechJob(jobId: string): Promise<string> {
   } finally {
     clearInterval(beat);
   }
+}
+
+/** The job's audio, hosted: the file, what it is, and the route that made it (what it costs). */
+interface JobAudio {
+  route: Route;
+  file: HostedFileRef;
+  contentType: string;
+  bytes: number;
+}
+
+/**
+ * Makes the audio and hosts it, then records it on the (still pending) job before anything is
+ * charged: a worker that dies after this point leaves the next attempt only the billing to do,
+ * never the provider to pay a second time. A crash before the record leaves an unreferenced file,
+ * swept after its retention; never a charge without audio.
+ */
+async function makeAudio(
+  row: { id: string; accountId: string },
+  call: SpeechCall,
+  signal: AbortSignal,
+): Promise<JobAudio> {
+  const out = await call.collect(signal);
+  const file = await storeHostedFile({
+    accountId: row.accountId,
+    jobId: row.id,
+    contentType: out.contentType,
+    data: out.audio,
+  });
+  await db().prisma.mediaJob.updateMany({
+    where: { id: row.id, status: 'pending' },
+    data: { providerId: out.route.provider.id, upstreamModel: out.route.upstreamModel, outputFileId: file.id },
+  });
+  return { route: out.route, file, contentType: out.contentType, bytes: out.audio.length };
+}
+
+/** The audio an earlier attempt made and recorded but did not get to bill (undefined when there is none to use). */
+async function audioMadeEarlier(
+  row: { outputFileId: string | null; providerId: string; upstreamModel: string },
+  call: SpeechCall,
+): Promise<JobAudio | undefined> {
+  if (!row.outputFileId) return undefined;
+  const route = call.routes.find((r) => r.provider.id === row.providerId && r.upstreamModel === row.upstreamModel);
+  const file = await describeHostedFile(row.outputFileId);
+  if (!route || !file) return undefined; // its route left the catalog, or the file expired: make it again
+  call.resumeAnswered(route);
+  return {
+    route,
+    file: { id: row.outputFileId, expiresAt: file.expiresAt },
+    contentType: file.contentType,
+    bytes: file.bytes,
+  };
 }
 
 /** Temporal gave up on the job: give the reservation back and record why. Idempotent. */

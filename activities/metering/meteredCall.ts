@@ -214,6 +214,11 @@ export class MeteredCall {
     this.holdId = holdId ?? undefined;
   }
 
+  /** The answer was made earlier, on `route` (by an attempt of a job that did not live to settle it). */
+  resumeAnswered(route: Route): void {
+    this.answered = route;
+  }
+
   /** the route that answered (after a successful attempt) */
   get route(): Route | undefined {
     return this.answered;

@@ -202,11 +202,25 @@ function estimate(
   };
 }
 
+/**
+ * Fetch, host and settle (the workflow's `finishVideoJob`). Downloads may take minutes (each is
+ * limited to 5), so the activity heartbeats while it works: the workflow's heartbeat timeout then
+ * catches a dead or hung worker within seconds, and never a download that is merely long.
+ */
 export async function finishVideoJob(id: string): Promise<VideoStep> {
+  const ctx = Context.current();
+  const beat = setInterval(() => ctx.heartbeat(), 5000);
+  try {
+    return await finish(id, ctx.cancellationSignal);
+  } finally {
+    clearInterval(beat);
+  }
+}
+
+async function finish(id: string, signal: AbortSignal): Promise<VideoStep> {
   const row = await job(id);
   if (isTerminal(row.status)) return finishMoney(row);
   const req = request(row);
-  const signal = Context.current().cancellationSignal;
   let result: VideoResult;
   try {
     const { video, target } = provider(row);
@@ -271,7 +285,6 @@ export async function finishVideoJob(id: string): Promise<VideoStep> {
       }
       throw err; // network trouble: Temporal retries the activity
     }
-    Context.current().heartbeat();
     const contentType = videos[i].contentType ?? (media.mediaType.startsWith('video/') ? media.mediaType : 'video/mp4');
     const file = await storeHostedFile({ accountId: row.accountId, jobId: id, contentType, data: media.data });
     hosted.push({

@@ -20,6 +20,58 @@ async function connect(): Promise<pg.Client> {
   return client;
 }
 
+export interface HeldUpdates {
+  /** the database sessions (pids) waiting to make a held update now */
+  waiting(): Promise<number[]>;
+  /** end the waiting sessions (their statement rolls back), as when the process behind them dies */
+  dropWaiting(): Promise<void>;
+  /** let held and later updates through, and remove the gate */
+  release(): Promise<void>;
+}
+
+/**
+ * Every UPDATE of a `table` row for which `when` holds waits until `release()` (or until its
+ * session is dropped). The update has not happened while it waits: what the statement would
+ * write is not visible to anyone, and dropping the session rolls it back.
+ */
+export async function holdUpdates(table: string, when: string): Promise<HeldUpdates> {
+  const { name, key } = newName();
+  const client = await connect();
+  await client.query('SELECT pg_advisory_lock($1)', [key]);
+  await client.query(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF ${when} THEN
+        PERFORM pg_advisory_lock_shared(${key});
+        PERFORM pg_advisory_unlock_shared(${key});
+      END IF;
+      RETURN NEW;
+    END $$`);
+  await client.query(`CREATE TRIGGER ${name} BEFORE UPDATE ON ${table} FOR EACH ROW EXECUTE FUNCTION ${name}()`);
+  const waiting = async () =>
+    (
+      await client.query(
+        `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = 0 AND objid = $1 AND objsubid = 1`,
+        [key],
+      )
+    ).rows.map((r) => r.pid as number);
+  let released = false;
+  return {
+    waiting,
+    async dropWaiting() {
+      for (const pid of await waiting()) await client.query('SELECT pg_terminate_backend($1)', [pid]);
+    },
+    async release() {
+      if (released) return;
+      released = true;
+      // unlock first: dropping the trigger waits for the updates inside it to finish
+      await client.query('SELECT pg_advisory_unlock($1)', [key]);
+      await client.query(`DROP TRIGGER ${name} ON ${table}`);
+      await client.query(`DROP FUNCTION ${name}()`);
+      await client.end();
+    },
+  };
+}
+
 /**
  * The first UPDATE of a `table` row for which `when` holds fails with `message`; later ones go
  * through. Returns what removes the fault.

@@ -35,6 +35,8 @@ interface FalScript {
   submitDelayMs?: number;
   /** accept the submit, then drop the connection without answering (the caller never learns the id) */
   loseSubmitResponse?: boolean;
+  /** serve the job's output files this much later (a slow download) */
+  fileDelayMs?: number;
 }
 
 interface FalJob {
@@ -114,8 +116,13 @@ export async function startFalUpstream(apiKey = 'fal-loopback-key'): Promise<Fal
       const file = /^\/files\/([^/]+)\/(\d+)\.mp4$/.exec(u.pathname);
       if (file && req.method === 'GET') {
         const bytes = mp4(file[1], Number(file[2]));
-        res.writeHead(200, { 'content-type': 'video/mp4', 'content-length': String(bytes.length) });
-        res.end(bytes);
+        const serve = () => {
+          res.writeHead(200, { 'content-type': 'video/mp4', 'content-length': String(bytes.length) });
+          res.end(bytes);
+        };
+        const delay = jobs.find((j) => j.id === file[1])?.script.fileDelayMs;
+        if (delay) setTimeout(() => res.destroyed || serve(), delay);
+        else serve();
         return;
       }
       if (req.headers.authorization !== `Key ${apiKey}`) {

@@ -1,0 +1,241 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: wire JSON, read field by field
+// Recorded workflow histories replayed against the current workflow code. A job's workflow runs
+// for minutes to hours; a worker started with new code replays the histories of the jobs in
+// flight, and a change that makes different commands (another activity, a timer more or less,
+// a different order) throws DeterminismViolationError there and strands those jobs. Each file in
+// test/fixtures/ is the real history of one path through a workflow, exported from the Temporal
+// dev server with `temporal workflow show --output json`; each is replayed here with
+// Worker.runReplayHistory, after checking that it still is the path its name says.
+//
+// Re-recording: when a workflow change is intended, keep running jobs working by gating the new
+// behaviour with `patched('<name>')` from @temporalio/workflow (old histories take the old
+// branch), then record the fixtures again from real runs:
+//   RECORD_HISTORIES=1 npm run test:one -- test/replay.test.ts                      (all of them)
+//   RECORD_HISTORIES=1 npm run test:one -- test/replay.test.ts -g speechJob-failed  (one)
+// Recording runs each job below against the loopback upstreams and overwrites its file; commit
+// the new files with the change. Keep the old file under another name too if jobs recorded
+// under the old code may still be running when the change ships: it must replay as well.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { bundleWorkflowCode, DefaultLogger, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { exportHistoryJson, loadHistoryJson } from './support/replayHistory.js';
+import { startApi, newAccount } from './support/api.js';
+import { useTemporal } from './support/temporal.js';
+import { startFalUpstream, type FalUpstream } from './support/upstreams/fal.js';
+import {
+  startElevenLabsUpstream,
+  startOpenAISpeechUpstream,
+  speechEnv,
+  type SpeechUpstream,
+} from './support/upstreams/speech.js';
+import { useProviderEnv } from './support/providerEnv.js';
+import { assertBooksBalance } from './support/books.js';
+import { until } from './support/wait.js';
+
+const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
+const WORKFLOWS = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+
+/** What a recorded path looks like: its activities in order (repeats folded) and how the run closed. */
+interface Path {
+  activities: string[];
+  /** the closing event's type, without EVENT_TYPE_WORKFLOW_EXECUTION_ */
+  closed: 'COMPLETED' | 'CANCELED';
+  /** the workflow's result (for COMPLETED) */
+  result?: string;
+  /** other event types the path must contain */
+  has?: string[];
+}
+
+/** Every fixture: the path it records. A fixture without an entry here fails, so none is replayed unchecked. */
+const PATHS: Record<string, Path> = {
+  'videoJob-completed': {
+    activities: ['submitVideoJob', 'pollVideoJob', 'finishVideoJob'],
+    closed: 'COMPLETED',
+    result: 'completed',
+    has: ['EVENT_TYPE_TIMER_FIRED'],
+  },
+  // the provider reports the run failed on a status check: the loop ends, the poll released the money
+  'videoJob-failed': {
+    activities: ['submitVideoJob', 'pollVideoJob'],
+    closed: 'COMPLETED',
+    result: 'failed',
+    has: ['EVENT_TYPE_TIMER_FIRED'],
+  },
+  // an activity fails for good (fal refuses our key): the workflow's catch runs the compensation
+  'videoJob-gave-up': {
+    activities: ['submitVideoJob', 'closeVideoJob'],
+    closed: 'COMPLETED',
+    result: 'failed',
+    has: ['EVENT_TYPE_ACTIVITY_TASK_FAILED'],
+  },
+  'videoJob-cancelled': {
+    activities: ['submitVideoJob', 'pollVideoJob', 'closeVideoJob'],
+    closed: 'CANCELED',
+    has: ['EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED'],
+  },
+  'speechJob-completed': { activities: ['runSpeechJob'], closed: 'COMPLETED', result: 'completed' },
+  // every attempt fails: Temporal gives up and the workflow's catch releases and records the error
+  'speechJob-failed': {
+    activities: ['runSpeechJob', 'closeSpeechJob'],
+    closed: 'COMPLETED',
+    result: 'error',
+    has: ['EVENT_TYPE_ACTIVITY_TASK_FAILED'],
+  },
+};
+
+const fileOf = (name: string) => `${FIXTURES}${name}.history.json`;
+
+function pathOf(name: string): Path {
+  const events: any[] = JSON.parse(readFileSync(fileOf(name), 'utf8')).events;
+  const activities: string[] = [];
+  for (const e of events) {
+    const type = e.activityTaskScheduledEventAttributes?.activityType?.name;
+    if (type && activities.at(-1) !== type) activities.push(type);
+  }
+  const last = events.at(-1);
+  const closed = String(last.eventType).replace('EVENT_TYPE_WORKFLOW_EXECUTION_', '') as Path['closed'];
+  const payload = last.workflowExecutionCompletedEventAttributes?.result?.payloads?.[0]?.data;
+  const result = payload ? JSON.parse(Buffer.from(payload, 'base64').toString()) : undefined;
+  const types = new Set(events.map((e) => e.eventType as string));
+  const want = PATHS[name];
+  return {
+    activities,
+    closed,
+    ...(result !== undefined ? { result } : {}),
+    ...(want?.has ? { has: want.has.filter((t) => types.has(t)) } : {}),
+  };
+}
+
+describe('recorded workflow histories replay against the current workflow code', function () {
+  this.timeout(120_000);
+
+  if (process.env.RECORD_HISTORIES === '1') describe('recording (RECORD_HISTORIES=1)', recordings);
+
+  describe('replay', () => {
+    const files = readdirSync(FIXTURES).filter((f) => f.endsWith('.history.json'));
+    let bundle: WorkflowBundle;
+    before(async () => {
+      // The replayer runs on Temporal's process-wide runtime: have it installed as the project's
+      // worker installs it (bin/worker.ts), not with the defaults the replayer would install, which
+      // a worker started later in this process could not replace.
+      await useTemporal();
+      // the workflow code bundled once, as a worker bundles it at start-up
+      bundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS, logger: new DefaultLogger('WARN') });
+    });
+    it('every fixture is a known path, and every known path has its fixture', () => {
+      assert.deepEqual(files.map((f) => f.replace('.history.json', '')).sort(), Object.keys(PATHS).sort());
+    });
+    for (const file of files) {
+      const name = file.replace('.history.json', '');
+      it(`${name} replays deterministically`, async () => {
+        assert.deepEqual(pathOf(name), PATHS[name], `${file} is not the path it is named for: re-record it`);
+        // throws DeterminismViolationError if the workflow no longer makes the recorded commands
+        await Worker.runReplayHistory({ workflowBundle: bundle }, loadHistoryJson(fileOf(name)), `${name}-replay`);
+      });
+    }
+  });
+});
+
+/** Runs each recorded path for real and overwrites its fixture. */
+function recordings() {
+  let api: Awaited<ReturnType<typeof startApi>>;
+  let fal: FalUpstream;
+  let openai: SpeechUpstream;
+  let eleven: SpeechUpstream;
+  let restoreEnv: () => Promise<void>;
+
+  before(async () => {
+    await useTemporal();
+    fal = await startFalUpstream();
+    openai = await startOpenAISpeechUpstream();
+    eleven = await startElevenLabsUpstream();
+    restoreEnv = await useProviderEnv({
+      ...speechEnv(openai, eleven),
+      FAL_BASE_URL: fal.url,
+      FAL_API_KEY: fal.apiKey,
+      SWITCHYARD_FETCH_ALLOW_PRIVATE: '1',
+      SWITCHYARD_VIDEO_POLL_MS: '200',
+    });
+    api = await startApi();
+  });
+  after(async () => {
+    await api?.close();
+    await fal?.close();
+    await openai?.close();
+    await eleven?.close();
+    await restoreEnv?.();
+  });
+  afterEach(() => assertBooksBalance());
+
+  const post = async (key: string, path: string, body: unknown) => {
+    const res = await fetch(`${api.base}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const json = (await res.json()) as any;
+    assert.ok(res.status < 300, JSON.stringify(json));
+    return json;
+  };
+  const video = async (key: string, prompt: string) =>
+    (await post(key, '/api/generate-video', { model: 'kling-2.1-master', prompt, duration: '5' })).runId as string;
+  const speech = async (key: string, text: string) =>
+    (await post(key, '/api/tts', { text, model: 'elevenlabs/music_v1', duration: 10 })).runId as string;
+
+  async function record(name: string, run: () => Promise<string>) {
+    const t = await useTemporal();
+    const id = await run();
+    const handle = t.client.workflow.getHandle(id);
+    await until(
+      () => handle.describe(),
+      (d) => d.status.name !== 'RUNNING',
+      60_000,
+      `${name} to close`,
+    );
+    await exportHistoryJson(t.address, id, fileOf(name));
+    assert.deepEqual(pathOf(name), PATHS[name], `the run recorded for ${name} took another path`);
+  }
+
+  it('videoJob-completed', () =>
+    record('videoJob-completed', async () => {
+      fal.script({ queuePolls: 2, progressPolls: 3, duration: 4 });
+      return video((await newAccount('10')).key, 'recorded: completes');
+    }));
+
+  it('videoJob-failed', () =>
+    record('videoJob-failed', async () => {
+      fal.script({ queuePolls: 1, progressPolls: 1, outcome: 'failed' });
+      return video((await newAccount('10')).key, 'recorded: the runner fails');
+    }));
+
+  it('videoJob-gave-up', () =>
+    record('videoJob-gave-up', async () => {
+      fal.script({ submitErrors: [{ status: 401, detail: 'No user found for Key ID and Secret' }] });
+      return video((await newAccount('10')).key, 'recorded: our key is refused');
+    }));
+
+  it('videoJob-cancelled', () =>
+    record('videoJob-cancelled', async () => {
+      const { key } = await newAccount('10');
+      fal.script({ outcome: 'hang' });
+      const id = await video(key, 'recorded: cancelled');
+      await until(
+        async () => fal.jobs.find((j) => j.input.prompt === 'recorded: cancelled')?.polls ?? 0,
+        (n) => n >= 2,
+        30_000,
+        'polling',
+      );
+      await post(key, '/api/generate-video/cancel', { runId: id });
+      return id;
+    }));
+
+  it('speechJob-completed', () =>
+    record('speechJob-completed', async () => speech((await newAccount('1')).key, 'recorded: a song')));
+
+  it('speechJob-failed', () =>
+    record('speechJob-failed', async () => {
+      eleven.script({ status: 500 }, { status: 503 }, { status: 500, message: 'still down' });
+      return speech((await newAccount('1')).key, 'recorded: a song that never comes');
+    }));
+}
