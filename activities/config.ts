@@ -44,6 +44,8 @@ export interface Config {
   bodyLimitBytes: number;
   /** deepest nesting of arrays and objects accepted in a JSON request body */
   maxJsonDepth: number;
+  /** most values (arrays, objects and their items) accepted in a JSON request body */
+  maxJsonValues: number;
   /** how long a reservation may stay open before the sweeper releases it */
   holdTtlSeconds: number;
   /** how long a resolved API key is trusted from memory before asking the database again */
@@ -82,6 +84,7 @@ function loadConfig(): Config {
     dataDir: path.resolve(projectDir, str('SWITCHYARD_DATA_DIR') ?? '.data'),
     bodyLimitBytes: int('SWITCHYARD_BODY_LIMIT_BYTES', 10 * 1024 * 1024),
     maxJsonDepth: Math.max(1, int('SWITCHYARD_MAX_JSON_DEPTH', 64)),
+    maxJsonValues: Math.max(1, int('SWITCHYARD_MAX_JSON_VALUES', 250_000)),
     holdTtlSeconds: int('SWITCHYARD_HOLD_TTL_SECONDS', 3600),
     keyCacheTtlMs: int('SWITCHYARD_KEY_CACHE_TTL_MS', 5000),
     authFailuresPerMinute: int('SWITCHYARD_AUTH_FAILURES_PER_MINUTE', 20),

@@ -19,22 +19,26 @@ app.silent = true;
 app.use(requestId);
 app.use(handleErrors);
 const routes = new Router();
-routes.post('/api/v1/chat/completions', jsonBody({ limitBytes: 10 * 1024 * 1024, maxDepth: 64 }), async (ctx) => {
-  const body = ctx.request.body as Record<string, unknown>;
-  const up = await request(`${upstream}/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ ...body, model: 'gpt-4o-mini' }),
-    dispatcher: agent,
-  });
-  if (body.stream) {
-    ctx.type = 'text/event-stream';
-    ctx.body = up.body;
-    return;
-  }
-  const json = (await up.body.json()) as Record<string, unknown>;
-  ctx.body = { ...json, model: body.model, cost: 0 };
-});
+routes.post(
+  '/api/v1/chat/completions',
+  jsonBody({ limitBytes: 10 * 1024 * 1024, maxDepth: 64, maxValues: 250_000 }),
+  async (ctx) => {
+    const body = ctx.request.body as Record<string, unknown>;
+    const up = await request(`${upstream}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...body, model: 'gpt-4o-mini' }),
+      dispatcher: agent,
+    });
+    if (body.stream) {
+      ctx.type = 'text/event-stream';
+      ctx.body = up.body;
+      return;
+    }
+    const json = (await up.body.json()) as Record<string, unknown>;
+    ctx.body = { ...json, model: body.model, cost: 0 };
+  },
+);
 app.use(routes.routes());
 app.use(routes.allowedMethods());
 const server = http.createServer(app.callback());

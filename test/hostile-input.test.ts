@@ -4,8 +4,10 @@
 // is refused with 400 in the envelope of the route that was called, and nothing is spent, held,
 // stored or sent upstream.
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { useChatBench } from './support/chatEnv.js';
 import { db } from '../activities/db.js';
+import { config } from '../activities/config.js';
 import { settledBalances } from './support/books.js';
 import { flushRequestRecords } from '../activities/metering/records.js';
 
@@ -37,6 +39,7 @@ async function footprint(accountId: string) {
       (await db().pool.query(`SELECT count(*)::int AS n FROM ${table} WHERE account_id = $1`, [accountId])).rows[0].n,
     );
   const usd = (await settledBalances(accountId)).USD;
+  await flushRequestRecords(); // written in batches, a moment after each request
   return {
     amount: usd.amount,
     held: usd.held,
@@ -114,6 +117,20 @@ describe('hostile caller input', function () {
         ['POST', '/api/generate-video/extend', 'legacy', JSON.stringify({ runId: 'vid_\0', prompt: 'more' })],
         ['POST', '/api/check-balance', 'legacy', JSON.stringify({ '\0': 1 })],
       ]);
+    });
+
+    it('in bodies sent as text or form data (read as JSON too) are refused alike', async () => {
+      const before = await footprint(accountId);
+      for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/vnd.api+json']) {
+        const res = await fetch(`${bench().base}/api/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': type },
+          body: chat('a\0'),
+        });
+        assertRefused(res, await res.json(), 'openai', type);
+      }
+      assert.deepEqual(await footprint(accountId), before);
+      assert.equal(bench().openai.requests.length, 0);
     });
 
     it('names the parameter that holds one', async () => {
@@ -201,6 +218,91 @@ describe('hostile caller input', function () {
         bench().openai.requests[1].body.messages.map((m: any) => m.content),
         contents,
       );
+    });
+  });
+
+  describe('JSON that parses into millions of values', () => {
+    // 10 MB of `{},` parse into 3.3 million objects (over 400 MB); the count is limited before parsing
+    const many = (n: number, item: string) => Array(n).fill(item).join(',');
+
+    it('is refused with 400 past the limit (250,000 values), before it is parsed', async () => {
+      const message = '{"role":"user","content":"a"}';
+      await assertAllRefused([
+        ['POST', '/api/v1/chat/completions', 'openai', `{"model":"${MODEL}","messages":[${many(90_000, message)}]}`],
+        ['POST', '/v1/messages', 'message', `{"model":"${MODEL}","max_tokens":5,"messages":[${many(260_000, '{}')}]}`],
+        ['POST', '/api/talk-to-gpt', 'legacy', `{"model":"${MODEL}","prompt":"hi","pad":[${many(260_000, '0')}]}`],
+        ['POST', '/api/v1/responses', 'openai', `{"model":"${MODEL}","input":"hi","metadata":{${keys(260_000)}}}`],
+      ]);
+      const { body } = await send('POST', '/api/v1/chat/completions', `{"pad":[${many(260_000, '[]')}]}`);
+      assert.equal(body.error.code, 'invalid_json');
+      assert.match(body.error.message, /more than 250000 values/);
+    });
+
+    it('counts no commas or brackets inside strings', async () => {
+      const csv = `${','.repeat(260_000)}[{"a":1}]`;
+      const { res, body } = await send(
+        'POST',
+        '/api/v1/chat/completions',
+        JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: csv }] }),
+      );
+      assert.equal(res.status, 200, JSON.stringify(body).slice(0, 300));
+      assert.equal(bench().openai.requests[0].body.messages[0].content, csv);
+    });
+
+    function keys(n: number): string {
+      return Array.from({ length: n }, (_, i) => `"k${i}":0`).join(',');
+    }
+  });
+
+  describe('bodies over the size limit', () => {
+    /**
+     * Writes a body of `total` bytes on a raw connection (chunked, or with its Content-Length), on
+     * and on whatever the answer, as a hostile client would: when the answer came, and how much
+     * was sent before the gateway closed the connection (all of it, if it never did).
+     */
+    function upload(total: number, chunked: boolean) {
+      return new Promise<{ status: number; answeredAt: number; sent: number; all: boolean }>((resolve) => {
+        const socket = net.connect(Number(new URL(bench().base).port), '127.0.0.1');
+        let sent = 0;
+        let all = false;
+        let answer = '';
+        let answeredAt = -1;
+        socket.on('data', (d) => {
+          if (answeredAt < 0) answeredAt = sent;
+          answer += d;
+        });
+        socket.on('error', () => undefined);
+        socket.on('close', () => resolve({ status: Number(answer.split(' ')[1]), answeredAt, sent, all }));
+        socket.write(
+          `POST /api/v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n` +
+            `Content-Type: application/json\r\n${chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${total}`}\r\n\r\n`,
+        );
+        const piece = Buffer.alloc(65536, 'x');
+        const frame = chunked ? Buffer.concat([Buffer.from('10000\r\n'), piece, Buffer.from('\r\n')]) : piece;
+        const write = () => {
+          while (sent < total && !socket.destroyed) {
+            sent += piece.length;
+            if (!socket.write(frame)) return void socket.once('drain', write);
+          }
+          if (socket.destroyed) return;
+          all = true;
+          socket.end(chunked ? '0\r\n\r\n' : '');
+        };
+        write();
+      });
+    }
+
+    it('are refused with 413 once the limit is passed, and the rest is not read for nothing', async () => {
+      const limit = config.bodyLimitBytes;
+      const before = await footprint(accountId);
+      for (const chunked of [true, false]) {
+        const r = await upload(6 * limit, chunked);
+        assert.equal(r.status, 413, JSON.stringify(r));
+        // answered once the limit was passed (what was sent meanwhile sat in socket buffers)
+        assert.ok(r.answeredAt < 3 * limit, `answered after ${r.answeredAt} bytes`);
+        assert.ok(!r.all && r.sent < 4 * limit, `the gateway read ${r.sent} bytes of ${6 * limit}`);
+      }
+      assert.deepEqual(await footprint(accountId), before);
     });
   });
 });

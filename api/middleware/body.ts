@@ -1,6 +1,6 @@
-// JSON request bodies, with the size limit applied after decompression (gzip, deflate, br), a
-// nesting limit, NUL characters refused (middleware/nul.ts), and every failure turned into a
-// clear 4xx instead of a 500.
+// JSON request bodies, with the size limit applied after decompression (gzip, deflate, br), limits
+// on nesting and on the number of values (jsonShape.ts), NUL characters refused (middleware/nul.ts),
+// and every failure turned into a clear 4xx instead of a 500.
 //
 // Hand-written rather than a generic body parser because it sits on every request's critical
 // path: one content-type test, the raw bytes collected as they arrive (through a decompressor
@@ -14,6 +14,7 @@ import type { Middleware } from 'koa';
 import { RequestError } from '../../activities/core/errors.js';
 import type { AppState } from '../state.js';
 import { refuseNulInJson } from './nul.js';
+import { exceededLimit, type JsonLimits } from '../jsonShape.js';
 
 declare module 'koa' {
   interface Request {
@@ -28,20 +29,23 @@ const JSON_TYPES = /^\s*(application\/(json|[^\s;]+\+json|x-www-form-urlencoded)
 // Only objects and arrays are request bodies (as strict JSON body parsers have it).
 const OBJECT_OR_ARRAY = /^[ \t\n\r]*[[{]/;
 
-export interface BodyLimits {
+export interface BodyLimits extends JsonLimits {
   /** largest body, after decompression */
   limitBytes: number;
-  /** deepest nesting of arrays and objects (`{}` is 1) */
-  maxDepth: number;
 }
 
-export function jsonBody({ limitBytes, maxDepth }: BodyLimits): Middleware<AppState> {
+export function jsonBody(limits: BodyLimits): Middleware<AppState> {
+  const { limitBytes, maxDepth, maxValues } = limits;
   const tooLarge = () =>
     new RequestError(
       413,
       'request_too_large',
       `Request body is larger than the limit of ${limitBytes} bytes (measured after decompression).`,
     );
+  const tooComplex = {
+    depth: `Request body is nested more than ${maxDepth} levels deep (arrays and objects); flatten it.`,
+    values: `Request body holds more than ${maxValues} values (arrays, objects and their items).`,
+  };
   return async (ctx, next) => {
     if (!PARSED_METHODS.has(ctx.method)) return next();
     const type = ctx.get('content-type');
@@ -52,22 +56,19 @@ export function jsonBody({ limitBytes, maxDepth }: BodyLimits): Middleware<AppSt
       return next();
     }
     const encoding = (ctx.get('content-encoding') || 'identity').trim().toLowerCase();
-    if (encoding === 'identity' && length > limitBytes) throw tooLarge();
-    const text = await readBody(ctx.req, encoding, limitBytes, tooLarge);
+    if (encoding === 'identity' && length > limitBytes) {
+      discardRest(ctx.req, limitBytes);
+      throw tooLarge();
+    }
+    const text = await readBody(ctx.req, encoding, limitBytes, tooLarge, encoding === 'identity' ? length : 0);
     if (!text) {
       ctx.request.body = {};
       return next();
     }
     if (!OBJECT_OR_ARRAY.test(text))
       throw new RequestError(400, 'invalid_json', 'Request body is not valid JSON: it must be a JSON object.');
-    // Before parsing: the parser itself is iterative, but much that reads a body afterwards (Ajv,
-    // translation, pricing, JSON.stringify) recurses, and a deep enough body would overflow it.
-    if (nestingExceeds(text, maxDepth))
-      throw new RequestError(
-        400,
-        'invalid_json',
-        `Request body is nested more than ${maxDepth} levels deep (arrays and objects); flatten it.`,
-      );
+    const exceeded = exceededLimit(text, limits);
+    if (exceeded) throw new RequestError(400, 'invalid_json', tooComplex[exceeded]);
     let body: unknown;
     try {
       body = bourne.parse(text, { protoAction: 'error' });
@@ -92,46 +93,17 @@ export function jsonBody({ limitBytes, maxDepth }: BodyLimits): Middleware<AppSt
 }
 
 /**
- * Whether arrays and objects nest deeper than `max` in JSON text, counted without recursion (and
- * so on any depth) and without looking inside strings, which are skipped a whole string at a time.
- * Malformed text may be miscounted; the parser refuses it anyway.
+ * Reads what is left of a refused body only to drop it (so the client, still sending, receives the
+ * answer rather than a reset) and closes the connection once another `limit` bytes have come: a
+ * client may not keep the gateway reading an upload of any size for nothing.
  */
-function nestingExceeds(text: string, max: number): boolean {
-  if (fewBrackets(text, max)) return false;
-  let depth = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 0x22 /* " */) {
-      i = closingQuote(text, i);
-      if (i < 0) return false;
-    } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
-      if (++depth > max) return true;
-    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) depth--;
-  }
-  return false;
-}
-
-/**
- * At most `max` opening brackets in all: no nesting can exceed it. Most bodies pass this
- * native-speed test (an order of magnitude cheaper than the character scan) and go no further.
- */
-function fewBrackets(text: string, max: number): boolean {
-  let n = 0;
-  for (let i = text.indexOf('{'); i !== -1; i = text.indexOf('{', i + 1)) if (++n > max) return false;
-  for (let i = text.indexOf('['); i !== -1; i = text.indexOf('[', i + 1)) if (++n > max) return false;
-  return true;
-}
-
-/** The index of the quote that closes the string opened at `open`, or -1. */
-function closingQuote(text: string, open: number): number {
-  let q = text.indexOf('"', open + 1);
-  while (q > 0) {
-    let backslashes = 0;
-    while (text.charCodeAt(q - 1 - backslashes) === 0x5c) backslashes++;
-    if (backslashes % 2 === 0) return q;
-    q = text.indexOf('"', q + 1);
-  }
-  return -1;
+function discardRest(req: IncomingMessage, limit: number): void {
+  let dropped = 0;
+  req.on('data', (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > limit) req.socket.destroy();
+  });
+  req.resume();
 }
 
 // Half of a UTF-16 surrogate pair with no other half. JSON lets an escape spell one (`"\ud800"`), but
@@ -174,12 +146,16 @@ function decoder(encoding: string): Transform | null {
   }
 }
 
-/** The body as text, inflated if need be; rejects past `limit` bytes (after inflating). */
+/**
+ * The body as text, inflated if need be; rejects past `limit` bytes (after inflating). `expected`
+ * is the Content-Length of an uncompressed body (0: unknown).
+ */
 function readBody(
   req: IncomingMessage,
   encoding: string,
   limit: number,
   tooLarge: () => RequestError,
+  expected: number,
 ): Promise<string> {
   let source: Readable = req;
   let inflate: Transform | null = null;
@@ -197,6 +173,10 @@ function readBody(
     source = req.pipe(inflate);
   }
   return new Promise((resolve, reject) => {
+    // The bytes are held once: copied into one buffer of the announced length as they arrive (its
+    // pages cost memory only once written, so a length announced but never sent costs nothing),
+    // or, length unknown, kept as chunks and joined once at the end.
+    const whole = expected > 0 ? Buffer.allocUnsafe(expected) : null;
     const chunks: Buffer[] = [];
     let size = 0;
     let done = false;
@@ -205,20 +185,23 @@ function readBody(
       done = true;
       if (inflate) req.unpipe(inflate);
       if (err) {
-        // stop reading (and inflating) what nobody will use; the connection closes after the answer
+        // stop inflating what nobody will use, and read no more than another limit's worth
         inflate?.destroy();
-        req.resume();
+        discardRest(req, limit);
         reject(err);
       } else resolve(text!);
     };
     source.on('data', (chunk: Buffer) => {
+      if (done) return; // refused: the rest is read only to be dropped
+      if (size + chunk.length > limit) return finish(tooLarge());
+      if (whole) chunk.copy(whole, size);
+      else chunks.push(chunk);
       size += chunk.length;
-      if (size > limit) return finish(tooLarge());
-      chunks.push(chunk);
     });
-    source.once('end', () =>
-      finish(null, chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8')),
-    );
+    source.once('end', () => {
+      const bytes = whole ?? (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+      finish(null, bytes.toString('utf8', 0, size));
+    });
     source.once('error', (err) =>
       finish(
         source === req

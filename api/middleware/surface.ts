@@ -19,7 +19,7 @@ export function surface(envelope: Envelope): Middleware<AppState> {
       await next();
     },
     refuseNulInUrl,
-    jsonBody({ limitBytes: config.bodyLimitBytes, maxDepth: config.maxJsonDepth }),
+    jsonBody({ limitBytes: config.bodyLimitBytes, maxDepth: config.maxJsonDepth, maxValues: config.maxJsonValues }),
   ]);
   declared.set(middleware, envelope);
   return middleware;
