@@ -26,7 +26,7 @@ import { startUpstreams, type Upstreams } from './upstreams.js';
 const FIXED_SEED = 11;
 const RUN_SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : Math.floor(Math.random() * 2 ** 31);
 const RUNS = Number(process.env.FUZZ_RUNS ?? 12);
-const OPTS = { concurrency: 4, timeoutMs: 10_000 };
+const OPTS = { concurrency: 4, timeoutMs: 15_000 };
 
 function verdict(tally: Tally, started: number, seed?: number): void {
   const known = Object.entries(tally.known)
@@ -153,6 +153,29 @@ describe('fuzz: every served route, hostile and generated requests', function ()
     for (const j of tally.jobs) jobs.add(j);
     assert.equal(await assertAlive(target), undefined);
     verdict(tally, started, RUN_SEED);
+  });
+
+  it('requests generated while the upstreams fail: down, refusing their credentials, cutting streams', async () => {
+    const tally = newTally();
+    const started = Date.now();
+    // the routes that reach an upstream: whatever they answer, it is in their envelope, leaks
+    // nothing of the upstream's, and a refused request is charged nothing
+    const upstreamRoutes = routes.filter((r) => r.body && !/count_tokens|video/.test(r.path));
+    try {
+      for (const how of ['down', 'credentials', 'cut'] as const) {
+        upstreams.fail(how);
+        const cases = generatedCases(upstreamRoutes, FIXED_SEED, Math.ceil(RUNS / 3), true).map((c) => ({
+          ...c,
+          kind: `upstreams ${how}: ${c.kind}`,
+        }));
+        await runCases(target, cases, tally, { ...OPTS, upstreamsFailing: true });
+      }
+    } finally {
+      upstreams.heal();
+    }
+    for (const j of tally.jobs) jobs.add(j);
+    assert.equal(await assertAlive(target), undefined);
+    verdict(tally, started, FIXED_SEED);
   });
 
   it('the process is up, nothing went unhandled, and the books balance', async () => {
