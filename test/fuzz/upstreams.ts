@@ -73,7 +73,7 @@ async function openAIHost(
 }
 
 /** In every upstream error message while the upstreams fail: the operator's to read, never a caller's. */
-export const UPSTREAM_TEXT = 'upstream-internal-9f3c';
+const UPSTREAM_TEXT = 'upstream-internal-9f3c';
 
 export async function startUpstreams(): Promise<Upstreams> {
   const chat = await startOpenAIUpstream();
