@@ -32,6 +32,12 @@ export function pidOf(port: string): number {
   return pidOfPort.get(port)!;
 }
 
+/** Resident memory of a process, MB (VmRSS in /proc/<pid>/status). */
+export function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Math.round(Number(m[1]) / 1024) : Number.NaN;
+}
+
 export function cpuMs(port: string): number {
   return processCpuMs(pidOfPort.get(port)!);
 }

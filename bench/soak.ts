@@ -4,18 +4,11 @@
 // streamed, for BENCH_SOAK_SECONDS (600). Its RSS is read from /proc every BENCH_SOAK_SAMPLE_SECONDS
 // (10) and printed as it goes; the summary gives idle, peak and final RSS and the trend over the
 // second half (MB per minute), which is what "stays flat" means: a leak grows it steadily.
-import { readFileSync } from 'node:fs';
 import { Pool } from 'undici';
-import { CONCURRENCY, chatBody, once, pidOf, startProcess, withBenchDatabase } from './harness.js';
+import { CONCURRENCY, chatBody, once, pidOf, rssMb, startProcess, withBenchDatabase } from './harness.js';
 
 const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 600);
 const SAMPLE_SECONDS = Number(process.env.BENCH_SOAK_SAMPLE_SECONDS ?? 10);
-
-/** Resident memory of a process, MB (VmRSS in /proc/<pid>/status). */
-export function rssMb(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Math.round(Number(m[1]) / 1024) : Number.NaN;
-}
 
 /** Least-squares slope of y over x. */
 function slope(points: Array<[number, number]>): number {

@@ -20,7 +20,16 @@ import { makeFixtures } from './fixtures.js';
 import { hostileCases } from './hostile.js';
 import { closeAgent, send } from './http.js';
 import { type ServedRoute, servedRoutes } from './routes.js';
-import { assertAlive, generatedCases, newTally, report, runCases, type Tally, type Target } from './run.js';
+import {
+  assertAlive,
+  failureReport,
+  generatedCases,
+  newTally,
+  runCases,
+  summary,
+  type Tally,
+  type Target,
+} from './run.js';
 import { startUpstreams, type Upstreams } from './upstreams.js';
 
 const FIXED_SEED = 11;
@@ -29,12 +38,7 @@ const RUNS = Number(process.env.FUZZ_RUNS ?? 12);
 const OPTS = { concurrency: 4, timeoutMs: 15_000 };
 
 function verdict(tally: Tally, started: number, seed?: number): void {
-  const known = Object.entries(tally.known)
-    .map(([item, n]) => `${item}: ${n}`)
-    .join('; ');
-  console.log(
-    `      ${tally.sent} requests in ${((Date.now() - started) / 1000).toFixed(1)} s; statuses ${JSON.stringify(tally.statuses)}${known ? `; known defects (${known})` : ''}`,
-  );
+  console.log(`      ${summary(tally, (Date.now() - started) / 1000)}`);
   if (process.env.FUZZ_VERBOSE) {
     for (const s of tally.slowest) console.log(`        ${s.ms} ms ${s.what}`);
     const kinds = Object.entries(tally.byKind)
@@ -44,16 +48,9 @@ function verdict(tally: Tally, started: number, seed?: number): void {
   }
   if (!tally.failures.length) return;
   const replay = seed === undefined ? '' : `\n  replay: FUZZ_SEED=${seed} npm run test:one -- test/fuzz/fuzz.test.ts`;
-  // one example of each kind of failure (route and problem), with how often it happened
-  const groups = new Map<string, { n: number; example: (typeof tally.failures)[number] }>();
-  for (const f of tally.failures) {
-    const what = `${f.case.route} ${f.problems.map((p) => p.replace(/[:(].*/, '')).join('; ')}`;
-    const g = groups.get(what);
-    if (g) g.n++;
-    else groups.set(what, { n: 1, example: f });
-  }
-  const shown = [...groups.values()].map((g) => `${g.n}× ${report(g.example)}`);
-  assert.fail(`${tally.failures.length} of ${tally.sent} requests failed:\n${shown.join('\n')}${replay}`);
+  assert.fail(
+    `${tally.failures.length} of ${tally.sent} requests failed:\n${failureReport(tally).join('\n')}${replay}`,
+  );
 }
 
 describe('fuzz: every served route, hostile and generated requests', function () {

@@ -246,8 +246,29 @@ function hash(s: string): number {
   return h;
 }
 
+/** One line: how many, how long, which statuses, which known defects. */
+export function summary(tally: Tally, seconds: number): string {
+  const known = Object.entries(tally.known)
+    .filter(([, n]) => n > 0)
+    .map(([item, n]) => `${item}: ${n}`)
+    .join('; ');
+  return `${tally.sent} requests in ${seconds.toFixed(1)} s; statuses ${JSON.stringify(tally.statuses)}${known ? `; known defects (${known})` : ''}`;
+}
+
+/** The failures, one example of each kind (route and problem) with how often it happened. */
+export function failureReport(tally: Tally): string[] {
+  const groups = new Map<string, { n: number; example: Sent }>();
+  for (const f of tally.failures) {
+    const what = `${f.case.route} ${f.problems.map((p) => p.replace(/[:(].*/, '')).join('; ')}`;
+    const g = groups.get(what);
+    if (g) g.n++;
+    else groups.set(what, { n: 1, example: f });
+  }
+  return [...groups.values()].map((g) => `${g.n}× ${report(g.example)}`);
+}
+
 /** One failure, as a person reads it. */
-export function report(s: Sent): string {
+function report(s: Sent): string {
   const answers = s.outcome.answers.map((a) => `${a.status} ${a.body.toString('utf8').slice(0, 300)}`).join(' | ');
   return `[${s.case.route}] ${s.case.kind}: ${s.problems.join('; ')}\n    sent: ${s.summary}\n    got: ${answers || s.outcome.error}`;
 }
