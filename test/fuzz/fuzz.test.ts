@@ -20,21 +20,25 @@ import { makeFixtures } from './fixtures.js';
 import { hostileCases } from './hostile.js';
 import { closeAgent, send } from './http.js';
 import { type ServedRoute, servedRoutes } from './routes.js';
-import { assertAlive, generatedCases, newTally, report, runCases, type Tally, type Target } from './run.js';
+import {
+  assertAlive,
+  failureReport,
+  generatedCases,
+  newTally,
+  runCases,
+  summary,
+  type Tally,
+  type Target,
+} from './run.js';
 import { startUpstreams, type Upstreams } from './upstreams.js';
 
 const FIXED_SEED = 11;
 const RUN_SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : Math.floor(Math.random() * 2 ** 31);
 const RUNS = Number(process.env.FUZZ_RUNS ?? 12);
-const OPTS = { concurrency: 4, timeoutMs: 10_000 };
+const OPTS = { concurrency: 4, timeoutMs: 15_000 };
 
 function verdict(tally: Tally, started: number, seed?: number): void {
-  const known = Object.entries(tally.known)
-    .map(([item, n]) => `${item}: ${n}`)
-    .join('; ');
-  console.log(
-    `      ${tally.sent} requests in ${((Date.now() - started) / 1000).toFixed(1)} s; statuses ${JSON.stringify(tally.statuses)}${known ? `; known defects (${known})` : ''}`,
-  );
+  console.log(`      ${summary(tally, (Date.now() - started) / 1000)}`);
   if (process.env.FUZZ_VERBOSE) {
     for (const s of tally.slowest) console.log(`        ${s.ms} ms ${s.what}`);
     const kinds = Object.entries(tally.byKind)
@@ -44,16 +48,9 @@ function verdict(tally: Tally, started: number, seed?: number): void {
   }
   if (!tally.failures.length) return;
   const replay = seed === undefined ? '' : `\n  replay: FUZZ_SEED=${seed} npm run test:one -- test/fuzz/fuzz.test.ts`;
-  // one example of each kind of failure (route and problem), with how often it happened
-  const groups = new Map<string, { n: number; example: (typeof tally.failures)[number] }>();
-  for (const f of tally.failures) {
-    const what = `${f.case.route} ${f.problems.map((p) => p.replace(/[:(].*/, '')).join('; ')}`;
-    const g = groups.get(what);
-    if (g) g.n++;
-    else groups.set(what, { n: 1, example: f });
-  }
-  const shown = [...groups.values()].map((g) => `${g.n}× ${report(g.example)}`);
-  assert.fail(`${tally.failures.length} of ${tally.sent} requests failed:\n${shown.join('\n')}${replay}`);
+  assert.fail(
+    `${tally.failures.length} of ${tally.sent} requests failed:\n${failureReport(tally).join('\n')}${replay}`,
+  );
 }
 
 describe('fuzz: every served route, hostile and generated requests', function () {
@@ -153,6 +150,29 @@ describe('fuzz: every served route, hostile and generated requests', function ()
     for (const j of tally.jobs) jobs.add(j);
     assert.equal(await assertAlive(target), undefined);
     verdict(tally, started, RUN_SEED);
+  });
+
+  it('requests generated while the upstreams fail: down, refusing their credentials, cutting streams', async () => {
+    const tally = newTally();
+    const started = Date.now();
+    // the routes that reach an upstream: whatever they answer, it is in their envelope, leaks
+    // nothing of the upstream's, and a refused request is charged nothing
+    const upstreamRoutes = routes.filter((r) => r.body && !/count_tokens|video/.test(r.path));
+    try {
+      for (const how of ['down', 'credentials', 'cut'] as const) {
+        upstreams.fail(how);
+        const cases = generatedCases(upstreamRoutes, FIXED_SEED, Math.ceil(RUNS / 3), true).map((c) => ({
+          ...c,
+          kind: `upstreams ${how}: ${c.kind}`,
+        }));
+        await runCases(target, cases, tally, { ...OPTS, upstreamsFailing: true });
+      }
+    } finally {
+      upstreams.heal();
+    }
+    for (const j of tally.jobs) jobs.add(j);
+    assert.equal(await assertAlive(target), undefined);
+    verdict(tally, started, FIXED_SEED);
   });
 
   it('the process is up, nothing went unhandled, and the books balance', async () => {

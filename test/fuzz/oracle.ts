@@ -36,7 +36,7 @@ export interface Secrets {
  */
 export function judge(
   a: Answer,
-  opts: { envelope: Envelope; method: string; requestText: string; secrets: Secrets },
+  opts: { envelope: Envelope; method: string; requestText: string; secrets: Secrets; upstreamsFailing?: boolean },
 ): string[] {
   const problems: string[] = [];
   const { envelope, method, requestText } = opts;
@@ -44,7 +44,9 @@ export function judge(
   // 501 is HTTP's answer to a method the server does not implement at all (TRACE, PURGE, FOO): not a
   // failure. Its envelope is checked below like any error's (a message-style 501 has no `code` field).
   const notImplemented = a.status === 501 && !['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(method);
-  if (a.status >= 500 && !notImplemented) problems.push(`status ${a.status}`);
+  // when the upstreams themselves fail, 502/503/504 is the truth (a 500 never is)
+  const upstreamStatus = opts.upstreamsFailing && [502, 503, 504].includes(a.status);
+  if (a.status >= 500 && !notImplemented && !upstreamStatus) problems.push(`status ${a.status}`);
   const fromGateway = a.headers['x-request-id'] !== undefined;
   // Node's HTTP server answers framing it cannot read itself (400/413/414/417/431, no body): the request
   // never became a request, so there is no route and no envelope to speak.

@@ -611,21 +611,27 @@ const extraHeaders = fc.oneof(
 /** Node refuses header values outside visible Latin-1 (a client-side error, not a test of the server). */
 const latin1 = (s: string) => s.replace(/[^\x20-\x7e\x80-\xff]/g, '?');
 
-/** The generated cases of one served route (valid, one-place-broken, hostile headers and queries). */
-export function routeCases(route: ServedRoute): fc.Arbitrary<Case> {
+/**
+ * The generated cases of one served route (valid, one-place-broken, hostile headers and queries).
+ * `wellFormed`: only bodies the schema accepts, the rich account's key, no hostile headers (to get
+ * past the gateway's own checks, as when the upstreams are what fails).
+ */
+export function routeCases(route: ServedRoute, wellFormed = false): fc.Arbitrary<Case> {
   const hints = hintsFor(route);
   const readsBody = route.methods.includes('POST');
   const method = readsBody ? 'POST' : (route.methods.find((m) => m !== 'HEAD') ?? 'GET');
   const path = hints.path ?? queryString(route.query, hints.query ?? {}).map((q) => route.path + q);
   const body: fc.Arbitrary<unknown> = !readsBody
     ? fc.constant(undefined)
-    : route.body
-      ? fc.oneof(
-          { arbitrary: valid(route.body, hints.body ?? {}, '', true), weight: 5 },
-          { arbitrary: mutated(route.body, hints.body ?? {}), weight: 3 },
-          { arbitrary: fc.jsonValue({ maxDepth: 3 }), weight: 1 },
-        )
-      : fc.oneof(fc.constant(undefined), fc.jsonValue({ maxDepth: 2 }));
+    : route.body && wellFormed
+      ? valid(route.body, hints.body ?? {})
+      : route.body
+        ? fc.oneof(
+            { arbitrary: valid(route.body, hints.body ?? {}, '', true), weight: 5 },
+            { arbitrary: mutated(route.body, hints.body ?? {}), weight: 3 },
+            { arbitrary: fc.jsonValue({ maxDepth: 3 }), weight: 1 },
+          )
+        : fc.oneof(fc.constant(undefined), fc.jsonValue({ maxDepth: 2 }));
   const contentType = fc.oneof(
     { arbitrary: fc.constant('application/json'), weight: 12 },
     { arbitrary: fc.constantFrom(...CONTENT_TYPES), weight: 2 },
@@ -639,10 +645,14 @@ export function routeCases(route: ServedRoute): fc.Arbitrary<Case> {
     .record({
       path,
       body,
-      auth: route.auth ? authHeaders : fc.oneof(fc.constant({}), authHeaders),
-      extra: extraHeaders,
-      contentType,
-      encoding,
+      auth: wellFormed
+        ? fc.constant({ authorization: 'Bearer {{key:rich}}' })
+        : route.auth
+          ? authHeaders
+          : fc.oneof(fc.constant({}), authHeaders),
+      extra: wellFormed ? fc.constant({}) : extraHeaders,
+      contentType: wellFormed ? fc.constant('application/json') : contentType,
+      encoding: wellFormed ? fc.constant(undefined) : encoding,
       head: fc.boolean(),
     })
     .map(({ path: p, body: b, auth, extra, contentType: ct, encoding: enc, head }) => {

@@ -22,6 +22,13 @@ export interface Upstreams {
   /** the keys and addresses a caller must never see */
   secrets: string[];
   fal: FalUpstream;
+  /**
+   * Every upstream fails each request this way until heal(): 'down' = its 5xx (or overloaded) error,
+   * 'credentials' = its 401 for a bad key, 'cut' = the answer breaks off after it began. Error
+   * texts carry UPSTREAM_TEXT, which no caller may see.
+   */
+  fail(how: 'down' | 'credentials' | 'cut'): void;
+  heal(): void;
   /** forget what the upstreams recorded (a long run would keep every request otherwise) */
   forget(): void;
   close(): Promise<void>;
@@ -44,6 +51,9 @@ async function openAIHost(
       (up) => {
         res.writeHead(up.statusCode ?? 502, up.headers);
         up.pipe(res);
+        // an answer cut off upstream is cut off here too
+        up.on('aborted', () => res.destroy());
+        up.on('error', () => res.destroy());
       },
     );
     forward.on('error', () => res.destroy());
@@ -61,6 +71,9 @@ async function openAIHost(
       }),
   };
 }
+
+/** In every upstream error message while the upstreams fail: the operator's to read, never a caller's. */
+const UPSTREAM_TEXT = 'upstream-internal-9f3c';
 
 export async function startUpstreams(): Promise<Upstreams> {
   const chat = await startOpenAIUpstream();
@@ -97,11 +110,45 @@ export async function startUpstreams(): Promise<Upstreams> {
   );
   return {
     env,
-    secrets: [chat.apiKey!, speech.apiKey, anthropic.apiKey, gemini.apiKey, eleven.apiKey, fal.apiKey, ...ports],
+    secrets: [
+      UPSTREAM_TEXT,
+      chat.apiKey!,
+      speech.apiKey,
+      anthropic.apiKey,
+      gemini.apiKey,
+      eleven.apiKey,
+      fal.apiKey,
+      ...ports,
+    ],
     fal,
-    forget() {
-      chat.reset();
+    fail(how) {
+      const message = `${how === 'credentials' ? 'Incorrect API key provided: sk-live-12****' : 'Internal failure'} (${UPSTREAM_TEXT})`;
+      const status = how === 'credentials' ? 401 : 503;
+      const many = <T>(x: T) => Array.from({ length: 5000 }, () => x);
+      if (how === 'cut') {
+        chat.defaults({ cutAfter: 1, cutMode: 'destroy' });
+        anthropic.always({ cut: { afterEvents: 2, mode: 'destroy' } });
+        gemini.script(...many({ cutAfter: 1 }));
+        speech.script(...many({ cutAfter: 1 }));
+        eleven.script(...many({ cutAfter: 1 }));
+        return;
+      }
+      chat.defaults({ status, error: { message } });
+      anthropic.always({ error: { status: how === 'credentials' ? 401 : 529, message } });
+      gemini.script(...many({ error: { status, message } }));
+      speech.script(...many({ status, message }));
+      eleven.script(...many({ status, message }));
+    },
+    heal() {
+      chat.defaults({});
+      anthropic.always(undefined);
       gemini.reset();
+      speech.script();
+      eleven.script();
+    },
+    forget() {
+      chat.requests.length = 0;
+      gemini.requests.length = 0;
       anthropic.requests.length = 0;
       speech.requests.length = 0;
       eleven.requests.length = 0;
