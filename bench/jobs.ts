@@ -20,7 +20,16 @@ import { Client, Connection } from '@temporalio/client';
 import { findTemporalCli, startDevServer } from '../temporal-dev/index.js';
 import { config } from '../activities/config.js';
 import { SEARCH_ATTRIBUTES } from '../bin/worker.js';
-import { pidOf, printTable, rssMb, startProcess, stopProcesses, withBenchDatabase } from './harness.js';
+import {
+  cpuMs,
+  pidOf,
+  printTable,
+  processCpuMs,
+  rssMb,
+  startProcess,
+  stopProcesses,
+  withBenchDatabase,
+} from './harness.js';
 
 const IN_FLIGHT = Number(process.env.BENCH_JOBS_IN_FLIGHT ?? 300);
 const SAMPLES = Number(process.env.BENCH_JOBS_SAMPLES ?? 300);
@@ -83,7 +92,7 @@ async function measure(persistence: string): Promise<string[][]> {
         FAL_BASE_URL: `http://127.0.0.1:${falPort}`,
         SWITCHYARD_VIDEO_POLL_MS: POLL_MS,
       };
-      await startProcess('../bin/worker.ts', [], env, /serving task queue (\S+)/);
+      const worker = await startProcess('../bin/worker.ts', [], env, /serving task queue (\S+)/);
       const gatewayEnv = { ...env, PORT: '0', HOST: '127.0.0.1' };
       const gateways = [
         { name: 'this checkout', port: await startProcess('../bin/api.ts', [], gatewayEnv, LISTENING) },
@@ -112,6 +121,13 @@ async function measure(persistence: string): Promise<string[][]> {
       );
       await new Promise((r) => setTimeout(r, Number(POLL_MS) + 2000));
 
+      // what the jobs in flight cost while nothing else happens: CPU, share of one core
+      const cpu = () => [processCpuMs(temporal.pid), cpuMs(worker), cpuMs(gateways[0].port)];
+      const idle0 = cpu();
+      await new Promise((r) => setTimeout(r, 2 * Number(POLL_MS)));
+      const idleShare = cpu().map((ms, i) => (ms - idle0[i]) / (2 * Number(POLL_MS)));
+      const idle = idleShare.map((share) => `${(share * 100).toFixed(0)}%`);
+
       // a bare workflow start from a warm client: a workflow type on a task queue no worker polls,
       // so it costs the engine only its start
       const connection = await Connection.connect({ address: temporal.address });
@@ -132,6 +148,15 @@ async function measure(persistence: string): Promise<string[][]> {
       for (let i = 0; i < 10; i++) await round(); // warm-up
       const times: number[][] = [[], ...gateways.map(() => []), []];
       for (let i = 0; i < SAMPLES; i++) await round(times);
+
+      // CPU per accepted job: jobs one after another, less what the jobs in flight cost meanwhile
+      const jobs0 = cpu();
+      const started = Date.now();
+      for (let i = 0; i < SAMPLES; i++) await timed(pools[0], 'POST', '/api/generate-video', key, 202);
+      const elapsed = Date.now() - started;
+      const perJob = cpu().map(
+        (ms, i) => `${(((ms - jobs0[i] - idleShare[i] * elapsed) * 1000) / SAMPLES).toFixed(0)} µs`,
+      );
       const running = await client.workflow
         .count(`WorkflowType = 'videoJob' AND ExecutionStatus = 'Running'`)
         .then((c) => String(c.count))
@@ -149,7 +174,10 @@ async function measure(persistence: string): Promise<string[][]> {
         rows.push(row(`POST /api/generate-video → 202${BASE ? ` (${g.name})` : ''}`, times[1 + i]));
       rows.push(row('bare workflow start (warm client)', times[1 + gateways.length]));
       console.log(
-        `[${persistence}] ${running} video jobs running at the end; first job after start-up: ${first.join('; ')}`,
+        `[${persistence}] ${running} video jobs running at the end; first job after start-up: ${first.join('; ')}\n` +
+          `  CPU with ${IN_FLIGHT} jobs in flight and none arriving (share of one core): Temporal server ` +
+          `${idle[0]}, worker ${idle[1]}, gateway ${idle[2]}\n` +
+          `  CPU per accepted job (over those): Temporal server ${perJob[0]}, worker ${perJob[1]}, gateway ${perJob[2]}`,
       );
     });
   } finally {

@@ -21,6 +21,8 @@ import { config } from '../activities/config.js';
 import { db } from '../activities/db.js';
 import { useProviderEnv } from './support/providerEnv.js';
 import { until } from './support/wait.js';
+import { freePort } from './support/ports.js';
+import { closeTemporalClient } from '../activities/temporalClient.js';
 
 const ENV = [
   'FAL_API_KEY',
@@ -504,6 +506,30 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
       }
     } finally {
       await restore();
+    }
+  });
+
+  it('the workflow engine unreachable: 503 video_unavailable, the job row forgotten, the pre-charge released', async () => {
+    const { key, accountId } = await newAccount('10');
+    const address = config.temporalAddress;
+    await closeTemporalClient();
+    config.temporalAddress = `127.0.0.1:${await freePort()}`; // nothing listens there
+    try {
+      const r = await submit(key, { model: T2V, prompt: 'no engine today', duration: '5' });
+      assert.equal(r.status, 503, JSON.stringify(r.body));
+      assert.equal(r.body.code, 'video_unavailable');
+      assert.deepEqual(await db().prisma.mediaJob.findMany({ where: { accountId } }), []);
+      const { rows } = await db().pool.query('SELECT status FROM balance_holds WHERE account_id = $1', [accountId]);
+      assert.deepEqual(
+        rows.map((h) => h.status),
+        ['released'],
+      );
+      const bal = await usd(accountId);
+      assert.equal(bal.held, 0n);
+      assert.equal(bal.amount, parseAmount('10', 'USD'));
+    } finally {
+      await closeTemporalClient();
+      config.temporalAddress = address;
     }
   });
 

@@ -5,10 +5,24 @@
 // and, if the engine does not take the job, undoes everything: the reservation is released, the
 // row deleted, and the caller told 503 with nothing charged. Status routes read the row that the
 // workflow's activities keep current; cancel goes through the workflow.
+//
+// Accepting a job is on the caller's critical path (the 202 waits for it), so it costs two short
+// statements and one call to the engine: the reservation and the row are written as the request
+// path writes its reservations (one prepared statement each on the request pool, asynchronous
+// commit: activities/db.ts says what that risks), and the row is written before the workflow starts,
+// so the workflow's first activity always finds it. The 202 waits for the engine's answer: a job
+// is accepted only once its workflow is durably started.
 import type { Workflow } from '@temporalio/client';
 import { config } from '../config.js';
 import { RequestError } from '../core/errors.js';
+import { db } from '../db.js';
 import { temporal } from '../temporalClient.js';
+
+/** A job's row: its table, and its columns by their SQL names (JSON columns as objects). */
+export interface JobRow {
+  table: 'media_jobs' | 'stored_responses';
+  columns: { id: string; status: string } & Record<string, unknown>;
+}
 
 export interface JobStart<W extends Workflow> {
   /** the job's public id: its row's id, its workflow's id, its reservation's request id */
@@ -19,17 +33,15 @@ export interface JobStart<W extends Workflow> {
   args: Parameters<W>;
   /** the reservation the workflow will settle, given back if the job never starts */
   reservation: { fail(code: string): Promise<void> };
-  /** writes the job's row (the workflow's activities read and update it) */
-  store(): Promise<void>;
-  /** deletes the row of a job that never started */
-  forget(): Promise<void>;
+  /** the row the workflow's activities read and update */
+  row: JobRow;
   /** what the caller hears when the engine refuses the job: 503 with this code and message */
   unavailable: { code: string; message: string };
 }
 
 export async function startJob<W extends Workflow>(job: JobStart<W>): Promise<void> {
   try {
-    await job.store();
+    await insertRow(job.row);
   } catch (err) {
     await job.reservation.fail('job_not_stored');
     throw err;
@@ -44,10 +56,36 @@ export async function startJob<W extends Workflow>(job: JobStart<W>): Promise<vo
     });
   } catch (err) {
     await job.reservation.fail(job.unavailable.code);
-    await job.forget().catch((e) => console.error(`[jobs] could not forget ${job.id}:`, e));
+    await forgetRow(job.row).catch((e) => console.error(`[jobs] could not forget ${job.id}:`, e));
     console.error(`[jobs] the workflow engine did not take ${job.workflow.name} ${job.id}:`, err);
     throw new RequestError(503, job.unavailable.code, job.unavailable.message);
   }
+}
+
+/** One prepared INSERT per table and column list (statement names must stay short and distinct). */
+const inserts = new Map<string, { name: string; text: string }>();
+
+async function insertRow({ table, columns }: JobRow): Promise<void> {
+  const names = Object.keys(columns);
+  const signature = `${table}(${names.join(',')})`;
+  let statement = inserts.get(signature);
+  if (!statement) {
+    statement = {
+      name: `job_row_${inserts.size}`,
+      text: `INSERT INTO ${table} (${names.join(', ')}) VALUES (${names.map((_, i) => `$${i + 1}`).join(', ')})`,
+    };
+    inserts.set(signature, statement);
+  }
+  const values = Object.values(columns).map((v) =>
+    // objects (JSON columns) as JSON text: pg would write an array as a Postgres array literal
+    v !== null && typeof v === 'object' && !(v instanceof Date) ? JSON.stringify(v) : v,
+  );
+  await db().requestPool.query({ ...statement, values });
+}
+
+/** Delete the row of a job that never started, unless a workflow has touched it after all. */
+async function forgetRow({ table, columns }: JobRow): Promise<void> {
+  await db().requestPool.query(`DELETE FROM ${table} WHERE id = $1 AND status = $2`, [columns.id, columns.status]);
 }
 
 /**

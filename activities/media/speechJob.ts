@@ -17,7 +17,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { db } from '../db.js';
 import { catalog, type Route } from '../catalog/catalog.js';
 import type { Caller } from '../accounts/keys.js';
-import { startJob } from '../jobs/jobs.js';
+import { startJob, type JobRow } from '../jobs/jobs.js';
 import { MeteredCall } from '../metering/meteredCall.js';
 import { speechJob } from '../../workflows/speechJob.js';
 import { SpeechCall, speechBillFields, type SpeechPlan } from './speech.js';
@@ -61,7 +61,7 @@ export interface SpeechJobView {
 
 /**
  * Reserve the job's worst case (held past any run of its workflow) and start it: the job
- * pattern (activities/jobs/startJob.ts) stores the row, starts `speechJob` (workflow id = the
+ * pattern (activities/jobs/jobs.ts) stores the row, starts `speechJob` (workflow id = the
  * job id) and undoes both if the engine does not take it.
  */
 export async function startSpeechJob(
@@ -78,11 +78,7 @@ export async function startSpeechJob(
     workflow: speechJob,
     args: [runId],
     reservation: call,
-    store: () => storeSpeechJob(runId, caller, call, hold),
-    forget: () =>
-      db()
-        .prisma.mediaJob.deleteMany({ where: { id: runId, status: 'pending' } })
-        .then(() => undefined),
+    row: speechJobRow(runId, caller, call, hold),
     unavailable: {
       code: 'job_unavailable',
       message:
@@ -92,13 +88,13 @@ export async function startSpeechJob(
   return { runId, model: plan.model.id, status: 'pending' };
 }
 
-/** Stores a reserved call as a pending job. */
-async function storeSpeechJob(
+/** A reserved call as a pending job's row. */
+function speechJobRow(
   jobId: string,
   caller: Caller,
   call: SpeechCall,
   hold: { currency: string; amount: bigint } | undefined,
-): Promise<void> {
+): JobRow {
   const { model, ...plan } = call.plan;
   const request: SpeechJobRequest = {
     caller: { ...caller, dailyUsdLimit: caller.dailyUsdLimit?.toString() ?? null },
@@ -107,22 +103,23 @@ async function storeSpeechJob(
     plan,
   };
   const first = call.routes[0];
-  await db().prisma.mediaJob.create({
-    data: {
+  return {
+    table: 'media_jobs',
+    columns: {
       id: jobId,
       kind: 'speech',
-      accountId: caller.accountId,
-      apiKeyId: caller.keyId,
+      account_id: caller.accountId,
+      api_key_id: caller.keyId,
       model: model.id,
-      providerId: first?.provider.id ?? '',
-      upstreamModel: first?.upstreamModel ?? '',
+      provider_id: first?.provider.id ?? '',
+      upstream_model: first?.upstreamModel ?? '',
       status: 'pending',
-      request: request as object,
-      holdId: call.reservation ?? null,
-      currency: (hold?.currency as 'USD' | 'XNO' | undefined) ?? null,
+      request,
+      hold_id: call.reservation ?? null,
+      currency: hold?.currency ?? null,
       precharge: hold ? hold.amount.toString() : null,
     },
-  });
+  };
 }
 
 /** The job as the status route shows it, or undefined when there is no such speech job. */

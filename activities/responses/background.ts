@@ -95,20 +95,16 @@ export async function startBackgroundResponse(
     workflow: backgroundResponse,
     args: [meta.id],
     reservation: call,
-    store: async () => {
-      await db().prisma.storedResponse.create({
-        data: {
-          id: meta.id,
-          accountId: caller.accountId,
-          status: 'queued',
-          request: { conversation, job } as object,
-          response: queued as object,
-          expiresAt: new Date(Date.now() + Math.max(1, retentionDays()) * 86_400_000),
-        },
-      });
-    },
-    forget: async () => {
-      await db().prisma.storedResponse.deleteMany({ where: { id: meta.id } });
+    row: {
+      table: 'stored_responses',
+      columns: {
+        id: meta.id,
+        account_id: caller.accountId,
+        status: 'queued',
+        request: { conversation, job },
+        response: queued,
+        expires_at: new Date(Date.now() + Math.max(1, retentionDays()) * 86_400_000),
+      },
     },
     unavailable: {
       code: 'background_unavailable',

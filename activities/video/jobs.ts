@@ -104,7 +104,7 @@ function videoCall(
 }
 
 /**
- * Reserve the pre-charge and start the job (the job pattern, activities/jobs/startJob.ts): the
+ * Reserve the pre-charge and start the job (the job pattern, activities/jobs/jobs.ts): the
  * row is stored as `pending`, the `videoJob` workflow started with workflow id = the job id, and
  * on a refusal from the engine both are undone and nothing is charged.
  */
@@ -142,28 +142,24 @@ export async function startVideoJob(a: {
     workflow: videoJob,
     args: [input],
     reservation: call,
-    store: async () => {
-      await db().prisma.mediaJob.create({
-        data: {
-          id,
-          kind: 'video',
-          accountId: caller.accountId,
-          apiKeyId: caller.keyId,
-          model: plan.model.id,
-          providerId: plan.route.provider.id,
-          upstreamModel: plan.route.upstreamModel,
-          status: 'pending',
-          request: request as object,
-          conversationUuid: a.conversationUuid,
-          currency,
-          precharge: (hold?.amount ?? 0n).toString(),
-          holdId: call.reservation ?? null,
-          paymentSource: currency,
-        },
-      });
-    },
-    forget: async () => {
-      await db().prisma.mediaJob.deleteMany({ where: { id, status: 'pending' } });
+    row: {
+      table: 'media_jobs',
+      columns: {
+        id,
+        kind: 'video',
+        account_id: caller.accountId,
+        api_key_id: caller.keyId,
+        model: plan.model.id,
+        provider_id: plan.route.provider.id,
+        upstream_model: plan.route.upstreamModel,
+        status: 'pending',
+        request,
+        conversation_uuid: a.conversationUuid,
+        currency,
+        precharge: (hold?.amount ?? 0n).toString(),
+        hold_id: call.reservation ?? null,
+        payment_source: currency,
+      },
     },
     unavailable: {
       code: 'video_unavailable',
