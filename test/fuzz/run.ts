@@ -65,24 +65,27 @@ function fill(s: string, fixtures: Map<string, string>): string {
 }
 
 /** The case as bytes on the wire. */
-function materialize(c: Case, fixtures: Map<string, string>): Request {
+/** The case as bytes on the wire, and its body before compression (what an answer could echo). */
+function materialize(c: Case, fixtures: Map<string, string>): { req: Request; plain?: Buffer } {
   const headers = Object.fromEntries(Object.entries(c.headers).map(([k, v]) => [k, fill(v, fixtures)]));
-  let body: Buffer | undefined;
-  if (Buffer.isBuffer(c.body)) body = Buffer.from(fill(c.body.toString('latin1'), fixtures), 'latin1');
-  else if (c.body !== undefined) body = Buffer.from(fill(jsonText(c.body), fixtures), 'utf8');
-  if (body && c.encoding) {
-    body = c.encoding === 'gzip' ? gzipSync(body) : c.encoding === 'br' ? brotliCompressSync(body) : deflateSync(body);
+  let plain: Buffer | undefined;
+  if (Buffer.isBuffer(c.body)) plain = Buffer.from(fill(c.body.toString('latin1'), fixtures), 'latin1');
+  else if (c.body !== undefined) plain = Buffer.from(fill(jsonText(c.body), fixtures), 'utf8');
+  let body = plain;
+  if (plain && c.encoding) {
+    body =
+      c.encoding === 'gzip' ? gzipSync(plain) : c.encoding === 'br' ? brotliCompressSync(plain) : deflateSync(plain);
     headers['content-encoding'] = c.encoding;
   }
-  return { method: c.method, path: fill(c.path, fixtures), headers, body };
+  return { req: { method: c.method, path: fill(c.path, fixtures), headers, body }, plain };
 }
 
-function describe(req: Request, c: Case): string {
+function describe(req: Request, c: Case, plain?: Buffer): string {
   if (c.raw) {
     const text = c.raw.parts.map((p) => (Buffer.isBuffer(p) ? p.toString('latin1') : p)).join('');
     return JSON.stringify(text.length > 600 ? `${text.slice(0, 600)}…(${text.length} bytes)` : text);
   }
-  const body = req.body ? req.body.toString('utf8') : '';
+  const body = (plain ?? req.body)?.toString('utf8') ?? '';
   const shown = body.length > 600 ? `${body.slice(0, 600)}…(${body.length} bytes)` : body;
   return `${req.method} ${req.path.slice(0, 300)} ${JSON.stringify(req.headers).slice(0, 300)} ${JSON.stringify(shown)}`;
 }
@@ -91,16 +94,16 @@ async function sendCase(
   target: Target,
   c: Case,
   timeoutMs: number,
-): Promise<{ outcome: Outcome; req: Request; text: string }> {
-  const req = materialize(c, target.fixtures);
+): Promise<{ outcome: Outcome; req: Request; plain?: Buffer; text: string }> {
+  const { req, plain } = materialize(c, target.fixtures);
   if (c.raw) {
     const parts = c.raw.parts.map((p) => (Buffer.isBuffer(p) ? p : Buffer.from(fill(p, target.fixtures), 'latin1')));
     const outcome = await sendRaw(target.origin, parts, { ...c.raw, timeoutMs: Math.min(timeoutMs, 3000) });
-    return { outcome, req, text: Buffer.concat(parts).toString('latin1') };
+    return { outcome, req, plain, text: Buffer.concat(parts).toString('latin1') };
   }
   const outcome = await send(target.origin, req, timeoutMs);
-  const text = `${req.method} ${decodeSafe(req.path)} ${JSON.stringify(req.headers)} ${req.body?.toString('utf8') ?? ''} ${req.body?.toString('latin1') ?? ''}`;
-  return { outcome, req, text };
+  const text = `${req.method} ${decodeSafe(req.path)} ${JSON.stringify(req.headers)} ${plain?.toString('utf8') ?? ''} ${plain?.toString('latin1') ?? ''}`;
+  return { outcome, req, plain, text };
 }
 
 const decodeSafe = (s: string) => {
@@ -125,11 +128,11 @@ export async function runCases(
       if (opts.deadline && Date.now() > opts.deadline) return;
       const c = cases[next++];
       const t0 = Date.now();
-      const { outcome, req, text } = await sendCase(target, c, opts.timeoutMs);
-      noteTime(tally, Date.now() - t0, `${c.route} ${c.kind} ${describe(req, c).slice(0, 160)}`);
+      const { outcome, req, plain, text } = await sendCase(target, c, opts.timeoutMs);
+      noteTime(tally, Date.now() - t0, `${c.route} ${c.kind} ${describe(req, c, plain).slice(0, 160)}`);
       const kind = c.kind.replace(/ #.*| \d.*|:.*| in string field.*/, '');
       tally.byKind[kind] = (tally.byKind[kind] ?? 0) + Date.now() - t0;
-      const sent: Sent = { case: c, summary: describe(req, c), requestText: text, outcome, problems: [] };
+      const sent: Sent = { case: c, summary: describe(req, c, plain), requestText: text, outcome, problems: [] };
       tally.sent++;
       // audio streamed as it comes can only stop short when its upstream breaks off (the charge is for
       // what was sent); anything else must answer whole
