@@ -87,7 +87,8 @@ function describe(req: Request, c: Case, plain?: Buffer): string {
   }
   const body = (plain ?? req.body)?.toString('utf8') ?? '';
   const shown = body.length > 600 ? `${body.slice(0, 600)}…(${body.length} bytes)` : body;
-  return `${req.method} ${req.path.slice(0, 300)} ${JSON.stringify(req.headers).slice(0, 300)} ${JSON.stringify(shown)}`;
+  const headers = JSON.stringify(req.headers).slice(0, 300);
+  return `${req.method} ${req.path.slice(0, 300)} ${headers} ${JSON.stringify(shown)}`;
 }
 
 async function sendCase(
@@ -102,7 +103,9 @@ async function sendCase(
     return { outcome, req, plain, text: Buffer.concat(parts).toString('latin1') };
   }
   const outcome = await send(target.origin, req, timeoutMs);
-  const text = `${req.method} ${decodeSafe(req.path)} ${JSON.stringify(req.headers)} ${plain?.toString('utf8') ?? ''} ${plain?.toString('latin1') ?? ''}`;
+  // the body as UTF-8 and as Latin-1: an answer may echo either reading of it
+  const body = `${plain?.toString('utf8') ?? ''} ${plain?.toString('latin1') ?? ''}`;
+  const text = `${req.method} ${decodeSafe(req.path)} ${JSON.stringify(req.headers)} ${body}`;
   return { outcome, req, plain, text };
 }
 
@@ -199,12 +202,15 @@ async function checkNothingCharged(target: Target, refused: Array<{ requestId: s
   await target.settle();
   const ids = refused.map((r) => r.requestId);
   const { rows: charged } = await db().pool.query(
-    `SELECT e.request_id, SUM(e.amount + COALESCE((SELECT SUM(r.amount) FROM ledger_entries r WHERE r.refund_of = e.id), 0))::text AS net
+    `SELECT e.request_id,
+            SUM(e.amount + COALESCE((SELECT SUM(r.amount) FROM ledger_entries r WHERE r.refund_of = e.id), 0))::text
+              AS net
        FROM ledger_entries e WHERE e.kind = 'charge' AND e.request_id = ANY($1) GROUP BY e.request_id`,
     [ids],
   );
   const { rows: held } = await db().pool.query(
-    `SELECT request_id, SUM(amount)::text AS held FROM balance_holds WHERE status = 'active' AND request_id = ANY($1) GROUP BY request_id`,
+    `SELECT request_id, SUM(amount)::text AS held FROM balance_holds
+      WHERE status = 'active' AND request_id = ANY($1) GROUP BY request_id`,
     [ids],
   );
   const problems = new Map<string, string>();
@@ -234,11 +240,14 @@ export async function assertAlive(target: Target): Promise<string | undefined> {
   return undefined;
 }
 
-/** `runs` generated cases for each route, from `seed` (each route its own stream, so one route's cases do not depend on another's). */
-export function generatedCases(routes: ServedRoute[], seed: number, runs: number, wellFormed = false): Case[] {
+/**
+ * `runs` generated cases for each route, from `seed` (each route its own stream, so one route's cases
+ * do not depend on another's).
+ */
+export function generatedCases(routes: ServedRoute[], seed: number, runs: number, validOnly = false): Case[] {
   return routes.flatMap((route) =>
     fc
-      .sample(routeCases(route, wellFormed), { seed: (seed ^ hash(route.path)) | 0, numRuns: runs })
+      .sample(routeCases(route, validOnly), { seed: (seed ^ hash(route.path)) | 0, numRuns: runs })
       .map((c, i) => ({ ...c, kind: `generated #${i} (seed ${seed})` })),
   );
 }
@@ -255,7 +264,8 @@ export function summary(tally: Tally, seconds: number): string {
     .filter(([, n]) => n > 0)
     .map(([item, n]) => `${item}: ${n}`)
     .join('; ');
-  return `${tally.sent} requests in ${seconds.toFixed(1)} s; statuses ${JSON.stringify(tally.statuses)}${known ? `; known defects (${known})` : ''}`;
+  const statuses = `statuses ${JSON.stringify(tally.statuses)}${known ? `; known defects (${known})` : ''}`;
+  return `${tally.sent} requests in ${seconds.toFixed(1)} s; ${statuses}`;
 }
 
 /** The failures, one example of each kind (route and problem) with how often it happened. */
@@ -273,5 +283,6 @@ export function failureReport(tally: Tally): string[] {
 /** One failure, as a person reads it. */
 function report(s: Sent): string {
   const answers = s.outcome.answers.map((a) => `${a.status} ${a.body.toString('utf8').slice(0, 300)}`).join(' | ');
-  return `[${s.case.route}] ${s.case.kind}: ${s.problems.join('; ')}\n    sent: ${s.summary}\n    got: ${answers || s.outcome.error}`;
+  const head = `[${s.case.route}] ${s.case.kind}: ${s.problems.join('; ')}`;
+  return `${head}\n    sent: ${s.summary}\n    got: ${answers || s.outcome.error}`;
 }
