@@ -69,8 +69,8 @@ await withBenchDatabase(async ({ url }) => {
   };
   const rssIdle = rssMb(pid);
   console.log(
-    `bench:fuzz: ${routes.length} routes, seed ${SEED}, up to ${COUNT} requests or ${SECONDS} s, ${CONCURRENCY} at a time; ` +
-      `API process RSS ${rssStart} MB after start, ${rssIdle} MB after the fixtures`,
+    `bench:fuzz: ${routes.length} routes, seed ${SEED}, up to ${COUNT} requests or ${SECONDS} s, ` +
+      `${CONCURRENCY} at a time; API process RSS ${rssStart} MB after start, ${rssIdle} MB after the fixtures`,
   );
 
   const started = Date.now();
@@ -115,15 +115,14 @@ await withBenchDatabase(async ({ url }) => {
   const seconds = (Date.now() - started) / 1000;
 
   console.log(`\nbench:fuzz summary: ${summary(tally, seconds)} (${Math.round(tally.sent / seconds)} req/s)`);
+  const generatedPeak = Math.max(
+    0,
+    ...Object.entries(peaks).flatMap(([p, v]) => (p.startsWith('generated') ? [v] : [])),
+  );
   console.log(
-    `  API process RSS: ${rssStart} MB after start, ${rssIdle} MB idle, peak ${peaks.hostile ?? '?'} MB during the hostile requests ` +
-      `(bombs, 11 MB bodies), peak ${Math.max(
-        ...Object.entries(peaks)
-          .filter(([p]) => p.startsWith('generated'))
-          .map(([, v]) => v),
-        0,
-      )} MB ` +
-      `during the generated ones, ${rssAfter} MB 5 s after the last`,
+    `  API process RSS: ${rssStart} MB after start, ${rssIdle} MB idle, ` +
+      `peak ${peaks.hostile ?? '?'} MB during the hostile requests (bombs, 11 MB bodies), ` +
+      `peak ${generatedPeak} MB during the generated ones, ${rssAfter} MB 5 s after the last`,
   );
   console.log(`  the API process ${dead ? `stopped answering: ${dead}` : 'answered /health to the end'}`);
   console.log('  slowest answers:');

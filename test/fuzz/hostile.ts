@@ -231,8 +231,11 @@ function bodyCases(route: ServedRoute, path: string, heavy: boolean): Case[] {
 /** Hand-framed requests: what an HTTP parser, not a schema, has to survive. */
 function framingCases(route: ServedRoute, path: string): Case[] {
   const body = jsonText(baseBody(route.path));
+  const auth = 'Authorization: Bearer {{key:rich}}';
+  const json = 'Content-Type: application/json';
   const head = (extra: string, method = 'POST', target = path) =>
-    `${method} ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {{key:rich}}\r\nContent-Type: application/json\r\n${extra}`;
+    `${method} ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}\r\n${json}\r\n${extra}`;
+  const chunked = 'Transfer-Encoding: chunked\r\n';
   const raw = (
     kind: string,
     parts: Array<string | Buffer>,
@@ -255,7 +258,7 @@ function framingCases(route: ServedRoute, path: string): Case[] {
     ),
     raw('content-length shorter than the body', [`${head(`Content-Length: ${len - 5}\r\n`)}\r\n${body}`]),
     raw('chunked and content-length', [
-      `${head(`Content-Length: ${len}\r\nTransfer-Encoding: chunked\r\n`)}\r\n${len.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
+      `${head(`Content-Length: ${len}\r\n${chunked}`)}\r\n${len.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
     ]),
     raw('two different content-lengths', [
       `${head(`Content-Length: ${len}\r\nContent-Length: ${len + 1}\r\n`)}\r\n${body}`,
@@ -290,10 +293,10 @@ function framingCases(route: ServedRoute, path: string): Case[] {
       Buffer.from(`${head(`Content-Length: ${len}\r\nX-Nul: a\u0000b\r\n`)}\r\n${body}`, 'latin1'),
     ]),
     raw('bare LF line ends', [
-      `POST ${path} HTTP/1.1\nHost: 127.0.0.1\nAuthorization: Bearer {{key:rich}}\nContent-Type: application/json\nContent-Length: ${len}\n\n${body}`,
+      `POST ${path} HTTP/1.1\nHost: 127.0.0.1\n${auth}\n${json}\nContent-Length: ${len}\n\n${body}`,
     ]),
     raw('HTTP/1.0 without Host', [
-      `POST ${path} HTTP/1.0\r\nAuthorization: Bearer {{key:rich}}\r\nContent-Type: application/json\r\nContent-Length: ${len}\r\n\r\n${body}`,
+      `POST ${path} HTTP/1.0\r\n${auth}\r\n${json}\r\nContent-Length: ${len}\r\n\r\n${body}`,
     ]),
     raw('absolute-form target', [
       `${head(`Content-Length: ${len}\r\n`, 'POST', `http://evil.example${path}`)}\r\n${body}`,
@@ -304,7 +307,7 @@ function framingCases(route: ServedRoute, path: string): Case[] {
       { expect: 2 },
     ),
     raw('smuggled second request in the body', [
-      `${head('Content-Length: 4\r\nTransfer-Encoding: chunked\r\n')}\r\n0\r\n\r\nGET /api/check-balance HTTP/1.1\r\nHost: x\r\n\r\n`,
+      `${head(`Content-Length: 4\r\n${chunked}`)}\r\n0\r\n\r\nGET /api/check-balance HTTP/1.1\r\nHost: x\r\n\r\n`,
     ]),
     raw('expect 100-continue', [`${head(`Content-Length: ${len}\r\nExpect: 100-continue\r\n`)}\r\n`, body], {
       gapMs: 100,

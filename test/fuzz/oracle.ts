@@ -18,8 +18,9 @@ const LEAKS: Array<[string, RegExp]> = [
   ],
   [
     'database error',
-    /\bPrisma|\bprisma\.|invalid byte sequence|unsupported Unicode escape|violates .* constraint|duplicate key value|relation "[^"]+"|\b(?:22P0[25]|23505|40001|57014)\b/,
+    /\bPrisma|\bprisma\.|invalid byte sequence|unsupported Unicode escape|violates .* constraint|duplicate key value/,
   ],
+  ['database detail', /relation "[^"]+"|\b(?:22P0[25]|23505|40001|57014)\b/],
   ['database address', /postgres(?:ql)?:\/\//],
   ['socket error', /\b(?:ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|UND_ERR_\w+)\b/],
   ['object dump', /\[object Object\]/],

@@ -65,42 +65,48 @@ function fill(s: string, fixtures: Map<string, string>): string {
 }
 
 /** The case as bytes on the wire. */
-function materialize(c: Case, fixtures: Map<string, string>): Request {
+/** The case as bytes on the wire, and its body before compression (what an answer could echo). */
+function materialize(c: Case, fixtures: Map<string, string>): { req: Request; plain?: Buffer } {
   const headers = Object.fromEntries(Object.entries(c.headers).map(([k, v]) => [k, fill(v, fixtures)]));
-  let body: Buffer | undefined;
-  if (Buffer.isBuffer(c.body)) body = Buffer.from(fill(c.body.toString('latin1'), fixtures), 'latin1');
-  else if (c.body !== undefined) body = Buffer.from(fill(jsonText(c.body), fixtures), 'utf8');
-  if (body && c.encoding) {
-    body = c.encoding === 'gzip' ? gzipSync(body) : c.encoding === 'br' ? brotliCompressSync(body) : deflateSync(body);
+  let plain: Buffer | undefined;
+  if (Buffer.isBuffer(c.body)) plain = Buffer.from(fill(c.body.toString('latin1'), fixtures), 'latin1');
+  else if (c.body !== undefined) plain = Buffer.from(fill(jsonText(c.body), fixtures), 'utf8');
+  let body = plain;
+  if (plain && c.encoding) {
+    body =
+      c.encoding === 'gzip' ? gzipSync(plain) : c.encoding === 'br' ? brotliCompressSync(plain) : deflateSync(plain);
     headers['content-encoding'] = c.encoding;
   }
-  return { method: c.method, path: fill(c.path, fixtures), headers, body };
+  return { req: { method: c.method, path: fill(c.path, fixtures), headers, body }, plain };
 }
 
-function describe(req: Request, c: Case): string {
+function describe(req: Request, c: Case, plain?: Buffer): string {
   if (c.raw) {
     const text = c.raw.parts.map((p) => (Buffer.isBuffer(p) ? p.toString('latin1') : p)).join('');
     return JSON.stringify(text.length > 600 ? `${text.slice(0, 600)}…(${text.length} bytes)` : text);
   }
-  const body = req.body ? req.body.toString('utf8') : '';
+  const body = (plain ?? req.body)?.toString('utf8') ?? '';
   const shown = body.length > 600 ? `${body.slice(0, 600)}…(${body.length} bytes)` : body;
-  return `${req.method} ${req.path.slice(0, 300)} ${JSON.stringify(req.headers).slice(0, 300)} ${JSON.stringify(shown)}`;
+  const headers = JSON.stringify(req.headers).slice(0, 300);
+  return `${req.method} ${req.path.slice(0, 300)} ${headers} ${JSON.stringify(shown)}`;
 }
 
 async function sendCase(
   target: Target,
   c: Case,
   timeoutMs: number,
-): Promise<{ outcome: Outcome; req: Request; text: string }> {
-  const req = materialize(c, target.fixtures);
+): Promise<{ outcome: Outcome; req: Request; plain?: Buffer; text: string }> {
+  const { req, plain } = materialize(c, target.fixtures);
   if (c.raw) {
     const parts = c.raw.parts.map((p) => (Buffer.isBuffer(p) ? p : Buffer.from(fill(p, target.fixtures), 'latin1')));
     const outcome = await sendRaw(target.origin, parts, { ...c.raw, timeoutMs: Math.min(timeoutMs, 3000) });
-    return { outcome, req, text: Buffer.concat(parts).toString('latin1') };
+    return { outcome, req, plain, text: Buffer.concat(parts).toString('latin1') };
   }
   const outcome = await send(target.origin, req, timeoutMs);
-  const text = `${req.method} ${decodeSafe(req.path)} ${JSON.stringify(req.headers)} ${req.body?.toString('utf8') ?? ''} ${req.body?.toString('latin1') ?? ''}`;
-  return { outcome, req, text };
+  // the body as UTF-8 and as Latin-1: an answer may echo either reading of it
+  const body = `${plain?.toString('utf8') ?? ''} ${plain?.toString('latin1') ?? ''}`;
+  const text = `${req.method} ${decodeSafe(req.path)} ${JSON.stringify(req.headers)} ${body}`;
+  return { outcome, req, plain, text };
 }
 
 const decodeSafe = (s: string) => {
@@ -125,11 +131,11 @@ export async function runCases(
       if (opts.deadline && Date.now() > opts.deadline) return;
       const c = cases[next++];
       const t0 = Date.now();
-      const { outcome, req, text } = await sendCase(target, c, opts.timeoutMs);
-      noteTime(tally, Date.now() - t0, `${c.route} ${c.kind} ${describe(req, c).slice(0, 160)}`);
+      const { outcome, req, plain, text } = await sendCase(target, c, opts.timeoutMs);
+      noteTime(tally, Date.now() - t0, `${c.route} ${c.kind} ${describe(req, c, plain).slice(0, 160)}`);
       const kind = c.kind.replace(/ #.*| \d.*|:.*| in string field.*/, '');
       tally.byKind[kind] = (tally.byKind[kind] ?? 0) + Date.now() - t0;
-      const sent: Sent = { case: c, summary: describe(req, c), requestText: text, outcome, problems: [] };
+      const sent: Sent = { case: c, summary: describe(req, c, plain), requestText: text, outcome, problems: [] };
       tally.sent++;
       // audio streamed as it comes can only stop short when its upstream breaks off (the charge is for
       // what was sent); anything else must answer whole
@@ -196,12 +202,15 @@ async function checkNothingCharged(target: Target, refused: Array<{ requestId: s
   await target.settle();
   const ids = refused.map((r) => r.requestId);
   const { rows: charged } = await db().pool.query(
-    `SELECT e.request_id, SUM(e.amount + COALESCE((SELECT SUM(r.amount) FROM ledger_entries r WHERE r.refund_of = e.id), 0))::text AS net
+    `SELECT e.request_id,
+            SUM(e.amount + COALESCE((SELECT SUM(r.amount) FROM ledger_entries r WHERE r.refund_of = e.id), 0))::text
+              AS net
        FROM ledger_entries e WHERE e.kind = 'charge' AND e.request_id = ANY($1) GROUP BY e.request_id`,
     [ids],
   );
   const { rows: held } = await db().pool.query(
-    `SELECT request_id, SUM(amount)::text AS held FROM balance_holds WHERE status = 'active' AND request_id = ANY($1) GROUP BY request_id`,
+    `SELECT request_id, SUM(amount)::text AS held FROM balance_holds
+      WHERE status = 'active' AND request_id = ANY($1) GROUP BY request_id`,
     [ids],
   );
   const problems = new Map<string, string>();
@@ -231,11 +240,14 @@ export async function assertAlive(target: Target): Promise<string | undefined> {
   return undefined;
 }
 
-/** `runs` generated cases for each route, from `seed` (each route its own stream, so one route's cases do not depend on another's). */
-export function generatedCases(routes: ServedRoute[], seed: number, runs: number, wellFormed = false): Case[] {
+/**
+ * `runs` generated cases for each route, from `seed` (each route its own stream, so one route's cases
+ * do not depend on another's).
+ */
+export function generatedCases(routes: ServedRoute[], seed: number, runs: number, validOnly = false): Case[] {
   return routes.flatMap((route) =>
     fc
-      .sample(routeCases(route, wellFormed), { seed: (seed ^ hash(route.path)) | 0, numRuns: runs })
+      .sample(routeCases(route, validOnly), { seed: (seed ^ hash(route.path)) | 0, numRuns: runs })
       .map((c, i) => ({ ...c, kind: `generated #${i} (seed ${seed})` })),
   );
 }
@@ -252,7 +264,8 @@ export function summary(tally: Tally, seconds: number): string {
     .filter(([, n]) => n > 0)
     .map(([item, n]) => `${item}: ${n}`)
     .join('; ');
-  return `${tally.sent} requests in ${seconds.toFixed(1)} s; statuses ${JSON.stringify(tally.statuses)}${known ? `; known defects (${known})` : ''}`;
+  const statuses = `statuses ${JSON.stringify(tally.statuses)}${known ? `; known defects (${known})` : ''}`;
+  return `${tally.sent} requests in ${seconds.toFixed(1)} s; ${statuses}`;
 }
 
 /** The failures, one example of each kind (route and problem) with how often it happened. */
@@ -270,5 +283,6 @@ export function failureReport(tally: Tally): string[] {
 /** One failure, as a person reads it. */
 function report(s: Sent): string {
   const answers = s.outcome.answers.map((a) => `${a.status} ${a.body.toString('utf8').slice(0, 300)}`).join(' | ');
-  return `[${s.case.route}] ${s.case.kind}: ${s.problems.join('; ')}\n    sent: ${s.summary}\n    got: ${answers || s.outcome.error}`;
+  const head = `[${s.case.route}] ${s.case.kind}: ${s.problems.join('; ')}`;
+  return `${head}\n    sent: ${s.summary}\n    got: ${answers || s.outcome.error}`;
 }

@@ -122,7 +122,8 @@ export async function startUpstreams(): Promise<Upstreams> {
     ],
     fal,
     fail(how) {
-      const message = `${how === 'credentials' ? 'Incorrect API key provided: sk-live-12****' : 'Internal failure'} (${UPSTREAM_TEXT})`;
+      const said = how === 'credentials' ? 'Incorrect API key provided: sk-live-12****' : 'Internal failure';
+      const message = `${said} (${UPSTREAM_TEXT})`;
       const status = how === 'credentials' ? 401 : 503;
       const many = <T>(x: T) => Array.from({ length: 5000 }, () => x);
       if (how === 'cut') {
