@@ -29,6 +29,8 @@ export interface Request {
 // Connections are kept alive (hostile requests and ordinary ones share them, as they would), but not
 // past 2 s idle: the server closes idle ones after 5 s, and a request sent just as it does fails.
 const agent = new http.Agent({ keepAlive: true, maxSockets: 16, timeout: 2000 });
+/** sockets given a listener for resets that come after their request is done */
+const guarded = new WeakSet<object>();
 
 /** Most of an answer is enough to judge it; a bigger one (an audio file) is cut here. */
 const KEEP_BYTES = 256 * 1024;
@@ -84,6 +86,14 @@ function sendOnce(origin: URL, req: Request, timeoutMs: number, reuse = true): P
       done({ answers: [], error: `no answer within ${timeoutMs} ms` });
     }, timeoutMs);
     r.on('error', (e) => done({ answers: [], error: `${(e as NodeJS.ErrnoException).code ?? ''} ${e.message}` }));
+    // A server may answer before reading a whole body and then close the connection (the body
+    // reader does, past twice its limit); the agent may already hold that socket as free, with no
+    // listener of the request's left on it, so the reset of the rest of the upload is caught here.
+    r.on('socket', (socket) => {
+      if (guarded.has(socket)) return;
+      guarded.add(socket);
+      socket.on('error', () => undefined);
+    });
     if (req.body) r.end(req.body);
     else r.end();
   });
