@@ -30,6 +30,7 @@ export default {
       'test/support/setup.ts',
       'test/ledger.test.ts',
       'test/leases.test.ts',
+      'test/lease-upkeep.test.ts',
       'test/metered-call.test.ts',
       'test/sse.test.ts',
       'test/chat.test.ts',

@@ -307,7 +307,32 @@ describe('ledger', () => {
         balanceAfter: usd('0.9'),
         available: 0n,
       });
+      // replayed (a retried job activity): the first answer, and nothing more is taken
+      assert.deepEqual(await settle({ holdId: hold.id, usd: usd('0.3') }), s);
+      const { rows } = await db().pool.query(
+        `SELECT h.charged, e.amount, e.reason FROM balance_holds h JOIN ledger_entries e ON e.hold_id = h.id
+         WHERE h.id = $1`,
+        [hold.id],
+      );
+      assert.deepEqual(
+        rows.map((r) => [BigInt(r.charged), BigInt(r.amount), r.reason]),
+        [[usd('0.1'), -usd('0.1'), 'usage above reservation']],
+      );
       await release(other.id);
+    });
+
+    it('a cost above the reservation when nothing else is free: the reservation, and no empty entry', async () => {
+      const id = await funded('1');
+      const hold = await reserve({ accountId: id, usd: usd('0.1'), idempotencyKey: key('r') });
+      const rest = await reserve({ accountId: id, usd: usd('0.9'), idempotencyKey: key('r') });
+      const s = await settle({ holdId: hold.id, usd: usd('0.5') });
+      assert.equal(s.charged, usd('0.1'));
+      const { rows } = await db().pool.query(`SELECT amount FROM ledger_entries WHERE hold_id = $1`, [hold.id]);
+      assert.deepEqual(
+        rows.map((r) => BigInt(r.amount)),
+        [-usd('0.1')],
+      );
+      await release(rest.id);
     });
   });
 

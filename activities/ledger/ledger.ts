@@ -105,7 +105,6 @@ async function post(
   kind: LedgerKind,
   reason: string | null,
   idempotencyKey: string,
-  refundOf: bigint | null = null,
 ): Promise<Entry> {
   try {
     const { rows } = await db().pool.query(
@@ -114,10 +113,10 @@ async function post(
          WHERE account_id = $1 AND currency = $2::"Currency" AND amount - held + $3::numeric >= 0
          RETURNING account_id, currency, amount
        )
-       INSERT INTO ledger_entries (account_id, currency, amount, balance_after, kind, reason, idempotency_key, refund_of)
-       SELECT b.account_id, b.currency, $3::numeric, b.amount, $4::"LedgerKind", $5, $6, $7 FROM b
+       INSERT INTO ledger_entries (account_id, currency, amount, balance_after, kind, reason, idempotency_key)
+       SELECT b.account_id, b.currency, $3::numeric, b.amount, $4::"LedgerKind", $5, $6 FROM b
        RETURNING ${ENTRY_COLUMNS}`,
-      [accountId, currency, amount.toString(), kind, reason, idempotencyKey, refundOf?.toString() ?? null],
+      [accountId, currency, amount.toString(), kind, reason, idempotencyKey],
     );
     if (rows[0]) return toEntry(rows[0]);
   } catch (err) {
@@ -329,7 +328,9 @@ async function settledEarlier(holdId: string, usd: bigint, reason?: string): Pro
     balanceAfter: BigInt(r.balance),
     available: BigInt(r.available),
   };
-  if (r.status === 'settled') return base;
+  // Settled, or released and then charged by an earlier late settlement (only that sets `charged`
+  // on a released hold): the first result stands.
+  if (r.status === 'settled' || r.charged !== null) return base;
   // Released or expired before the work finished: the work was done, so it is still owed.
   return chargeOverage(holdId, { ...base, charged: 0n }, usd, BigInt(r.quoted_usd), BigInt(r.amount), reason);
 }
