@@ -121,7 +121,8 @@ await withBenchDatabase(async ({ url, keys }) => {
     const { pool, pid, idle } = await startGateway();
     let peak = idle;
     const sampler = setInterval(() => {
-      peak = Math.max(peak, rss(pid));
+      const now = rss(pid);
+      if (now > peak) peak = now; // NaN (dead) keeps the last peak
     }, 10);
     const statuses = new Map<number, number>();
     for (let round = 0; round < ROUNDS; round++) {
