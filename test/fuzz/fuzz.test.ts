@@ -12,6 +12,7 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../../api/app.js';
+import { catalog } from '../../activities/catalog/catalog.js';
 import { flushLeases } from '../../activities/ledger/leases.js';
 import { useProviderEnv } from '../support/providerEnv.js';
 import { useTemporal } from '../support/temporal.js';
@@ -115,6 +116,10 @@ describe('fuzz: every served route, hostile and generated requests', function ()
     assert.equal(byPath.get('/api/tts')?.envelope, 'legacy');
     assert.ok(byPath.get('/api/v1/chat/completions')?.body?.properties?.messages, 'chat body schema');
     assert.ok(byPath.get('/api/tts/status')?.query?.properties?.runId, 'tts status query schema');
+    // every endpoint the catalog claims for a model (test/catalog-claims.test.ts) is among them
+    const claimed = new Set(catalog().models.flatMap((m) => m.supportedEndpoints));
+    const unfuzzed = [...claimed].filter((e) => !paths.includes(e.startsWith('/v1/') ? `/api${e}` : e));
+    assert.deepEqual(unfuzzed, []);
     // every route that takes a JSON body validates it with a schema the fuzzer can read
     const unchecked = routes.filter(
       (r) => r.methods.includes('POST') && !r.body && !/cancel|check-balance/.test(r.path),
