@@ -14,7 +14,7 @@ import { availableParallelism } from 'node:os';
 import { config } from '../activities/config.js';
 import { loadCatalog, startCatalogRefresh } from '../activities/catalog/catalog.js';
 import { createApp } from '../api/app.js';
-import { closeTemporalClient } from '../activities/temporalClient.js';
+import { closeTemporalClient, warmTemporalClient } from '../activities/temporalClient.js';
 import { closeLocalModels } from '../activities/providers/local/index.js';
 import { flushRequestRecords } from '../activities/metering/records.js';
 import { flushLeases } from '../activities/ledger/leases.js';
@@ -117,9 +117,10 @@ async function serve(): Promise<void> {
   startCatalogRefresh();
   // keys revoked elsewhere (the CLI, other API processes) are forgotten here at once
   const keyChanges = listenForKeyChanges(database.url, forgetKeys);
-  const server = createApp().listen(config.port, config.host, () =>
-    log(`listening on ${config.host}:${(server.address() as { port: number }).port}`),
-  );
+  const server = createApp().listen(config.port, config.host, () => {
+    log(`listening on ${config.host}:${(server.address() as { port: number }).port}`);
+    warmTemporalClient(log);
+  });
   let stopping = false;
   const stop = () => {
     if (stopping) return;

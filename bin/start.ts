@@ -7,7 +7,7 @@ import type { Server } from 'node:http';
 import { config } from '../activities/config.js';
 import { startCatalogRefresh, stopCatalogRefresh } from '../activities/catalog/catalog.js';
 import { createApp } from '../api/app.js';
-import { closeTemporalClient } from '../activities/temporalClient.js';
+import { closeTemporalClient, warmTemporalClient } from '../activities/temporalClient.js';
 import { closeLocalModels } from '../activities/providers/local/index.js';
 import { flushRequestRecords } from '../activities/metering/records.js';
 import { flushLeases } from '../activities/ledger/leases.js';
@@ -76,6 +76,7 @@ async function main() {
   const server: Server = createApp().listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   stops.unshift(['api', () => new Promise((r) => server.close(r))]);
+  warmTemporalClient(log);
 
   const api = `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`;
   console.log(

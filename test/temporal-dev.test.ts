@@ -186,6 +186,29 @@ describe('temporal-dev', () => {
     });
   });
 
+  it('startDevServer keeps a data file in write-ahead-log mode; sqlitePragmas {} leaves the CLI its own', async function () {
+    this.timeout(120_000);
+    for (const [sqlitePragmas, version] of [
+      [undefined, 2], // the header's read/write versions: 2 = WAL
+      [{}, 1], // 1 = a rollback journal, the CLI's default
+    ] as const) {
+      const dataFile = path.join(tmpDir(), 'temporal.db');
+      const server = await startDevServer({
+        cli,
+        dataFile,
+        sqlitePragmas,
+        namespace: 'switchyard-test',
+        searchAttributes: {},
+        uiPort: null,
+        log: () => {},
+      });
+      await server.stop();
+      const header = readFileSync(dataFile).subarray(0, 20);
+      assert.equal(header.subarray(0, 15).toString('latin1'), 'SQLite format 3');
+      assert.deepEqual([header[18], header[19]], [version, version], `sqlitePragmas ${JSON.stringify(sqlitePragmas)}`);
+    }
+  });
+
   it('startDevServer fails clearly when the server exits early', async () => {
     const blocker = net.createServer((socket) => socket.destroy()); // holds the port, answers nothing
     await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
