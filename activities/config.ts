@@ -66,6 +66,58 @@ export interface Config {
   upstreamFirstByteTimeoutMs: number;
   /** per upstream attempt: the longest silence between two pieces of a response body */
   upstreamIdleTimeoutMs: number;
+  /** largest file POST /v1/files accepts (OpenAI's limit for a batch input file: 200 MB) */
+  fileUploadMaxBytes: number;
+  /** per key: bytes of uploaded batch files that no batch has started using yet */
+  stagedFilesMaxBytes: number;
+  /** per key: number of uploaded batch files that no batch has started using yet */
+  stagedFilesMaxCount: number;
+  /** uploads one API process streams into the database at once (each holds a connection until done) */
+  fileUploadsMaxConcurrent: number;
+  /** an upload that sends nothing for this long is dropped (it holds a connection and a transaction) */
+  fileUploadIdleTimeoutMs: number;
+  /** the image model of requests that name none (spec: `hidream`) */
+  defaultImageModel: string;
+  /** batch rows one batch runs at once */
+  batchConcurrency: number;
+  /** batch rows one account runs at once, across all its batches and every worker */
+  batchAccountConcurrency: number;
+  /** rows per child workflow of a batch (each child's history stays bounded) */
+  batchChunkRows: number;
+  /** batch rows one activity runs, 4 at a time (fewer engine round trips per row) */
+  batchRowsPerActivity: number;
+  /** a batch's completion window: rows not run by then are `expired` (the API accepts only "24h") */
+  batchWindowSeconds: number;
+  /** attempts a row gets when its provider fails retryably (429, 5xx) before it goes to the error file */
+  batchRowAttempts: number;
+  /** who may create a user through POST /api/auth/signup (and a first e-mail code): see accounts/signupPolicy.ts */
+  signupPolicy: SignupPolicy;
+  /** the operator's own login, made (or updated) at start-up beside the bootstrap key */
+  bootstrapEmail: string | undefined;
+  bootstrapPassword: string | undefined;
+  /** a session unused for this long expires (each use pushes it back) */
+  sessionTtlSeconds: number;
+  /** how long an e-mailed sign-in code stays valid, and how many wrong tries it survives */
+  emailCodeTtlSeconds: number;
+  emailCodeAttempts: number;
+  /** sign-in attempts (password, code requests, code checks) per e-mail address / client address per window */
+  authAttemptsPerEmail: number;
+  authAttemptsPerIp: number;
+  authAttemptWindowSeconds: number;
+  /** smtp(s)://user:pass@host:port; unset = e-mail goes to the log */
+  smtpUrl: string | undefined;
+  mailFrom: string;
+  /** a team invitation not accepted within this long expires (its workflow's timer) */
+  teamInvitationTtlSeconds: number;
+}
+
+type SignupPolicy = 'open' | 'invite' | 'closed';
+
+function signupPolicy(): SignupPolicy {
+  const raw = (str('SWITCHYARD_SIGNUP') ?? 'open').toLowerCase();
+  if (raw !== 'open' && raw !== 'invite' && raw !== 'closed')
+    throw new Error(`SWITCHYARD_SIGNUP must be open, invite or closed, got "${raw}"`);
+  return raw;
 }
 
 function loadConfig(): Config {
@@ -95,6 +147,33 @@ function loadConfig(): Config {
     upstreamConnectTimeoutMs: int('SWITCHYARD_UPSTREAM_CONNECT_TIMEOUT_MS', 10_000),
     upstreamFirstByteTimeoutMs: int('SWITCHYARD_UPSTREAM_FIRST_BYTE_TIMEOUT_MS', 120_000),
     upstreamIdleTimeoutMs: int('SWITCHYARD_UPSTREAM_IDLE_TIMEOUT_MS', 60_000),
+    fileUploadMaxBytes: int('SWITCHYARD_FILE_UPLOAD_MAX_BYTES', 200 * 1024 * 1024),
+    stagedFilesMaxBytes: int('SWITCHYARD_STAGED_FILES_MAX_BYTES', 1024 * 1024 * 1024),
+    stagedFilesMaxCount: int('SWITCHYARD_STAGED_FILES_MAX_COUNT', 100),
+    // half the pool by default, so uploads alone can never starve the process's other requests
+    fileUploadsMaxConcurrent:
+      int('SWITCHYARD_FILE_UPLOADS_MAX_CONCURRENT', 0) ||
+      Math.max(1, Math.floor(int('DATABASE_MAX_CONNECTIONS', 10) / 2)),
+    fileUploadIdleTimeoutMs: Math.max(1, int('SWITCHYARD_FILE_UPLOAD_IDLE_TIMEOUT_MS', 30_000)),
+    defaultImageModel: str('SWITCHYARD_DEFAULT_IMAGE_MODEL') ?? 'hidream',
+    batchConcurrency: Math.max(1, int('SWITCHYARD_BATCH_CONCURRENCY', 32)),
+    batchAccountConcurrency: Math.max(1, int('SWITCHYARD_BATCH_ACCOUNT_CONCURRENCY', 64)),
+    batchChunkRows: Math.max(1, int('SWITCHYARD_BATCH_CHUNK_ROWS', 2000)),
+    batchRowsPerActivity: Math.max(1, int('SWITCHYARD_BATCH_ROWS_PER_ACTIVITY', 32)),
+    batchWindowSeconds: Math.max(1, int('SWITCHYARD_BATCH_WINDOW_SECONDS', 86_400)),
+    batchRowAttempts: Math.max(1, int('SWITCHYARD_BATCH_ROW_ATTEMPTS', 5)),
+    signupPolicy: signupPolicy(),
+    bootstrapEmail: str('SWITCHYARD_BOOTSTRAP_EMAIL'),
+    bootstrapPassword: str('SWITCHYARD_BOOTSTRAP_PASSWORD'),
+    sessionTtlSeconds: Math.max(60, int('SWITCHYARD_SESSION_TTL_SECONDS', 30 * 24 * 3600)),
+    emailCodeTtlSeconds: Math.max(30, int('SWITCHYARD_EMAIL_CODE_TTL_SECONDS', 600)),
+    emailCodeAttempts: Math.max(1, int('SWITCHYARD_EMAIL_CODE_ATTEMPTS', 5)),
+    authAttemptsPerEmail: int('SWITCHYARD_AUTH_ATTEMPTS_PER_EMAIL', 10),
+    authAttemptsPerIp: int('SWITCHYARD_AUTH_ATTEMPTS_PER_IP', 50),
+    authAttemptWindowSeconds: Math.max(1, int('SWITCHYARD_AUTH_ATTEMPT_WINDOW_SECONDS', 900)),
+    smtpUrl: str('SMTP_URL'),
+    mailFrom: str('MAIL_FROM') ?? 'Switchyard <switchyard@localhost>',
+    teamInvitationTtlSeconds: Math.max(1, int('SWITCHYARD_TEAM_INVITATION_TTL_SECONDS', 7 * 24 * 3600)),
   };
 }
 

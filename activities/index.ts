@@ -4,5 +4,14 @@ export { releaseExpiredHolds } from './ledger/ledger.js';
 export { runBackgroundResponse, closeBackgroundResponse } from './responses/background.js';
 export { deleteExpiredHostedFiles } from './media/hostedFiles.js';
 export { deleteExpiredResponses } from './surfaces/responsesStore.js';
-export { submitVideoJob, pollVideoJob, finishVideoJob, closeVideoJob } from './video/run.js';
+export { submitVideoJob, pollVideoJob, watchVideoJob, finishVideoJob, closeVideoJob } from './video/run.js';
 export { runSpeechJob, closeSpeechJob } from './media/speechJob.js';
+export { prepareBatch, runBatchRows, finishBatch } from './batches/run.js';
+export { deleteStaleSignInRecords } from './accounts/signInRecords.js';
+export {
+  sendTeamInvitationMail,
+  acceptTeamInvitation,
+  revokeTeamInvitation,
+  expireTeamInvitation,
+} from './accounts/teamInvitations.js';
+export { deleteExpiredMemories } from './memory/memory.js';

@@ -14,9 +14,19 @@ import { talkToGptRouter } from './routes/talkToGpt.js';
 import { messagesRouter } from './routes/messages.js';
 import { responsesRouter } from './routes/responses.js';
 import { speechRouter } from './routes/speech.js';
+import { embeddingsRouter } from './routes/embeddings.js';
+import { imagesRouter } from './routes/images.js';
+import { imageModelsRouter } from './routes/imageModels.js';
+import { memoryRouter } from './routes/memory.js';
 import { ttsRouter } from './routes/tts.js';
 import { mediaRouter } from './routes/media.js';
 import { videoRouter } from './routes/video.js';
+import { filesRouter } from './routes/files.js';
+import { batchesRouter } from './routes/batches.js';
+import { messageBatchesRouter } from './routes/messageBatches.js';
+import { authRouter } from './routes/auth.js';
+import { keysRouter } from './routes/keys.js';
+import { teamsRouter } from './routes/teams.js';
 import type { AppState } from './state.js';
 
 export function createApp(): Koa {
@@ -47,9 +57,19 @@ export function createApp(): Koa {
     completionsRouter,
     talkToGptRouter,
     speechRouter,
+    embeddingsRouter,
+    imagesRouter,
+    imageModelsRouter,
+    memoryRouter,
     ttsRouter,
     mediaRouter,
     videoRouter,
+    filesRouter,
+    batchesRouter,
+    messageBatchesRouter,
+    authRouter,
+    keysRouter,
+    teamsRouter,
   ]) {
     routes.use(router.routes());
   }

@@ -54,7 +54,7 @@ export class FailedAuthentications {
  * What counts as one client: an IPv4 address (also when IPv4-mapped), or an IPv6 /64, the
  * smallest block a host is usually given (so a host cannot walk through its own addresses).
  */
-function bucketOf(address: string): string {
+export function bucketOf(address: string): string {
   if (!address.includes(':')) return address;
   // what a dual-stack server sees for an IPv4 client
   if (/^::ffff:/i.test(address) && isIPv4(address.slice(7))) return address.slice(7);

@@ -3,11 +3,12 @@ import { RequestError } from '../activities/core/errors.js';
 // code + a message a person can act on, activities/core/errors.ts), rendered here in the envelope
 // of the surface that was called.
 //   openai  : {error:{message,type,code,param}}           (chat, completions, responses, models, ...)
+//   image   : {error:{message,type,code,param,parameter}, code}  (the image routes: wire-details "Images")
 //   message : {type:"error", error:{type,message}}         (the message-style API)
 //   legacy  : {error, message, status, code?, ...details}  (talk-to-gpt, check-balance, ...)
 //   teams   : {code, message, details, status}            (teams API)
 
-export type Envelope = 'openai' | 'message' | 'legacy' | 'teams';
+export type Envelope = 'openai' | 'image' | 'message' | 'legacy' | 'teams';
 
 export const notFound = (code: string, message: string) => new RequestError(404, code, message);
 
@@ -36,6 +37,7 @@ const MESSAGE_TYPES: Record<number, string> = {
   403: 'permission_error',
   404: 'not_found_error',
   405: 'invalid_request_error',
+  409: 'invalid_request_error',
   413: 'request_too_large',
   429: 'rate_limit_error',
   503: 'overloaded_error',
@@ -60,7 +62,18 @@ export function renderError(err: RequestError, envelope: Envelope): Record<strin
     case 'legacy':
       return { error: message, message, status, code, ...err.opts.details };
     case 'teams':
-      return { code: TEAMS_CODES[status] ?? 'INTERNAL_ERROR', message, details: err.opts.details ?? null, status };
+      return {
+        code: TEAMS_CODES[status] ?? 'INTERNAL_ERROR',
+        message,
+        // the field at fault, when a check names one (teams clients have no `param` otherwise)
+        details: err.opts.details ?? (err.opts.param ? { param: err.opts.param } : null),
+        status,
+      };
+    case 'image': {
+      // OpenAI's shape (the openai SDK reads `param`), plus the image API's `parameter` and top-level `code`
+      const body = renderError(err, 'openai') as { error: Record<string, unknown> };
+      return { error: { ...body.error, parameter: body.error.param }, code };
+    }
     default:
       return {
         error: {

@@ -6,7 +6,7 @@
 import type { Context } from 'koa';
 import { SseWriter } from './sse.js';
 import { clientAbortSignal } from './clientAbort.js';
-import type { Bill, InferenceCall } from '../activities/inference/execute.js';
+import { type Bill, hasOutput, type InferenceCall, producedText } from '../activities/inference/execute.js';
 import type { MeteredCall } from '../activities/metering/meteredCall.js';
 import type { Route } from '../activities/catalog/catalog.js';
 import type { FinishReason, InferenceResult, StreamEvent, Usage } from '../activities/core/types.js';
@@ -14,12 +14,6 @@ import { RequestError } from '../activities/core/errors.js';
 import { asRequestError, type Envelope, renderError } from './errors.js';
 
 const errorCode = (err: unknown) => (err as { code?: string }).code ?? 'error';
-
-/** Everything an answer consumed: what is billed when the upstream reports no usage. */
-const producedText = (r: InferenceResult) =>
-  r.content + (r.reasoning ?? '') + r.toolCalls.map((c) => c.arguments).join('');
-
-const hasOutput = (r: InferenceResult) => !!(r.content || r.toolCalls.length || r.reasoning);
 
 /**
  * A charged answer that is not a stream counts as delivered once it has been written out whole.

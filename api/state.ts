@@ -2,6 +2,7 @@
 // and middleware is `Middleware<AppState>`, so routes read `ctx.state.caller` without casts.
 import type { ParameterizedContext } from 'koa';
 import type { Caller } from '../activities/accounts/keys.js';
+import type { SessionView } from '../activities/accounts/sessions.js';
 import type { Envelope } from './errors.js';
 
 export interface AppState {
@@ -9,6 +10,8 @@ export interface AppState {
   requestId: string;
   /** the authenticated caller; set by middleware/auth.ts, read only by routes mounted after it */
   caller: Caller;
+  /** the session behind the caller, when it signed in with the session cookie (middleware/auth.ts) */
+  session?: SessionView;
   /** the error envelope of the route's surface (middleware/surface.ts) */
   envelope?: Envelope;
   /** `X-Billing-Mode` asked for pay-as-you-go (middleware/billingMode.ts) */

@@ -3,7 +3,10 @@
 // features not offered yet (middleware/notOffered.ts), the API key,
 // X-Billing-Mode, the Ajv schema; then the model (suffixes included), the surface's translation
 // into the one internal request, the X-Provider header, and a `prepare()` that plans the routes and
-// reserves the worst case (activities/inference/prepare.ts). The handler only answers. Whatever
+// reserves the worst case (activities/inference/prepare.ts). A `:memory` suffix compresses the
+// conversation before the latest user turn first (activities/memory/memory.ts; charged on its own,
+// and given back with the rest if the answer never reaches the caller); the compressed request is
+// then translated, never passed through. The handler only answers. Whatever
 // the handler does, an answer the caller never receives is not charged: a failure after the
 // money moved releases or refunds it, and so does a caller gone before the answer was written.
 import type Router from '@koa/router';
@@ -12,6 +15,8 @@ import type { ModelInfo } from '../activities/catalog/catalog.js';
 import type { InferenceCall } from '../activities/inference/execute.js';
 import { type PrepareInput, prepareCall, resolveModel } from '../activities/inference/prepare.js';
 import type { ModelName } from '../activities/routing/suffixes.js';
+import { withMemory } from '../activities/memory/memory.js';
+import { clientAbortSignal } from './clientAbort.js';
 import type { Envelope } from './errors.js';
 import { chargeOnDelivery } from './inference.js';
 import { authenticate } from './middleware/auth.js';
@@ -68,6 +73,16 @@ export function textRoute<T extends Translated>(
     const provider = ctx.get('x-provider').trim();
     if (provider) input.prefs.explicit = provider;
     let call: InferenceCall | undefined;
+    const memory = name.memory
+      ? await withMemory(
+          ctx.state.caller,
+          ctx.state.requestId,
+          input.request.messages,
+          model.contextLength,
+          clientAbortSignal(ctx),
+        )
+      : undefined;
+    if (memory) input.request.messages = memory.messages;
     try {
       await answer({
         ctx,
@@ -84,6 +99,8 @@ export function textRoute<T extends Translated>(
             needs: input.needs,
             prefs: input.prefs,
             ...extra,
+            // the caller's own body still holds the whole conversation
+            native: memory ? undefined : extra.native,
             forcePaygo: extra.forcePaygo || ctx.state.forcePaygo === true,
           });
           return call;
@@ -92,11 +109,13 @@ export function textRoute<T extends Translated>(
     } catch (err) {
       // Whatever failed once the money had moved (storing the answer, shaping it), the caller gets
       // this error instead of the answer: release the reservation or refund the charge.
-      await call?.metered
-        .abandon((err as { code?: string }).code ?? 'error')
-        .catch((e) => console.error(`[api] ${ctx.state.requestId}: could not give back the money:`, e));
+      for (const metered of [call?.metered, memory?.call.metered])
+        await metered
+          ?.abandon((err as { code?: string }).code ?? 'error')
+          .catch((e) => console.error(`[api] ${ctx.state.requestId}: could not give back the money:`, e));
       throw err;
     }
     if (call) chargeOnDelivery(ctx, call.metered);
+    if (memory) chargeOnDelivery(ctx, memory.call.metered);
   });
 }

@@ -58,16 +58,24 @@ function toValidationError(e: ErrorObject): RequestError {
   });
 }
 
-function check(validate: ValidateFunction, data: unknown): void {
-  if (!validate(data)) throw toValidationError(validate.errors![0]);
+function check(validate: ValidateFunction, data: unknown, status = 400): void {
+  if (validate(data)) return;
+  const err = toValidationError(validate.errors![0]);
+  // the teams-style surfaces (session routes) answer validation failures with 422 INVALID_INPUT (spec, Errors)
+  throw status === 400 ? err : new RequestError(status, err.code, err.message, err.opts);
 }
+
+/** The status a failed schema check gets on this route's surface. */
+const validationStatus = (ctx: { state: AppState }) => (ctx.state.envelope === 'teams' ? 422 : 400);
 
 // Which schema each validating middleware checks, so a route's contract can be read off the router
 // (the fuzz suite derives its requests from it: test/fuzz/).
-const declared = new WeakMap<object, { where: 'body' | 'query'; schema: Schema }>();
+const declared = new WeakMap<object, { where: 'body' | 'query' | 'multipart'; schema: Schema }>();
 
 /** The body or query schema a route's middleware validates, if it is a validator. */
-export function declaredSchema(middleware: unknown): { where: 'body' | 'query'; schema: Schema } | undefined {
+export function declaredSchema(
+  middleware: unknown,
+): { where: 'body' | 'query' | 'multipart'; schema: Schema } | undefined {
   return typeof middleware === 'function' ? declared.get(middleware) : undefined;
 }
 
@@ -79,7 +87,7 @@ export function validateBody(schema: Schema): Middleware<AppState> {
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
       throw new RequestError(400, 'invalid_json', 'Request body must be a JSON object.');
     }
-    check(validate, body);
+    check(validate, body, validationStatus(ctx));
     await next();
   };
   declared.set(middleware, { where: 'body', schema });
@@ -91,10 +99,21 @@ export function validateQuery(schema: Schema): Middleware<AppState> {
   const validate = queryAjv.compile(schema);
   const middleware: Middleware<AppState> = async (ctx, next) => {
     const query: Record<string, unknown> = { ...ctx.query };
-    check(validate, query);
+    check(validate, query, validationStatus(ctx));
     ctx.state.query = query;
     await next();
   };
   declared.set(middleware, { where: 'query', schema });
+  return middleware;
+}
+
+/**
+ * Declares the fields of a multipart form that the route reads itself, as it streams (a file is
+ * never a parsed body): the middleware only records the contract for the router's readers; the
+ * route's form reader checks the fields against the same schema (api/uploadForm.ts).
+ */
+export function declareMultipart(schema: Schema): Middleware<AppState> {
+  const middleware: Middleware<AppState> = (_ctx, next) => next();
+  declared.set(middleware, { where: 'multipart', schema });
   return middleware;
 }

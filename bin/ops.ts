@@ -9,6 +9,17 @@ import { createKey, revokeKey } from '../activities/accounts/keys.js';
 import { balances, credit, debit, InsufficientFunds, recentEntries } from '../activities/ledger/ledger.js';
 import { type Currency, formatAmount, parseAmount } from '../activities/core/money.js';
 import { openDatabase, prepareCatalog } from './boot.js';
+import {
+  createUser,
+  defaultDisplayName,
+  EmailTaken,
+  findUserByEmail,
+  listUsers,
+  looksLikeEmail,
+  setPassword,
+} from '../activities/accounts/users.js';
+import { revokeUserSessions } from '../activities/accounts/sessions.js';
+import { PASSWORD_MAX, PASSWORD_MIN } from '../activities/accounts/passwords.js';
 
 const HELP = `Switchyard operator CLI
 
@@ -22,9 +33,15 @@ const HELP = `Switchyard operator CLI
                                      [--expires <ISO date>]
   npm run ops -- keys list <account>
   npm run ops -- keys revoke <key id | display prefix>
+  npm run ops -- users create <email> [--name <display name>] [--password <p>] [--balance <usd>]
+  npm run ops -- users list
+  npm run ops -- users password <email> --password <p>
+  npm run ops -- users sign-out <email>            (ends every session of the user)
   npm run ops -- catalog sync
 
-<account> is an account id or its (unique) name. Amounts are decimal text, e.g. 12.50.`;
+<account> is an account id or its (unique) name; a user's personal account is named by their
+e-mail address. Amounts are decimal text, e.g. 12.50. Users made here are made whatever
+SWITCHYARD_SIGNUP says; without --password they sign in by e-mail code.`;
 
 const { values: opt, positionals: args } = parseArgs({
   allowPositionals: true,
@@ -42,6 +59,7 @@ const { values: opt, positionals: args } = parseArgs({
     'zdr-only': { type: 'boolean' },
     'billing-mode': { type: 'string' },
     expires: { type: 'string' },
+    password: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
 });
@@ -68,6 +86,20 @@ const list = (s?: string) =>
         .map((x) => x.trim())
         .filter(Boolean)
     : [];
+
+function password(): string | undefined {
+  const p = opt.password;
+  if (p !== undefined && (p.length < PASSWORD_MIN || p.length > PASSWORD_MAX))
+    throw new UsageError(`--password must be ${PASSWORD_MIN} to ${PASSWORD_MAX} characters`);
+  return p;
+}
+
+async function user(email: string | undefined) {
+  if (!email) throw new UsageError('name the user by e-mail address');
+  const u = await findUserByEmail(email);
+  if (!u) throw new UsageError(`no user "${email}"`);
+  return u;
+}
 
 async function show(accountId: string, entries: number) {
   const b = (await balances(accountId))!;
@@ -181,6 +213,51 @@ async function run(): Promise<void> {
       const n = await revokeKey(rest[0]);
       if (n === 0) throw new UsageError(`no key matches "${rest[0]}"`);
       console.log(`${n} key(s) revoked. Running API processes stop accepting it within their key cache time.`);
+      return;
+    }
+    case 'users create': {
+      const email = rest[0];
+      if (!email || !looksLikeEmail(email)) throw new UsageError('users create <email>: an e-mail address');
+      const name = opt.name?.trim() || defaultDisplayName(email.trim().toLowerCase());
+      if (name.length > 100) throw new UsageError('--name is at most 100 characters');
+      const u = await createUser({ email, name, password: password() ?? null }).catch((err) => {
+        throw err instanceof EmailTaken ? new UsageError(err.message) : err;
+      });
+      if (opt.balance)
+        await credit({
+          accountId: u.accountId,
+          currency: 'USD',
+          amount: parseAmount(opt.balance, 'USD'),
+          reason: 'opening balance',
+          idempotencyKey: `opening:${u.accountId}`,
+        });
+      console.log(
+        `user ${u.id} (${u.uuid}) ${u.email} "${u.displayName}" created, account ${u.accountId}; signs in ${
+          u.passwordHash ? 'with the password given or ' : ''
+        }by e-mail code`,
+      );
+      return show(u.accountId, 5);
+    }
+    case 'users list': {
+      for (const u of await listUsers()) {
+        const how = u.passwordHash ? '' : '  (code sign-in only)';
+        const who = `${String(u.id).padStart(5)}  ${u.uuid}  ${u.email.padEnd(30)} ${u.displayName.padEnd(20)}`;
+        console.log(`${who} account ${u.accountId}${how}`);
+      }
+      return;
+    }
+    case 'users password': {
+      const u = await user(rest[0]);
+      const p = password();
+      if (!p) throw new UsageError('users password <email> --password <new password>');
+      await setPassword(u.id, p);
+      const ended = await revokeUserSessions(u.id);
+      console.log(`password of ${u.email} changed; ${ended} open session(s) ended`);
+      return;
+    }
+    case 'users sign-out': {
+      const u = await user(rest[0]);
+      console.log(`${await revokeUserSessions(u.id)} session(s) of ${u.email} ended`);
       return;
     }
     case 'catalog sync':

@@ -15,7 +15,7 @@ import { forgetKeys } from '../activities/accounts/keys.js';
 import { listenForKeyChanges } from '../activities/accounts/keyChanges.js';
 import { findTemporalCli, startDevServer, ensureSearchAttributes } from '../temporal-dev/index.js';
 import { createWorker, ensureSchedules, SEARCH_ATTRIBUTES, stopWorker } from './worker.js';
-import { ensureLocalAccount, openDatabase, prepareCatalog, type Log } from './boot.js';
+import { ensureBootstrap, openDatabase, prepareCatalog, type Log } from './boot.js';
 
 const log: Log = (m) => console.log(`[switchyard] ${m}`);
 const stops: Array<[string, () => Promise<unknown>]> = [];
@@ -36,7 +36,7 @@ async function main() {
     const keyChanges = listenForKeyChanges(database.url, forgetKeys);
     stops.unshift(['key-change listener', () => keyChanges.stop()]);
   }
-  const local = await ensureLocalAccount(log);
+  const local = await ensureBootstrap(log);
 
   let address = config.temporalAddress;
   let uiUrl: string | null = null;
@@ -88,6 +88,7 @@ async function main() {
       `  Temporal UI    ${uiUrl ?? "(your Temporal server's own UI)"}`,
       `  Database       ${database.embedded ? `embedded PostgreSQL in ${path.join(config.dataDir, 'postgres')}` : 'DATABASE_URL'}`,
       `  Local API key  ${local.key ?? '(not shown)'}   ${local.note}`,
+      ...(local.login ? [`  Sign in        ${api}/api/auth/login   as ${local.login}`] : []),
       '',
       `  Try:  curl ${api}/api/v1/models`,
       '  Ctrl-C stops everything.',

@@ -4,7 +4,13 @@ import { fileURLToPath } from 'node:url';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
 import { Client, Connection, ScheduleOverlapPolicy } from '@temporalio/client';
 import * as activities from '../activities/index.js';
-import { sweepExpiredHolds, sweepHostedFiles, sweepStoredResponses } from '../workflows/index.js';
+import {
+  sweepExpiredHolds,
+  sweepHostedFiles,
+  sweepMemories,
+  sweepSignInRecords,
+  sweepStoredResponses,
+} from '../workflows/index.js';
 import { config } from '../activities/config.js';
 
 export const SEARCH_ATTRIBUTES = { SwitchyardAccountId: 'Keyword' } as const;
@@ -58,6 +64,10 @@ export const SCHEDULES: readonly RecurringJob[] = [
   { scheduleId: 'switchyard-hosted-file-sweeper', workflow: sweepHostedFiles, every: '10 minutes' },
   // stored Responses API responses past their retention (7 days by default)
   { scheduleId: 'switchyard-stored-response-sweeper', workflow: sweepStoredResponses, every: '1 hour' },
+  // ended sessions, used e-mail codes and sign-in rate-limit windows, a day after they stop mattering
+  { scheduleId: 'switchyard-sign-in-sweeper', workflow: sweepSignInRecords, every: '1 hour' },
+  // memories (POST /api/v1/memory) and seen-message records past their expiration_days
+  { scheduleId: 'switchyard-memory-sweeper', workflow: sweepMemories, every: '1 hour' },
 ];
 
 /** Idempotent: creates the schedules that do not exist yet. */

@@ -6,6 +6,7 @@
 // call costs nothing; a claim the router does not serve answers 404/405.
 import assert from 'node:assert/strict';
 import { startApi, newAccount } from './support/api.js';
+import { dataUrl, solidPng } from './support/png.js';
 import { useProviderEnv } from './support/providerEnv.js';
 import { catalog, type ModelInfo } from '../activities/catalog/catalog.js';
 import { readCatalogFile } from '../activities/catalog/file.js';
@@ -27,6 +28,8 @@ function bodyFor(endpoint: string, m: ModelInfo): Record<string, unknown> | null
       return { model: m.id, input: 'Once upon a time', max_output_tokens: 16 };
     case '/v1/audio/speech':
       return { model: m.id, input: 'Once upon a time', voice: voices?.[0] ?? 'alloy' };
+    case '/v1/embeddings':
+      return { model: m.id, input: 'Once upon a time' };
     case '/api/tts':
       return { model: m.id, text: 'Once upon a time' };
     case '/api/generate-video': {
@@ -37,6 +40,20 @@ function bodyFor(endpoint: string, m: ModelInfo): Record<string, unknown> | null
         ...(durations ? { duration: String(durations[0]) } : {}),
         ...(needsImage ? { imageUrl: 'https://example.com/lighthouse.png' } : {}),
       };
+    }
+    case '/api/v1/images':
+    case '/v1/images/generations':
+    case '/v1/images/edits':
+    case '/api/generate-image': {
+      // a reference when the model needs one (or the route is an edit): big enough for every model's minimum
+      const needs = (m.options.input_references as { required?: boolean } | undefined)?.required === true;
+      const ref = dataUrl(solidPng(512, 512));
+      const body: Record<string, unknown> = { model: m.id, prompt: 'a lighthouse at dawn' };
+      if (endpoint === '/v1/images/edits') body.image = ref;
+      else if (needs)
+        body[endpoint === '/api/v1/images' ? 'input_references' : 'imageDataUrl'] =
+          endpoint === '/api/v1/images' ? [ref] : ref;
+      return body;
     }
     default:
       return null; // e.g. /api/generate-video/extend: needs a finished job of the model

@@ -542,4 +542,118 @@ describe('the metered call', () => {
       assert.equal((await holdsOf(request.spec.requestId))[0].status, 'released');
     });
   });
+
+  describe('delivery: an answer the caller never receives is not charged', () => {
+    async function refundsOf(accountId: string) {
+      await flushLeases();
+      const { rows } = await db().pool.query(
+        `SELECT amount, reason, idempotency_key FROM ledger_entries WHERE account_id = $1 AND kind = 'refund' ORDER BY id`,
+        [accountId],
+      );
+      return rows.map((r) => ({ ...r, amount: BigInt(r.amount) }));
+    }
+    async function keySpent(keyId: string) {
+      const { rows } = await db().pool.query(`SELECT usd_spent FROM key_daily_usage WHERE key_id = $1`, [keyId]);
+      return rows.length ? BigInt(rows[0].usd_spent) : 0n;
+    }
+    async function settled(caller: Payer, spec: Partial<MeteredCallSpec> = {}) {
+      const call = metered(caller, { p1: '0.002' }, spec);
+      await call.reserve();
+      await call.attempt(never, async () => 'ok');
+      await call.settle(usd('0.0015'), { inputUnits: 3, outputUnits: 4 });
+      return call;
+    }
+
+    it('a settled charge awaits delivery until delivered(); abandoned then, it is refunded once and recorded failed', async () => {
+      const caller = await payer('1', { dailyUsdLimit: usd('5') });
+      const call = await settled(caller);
+      assert.equal(call.awaitingDelivery, true);
+      assert.equal(await keySpent(caller.keyId!), usd('0.0015'));
+      await call.abandon('client_closed');
+      await call.abandon('client_closed'); // a second abandon (a late 'close') changes nothing
+      assert.equal(call.awaitingDelivery, false);
+      const refunds = await refundsOf(caller.accountId);
+      assert.deepEqual(
+        refunds.map((r) => [r.amount, r.reason, r.idempotency_key]),
+        [
+          [
+            usd('0.0015'),
+            `chat ${MODEL}: the answer did not reach the caller (client_closed)`,
+            `refund:charge:${call.reservation}`,
+          ],
+        ],
+      );
+      assert.deepEqual((await balances(caller.accountId))!.USD, { amount: usd('1'), held: 0n, available: usd('1') });
+      // the key's daily spend goes back down with the refund
+      assert.equal(await keySpent(caller.keyId!), 0n);
+      const rec = await recordOf(call.spec.requestId);
+      assert.deepEqual(
+        [rec.status, rec.error_code, rec.input_tokens, rec.output_tokens],
+        ['failed', 'client_closed', 3, 4],
+      );
+      await assertBooksBalance();
+    });
+
+    it('a delivered charge stands: abandon() afterwards refunds nothing', async () => {
+      const caller = await payer('1');
+      const call = await settled(caller);
+      call.delivered();
+      assert.equal(call.awaitingDelivery, false);
+      await call.abandon('client_closed');
+      assert.deepEqual(await refundsOf(caller.accountId), []);
+      assert.equal((await balances(caller.accountId))!.USD.amount, usd('0.9985'));
+      assert.equal((await recordOf(call.spec.requestId)).status, 'completed');
+    });
+
+    it('abandoned before anything was settled, the reservation is released as by fail()', async () => {
+      const caller = await payer('1');
+      const call = metered(caller, { p1: '0.002' });
+      await call.reserve();
+      assert.equal(call.awaitingDelivery, false);
+      await call.abandon('client_closed');
+      assert.equal((await holdsOf(call.spec.requestId))[0].status, 'released');
+      assert.deepEqual(await refundsOf(caller.accountId), []);
+      assert.equal((await recordOf(call.spec.requestId)).error_code, 'client_closed');
+    });
+
+    it('a leased charge still waiting for its batch is taken back without a refund entry; a written one is refunded', async () => {
+      const caller = await payer('10');
+      const waiting = await settled(caller, { creditLease: true });
+      assert.equal(waiting.reservation, undefined, 'a share of the lease, not a hold');
+      await waiting.abandon('client_closed');
+      await flushLeases();
+      assert.deepEqual(await refundsOf(caller.accountId), []);
+      assert.deepEqual(await chargesOf(caller.accountId), [], 'the charge never reached the ledger');
+
+      const written = await settled(caller, { creditLease: true });
+      await flushLeases(); // the lease's batch writes the charge
+      assert.equal((await chargesOf(caller.accountId)).length, 1);
+      await written.abandon('client_closed');
+      const refunds = await refundsOf(caller.accountId);
+      assert.deepEqual(
+        refunds.map((r) => [r.amount, r.idempotency_key]),
+        [[usd('0.0015'), `refund:charge:${written.spec.requestId}`]],
+      );
+      await flushLeases({ close: true });
+      assert.deepEqual((await balances(caller.accountId))!.USD, { amount: usd('10'), held: 0n, available: usd('10') });
+      await assertBooksBalance();
+    });
+
+    it('orAbandon passes a result through; on a failure it abandons with its code and rethrows', async () => {
+      const caller = await payer('1');
+      const ok = await settled(caller);
+      assert.equal(await ok.orAbandon(Promise.resolve('written'), 'write_failed'), 'written');
+      assert.equal(ok.awaitingDelivery, true);
+      ok.delivered();
+      const broken = await settled(caller);
+      const thrown = new Error('socket closed');
+      await assert.rejects(broken.orAbandon(Promise.reject(thrown), 'write_failed'), (e) => e === thrown);
+      const refunds = await refundsOf(caller.accountId);
+      assert.deepEqual(
+        refunds.map((r) => r.idempotency_key),
+        [`refund:charge:${broken.reservation}`],
+      );
+      assert.equal((await recordOf(broken.spec.requestId)).error_code, 'write_failed');
+    });
+  });
 });

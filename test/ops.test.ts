@@ -4,6 +4,7 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { config } from '../activities/config.js';
 import { assertBooksBalance } from './support/books.js';
+import { startApi } from './support/api.js';
 
 const run = promisify(execFile);
 const ops = fileURLToPath(new URL('../bin/ops.ts', import.meta.url));
@@ -60,5 +61,43 @@ describe('operator CLI (npm run ops)', function () {
     assert.match((await cli('accounts', 'show', 'nobody-here')).err, /no account "nobody-here"/);
     assert.match((await cli('frobnicate')).err, /unknown command/);
     assert.match((await cli('credit', name, '1.0000000001', '--reason', 'x')).err, /more than 9 decimals/);
+  });
+
+  it('creates users who can sign in, lists them, changes a password and ends their sessions', async () => {
+    const email = `ops-user-${process.pid}@example.test`;
+    let r = await cli('users', 'create', email, '--name', 'Op User', '--password', 'ops password 1', '--balance', '2');
+    assert.equal(r.code, 0, r.err);
+    assert.match(r.out, new RegExp(`user \\d+ \\([0-9a-f-]{36}\\) ${email} "Op User" created`));
+    assert.match(r.out, /USD {2}balance 2 /);
+    assert.match((await cli('users', 'create', email)).err, /already exists/);
+    assert.match((await cli('users', 'create', 'not-an-address')).err, /e-mail address/);
+    assert.match((await cli('users', 'create', `short-${email}`, '--password', 'short')).err, /--password must be/);
+    assert.match((await cli('users', 'list')).out, new RegExp(`${email} +Op User`));
+    // the personal account is named by the address
+    assert.match((await cli('accounts', 'show', email)).out, /balance 2 /);
+
+    const api = await startApi();
+    try {
+      const login = (password: string) =>
+        fetch(`${api.base}/api/auth/login`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ email, password }),
+        });
+      const first = await login('ops password 1');
+      assert.equal(first.status, 200);
+      const cookie = first.headers.getSetCookie()[0]!.split(';')[0]!;
+      const session = () => fetch(`${api.base}/api/auth/session`, { headers: { cookie } });
+      assert.equal((await session()).status, 200);
+      r = await cli('users', 'password', email, '--password', 'ops password 2');
+      assert.match(r.out, /password of .* changed; 1 open session\(s\) ended/);
+      assert.equal((await session()).status, 401);
+      assert.equal((await login('ops password 1')).status, 401);
+      const second = await login('ops password 2');
+      assert.equal(second.status, 200);
+      assert.match((await cli('users', 'sign-out', email)).out, /1 session\(s\) of .* ended/);
+    } finally {
+      await api.close();
+    }
   });
 });

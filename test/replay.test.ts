@@ -30,8 +30,11 @@ import {
   type SpeechUpstream,
 } from './support/upstreams/speech.js';
 import { useProviderEnv } from './support/providerEnv.js';
+import { startOpenAIUpstream, type OpenAIUpstream } from './support/upstreams/openai.js';
+import { config } from '../activities/config.js';
 import { assertBooksBalance } from './support/books.js';
 import { until } from './support/wait.js';
+import { person, teamEmail, teamFixture } from './support/teams.js';
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
 const WORKFLOWS = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -49,18 +52,39 @@ interface Path {
 
 /** Every fixture: the path it records. A fixture without an entry here fails, so none is replayed unchecked. */
 const PATHS: Record<string, Path> = {
-  'videoJob-completed': {
-    activities: ['submitVideoJob', 'pollVideoJob', 'finishVideoJob'],
+  // a team invitation e-mailed, then accepted (a workflow update running the accept activity)
+  'teamInvitation-accepted': {
+    activities: ['sendTeamInvitationMail', 'acceptTeamInvitation'],
     closed: 'COMPLETED',
-    result: 'completed',
+    result: 'accepted',
+    has: ['EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED'],
+  },
+  'teamInvitation-revoked': {
+    activities: ['sendTeamInvitationMail', 'revokeTeamInvitation'],
+    closed: 'COMPLETED',
+    result: 'revoked',
+    has: ['EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED'],
+  },
+  // nobody answered: the workflow's timer fired and the expiry was recorded
+  'teamInvitation-expired': {
+    activities: ['sendTeamInvitationMail', 'expireTeamInvitation'],
+    closed: 'COMPLETED',
+    result: 'expired',
     has: ['EVENT_TYPE_TIMER_FIRED'],
   },
-  // the provider reports the run failed on a status check: the loop ends, the poll released the money
+  // the provider's queue watched by one heartbeating activity (patch `video-watch-activity`)
+  'videoJob-completed': {
+    activities: ['submitVideoJob', 'watchVideoJob', 'finishVideoJob'],
+    closed: 'COMPLETED',
+    result: 'completed',
+    has: ['EVENT_TYPE_MARKER_RECORDED'],
+  },
+  // the provider reports the run failed on a status check: the watch ends, the check released the money
   'videoJob-failed': {
-    activities: ['submitVideoJob', 'pollVideoJob'],
+    activities: ['submitVideoJob', 'watchVideoJob'],
     closed: 'COMPLETED',
     result: 'failed',
-    has: ['EVENT_TYPE_TIMER_FIRED'],
+    has: ['EVENT_TYPE_MARKER_RECORDED'],
   },
   // an activity fails for good (fal refuses our key): the workflow's catch runs the compensation
   'videoJob-gave-up': {
@@ -70,6 +94,27 @@ const PATHS: Record<string, Path> = {
     has: ['EVENT_TYPE_ACTIVITY_TASK_FAILED'],
   },
   'videoJob-cancelled': {
+    activities: ['submitVideoJob', 'watchVideoJob', 'closeVideoJob'],
+    closed: 'CANCELED',
+    has: ['EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED', 'EVENT_TYPE_MARKER_RECORDED'],
+  },
+  // Recorded before the watch activity, when the workflow polled with a timer and one check per
+  // turn: jobs started then may still be running when a worker with the new code picks them up.
+  // They cannot be recorded again (the code that made them is gone); keep them while such jobs
+  // may exist (the longest video deadline after the change ships).
+  'videoJob-timer-completed': {
+    activities: ['submitVideoJob', 'pollVideoJob', 'finishVideoJob'],
+    closed: 'COMPLETED',
+    result: 'completed',
+    has: ['EVENT_TYPE_TIMER_FIRED'],
+  },
+  'videoJob-timer-failed': {
+    activities: ['submitVideoJob', 'pollVideoJob'],
+    closed: 'COMPLETED',
+    result: 'failed',
+    has: ['EVENT_TYPE_TIMER_FIRED'],
+  },
+  'videoJob-timer-cancelled': {
     activities: ['submitVideoJob', 'pollVideoJob', 'closeVideoJob'],
     closed: 'CANCELED',
     has: ['EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED'],
@@ -81,6 +126,27 @@ const PATHS: Record<string, Path> = {
     closed: 'COMPLETED',
     result: 'error',
     has: ['EVENT_TYPE_ACTIVITY_TASK_FAILED'],
+  },
+  // a batch of three rows in chunks of two: the parent makes the rows, runs two child chunks, finishes
+  'batchJob-completed': {
+    activities: ['prepareBatch', 'finishBatch'],
+    closed: 'COMPLETED',
+    result: 'completed',
+    has: ['EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED'],
+  },
+  'batchChunk-completed': { activities: ['runBatchRows'], closed: 'COMPLETED', result: 'done' },
+  // cancelled while its one chunk runs: the parent signals the chunk to start no more rows
+  'batchJob-cancelled': {
+    activities: ['prepareBatch', 'finishBatch'],
+    closed: 'COMPLETED',
+    result: 'cancelled',
+    has: ['EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED', 'EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED'],
+  },
+  'batchChunk-stopped': {
+    activities: ['runBatchRows'],
+    closed: 'COMPLETED',
+    result: 'stop',
+    has: ['EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED'],
   },
 };
 
@@ -143,10 +209,12 @@ function recordings() {
   let fal: FalUpstream;
   let openai: SpeechUpstream;
   let eleven: SpeechUpstream;
+  let chat: OpenAIUpstream;
   let restoreEnv: () => Promise<void>;
 
   before(async () => {
     await useTemporal();
+    chat = await startOpenAIUpstream();
     fal = await startFalUpstream();
     openai = await startOpenAISpeechUpstream();
     eleven = await startElevenLabsUpstream();
@@ -156,6 +224,8 @@ function recordings() {
       FAL_API_KEY: fal.apiKey,
       SWITCHYARD_FETCH_ALLOW_PRIVATE: '1',
       SWITCHYARD_VIDEO_POLL_MS: '200',
+      OPENAI_API_KEY: chat.apiKey,
+      OPENAI_BASE_URL: chat.url,
     });
     api = await startApi();
   });
@@ -164,6 +234,7 @@ function recordings() {
     await fal?.close();
     await openai?.close();
     await eleven?.close();
+    await chat?.close();
     await restoreEnv?.();
   });
   afterEach(() => assertBooksBalance());
@@ -183,6 +254,19 @@ function recordings() {
   const speech = async (key: string, text: string) =>
     (await post(key, '/api/tts', { text, model: 'elevenlabs/music_v1', duration: 10 })).runId as string;
 
+  /** An inline batch of `n` chat rows; returns its id. */
+  const batch = async (key: string, n: number) =>
+    (
+      await post(key, '/api/beta/batches', {
+        endpoint: '/v1/chat/completions',
+        model: 'openai/gpt-4o-mini',
+        requests: Array.from({ length: n }, (_, i) => ({
+          custom_id: `r${i}`,
+          body: { messages: [{ role: 'user', content: `recorded row ${i}` }], max_tokens: 16 },
+        })),
+      })
+    ).id as string;
+
   async function record(name: string, run: () => Promise<string>) {
     const t = await useTemporal();
     const id = await run();
@@ -196,6 +280,43 @@ function recordings() {
     await exportHistoryJson(t.address, id, fileOf(name));
     assert.deepEqual(pathOf(name), PATHS[name], `the run recorded for ${name} took another path`);
   }
+
+  /** A team and a pending invitation to a new person; returns both. */
+  const invitation = async () => {
+    const t = await teamFixture(api.base);
+    const invitee = teamEmail();
+    const r = await t.owner.b.post(`/api/teams/${t.uuid}/invitations`, { email: invitee });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    // let the mail activity finish first, as it does when people take longer than a second to answer
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    return { t, invitee, inv: r.body.invitation as { id: string; token: string } };
+  };
+
+  it('teamInvitation-accepted', () =>
+    record('teamInvitation-accepted', async () => {
+      const { invitee, inv } = await invitation();
+      const p = await person(api.base, 'Invitee', invitee);
+      assert.equal((await p.b.post('/api/teams/invitations/accept', { token: inv.token })).status, 200);
+      return inv.id;
+    }));
+
+  it('teamInvitation-revoked', () =>
+    record('teamInvitation-revoked', async () => {
+      const { t, inv } = await invitation();
+      const r = await t.owner.b.req('PATCH', `/api/teams/${t.uuid}/invitations`, { action: 'revoke', id: inv.id });
+      assert.equal(r.status, 200);
+      return inv.id;
+    }));
+
+  it('teamInvitation-expired', async () => {
+    const ttl = config.teamInvitationTtlSeconds;
+    config.teamInvitationTtlSeconds = 2;
+    try {
+      await record('teamInvitation-expired', async () => (await invitation()).inv.id);
+    } finally {
+      config.teamInvitationTtlSeconds = ttl;
+    }
+  });
 
   it('videoJob-completed', () =>
     record('videoJob-completed', async () => {
@@ -238,4 +359,39 @@ function recordings() {
       eleven.script({ status: 500 }, { status: 503 }, { status: 500, message: 'still down' });
       return speech((await newAccount('1')).key, 'recorded: a song that never comes');
     }));
+
+  it('batchJob-completed, batchChunk-completed', async () => {
+    const saved = config.batchChunkRows;
+    config.batchChunkRows = 2;
+    try {
+      const id = await batch((await newAccount('1')).key, 3);
+      await record('batchJob-completed', async () => id);
+      await record('batchChunk-completed', async () => `${id}:rows:0`);
+    } finally {
+      config.batchChunkRows = saved;
+    }
+  });
+
+  it('batchJob-cancelled, batchChunk-stopped', async () => {
+    const saved = config.batchConcurrency;
+    config.batchConcurrency = 1;
+    chat.defaults({ delayMs: 500 });
+    try {
+      const { key } = await newAccount('1');
+      const before = chat.requests.length;
+      const id = await batch(key, 4);
+      await until(
+        async () => chat.requests.length - before,
+        (n) => n >= 1,
+        30_000,
+        'a row to start',
+      );
+      await post(key, `/api/beta/batches/${id}/cancel`, {});
+      await record('batchJob-cancelled', async () => id);
+      await record('batchChunk-stopped', async () => `${id}:rows:0`);
+    } finally {
+      config.batchConcurrency = saved;
+      chat.defaults({});
+    }
+  });
 }

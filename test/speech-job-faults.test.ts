@@ -87,18 +87,27 @@ describe('speech jobs when their worker fails (heartbeats, retries, money)', fun
   const upstreamCalls = (since: number) => eleven.requests.slice(since);
 
   /** The attempts of `activity` the workflow's history records (Temporal writes each when it ends). */
+  /**
+   * The attempts of `activity` that started, from the workflow's history. A retried activity's
+   * ActivityTaskStarted is written only when the attempt ends, which can be a moment after the job's
+   * row says it is done: wait until the history has one.
+   */
   async function attemptsOf(runId: string, activity: string) {
-    const history = await (await useTemporal()).client.workflow.getHandle(runId).fetchHistory();
-    const scheduled = new Map<string, string>();
-    const attempts: Array<{ attempt: number; lastFailure: any }> = [];
-    for (const e of history.events ?? []) {
-      const s = e.activityTaskScheduledEventAttributes;
-      if (s) scheduled.set(String(e.eventId), s.activityType?.name ?? '');
-      const st = e.activityTaskStartedEventAttributes;
-      if (st && scheduled.get(String(st.scheduledEventId)) === activity)
-        attempts.push({ attempt: st.attempt ?? 0, lastFailure: st.lastFailure ?? null });
-    }
-    return attempts;
+    const handle = (await useTemporal()).client.workflow.getHandle(runId);
+    const read = async () => {
+      const history = await handle.fetchHistory();
+      const scheduled = new Map<string, string>();
+      const attempts: Array<{ attempt: number; lastFailure: any }> = [];
+      for (const e of history.events ?? []) {
+        const s = e.activityTaskScheduledEventAttributes;
+        if (s) scheduled.set(String(e.eventId), s.activityType?.name ?? '');
+        const st = e.activityTaskStartedEventAttributes;
+        if (st && scheduled.get(String(st.scheduledEventId)) === activity)
+          attempts.push({ attempt: st.attempt ?? 0, lastFailure: st.lastFailure ?? null });
+      }
+      return attempts;
+    };
+    return until(read, (a) => a.length > 0, 30_000, `an attempt of ${activity} in the history of ${runId}`);
   }
 
   /** The activity the workflow is waiting on now, as `describe` shows it (undefined when none). */

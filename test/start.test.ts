@@ -99,13 +99,33 @@ describe('npm start (embedded database, Temporal dev server)', function () {
       assert.equal(await isListening(port), false, `port ${port} still open after stop`);
   });
 
-  it('restarts on the same data, with a bootstrap key topped up to the bootstrap balance', async () => {
+  it('restarts on the same data, with a bootstrap key topped up to the bootstrap balance and its login', async () => {
     const key = `sk-nanogpt-${randomUUID()}`;
-    const r = await start(dataDir, { SWITCHYARD_BOOTSTRAP_KEY: key, SWITCHYARD_BOOTSTRAP_BALANCE_USD: '12.5' });
+    const r = await start(dataDir, {
+      SWITCHYARD_BOOTSTRAP_KEY: key,
+      SWITCHYARD_BOOTSTRAP_BALANCE_USD: '12.5',
+      SWITCHYARD_BOOTSTRAP_EMAIL: 'Operator@Example.test',
+      SWITCHYARD_BOOTSTRAP_PASSWORD: 'operator password',
+    });
     try {
+      const base = `http://127.0.0.1:${r.ports.api}`;
       assert.match(r.output(), new RegExp(`Local API key\\s+${key}`));
-      const bal = await fetch(`http://127.0.0.1:${r.ports.api}/api/check-balance`, { headers: { 'x-api-key': key } });
+      assert.match(
+        r.output(),
+        /Sign in\s+\S+\/api\/auth\/login\s+as operator@example\.test, with SWITCHYARD_BOOTSTRAP_PASSWORD/,
+      );
+      const bal = await fetch(`${base}/api/check-balance`, { headers: { 'x-api-key': key } });
       assert.equal((await bal.json()).usd_balance, '12.5');
+      // the operator signs in as the bootstrap account, and reads the same balance with the session
+      const login = await fetch(`${base}/api/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'operator@example.test', password: 'operator password' }),
+      });
+      assert.equal(login.status, 200);
+      const cookie = login.headers.getSetCookie()[0]!.split(';')[0]!;
+      const bySession = await fetch(`${base}/api/check-balance`, { headers: { cookie } });
+      assert.equal((await bySession.json()).usd_balance, '12.5');
     } finally {
       assertCleanStop(await stop(r));
     }

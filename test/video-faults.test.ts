@@ -179,6 +179,43 @@ describe('video jobs when an attempt dies half-way (repeated submits, dead and s
     });
   });
 
+  it('a worker killed while it watches the provider: another takes the watch over after the heartbeat timeout; one fal job, charged once', async () => {
+    await onOwnWorkers('video-watch-kill', async (startWorker) => {
+      const worker = await startWorker();
+      const { key, accountId } = await newAccount('10');
+      const prompt = 'a watch outlived by its worker';
+      // in the queue for 40 checks (8 s at 200 ms): the worker dies a few checks in
+      fal.script({ queuePolls: 40, progressPolls: 2 });
+      const id = await submit(key, prompt);
+      await until(
+        async () => falJobs(prompt)[0]?.polls ?? 0,
+        (n) => n >= 3,
+        30_000,
+        'the watch to check a few times',
+      );
+      await worker.kill();
+      const polled = falJobs(prompt)[0].polls;
+      await startWorker();
+      // the watch's heartbeat timeout (30 s) passes, then its retry runs on the new worker
+      await until(
+        async () => falJobs(prompt)[0].polls,
+        (n) => n > polled,
+        60_000,
+        'the new worker to resume the checks',
+      );
+      await assertChargedOnce(key, accountId, id, falJobs(prompt)[0]);
+      assert.equal(submits(prompt), 1, 'the job was submitted once');
+      const history = await (await useTemporal()).client.workflow.getHandle(id).fetchHistory();
+      const watches = history.events!.filter(
+        (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'watchVideoJob',
+      );
+      assert.equal(watches.length, 1, 'one watch activity, retried (not a new one per check)');
+      const timedOut = history.events!.some((e) => e.activityTaskTimedOutEventAttributes);
+      const retried = history.events!.some((e) => (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1);
+      assert.ok(timedOut || retried, 'the dead attempt was timed out and retried');
+    });
+  });
+
   it('a worker stopped (SIGTERM) while its submit is in flight reads the answer and stores the id: one fal job', async () => {
     await onOwnWorkers('video-submit-stop', async (startWorker) => {
       const worker = await startWorker();

@@ -1,7 +1,7 @@
 // One video job, durably: workflow id = the job id (`vid_...`), searchable by the owner's
 // account (SwitchyardAccountId). Reads like the process it runs:
-//   submit → every `pollMs` (a workflow timer, not a sleeping activity) ask the provider's status
-//   → when it is done, fetch and host the video and settle the price → completed;
+//   submit → one activity asks the provider's status every `pollMs`, heartbeating in between
+//   (activities/video/run.ts, watchVideoJob, says why not a workflow timer per check) → when it is done, fetch and host the video and settle the price → completed;
 //   the provider reports a failure → failed (the activity released the pre-charge);
 //   still unfinished at the deadline → the provider is asked to stop, released, failed;
 //   cancelled (POST /api/generate-video/cancel) → the provider is asked to stop, released, cancelled.
@@ -13,6 +13,7 @@ import {
   ApplicationFailure,
   CancellationScope,
   isCancellation,
+  patched,
   proxyActivities,
   sleep,
 } from '@temporalio/workflow';
@@ -48,21 +49,39 @@ const { finishVideoJob } = proxyActivities<typeof activities>({
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 6 },
 });
 
+/** The wait for the provider: one activity for the whole of it, alive while it heartbeats. */
+function watcher(input: VideoJobInput) {
+  return proxyActivities<typeof activities>({
+    // the job's whole deadline, plus a last status check after it
+    startToCloseTimeout: input.deadlineMs + 60_000,
+    // A worker that dies mid-wait is noticed within this (the SDK sends a heartbeat at most every
+    // 0.8 × this). It heartbeats around every check, so it must outlast a wait between checks.
+    heartbeatTimeout: Math.max(30_000, 2 * input.pollMs + 10_000),
+    retry: SHORT.retry,
+  }).watchVideoJob;
+}
+
+const stillOpen = (step: string) =>
+  step === 'queued' || step === 'processing' || step === 'unknown' || step === 'pending';
+
 export async function videoJob(input: VideoJobInput): Promise<string> {
   const { jobId } = input;
   const deadline = Date.now() + input.deadlineMs; // workflow time: the same on every replay
+  const timedOut = () =>
+    closeVideoJob(jobId, 'timeout', `the provider did not finish within ${Math.round(input.deadlineMs / 1000)} s`);
   try {
     let step = await submitVideoJob(jobId);
-    while (step === 'queued' || step === 'processing' || step === 'unknown' || step === 'pending') {
-      if (Date.now() >= deadline) {
-        return await closeVideoJob(
-          jobId,
-          'timeout',
-          `the provider did not finish within ${Math.round(input.deadlineMs / 1000)} s`,
-        );
+    if (patched('video-watch-activity')) {
+      if (stillOpen(step)) step = await watcher(input)(jobId, input.pollMs, deadline);
+      // the watch returns an open step only once the deadline has passed
+      if (stillOpen(step)) return await timedOut();
+    } else {
+      // jobs started before the watch activity: a workflow timer and one status check per turn
+      while (stillOpen(step)) {
+        if (Date.now() >= deadline) return await timedOut();
+        await sleep(input.pollMs);
+        step = await pollVideoJob(jobId);
       }
-      await sleep(input.pollMs);
-      step = await pollVideoJob(jobId);
     }
     if (step === 'completed') {
       // The provider has done the work: storing and billing it is no longer cancellable.

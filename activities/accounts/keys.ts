@@ -52,11 +52,24 @@ export interface KeyRestrictions {
   expiresAt?: Date | null;
 }
 
-/** What a request knows about its caller after authentication. */
+/**
+ * What a request knows about its caller after authentication, whether it came with an API key or
+ * a session cookie (sessions.ts): routes see one shape and never ask which. A session has no key,
+ * so no key restrictions (`keyId` and `keyPrefix` null, no daily caps); the account's restrictions
+ * bind both.
+ */
 export interface Caller {
-  keyId: string;
+  /** null when the caller signed in with a session */
+  keyId: string | null;
   accountId: string;
-  keyPrefix: string;
+  keyPrefix: string | null;
+  /** the user whose personal account this is (the spec's `sessionId`); null for accounts no person owns */
+  userId: number | null;
+  /**
+   * The sign-in session row behind the request (sessions.ts), when it came with the session cookie.
+   * Not the spec's `sessionId`, which names a user (`userId` here).
+   */
+  webSessionId?: string;
   dailyRequestLimit: number | null;
   dailyUsdLimit: bigint | null;
   /** account and key restrictions combined: allow-lists intersected, deny-lists joined */
@@ -87,10 +100,13 @@ export async function createKey(accountId: string, opts: KeyRestrictions & { nam
   return { key, record };
 }
 
-/** Revoke by key id or by display prefix. Returns how many keys were revoked. */
-export async function revokeKey(idOrPrefix: string): Promise<number> {
+/** Revoke by key id or by display prefix (only the keys of `accountId`, when given). Returns how many were revoked. */
+export async function revokeKey(idOrPrefix: string, accountId?: string): Promise<number> {
   const where = LEGACY_KEY.test(idOrPrefix) ? { id: idOrPrefix } : { prefix: idOrPrefix.toLowerCase() };
-  const keys = await db().prisma.apiKey.findMany({ where, select: { id: true, hash: true } });
+  const keys = await db().prisma.apiKey.findMany({
+    where: { ...where, ...(accountId ? { accountId, status: { not: 'revoked' as const } } : {}) },
+    select: { id: true, hash: true },
+  });
   await db().prisma.apiKey.updateMany({
     where: { id: { in: keys.map((k) => k.id) } },
     data: { status: 'revoked', revokedAt: new Date() },
@@ -98,6 +114,11 @@ export async function revokeKey(idOrPrefix: string): Promise<number> {
   for (const k of keys) cache.delete(k.hash);
   await announceKeyChanges(keys.map((k) => k.hash));
   return keys.length;
+}
+
+/** An account's keys, oldest first: what a key list shows (never the key itself, which is not stored). */
+export function listKeys(accountId: string) {
+  return db().prisma.apiKey.findMany({ where: { accountId }, orderBy: { createdAt: 'asc' } });
 }
 
 export async function setKeyStatus(keyId: string, status: KeyStatus): Promise<void> {
@@ -143,8 +164,9 @@ const RESOLVE_KEY_SQL = `SELECT k.id, k.account_id AS "accountId", k.prefix, k.s
     k.daily_usd_limit::text AS "dailyUsdLimit", k.provider_allow AS "providerAllow",
     k.provider_deny AS "providerDeny", k.zdr_only AS "zdrOnly", k.billing_mode::text AS "billingMode",
     a.status::text AS "accountStatus", a.provider_allow AS "accountProviderAllow",
-    a.provider_deny AS "accountProviderDeny", a.zdr_only AS "accountZdrOnly"
-  FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.hash = $1`;
+    a.provider_deny AS "accountProviderDeny", a.zdr_only AS "accountZdrOnly", u.id AS "userId"
+  FROM api_keys k JOIN accounts a ON a.id = k.account_id LEFT JOIN users u ON u.account_id = k.account_id
+  WHERE k.hash = $1`;
 
 interface KeyRow {
   id: string;
@@ -162,6 +184,7 @@ interface KeyRow {
   accountProviderAllow: string[];
   accountProviderDeny: string[];
   accountZdrOnly: boolean;
+  userId: number | null;
 }
 
 async function loadResolution(hash: string, at: number): Promise<Resolution> {
@@ -189,6 +212,7 @@ function toCaller(
     providerDeny: string[];
     zdrOnly: boolean;
     billingMode: BillingMode;
+    userId: number | null;
   },
   a: { providerAllow: string[]; providerDeny: string[]; zdrOnly: boolean },
 ): Caller {
@@ -196,12 +220,33 @@ function toCaller(
     keyId: k.id,
     accountId: k.accountId,
     keyPrefix: k.prefix,
+    userId: k.userId,
     dailyRequestLimit: k.dailyRequestLimit,
     dailyUsdLimit: k.dailyUsdLimit == null ? null : BigInt(k.dailyUsdLimit.toString()),
     providerAllow: intersectAllowLists(a.providerAllow, k.providerAllow),
     providerDeny: [...new Set([...a.providerDeny, ...k.providerDeny])],
     zdrOnly: a.zdrOnly || k.zdrOnly,
     billingMode: k.billingMode,
+  };
+}
+
+/** The caller of a request signed in with a session: the account's own restrictions, no key's. */
+export function sessionCaller(
+  s: { webSessionId: string; userId: number; accountId: string },
+  a: { providerAllow: string[]; providerDeny: string[]; zdrOnly: boolean },
+): Caller {
+  return {
+    keyId: null,
+    accountId: s.accountId,
+    keyPrefix: null,
+    userId: s.userId,
+    webSessionId: s.webSessionId,
+    dailyRequestLimit: null,
+    dailyUsdLimit: null,
+    providerAllow: intersectAllowLists(a.providerAllow),
+    providerDeny: [...new Set(a.providerDeny)],
+    zdrOnly: a.zdrOnly,
+    billingMode: 'auto',
   };
 }
 

@@ -66,3 +66,16 @@ export function costOfUsage(route: Route, usage: Usage): bigint {
     costOfTokens(usage.completionTokens, route.price.output)
   );
 }
+
+/** What a batch row pays when the catalog sets no `batch_price_factor` for its model: half (basis points). */
+const DEFAULT_BATCH_PRICE_BPS = 5_000;
+
+/** A model's batch price, in basis points of its synchronous price. */
+export function batchPriceBps(model: { batchPriceBps: number | null }): number {
+  return model.batchPriceBps ?? DEFAULT_BATCH_PRICE_BPS;
+}
+
+/** `cost` at `bps` basis points of itself (a batch row's price), rounded up to the nano-dollar. */
+export function atPriceBps(cost: bigint, bps: number): bigint {
+  return (cost * BigInt(bps) + 9_999n) / 10_000n;
+}

@@ -90,7 +90,7 @@ const MODELS_SQL = `SELECT id, name, aliases, description, owned_by AS "ownedBy"
     context_length AS "contextLength", max_output_tokens AS "maxOutputTokens", capabilities,
     input_modalities AS "inputModalities", output_modalities AS "outputModalities",
     supported_endpoints AS "supportedEndpoints", supported_batch_endpoints AS "supportedBatchEndpoints",
-    supported_service_tiers AS "supportedServiceTiers", options, created_at AS "createdAt"
+    supported_service_tiers AS "supportedServiceTiers", batch_price_bps AS "batchPriceBps", options, created_at AS "createdAt"
   FROM models WHERE active ORDER BY id`;
 const ROUTES_SQL = `SELECT id, model_id AS "modelId", provider_id AS "providerId", upstream_model AS "upstreamModel",
     position, input_price::text AS "inputPrice", output_price::text AS "outputPrice",
@@ -164,6 +164,7 @@ export async function loadCatalog(): Promise<Catalog> {
     supportedEndpoints: m.supportedEndpoints,
     supportedBatchEndpoints: m.supportedBatchEndpoints,
     supportedServiceTiers: m.supportedServiceTiers,
+    batchPriceBps: m.batchPriceBps,
     options: (m.options ?? {}) as Record<string, unknown>,
     createdAt: m.createdAt,
     routes: m.routes

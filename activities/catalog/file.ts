@@ -46,7 +46,10 @@ const schema = {
           name: { type: 'string' },
           aliases: strings,
           owned_by: { type: 'string' },
-          category: { type: 'string', enum: ['chat', 'embedding', 'image', 'video', 'speech', 'music', 'decision'] },
+          category: {
+            type: 'string',
+            enum: ['chat', 'embedding', 'image', 'video', 'speech', 'music', 'decision', 'memory'],
+          },
           description: { type: 'string' },
           context_length: { type: 'integer', minimum: 1 },
           max_output_tokens: { type: 'integer', minimum: 1 },
@@ -56,6 +59,8 @@ const schema = {
           supported_endpoints: strings,
           supported_batch_endpoints: strings,
           supported_service_tiers: strings,
+          // what a batch row pays, as a fraction of the synchronous price ("0.5" = half; 4 decimals at most)
+          batch_price_factor: { type: 'string', pattern: '^\\d+(\\.\\d{1,4})?$' },
           options: { type: 'object' },
           providers: {
             type: 'array',
@@ -67,14 +72,25 @@ const schema = {
               properties: {
                 provider: { type: 'string' },
                 upstream_model: { type: 'string' },
-                // token-priced routes state input/output (per 1M); video routes state per_second
+                // token-priced routes state input/output (per 1M); video routes state per_second;
+                // image routes per_image (and route option `image_prices` by size and quality)
                 price: {
                   type: 'object',
                   additionalProperties: false,
-                  properties: { input: price, output: price, cached_input: price, per_second: price },
+                  properties: { input: price, output: price, cached_input: price, per_second: price, per_image: price },
                   oneOf: [
-                    { required: ['input', 'output'], not: { required: ['per_second'] } },
-                    { required: ['per_second'], not: { required: ['input'] } },
+                    {
+                      required: ['input', 'output'],
+                      not: { anyOf: [{ required: ['per_second'] }, { required: ['per_image'] }] },
+                    },
+                    {
+                      required: ['per_second'],
+                      not: { anyOf: [{ required: ['input'] }, { required: ['per_image'] }] },
+                    },
+                    {
+                      required: ['per_image'],
+                      not: { anyOf: [{ required: ['input'] }, { required: ['per_second'] }] },
+                    },
                   ],
                 },
                 markup_bps: { type: 'integer', minimum: 0 },
@@ -138,6 +154,8 @@ export interface CatalogFileModel {
   supportedEndpoints: string[];
   supportedBatchEndpoints: string[];
   supportedServiceTiers: string[];
+  /** a batch row's price in basis points of the synchronous one (null: the default, half) */
+  batchPriceBps: number | null;
   options: Record<string, unknown>;
   routes: CatalogFileRoute[];
 }
@@ -185,19 +203,27 @@ export function parseCatalog(text: string, source = 'catalog'): CatalogFile {
         );
       }
       // Video is billed per second of output: for category `video` the route's `input` price
-      // holds the per-second price (nano-USD per second) and `output` is 0.
+      // holds the per-second price (nano-USD per second) and `output` is 0. Images likewise per
+      // image (`per_image`: the default size and quality; `image_prices` for the others).
       const perSecond = r.price.per_second !== undefined;
       if (perSecond !== (m.category === 'video')) {
         throw new CatalogFileError(
           `${source}: /models/${i}/providers/${j}: ${m.category === 'video' ? 'a video route states its price as per_second' : 'only video routes are priced per_second'}`,
         );
       }
+      const perImage = r.price.per_image !== undefined;
+      if (perImage !== (m.category === 'image')) {
+        throw new CatalogFileError(
+          `${source}: /models/${i}/providers/${j}: ${m.category === 'image' ? 'an image route states its price as per_image' : 'only image routes are priced per_image'}`,
+        );
+      }
+      checkImagePrices(r.options?.image_prices, `${source}: /models/${i}/providers/${j}/options/image_prices`);
       return {
         providerId: r.provider,
         upstreamModel: r.upstream_model,
         position: j,
-        inputPrice: parseAmount(perSecond ? r.price.per_second : r.price.input, 'USD'),
-        outputPrice: perSecond ? 0n : parseAmount(r.price.output, 'USD'),
+        inputPrice: parseAmount(perSecond ? r.price.per_second : perImage ? r.price.per_image : r.price.input, 'USD'),
+        outputPrice: perSecond || perImage ? 0n : parseAmount(r.price.output, 'USD'),
         cachedInputPrice: r.price.cached_input === undefined ? null : parseAmount(r.price.cached_input, 'USD'),
         markupBps: r.markup_bps ?? defaultMarkup,
         quantization: r.quantization ?? null,
@@ -227,11 +253,28 @@ export function parseCatalog(text: string, source = 'catalog'): CatalogFile {
       supportedEndpoints: m.supported_endpoints ?? [],
       supportedBatchEndpoints: m.supported_batch_endpoints ?? [],
       supportedServiceTiers: m.supported_service_tiers ?? [],
+      batchPriceBps: m.batch_price_factor === undefined ? null : factorToBps(m.batch_price_factor),
       options: m.options ?? {},
       routes,
     };
   });
   return { providers, models };
+}
+
+/** `image_prices`: an object of size (`1024x1024`, or `quality/size`) to a USD price as decimal text. */
+function checkImagePrices(prices: unknown, where: string): void {
+  if (prices === undefined) return;
+  if (!prices || typeof prices !== 'object' || Array.isArray(prices))
+    throw new CatalogFileError(`${where} must map sizes to prices, e.g. { "1024x1024": "0.04" }`);
+  for (const [k, v] of Object.entries(prices))
+    if (typeof v !== 'string' || !/^\d+(\.\d+)?$/.test(v))
+      throw new CatalogFileError(`${where}/${k} must be a USD price as quoted decimal text, e.g. "0.04"`);
+}
+
+/** "0.5" → 5000: a decimal factor as exact basis points (the schema allows 4 decimals at most). */
+function factorToBps(factor: string): number {
+  const [whole, frac = ''] = factor.split('.');
+  return Number(whole) * 10_000 + Number(frac.padEnd(4, '0'));
 }
 
 export async function readCatalogFile(file: string): Promise<CatalogFile> {

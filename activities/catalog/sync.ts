@@ -41,6 +41,7 @@ export async function syncCatalog(file: CatalogFile): Promise<{ models: number; 
           supportedEndpoints: m.supportedEndpoints,
           supportedBatchEndpoints: m.supportedBatchEndpoints,
           supportedServiceTiers: m.supportedServiceTiers,
+          batchPriceBps: m.batchPriceBps,
           options: m.options as object,
           active: true,
         };

@@ -5,7 +5,7 @@
 // usage the upstream reported, or our documented estimate when it reported none. Surfaces only
 // translate.
 import type { Caller } from '../accounts/keys.js';
-import { costOfUsage, worstCaseCost } from '../billing/pricing.js';
+import { atPriceBps, costOfUsage, worstCaseCost } from '../billing/pricing.js';
 import type { Route } from '../catalog/catalog.js';
 import { config } from '../config.js';
 import type { InferenceRequest, InferenceResult, NativeRequest, StreamEvent, Usage } from '../core/types.js';
@@ -19,6 +19,13 @@ export interface Bill extends MeteredBill {
   inputTokens: number;
   outputTokens: number;
 }
+
+/** Everything an answer produced: what is billed when the upstream reports no usage. */
+export const producedText = (r: InferenceResult): string =>
+  r.content + (r.reasoning ?? '') + r.toolCalls.map((c) => c.arguments).join('');
+
+/** Did the answer produce anything (text, a tool call, reasoning)? An empty one is not charged. */
+export const hasOutput = (r: InferenceResult): boolean => !!(r.content || r.toolCalls.length || r.reasoning);
 
 export interface CallContext {
   caller: Caller;
@@ -37,6 +44,10 @@ export interface CallContext {
   native?: NativeRequest;
   /** the caller asked for pay-as-you-go (`X-Billing-Mode`, completions' `billing_mode`) */
   forcePaygo?: boolean;
+  /** the price in basis points of the route's (a batch row pays its batch price); default 10,000 */
+  priceBps?: number;
+  /** the reservation's idempotency key (a batch row's: its retries find the same hold) */
+  holdKey?: string;
 }
 
 export interface OpenedStream {
@@ -72,11 +83,28 @@ export class InferenceCall {
       routes: ctx.routes,
       holdTtlSeconds: ctx.holdTtlSeconds,
       forcePaygo: ctx.forcePaygo,
+      holdKey: ctx.holdKey,
       creditLease: true,
-      worstCase: (route) => worstCaseCost(route, promptTokenEstimate, request.maxTokens),
+      worstCase: (route) => this.priced(worstCaseCost(route, promptTokenEstimate, request.maxTokens)),
       shortfall: (required, available) =>
         `this request may cost up to $${required} and $${available} is available. Add funds, or lower max_tokens to reserve less.`,
     });
+  }
+
+  /** a cost at this call's price (a batch row's is a share of the synchronous one) */
+  private priced(cost: bigint): bigint {
+    const bps = this.ctx.priceBps;
+    return bps === undefined || bps === 10_000 ? cost : atPriceBps(cost, bps);
+  }
+
+  /** The usage an answer is billed for: the upstream's, or our estimate when it reported none. */
+  billable(usage: Usage | null, producedText: string): Usage {
+    return usage ?? estimatedUsage(this.ctx.promptTokenEstimate, producedText);
+  }
+
+  /** What `usage` costs on `route` at this call's price: what settle() charges for it. */
+  costOf(route: Route, usage: Usage): bigint {
+    return this.priced(costOfUsage(route, usage));
   }
 
   reserve(): Promise<unknown> {
@@ -152,8 +180,8 @@ export class InferenceCall {
    */
   async settle(usage: Usage | null, producedText: string, status = 'completed'): Promise<{ usage: Usage; bill: Bill }> {
     const route = this.metered.route!;
-    const billed = usage ?? estimatedUsage(this.ctx.promptTokenEstimate, producedText);
-    const charge = await this.metered.settle(costOfUsage(route, billed), {
+    const billed = this.billable(usage, producedText);
+    const charge = await this.metered.settle(this.costOf(route, billed), {
       status,
       inputUnits: billed.promptTokens,
       outputUnits: billed.completionTokens,

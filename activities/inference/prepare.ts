@@ -54,6 +54,9 @@ export interface PrepareInput {
   native?: NativeRequest;
   /** the caller forced pay-as-you-go (`X-Billing-Mode`, completions' `billing_mode`) */
   forcePaygo?: boolean;
+  /** a batch row: its price (basis points of the synchronous one) and its reservation's key */
+  priceBps?: number;
+  holdKey?: string;
 }
 
 export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
@@ -96,6 +99,8 @@ export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
     passHeaders: p.passHeaders,
     native: p.native,
     forcePaygo: p.forcePaygo,
+    priceBps: p.priceBps,
+    holdKey: p.holdKey,
   });
   await call.reserve();
   return call;

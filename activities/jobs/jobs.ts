@@ -20,7 +20,7 @@ import { temporal } from '../temporalClient.js';
 
 /** A job's row: its table, and its columns by their SQL names (JSON columns as objects). */
 export interface JobRow {
-  table: 'media_jobs' | 'stored_responses';
+  table: 'media_jobs' | 'stored_responses' | 'batches' | 'team_invitations';
   columns: { id: string; status: string } & Record<string, unknown>;
 }
 
@@ -31,8 +31,11 @@ export interface JobStart<W extends Workflow> {
   accountId: string;
   workflow: W;
   args: Parameters<W>;
-  /** the reservation the workflow will settle, given back if the job never starts */
-  reservation: { fail(code: string): Promise<void> };
+  /**
+   * the reservation the workflow will settle, given back if the job never starts (none for a job
+   * whose steps reserve their own, such as a batch's rows)
+   */
+  reservation?: { fail(code: string): Promise<void> };
   /** the row the workflow's activities read and update */
   row: JobRow;
   /** what the caller hears when the engine refuses the job: 503 with this code and message */
@@ -43,7 +46,7 @@ export async function startJob<W extends Workflow>(job: JobStart<W>): Promise<vo
   try {
     await insertRow(job.row);
   } catch (err) {
-    await job.reservation.fail('job_not_stored');
+    await job.reservation?.fail('job_not_stored');
     throw err;
   }
   try {
@@ -55,7 +58,7 @@ export async function startJob<W extends Workflow>(job: JobStart<W>): Promise<vo
       searchAttributes: { SwitchyardAccountId: [job.accountId] },
     });
   } catch (err) {
-    await job.reservation.fail(job.unavailable.code);
+    await job.reservation?.fail(job.unavailable.code);
     await forgetRow(job.row).catch((e) => console.error(`[jobs] could not forget ${job.id}:`, e));
     console.error(`[jobs] the workflow engine did not take ${job.workflow.name} ${job.id}:`, err);
     throw new RequestError(503, job.unavailable.code, job.unavailable.message);

@@ -10,6 +10,7 @@
 import { db, isUniqueViolation } from '../db.js';
 import { config } from '../config.js';
 import { type Currency, parseAmount, usdToXno } from '../core/money.js';
+import { releaseStaleTeamBudgetHolds } from './teamBudget.js';
 
 type LedgerKind = 'credit' | 'debit' | 'charge' | 'refund';
 
@@ -171,8 +172,10 @@ const HOLD_INSERT = `
     WHERE account_id = $1 AND currency = $2::"Currency" AND (SELECT available FROM cur) >= $3::numeric
     RETURNING amount - held AS available
   ), h AS (
-    INSERT INTO balance_holds (id, account_id, currency, amount, quoted_usd, idempotency_key, request_id, api_key_id, expires_at)
-    SELECT gen_random_uuid(), $1, $2::"Currency", $3::numeric, $4::numeric, $5, $6, $7, now() + make_interval(secs => $8)
+    INSERT INTO balance_holds (id, account_id, currency, amount, quoted_usd, idempotency_key, request_id, api_key_id,
+                               expires_at, team_id, actor_user_id)
+    SELECT gen_random_uuid(), $1, $2::"Currency", $3::numeric, $4::numeric, $5, $6, $7, now() + make_interval(secs => $8),
+           $9, $10
     FROM b
     RETURNING id
   )
@@ -189,6 +192,8 @@ export async function reserve(a: {
   requestId?: string;
   apiKeyId?: string;
   ttlSeconds?: number;
+  /** billed to a team (its owner's account is `accountId`): the charge entry names the team and the member */
+  team?: { teamId: number; actorUserId: number };
 }): Promise<Hold> {
   if (a.usd <= 0n) throw new LedgerError('a reservation must be positive');
   const ttl = a.ttlSeconds ?? config.holdTtlSeconds;
@@ -212,6 +217,8 @@ export async function reserve(a: {
           a.requestId ?? null,
           a.apiKeyId ?? null,
           ttl,
+          a.team?.teamId ?? null,
+          a.team?.actorUserId ?? null,
         ],
       });
       if (rows[0].id) {
@@ -272,14 +279,16 @@ export async function settle(a: { holdId: string; usd: bigint; reason?: string }
            charged = LEAST(amount, CASE WHEN currency = 'USD' THEN $2::numeric
                                         ELSE div($2::numeric * amount + quoted_usd - 1, quoted_usd) END)
        WHERE id = $1 AND status = 'active'
-       RETURNING id, account_id, currency, amount, charged, quoted_usd, request_id, api_key_id
+       RETURNING id, account_id, currency, amount, charged, quoted_usd, request_id, api_key_id, team_id, actor_user_id
      ), b AS (
        UPDATE balances bal SET held = bal.held - h.amount, amount = bal.amount - h.charged, updated_at = now()
        FROM h WHERE bal.account_id = h.account_id AND bal.currency = h.currency
        RETURNING bal.amount AS balance_after, bal.amount - bal.held AS available
      ), e AS (
-       INSERT INTO ledger_entries (account_id, currency, amount, balance_after, kind, reason, idempotency_key, hold_id, request_id)
-       SELECT h.account_id, h.currency, -h.charged, b.balance_after, 'charge', $3, 'charge:' || h.id, h.id, h.request_id
+       INSERT INTO ledger_entries (account_id, currency, amount, balance_after, kind, reason, idempotency_key, hold_id,
+                                   request_id, team_id, actor_user_id)
+       SELECT h.account_id, h.currency, -h.charged, b.balance_after, 'charge', $3, 'charge:' || h.id, h.id, h.request_id,
+              h.team_id, h.actor_user_id
        FROM h, b WHERE h.charged > 0
      ), k AS (
        INSERT INTO key_daily_usage (key_id, day, requests, usd_spent)
@@ -349,7 +358,7 @@ async function chargeOverage(
   try {
     await client.query('BEGIN');
     const { rows } = await client.query(
-      `SELECT b.amount, b.held, h.account_id, h.request_id FROM balance_holds h
+      `SELECT b.amount, b.held, h.account_id, h.request_id, h.team_id, h.actor_user_id FROM balance_holds h
        JOIN balances b ON b.account_id = h.account_id AND b.currency = h.currency WHERE h.id = $1 FOR UPDATE OF b`,
       [holdId],
     );
@@ -358,8 +367,9 @@ async function chargeOverage(
     const take = extra < available ? extra : available;
     if (take > 0n) {
       const ins = await client.query(
-        `INSERT INTO ledger_entries (account_id, currency, amount, balance_after, kind, reason, idempotency_key, hold_id, request_id)
-         VALUES ($1, $2::"Currency", $3::numeric, $4::numeric, 'charge', $5, 'overage:' || $6::text, $6::uuid, $7)
+        `INSERT INTO ledger_entries (account_id, currency, amount, balance_after, kind, reason, idempotency_key, hold_id,
+                                     request_id, team_id, actor_user_id)
+         VALUES ($1, $2::"Currency", $3::numeric, $4::numeric, 'charge', $5, 'overage:' || $6::text, $6::uuid, $7, $8, $9)
          ON CONFLICT (idempotency_key) DO NOTHING RETURNING id`,
         [
           r.account_id,
@@ -369,6 +379,8 @@ async function chargeOverage(
           reason ?? 'usage above reservation',
           holdId,
           r.request_id,
+          r.team_id,
+          r.actor_user_id,
         ],
       );
       if (ins.rowCount) {
@@ -416,7 +428,8 @@ export async function releaseExpiredHolds(limit = 500): Promise<number> {
   );
   let released = 0;
   for (const r of rows) if (await release(r.id, 'expired')) released++;
-  return released;
+  // a team-billed request's claim on its budgets goes with its hold
+  return released + (await releaseStaleTeamBudgetHolds(config.holdTtlSeconds, limit));
 }
 
 /**
@@ -489,7 +502,7 @@ export async function refundCharges(a: {
   try {
     await client.query('BEGIN');
     const { rows } = await client.query(
-      `SELECT e.id, e.account_id, e.currency, e.amount, e.idempotency_key, e.hold_id, e.request_id,
+      `SELECT e.id, e.account_id, e.currency, e.amount, e.idempotency_key, e.hold_id, e.request_id, e.team_id, e.actor_user_id,
               (e.created_at AT TIME ZONE 'UTC')::date::text AS day
        FROM ledger_entries e
        WHERE e.idempotency_key = ANY($1::text[]) AND e.kind = 'charge'
@@ -506,9 +519,21 @@ export async function refundCharges(a: {
            UPDATE balances SET amount = amount + $3::numeric, updated_at = now()
            WHERE account_id = $1 AND currency = $2::"Currency" RETURNING amount
          )
-         INSERT INTO ledger_entries (account_id, currency, amount, balance_after, kind, reason, idempotency_key, hold_id, request_id, refund_of)
-         SELECT $1, $2::"Currency", $3::numeric, b.amount, 'refund', $4, 'refund:' || $5::text, $6, $7, $8 FROM b`,
-        [e.account_id, e.currency, amount.toString(), a.reason, e.idempotency_key, e.hold_id, e.request_id, e.id],
+         INSERT INTO ledger_entries (account_id, currency, amount, balance_after, kind, reason, idempotency_key, hold_id,
+                                     request_id, refund_of, team_id, actor_user_id)
+         SELECT $1, $2::"Currency", $3::numeric, b.amount, 'refund', $4, 'refund:' || $5::text, $6, $7, $8, $9, $10 FROM b`,
+        [
+          e.account_id,
+          e.currency,
+          amount.toString(),
+          a.reason,
+          e.idempotency_key,
+          e.hold_id,
+          e.request_id,
+          e.id,
+          e.team_id,
+          e.actor_user_id,
+        ],
       );
       refunded += amount;
       day = e.day;

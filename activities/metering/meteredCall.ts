@@ -24,9 +24,23 @@ import { type Currency, formatAmount, toDisplayNumber } from '../core/money.js';
 import { recordRequest } from './records.js';
 import { releaseLeased, reserveFromLease, settleLeased, unchargeLeased, type LeasedFunds } from '../ledger/leases.js';
 import { InsufficientFunds, refundCharges, release, reserve, settle, type Settlement } from '../ledger/ledger.js';
+import {
+  refundTeamBudget,
+  releaseTeamBudget,
+  reserveTeamBudget,
+  settleTeamBudget,
+  type TeamBilling,
+  teamBillingOf,
+} from '../ledger/teamBudget.js';
 
-/** Who pays: what the engine needs of a caller (a job's worker knows only this much). */
-export type Payer = Pick<Caller, 'accountId' | 'billingMode' | 'dailyUsdLimit'> & { keyId: string | null };
+/**
+ * Who pays: what the engine needs of a caller (a job's worker knows only this much). `userId`: the
+ * person behind it, whose `bill_to_team` choice sends synchronous calls to their team (teamBudget.ts).
+ */
+export type Payer = Pick<Caller, 'accountId' | 'billingMode' | 'dailyUsdLimit'> & {
+  keyId: string | null;
+  userId?: number | null;
+};
 
 export interface MeteredCallSpec {
   caller: Payer;
@@ -68,6 +82,8 @@ export interface Charge {
   costUsd: bigint;
   /** what the account can still spend, in `currency` (undefined when nothing was reserved) */
   available?: bigint;
+  /** the team that paid (its owner's account), when the caller bills to one */
+  team?: { uuid: string; name: string };
 }
 
 /** A charge as the answers show it. */
@@ -79,16 +95,26 @@ export interface Bill {
   cost: number;
   paymentSource: Currency;
   remainingBalance: number;
+  /** the pricing extension's team fields, when a team paid */
+  billedToTeam?: boolean;
+  billedTeamId?: string;
+  billedTeamName?: string;
 }
 
 export function billOf(c: Charge): Bill {
-  return {
+  const bill: Bill = {
     amount: toDisplayNumber(c.charged, c.currency),
     currency: c.currency,
     cost: toDisplayNumber(c.costUsd, 'USD'),
     paymentSource: c.currency,
     remainingBalance: c.available === undefined ? 0 : toDisplayNumber(c.available, c.currency),
   };
+  if (c.team) {
+    bill.billedToTeam = true;
+    bill.billedTeamId = c.team.uuid;
+    bill.billedTeamName = c.team.name;
+  }
+  return bill;
 }
 
 /** What a record says beside the money: how it ended and what was consumed. */
@@ -115,6 +141,8 @@ export class MeteredCall {
   private answered?: Route;
   /** the provider that served an adopted call (a job's worker knows it from the job's row) */
   private servedBy?: string;
+  /** the team paying for this call, when its caller bills to one (synchronous calls only) */
+  private team?: TeamBilling;
   private readonly started = Date.now();
 
   constructor(readonly spec: MeteredCallSpec) {}
@@ -169,8 +197,11 @@ export class MeteredCall {
         `This API key is limited to subscription billing, and ${why}. Use a pay-as-you-go key.`,
       );
     }
+    // Team billing covers synchronous calls; a job's money is its caller's own (README, Teams).
+    if (caller.userId != null && holdTtlSeconds === undefined) await this.billToTeam(caller.userId);
     const worst = this.worstCase();
     if (worst === 0n) return undefined;
+    if (this.team) return this.reserveForTeam(this.team, caller.userId!, worst);
     // Keys with a daily USD cap are checked exactly, so they never lease; jobs never lease either
     // (their reservation outlives this process's lease bookkeeping).
     if (this.spec.creditLease && holdTtlSeconds === undefined && caller.dailyUsdLimit == null) {
@@ -198,6 +229,87 @@ export class MeteredCall {
           details: {
             requiredBalance: toDisplayNumber(err.requiredUsd, 'USD'),
             availableBalance: toDisplayNumber(err.availableUsd, 'USD'),
+          },
+        },
+      );
+    }
+  }
+
+  /** Does the caller bill to a team? Then the team must be active and allow the model (else 403). */
+  private async billToTeam(userId: number): Promise<void> {
+    const team = await teamBillingOf(userId);
+    if (!team) return;
+    if (team.status !== 'active') {
+      throw new RequestError(
+        403,
+        `team_${team.status}`,
+        `Your requests are billed to the team "${team.teamName}", which is ${team.status}. Ask its owner or an ` +
+          'admin to make it active, or turn bill_to_team off to pay from your own balance.',
+        { details: { teamId: team.teamUuid, reason: `team_${team.status}` } },
+      );
+    }
+    if (team.allowedModels?.[this.spec.modelId] === false) {
+      throw new RequestError(
+        403,
+        'model_not_allowed',
+        `The team "${team.teamName}" does not allow the model '${this.spec.modelId}' for requests billed to it.`,
+        { param: 'model', details: { teamId: team.teamUuid, model: this.spec.modelId } },
+      );
+    }
+    this.team = team;
+  }
+
+  /**
+   * Reserve a team-billed call: first its claim on the member's and the team's monthly budgets
+   * (one conditional statement, teamBudget.ts), then an exact hold on the owner's account, whose
+   * charge entry names the team and the member. A refused hold gives the claim back.
+   */
+  private async reserveForTeam(team: TeamBilling, userId: number, worst: bigint) {
+    const { requestId } = this.spec;
+    const verdict = await reserveTeamBudget(team, userId, requestId, worst);
+    if (!verdict.ok) {
+      const whose = verdict.scope === 'member' ? 'your monthly limit in' : 'the monthly limit of';
+      throw new RequestError(
+        402,
+        'team_usage_limit_exceeded',
+        `This request may cost up to $${formatAmount(worst, 'USD')}, which would pass ${whose} the team ` +
+          `"${team.teamName}" ($${formatAmount(verdict.used, 'USD')} of $${formatAmount(verdict.limit, 'USD')} ` +
+          'used or reserved this month). Lower max_tokens, wait for next month, or ask the team to raise the limit.',
+        {
+          details: {
+            scope: verdict.scope,
+            limit: toDisplayNumber(verdict.limit, 'USD'),
+            used: toDisplayNumber(verdict.used, 'USD'),
+            teamId: team.teamUuid,
+          },
+        },
+      );
+    }
+    try {
+      const hold = await reserve({
+        accountId: team.ownerAccountId,
+        usd: worst,
+        idempotencyKey: this.spec.holdKey ?? `hold:${requestId}`,
+        requestId,
+        apiKeyId: this.spec.caller.keyId ?? undefined,
+        team: { teamId: team.teamId, actorUserId: userId },
+      });
+      this.holdId = hold.id;
+      return { currency: hold.currency, amount: hold.amount, available: hold.available };
+    } catch (err) {
+      await releaseTeamBudget(requestId);
+      if (!(err instanceof InsufficientFunds)) throw err;
+      throw new RequestError(
+        402,
+        'insufficient_balance',
+        `Insufficient balance: the team "${team.teamName}" pays for your requests, and its owner's account has ` +
+          `$${formatAmount(err.availableUsd, 'USD')} available for a request that may cost up to ` +
+          `$${formatAmount(err.requiredUsd, 'USD')}.`,
+        {
+          details: {
+            requiredBalance: toDisplayNumber(err.requiredUsd, 'USD'),
+            availableBalance: toDisplayNumber(err.availableUsd, 'USD'),
+            teamId: team.teamUuid,
           },
         },
       );
@@ -277,7 +389,10 @@ export class MeteredCall {
     const providerId = this.answered?.provider.id ?? this.servedBy;
     if (!providerId) throw new Error(`${this.spec.requestId}: settle before any route answered`);
     const { caller, requestId, surface, modelId } = this.spec;
-    const reason = `${surface} ${modelId} via ${providerId}`;
+    // a team-billed charge says whose it was in the owner's ledger too (the entry's actor_user_id)
+    const reason = this.team
+      ? `${surface} ${modelId} via ${providerId}, by user ${caller.userId} for team "${this.team.teamName}"`
+      : `${surface} ${modelId} via ${providerId}`;
     let s: Settlement | undefined;
     if (this.leased) s = settleLeased(this.leased, { usd: costUsd, requestId, apiKeyId: caller.keyId, reason });
     else if (this.holdId) s = await settle({ holdId: this.holdId, usd: costUsd, reason });
@@ -287,6 +402,11 @@ export class MeteredCall {
       costUsd,
       available: s?.available,
     };
+    if (this.team) {
+      // the budgets count USD: the charge, or what an XNO charge was worth
+      await settleTeamBudget(requestId, charge.currency === 'USD' ? charge.charged : costUsd);
+      charge.team = { uuid: this.team.teamUuid, name: this.team.teamName };
+    }
     this.state = 'settled';
     this.charge = charge;
     this.outcome = outcome;
@@ -309,6 +429,7 @@ export class MeteredCall {
     this.state = 'failed';
     if (this.leased) releaseLeased(this.leased);
     else if (this.holdId) await release(this.holdId);
+    if (this.team) await releaseTeamBudget(this.spec.requestId);
     this.record('failed', { inputUnits: null, outputUnits: null }, null, code);
   }
 
@@ -332,6 +453,7 @@ export class MeteredCall {
       const keyUsd = charge.currency === 'USD' ? charge.charged : charge.costUsd;
       await refundCharges({ keys, reason, apiKeyId: caller.keyId, keyUsd });
     }
+    if (this.team) await refundTeamBudget(requestId);
     this.record('failed', this.outcome ?? { inputUnits: null, outputUnits: null }, null, code);
   }
 

@@ -47,7 +47,8 @@ export async function send(
   init: {
     method?: 'GET' | 'POST' | 'PUT' | 'DELETE';
     headers: Record<string, string>;
-    body?: string;
+    /** a JSON text, or the bytes of a multipart form (image edits) */
+    body?: string | Buffer;
     signal: AbortSignal;
   },
 ): Promise<UpstreamResponse> {

@@ -1,6 +1,6 @@
 // The fixed shape of a provider (one folder per upstream protocol under activities/providers/,
 // one entry per protocol in registry.ts). A provider declares what it can do through typed
-// capabilities (chat, speech, video; later images, embeddings, search, moderation, attestation).
+// capabilities (chat, speech, video, embeddings, images; later search, moderation, attestation).
 // Routing, billing and streaming never special-case a vendor: they only see these interfaces and
 // RequestError (made by `upstreamError` for an upstream's failures, core/errors.ts).
 import type { RequestError } from '../core/errors.js';
@@ -25,9 +25,11 @@ export interface Provider {
   readonly chat?: ChatAdapter;
   readonly speech?: SpeechAdapter;
   readonly video?: VideoAdapter;
+  readonly embeddings?: EmbeddingsAdapter;
+  readonly images?: ImagesAdapter;
 }
 
-export type Capability = 'chat' | 'speech' | 'video';
+export type Capability = 'chat' | 'speech' | 'video' | 'embeddings' | 'images';
 
 /** Text generation: the one internal request in, a result or a stream of events out. */
 export interface ChatAdapter {
@@ -187,4 +189,83 @@ export interface VideoAdapter {
   ): Promise<'requested' | 'already_completed' | 'not_found'>;
   /** how a refusal of `submit` reads as the job's own failure (NSFW or not) */
   jobFailure(err: RequestError): VideoJobFailure;
+}
+
+// --- embeddings ---------------------------------------------------------------------------
+
+interface EmbeddingRequest {
+  /** the upstream model name */
+  model: string;
+  /** texts, or token arrays in the upstream's own tokenizer (only for models that take them) */
+  input: string[] | number[][];
+  /** fewer dimensions than the model's own (only for models that can reduce them) */
+  dimensions?: number;
+  /** the caller's end-user id, passed on for the upstream's abuse monitoring */
+  user?: string;
+}
+
+export interface EmbeddingResult {
+  /** one float vector per input, in input order */
+  vectors: number[][];
+  /** the input tokens the upstream counted; null = it did not say */
+  promptTokens: number | null;
+}
+
+/**
+ * Inputs in, one vector per input out. The whole batch answers or fails together (a partial
+ * answer is a failure: nothing is billed for it). Failures are RequestErrors, as for chat.
+ */
+export interface EmbeddingsAdapter {
+  embed(req: EmbeddingRequest, target: ProviderTarget, signal: AbortSignal): Promise<EmbeddingResult>;
+}
+
+// --- images -------------------------------------------------------------------------------
+
+/** A reference image, already fetched and checked by the gateway (never a caller's URL). */
+export interface ImageReference {
+  data: Buffer;
+  /** image/png, image/jpeg, image/webp or image/gif */
+  mediaType: string;
+}
+
+/** An image request as every image protocol gets it; the adapter maps it to its own field names. */
+export interface ImageRequest {
+  /** the upstream model name */
+  model: string;
+  prompt: string;
+  /** images wanted (the route's own limit already checked) */
+  n: number;
+  /** `WIDTHxHEIGHT`, or the model's own name for a size (fal's `square_hd`) */
+  resolution?: string;
+  aspectRatio?: string;
+  quality?: string;
+  outputFormat?: string;
+  seed?: number;
+  negativePrompt?: string;
+  /** images to edit or condition on; a mask (white = edit area) for inpainting */
+  references: ImageReference[];
+  mask?: ImageReference;
+  /** optional model parameters the catalog lets through (strength, guidance_scale, …), by their spec names */
+  params: Record<string, unknown>;
+  /** the caller's end-user id, passed on for the upstream's abuse monitoring */
+  user?: string;
+}
+
+/** One output image: its bytes inline, or a URL on the provider's storage that the gateway downloads. */
+export type OutputImage = { b64: string; mediaType?: string } | { url: string; mediaType?: string };
+
+export interface ImageResult {
+  /** what came back (fewer than asked is billed as fewer) */
+  images: OutputImage[];
+  /** a seed the provider reports, when it does */
+  seed?: number;
+}
+
+/**
+ * Prompt (and references) in, images out, in one call (a queue protocol polls inside it). A
+ * refusal of the content is a RequestError with code `content_policy_violation` (400, not
+ * retried); other failures are RequestErrors, as for chat. Nothing is billed for a failure.
+ */
+export interface ImagesAdapter {
+  generate(req: ImageRequest, target: ProviderTarget, signal: AbortSignal): Promise<ImageResult>;
 }

@@ -7,7 +7,7 @@ import { Context } from '@temporalio/activity';
 import { db } from '../db.js';
 import { catalog } from '../catalog/catalog.js';
 import type { Caller } from '../accounts/keys.js';
-import { InferenceCall } from '../inference/execute.js';
+import { hasOutput, InferenceCall, producedText } from '../inference/execute.js';
 import type { InferenceRequest } from '../core/types.js';
 import {
   assistantTurn,
@@ -151,16 +151,13 @@ export async function runBackgroundResponse(id: string): Promise<string> {
         `Model '${job.modelId}' has no configured provider on this worker.`,
       );
     const { result, route } = await call.complete(ctx.cancellationSignal);
-    if (!result.content && !result.toolCalls.length && !result.reasoning)
+    if (!hasOutput(result))
       throw new RequestError(
         502,
         'empty_response',
         `${route.provider.id} returned an empty response. Nothing was charged.`,
       );
-    const { usage } = await call.settle(
-      result.usage,
-      result.content + (result.reasoning ?? '') + result.toolCalls.map((c) => c.arguments).join(''),
-    );
+    const { usage } = await call.settle(result.usage, producedText(result));
     const response = toResponse(result, usage, { ...job.meta, provider: route.provider.id });
     // an answer that could not be stored never reaches the caller: refund it (a retry may store it)
     await call.metered.orAbandon(

@@ -18,6 +18,8 @@ export interface ModelName {
   thinking?: boolean;
   reasoningExclude?: boolean;
   reasoningEffort?: ReasoningEffort;
+  /** compress the conversation before the latest user turn first (":memory", activities/memory/) */
+  memory?: boolean;
   /** the suffixes as written, for messages */
   suffixes: string[];
 }
@@ -42,7 +44,6 @@ const EFFORTS = ['none', 'low', 'medium', 'high', 'xhigh', 'max'];
 // Recognized, not offered by this gateway (yet): refuse, naming the feature.
 const NOT_OFFERED: Array<[RegExp, string]> = [
   [/^online(\/.+)?$/, 'web search'],
-  [/^memory$/, 'conversation memory'],
   [/^(redaction|redacted|piiredaction|piiredacted)$/, 'PII redaction'],
 ];
 
@@ -52,6 +53,7 @@ function isSuffix(token: string): boolean {
     token === 'tools' ||
     /^(caching|cache|cached)$/.test(token) ||
     token === 'thinking' ||
+    token === 'memory' ||
     token === 'reasoning-exclude' ||
     token.startsWith('reasoning-effort/') ||
     NOT_OFFERED.some(([re]) => re.test(token))
@@ -83,6 +85,7 @@ export function parseModelName(name: string, exists: (base: string) => boolean):
     } else if (s === 'tools') out.requireTools = true;
     else if (s === 'caching' || s === 'cache' || s === 'cached') out.requireCaching = true;
     else if (s === 'thinking') out.thinking = true;
+    else if (s === 'memory') out.memory = true;
     else if (s === 'reasoning-exclude') out.reasoningExclude = true;
     else if (s.startsWith('reasoning-effort/')) {
       const effort = s.slice('reasoning-effort/'.length);

@@ -25,6 +25,8 @@ function pricingJson(b: Bill) {
     paymentSource: b.paymentSource,
     inputTokens: b.inputTokens,
     outputTokens: b.outputTokens,
+    // the spec's team fields, when a team paid (clients ignore keys they do not know)
+    ...(b.billedToTeam ? { billedToTeam: true, billedTeamId: b.billedTeamId, billedTeamName: b.billedTeamName } : {}),
   };
 }
 

@@ -4,6 +4,8 @@
 //                   retry that finds it does nothing), or records the provider's refusal;
 //   pollVideoJob    asks the provider's status and keeps the row current (status, provider
 //                   label, progress, ETA); never moves a terminal row backwards;
+//   watchVideoJob   polls in a loop, heartbeating between checks, until the provider's job
+//                   ends or the deadline passes (why a loop here and not a workflow timer: below);
 //   finishVideoJob  fetches the output, hosts the file(s), settles the duration's price and marks
 //                   the job completed — or records the job's own failure (NSFW included);
 //   closeVideoJob   failed / cancelled / timed out: asks the provider to stop when it may still
@@ -136,6 +138,31 @@ export async function submitVideoJob(id: string): Promise<VideoStep> {
     throw err;
   }
   return 'queued';
+}
+
+/**
+ * Status checks every `pollMs` until the job leaves the provider's queue or `deadlineAt` (epoch
+ * ms) passes; returns the last step (still open only when the deadline passed).
+ *
+ * Polling every few seconds from the workflow (a timer, then a one-check activity) writes about
+ * ten history events per check: with a few hundred jobs in flight that kept the Temporal server's
+ * persistence busy enough to slow every workflow start (bench:jobs). Temporal's advice for polling
+ * this often is this: one long activity that checks in a loop and heartbeats. Heartbeats are
+ * throttled by the SDK to one server call per ~0.8 × heartbeatTimeout, so a check costs the server
+ * nothing; a worker that dies stops heartbeating and the activity is retried on another within the
+ * heartbeat timeout; a cancelled workflow does not wait for this activity (it closes the job itself),
+ * and the cancellation reaches the loop with its next heartbeat.
+ */
+export async function watchVideoJob(id: string, pollMs: number, deadlineAt: number): Promise<VideoStep> {
+  const ctx = Context.current();
+  for (;;) {
+    // rejects when the activity is cancelled (the workflow was, or the worker is shutting down)
+    await ctx.sleep(Math.min(pollMs, Math.max(0, deadlineAt - Date.now())));
+    ctx.heartbeat();
+    const step = await pollVideoJob(id);
+    if (isTerminal(step) || Date.now() >= deadlineAt) return step;
+    ctx.heartbeat(step);
+  }
 }
 
 /** One status check. `completed` means the provider finished: the workflow then runs finishVideoJob. */

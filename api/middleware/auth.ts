@@ -1,15 +1,20 @@
-// API-key authentication: `Authorization: Bearer <key>` or `x-api-key` (header names are
-// case-insensitive). Resolves the caller, enforces the key's daily caps, and leaves the
-// caller on ctx.state.caller for the route. Failed authentications are limited per client
-// address (authFailures.ts), checked before a key is looked up.
+// Authentication: an API key (`Authorization: Bearer <key>` or `x-api-key`; header names are
+// case-insensitive) or, without one, the session cookie (api/session.ts). Both resolve to the same
+// Caller (activities/accounts/keys.ts), left on ctx.state.caller for the route; a key's daily caps
+// are enforced here. A key wins over a cookie sent with it. Failed key authentications are limited
+// per client address (authFailures.ts), checked before a key is looked up; a session token is 256
+// random bits, so a bad cookie is simply refused. A state-changing request authenticated by the
+// cookie must pass the CSRF origin check (api/session.ts).
 import type Koa from 'koa';
 import type { Context, Middleware } from 'koa';
 import { resolveKey } from '../../activities/accounts/keys.js';
 import { admitRequest } from '../../activities/accounts/limits.js';
-import type { AppState } from '../state.js';
+import type { AppContext, AppState } from '../state.js';
 import { config } from '../../activities/config.js';
 import { RequestError } from '../../activities/core/errors.js';
 import { FailedAuthentications } from '../authFailures.js';
+import { resolveSession } from '../../activities/accounts/sessions.js';
+import { checkSessionOrigin, sessionToken } from '../session.js';
 
 const REASONS: Record<string, string> = {
   revoked: 'This API key has been revoked. Create a new key.',
@@ -37,9 +42,46 @@ function failedAuthentications(app: Koa): FailedAuthentications {
   return failures;
 }
 
+const SESSION_REASONS: Record<string, string> = {
+  invalid: 'Your session has ended (signed out, revoked or expired). Sign in again.',
+  inactive: 'This account is inactive.',
+};
+
+/** Authenticate by the session cookie, if one was sent: true when ctx.state.caller is now set. */
+async function bySession(ctx: AppContext): Promise<boolean> {
+  const token = sessionToken(ctx);
+  if (!token) return false;
+  const resolved = await resolveSession(token);
+  if (!resolved.caller) {
+    throw new RequestError(401, 'invalid_session', SESSION_REASONS[resolved.reason]!, {
+      details: { reason: 'invalid_session' },
+    });
+  }
+  checkSessionOrigin(ctx);
+  ctx.state.caller = resolved.caller;
+  ctx.state.session = resolved.session;
+  return true;
+}
+
+/** Routes for people, not programs (managing API keys): the session cookie only; an API key is not enough. */
+export const requireSession: Middleware<AppState> = async (ctx, next) => {
+  if (!(await bySession(ctx))) {
+    throw new RequestError(
+      401,
+      'not_signed_in',
+      'Sign in first: this route takes the session cookie, not an API key.',
+      {
+        details: { reason: 'not_signed_in' },
+      },
+    );
+  }
+  await next();
+};
+
 export const authenticate: Middleware<AppState> = async (ctx, next) => {
   const raw = presentedKey(ctx);
   if (!raw) {
+    if (await bySession(ctx)) return next();
     throw new RequestError(
       401,
       'missing_api_key',

@@ -23,7 +23,9 @@ declare module 'koa' {
   }
 }
 
-const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+// DELETE too: the session routes (and the teams API) name what to delete in the body, as the spec's
+// teams table does (`DELETE .../members {sessionId}`); a DELETE without a body still parses to `{}`.
+const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 // JSON, and what clients send JSON as: curl's -d says form encoding, some say text/plain.
 const JSON_TYPES = /^\s*(application\/(json|[^\s;]+\+json|x-www-form-urlencoded)|text\/plain)\s*(;|$)/i;
 // Only objects and arrays are request bodies (as strict JSON body parsers have it).
@@ -97,7 +99,7 @@ export function jsonBody(limits: BodyLimits): Middleware<AppState> {
  * answer rather than a reset) and closes the connection once another `limit` bytes have come: a
  * client may not keep the gateway reading an upload of any size for nothing.
  */
-function discardRest(req: IncomingMessage, limit: number): void {
+export function discardRest(req: IncomingMessage, limit: number): void {
   let dropped = 0;
   req.on('data', (chunk: Buffer) => {
     dropped += chunk.length;

@@ -11,7 +11,7 @@ export function perKeyRate(bucket: string, perMinute: number): Middleware<AppSta
   const hits = new Map<string, number[]>();
   return async (ctx, next) => {
     const caller = ctx.state.caller;
-    const key = caller?.keyId ?? ctx.ip;
+    const key = caller?.keyId ?? (caller?.userId != null ? `user:${caller.userId}` : ctx.ip);
     const now = Date.now();
     const recent = (hits.get(key) ?? []).filter((t) => t > now - 60_000);
     if (recent.length >= perMinute) {

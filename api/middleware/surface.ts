@@ -7,22 +7,52 @@ import type { Envelope } from '../errors.js';
 import { jsonBody } from './body.js';
 import { refuseNulInUrl } from './nul.js';
 import { config } from '../../activities/config.js';
+import { RequestError } from '../../activities/core/errors.js';
 import type { AppContext, AppState } from '../state.js';
 
 /** Each route's surface middleware and the envelope it declares (for envelopeOfPath). */
 const declared = new WeakMap<Middleware<AppState>, Envelope>();
 
-export function surface(envelope: Envelope): Middleware<AppState> {
+/**
+ * `limits`: a route whose bodies are larger by design (an inline batch's 20 MiB of requests) raises
+ * the body limits for itself, never below the configured ones. `jsonOnly`: a POST whose body is not
+ * declared JSON (`application/json` or `+json`) is refused with `invalid_content_type`, rather
+ * than read as JSON whatever it says it is (the image API's rule).
+ */
+export function surface(
+  envelope: Envelope,
+  limits: { limitBytes?: number; maxValues?: number; jsonOnly?: boolean } = {},
+): Middleware<AppState> {
   const middleware = compose<AppContext>([
     async (ctx, next) => {
       ctx.state.envelope = envelope;
       await next();
     },
+    ...(limits.jsonOnly ? [refuseNonJson] : []),
     refuseNulInUrl,
-    jsonBody({ limitBytes: config.bodyLimitBytes, maxDepth: config.maxJsonDepth, maxValues: config.maxJsonValues }),
+    jsonBody({
+      limitBytes: Math.max(config.bodyLimitBytes, limits.limitBytes ?? 0),
+      maxDepth: config.maxJsonDepth,
+      maxValues: Math.max(config.maxJsonValues, limits.maxValues ?? 0),
+    }),
   ]);
   declared.set(middleware, envelope);
   return middleware;
+}
+
+const JSON_TYPE = /^\s*application\/([^\s;]+\+)?json\s*(;|$)/i;
+
+async function refuseNonJson(ctx: AppContext, next: () => Promise<unknown>) {
+  const type = ctx.get('content-type');
+  if (ctx.method === 'POST' && !JSON_TYPE.test(type)) {
+    ctx.req.resume(); // the body is not read
+    throw new RequestError(
+      400,
+      'invalid_content_type',
+      `This route takes JSON (Content-Type: application/json), not ${type ? `'${type.slice(0, 100)}'` : 'an untyped body'}.`,
+    );
+  }
+  await next();
 }
 
 /**

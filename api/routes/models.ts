@@ -36,7 +36,7 @@ function defaultRoute(m: ModelInfo): Route | undefined {
  * tokens. Models billed by something else name it instead of borrowing token field names:
  * speech `{input, unit:'per_million_characters'}`; music `{input, unit:'per_minute', billed_by:
  * 'second'}` (or per N seconds, from the model's `billing_per`); video `{per_second,
- * unit:'per_second'}` (a video route's price is USD per second of output).
+ * unit:'per_second'}` (a video route's price is USD per second of output); image `{per_image, unit:'per_image'}`.
  */
 function pricingOf(m: ModelInfo, r: Route | undefined) {
   if (m.category === 'speech' || m.category === 'music') {
@@ -56,6 +56,10 @@ function pricingOf(m: ModelInfo, r: Route | undefined) {
       unit: per === 60n ? 'per_minute' : per === 1n ? 'per_second' : `per_${per}_seconds`,
       billed_by: 'second',
     };
+  }
+  if (m.category === 'image') {
+    // the default size and quality; GET /api/v1/images/models/{id}/endpoints has every price
+    return { per_image: r ? perMillion(r.price.input) : null, currency: 'USD', unit: 'per_image', billed_by: 'image' };
   }
   if (m.category === 'video') {
     return {
@@ -104,7 +108,7 @@ modelsRouter.get(
   (ctx) => {
     const models = catalog()
       .usable()
-      .filter((m) => m.category !== 'embedding');
+      .filter((m) => m.category !== 'embedding' && m.category !== 'memory');
     ctx.body = { object: 'list', data: models.map(ctx.state.query.detailed ? detailed : summary) };
   },
 );

@@ -5,6 +5,7 @@
 // and a signed media URL.
 import { newAccount } from '../support/api.js';
 import { createKey, revokeKey } from '../../activities/accounts/keys.js';
+import { holdFile } from '../../activities/files/holds.js';
 import type { FalUpstream } from '../support/upstreams/fal.js';
 
 async function post(origin: URL, key: string, path: string, body: unknown, headers: Record<string, string> = {}) {
@@ -103,6 +104,28 @@ export async function makeFixtures(
   const media = new URL(hosted.audioUrl);
   values.set('mediaId', media.pathname.split('/').pop()!);
   values.set('mediaQuery', media.search.slice(1));
+
+  // batch input files: one of the rich account's (kept: a hold pins it, so fuzzed deletes meet 409), another's
+  const uploadFile = async (key: string) => {
+    const form = new FormData();
+    form.append('purpose', 'batch');
+    form.append(
+      'file',
+      new Blob(['{"custom_id":"a","method":"POST","url":"/v1/chat/completions","body":{}}\n']),
+      'b.jsonl',
+    );
+    const res = await fetch(new URL('/v1/files', origin), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: form,
+    });
+    if (res.status !== 200) throw new Error(`fixture upload answered ${res.status}: ${await res.text()}`);
+    return ((await res.json()) as { id: string }).id;
+  };
+  values.set('ownFile', await uploadFile(rich.key));
+  await holdFile(values.get('ownFile')!, rich.accountId, 'batch_fuzz_fixture');
+  values.set('spareFile', await uploadFile(rich.key));
+  values.set('foreignFile', await uploadFile(other.key));
 
   await waitFor(
     'the speech job to finish',

@@ -295,6 +295,33 @@ export interface RouteHints {
 }
 
 const videoModels = () => ids('/api/generate-video');
+const imageModels = () => ids('/api/v1/images', ['image']);
+
+/** An image request's fields: real image models, their sizes, references in every accepted shape and some refused ones. */
+function imageBody(): Hints {
+  const ref = fc.oneof(
+    imageUrl,
+    imageUrl.map((url) => ({ type: 'image_url', image_url: { url } })),
+    fc.constant({}),
+  );
+  return {
+    model: modelName(imageModels()),
+    prompt: text(),
+    n: fc.integer({ min: 0, max: 12 }),
+    nImages: fc.integer({ min: 0, max: 5 }),
+    size: fc.constantFrom('1024x1024', '1536x1024', '1792x1024', '999x999', 'big'),
+    resolution: fc.constantFrom('1024x1024', '512x512', '1x1'),
+    quality: fc.constantFrom('low', 'medium', 'high', 'standard', 'hd', 'ultra'),
+    aspect_ratio: fc.constantFrom('1:1', '16:9', '5:1'),
+    input_references: fc.array(ref, { maxLength: 3 }),
+    imageDataUrl: imageUrl,
+    maskDataUrl: imageUrl,
+    image: imageUrl,
+    provider: fc.constantFrom({}, '', { order: ['openai'] }),
+    stream: fc.boolean(),
+    response_format: fc.constantFrom('b64_json', 'url'),
+  };
+}
 
 /** Hints per router path: what the schema cannot know. */
 export function hintsFor(route: ServedRoute): RouteHints {
@@ -326,6 +353,14 @@ export function hintsFor(route: ServedRoute): RouteHints {
     case '/messages':
     case '/messages/count_tokens':
       return { body: messagesHints() };
+    case '/messages/batches':
+      // each request's params as the messages route's; ids mostly well-formed (and sometimes repeated)
+      return {
+        body: {
+          'requests[].custom_id': fc.oneof(fc.stringMatching(/^[a-zA-Z0-9_-]{1,12}$/), fc.constant('same')),
+          ...Object.fromEntries(Object.entries(messagesHints()).map(([k, v]) => [`requests[].params.${k}`, v])),
+        },
+      };
     case '/responses':
       return {
         body: {
@@ -354,6 +389,27 @@ export function hintsFor(route: ServedRoute): RouteHints {
       };
     case '/audio/speech':
       return { body: speechHints('input') };
+    case '/embeddings':
+      return {
+        body: {
+          model: modelName(ids('/v1/embeddings')),
+          input: fc.oneof(
+            fuzzText({ minLength: 1, maxLength: 40, nul: true }),
+            fc.array(text(), { maxLength: 3 }),
+            fc.array(fc.integer({ min: -1, max: 100_000 }), { maxLength: 4 }),
+          ),
+          encoding_format: fc.constantFrom('float', 'base64', 'int8'),
+          dimensions: fc.oneof(fc.integer({ min: 0, max: 4000 }), fc.constant(384)),
+        },
+      };
+    case '/memory':
+      return {
+        body: {
+          messages: fc.oneof(chatMessages, fc.constant([])),
+          expiration_days: fc.integer({ min: 0, max: 400 }),
+          model_context_limit: fc.integer({ min: 0, max: 200_000 }),
+        },
+      };
     case '/audio/voices':
       return { query: { model: modelName(speechModels()) } };
     case '/models':
@@ -388,6 +444,18 @@ export function hintsFor(route: ServedRoute): RouteHints {
           segment(fuzzText({ minLength: 1, maxLength: 60 })).map((id) => `/api/media/${id}?{{mediaQuery}}`),
         ),
       };
+    case '/images':
+    case '/images/generations':
+    case '/images/edits':
+    case '/images/edit':
+    case '/api/generate-image':
+      return { body: imageBody() };
+    case '/images/models/*modelId/endpoints':
+      return {
+        path: fc
+          .oneof(fc.constantFrom(...imageModels()), fuzzText({ minLength: 1, maxLength: 40 }))
+          .map((id) => `${route.path.startsWith('/v1') ? '' : '/api'}/v1/images/models/${encodeSegment(id)}/endpoints`),
+      };
     case '/api/generate-video':
       return {
         body: {
@@ -407,6 +475,21 @@ export function hintsFor(route: ServedRoute): RouteHints {
         query: {
           requestId: idOf(['ownVideo', 'mjVideo'], ['foreignVideo'], 'vid_'),
           runId: idOf(['ownVideo'], ['foreignVideo'], 'vid_'),
+        },
+      };
+    case '/files/:id':
+    case '/files/:id/content':
+      return {
+        path: segment(idOf(['ownFile', 'spareFile'], ['foreignFile'], 'file_')).map((id) =>
+          route.path.replace(':id', id),
+        ),
+      };
+    case '/files':
+      return {
+        query: {
+          after: idOf(['ownFile', 'spareFile'], ['foreignFile'], 'file_'),
+          before: idOf(['ownFile'], ['foreignFile'], 'file_'),
+          purpose: fc.oneof(fc.constantFrom('batch', 'batch_output', 'fine-tune'), fuzzText({ maxLength: 20 })),
         },
       };
     case '/api/generate-video/recover':

@@ -11,6 +11,7 @@ import { declaredEnvelope } from '../../api/middleware/surface.js';
 import { declaredSchema } from '../../api/validate.js';
 import { hintsFor, toWellFormed } from './hints.js';
 import { type Hints, mutated, valid } from './schemaArbitrary.js';
+import { BOUNDARY, multipartBody } from './multipart.js';
 
 type Schema = Record<string, any>;
 
@@ -22,6 +23,8 @@ export interface ServedRoute {
   auth: boolean;
   body?: Schema;
   query?: Schema;
+  /** the fields of a multipart form the route reads as it streams (validate.ts declareMultipart) */
+  multipart?: Schema;
 }
 
 /** The routes `app` serves, with the contract each declares. */
@@ -200,15 +203,17 @@ export function routeCases(route: ServedRoute, validOnly = false): fc.Arbitrary<
   const path = hints.path ?? queryString(route.query, hints.query ?? {}).map((q) => route.path + q);
   const body: fc.Arbitrary<unknown> = !readsBody
     ? fc.constant(undefined)
-    : route.body && validOnly
-      ? valid(route.body, hints.body ?? {})
-      : route.body
-        ? fc.oneof(
-            { arbitrary: valid(route.body, hints.body ?? {}, '', true), weight: 5 },
-            { arbitrary: mutated(route.body, hints.body ?? {}), weight: 3 },
-            { arbitrary: fc.jsonValue({ maxDepth: 3 }), weight: 1 },
-          )
-        : fc.oneof(fc.constant(undefined), fc.jsonValue({ maxDepth: 2 }));
+    : route.multipart
+      ? fc.oneof({ arbitrary: multipartBody(route.multipart), weight: 6 }, fc.jsonValue({ maxDepth: 2 }))
+      : route.body && validOnly
+        ? valid(route.body, hints.body ?? {})
+        : route.body
+          ? fc.oneof(
+              { arbitrary: valid(route.body, hints.body ?? {}, '', true), weight: 5 },
+              { arbitrary: mutated(route.body, hints.body ?? {}), weight: 3 },
+              { arbitrary: fc.jsonValue({ maxDepth: 3 }), weight: 1 },
+            )
+          : fc.oneof(fc.constant(undefined), fc.jsonValue({ maxDepth: 2 }));
   const contentType = fc.oneof(
     { arbitrary: fc.constant('application/json'), weight: 12 },
     { arbitrary: fc.constantFrom(...CONTENT_TYPES), weight: 2 },
@@ -235,6 +240,9 @@ export function routeCases(route: ServedRoute, validOnly = false): fc.Arbitrary<
     .map(({ path: p, body: b, auth, extra, contentType: ct, encoding: enc, head }) => {
       const headers: Record<string, string> = { ...auth, ...extra };
       if (b !== undefined && ct) headers['content-type'] = ct;
+      // a form is sent as one, mostly (a JSON body or another type still tests the refusal)
+      if (Buffer.isBuffer(b) && route.multipart && (validOnly || ct === 'application/json'))
+        headers['content-type'] = `multipart/form-data; boundary=${BOUNDARY}`;
       const m = method === 'GET' && head && route.methods.includes('HEAD') ? 'HEAD' : method;
       return {
         route: route.path,

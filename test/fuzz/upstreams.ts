@@ -1,6 +1,6 @@
 // Every provider in the catalog served by a loopback upstream speaking its real protocol, so a
-// request that passes validation goes all the way: OpenAI-protocol vendors (chat, completions and
-// speech on one host, as api.openai.com has them), Anthropic, Gemini, ElevenLabs, and fal's queue
+// request that passes validation goes all the way: OpenAI-protocol vendors (chat, completions,
+// speech and embeddings on one host, as api.openai.com has them), Anthropic, Gemini, ElevenLabs, and fal's queue
 // for video (Midjourney-style too). The built-in local providers (llama.cpp, eSpeak) need nothing.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -9,6 +9,7 @@ import { config } from '../../activities/config.js';
 import { type AnthropicUpstream, startAnthropicUpstream } from '../support/upstreams/anthropic.js';
 import { type FalUpstream, startFalUpstream } from '../support/upstreams/fal.js';
 import { type GeminiUpstream, startGeminiUpstream } from '../support/upstreams/gemini.js';
+import { type EmbeddingsUpstream, startEmbeddingsUpstream } from '../support/upstreams/embeddings.js';
 import { type OpenAIUpstream, startOpenAIUpstream } from '../support/upstreams/openai.js';
 import {
   type SpeechUpstream,
@@ -34,28 +35,33 @@ export interface Upstreams {
   close(): Promise<void>;
 }
 
-/** One port for OpenAI's chat and speech upstreams: `/v1/audio/speech` goes to speech, the rest to chat. */
+/**
+ * One port for OpenAI's chat, speech and embeddings upstreams: `/v1/audio/speech` goes to speech,
+ * `/v1/embeddings` to embeddings (served at its root), the rest to chat.
+ */
 async function openAIHost(
   chat: OpenAIUpstream,
   speech: SpeechUpstream,
+  embeddings: EmbeddingsUpstream,
 ): Promise<{ url: string; close(): Promise<void> }> {
   const chatUrl = new URL(chat.url);
   const speechUrl = new URL(speech.url);
+  const embeddingsUrl = new URL(embeddings.url);
   const server = http.createServer((req, res) => {
-    const to = req.url?.startsWith('/v1/audio/') ? speechUrl : chatUrl;
+    const embed = req.url === '/v1/embeddings';
+    const to = req.url?.startsWith('/v1/audio/') ? speechUrl : embed ? embeddingsUrl : chatUrl;
     const headers = { ...req.headers };
     // each loopback server checks its own key; the gateway holds one OpenAI key
     if (to === speechUrl) headers.authorization = `Bearer ${speech.apiKey}`;
-    const forward = http.request(
-      { host: to.hostname, port: to.port, method: req.method, path: req.url, headers },
-      (up) => {
-        res.writeHead(up.statusCode ?? 502, up.headers);
-        up.pipe(res);
-        // an answer cut off upstream is cut off here too
-        up.on('aborted', () => res.destroy());
-        up.on('error', () => res.destroy());
-      },
-    );
+    if (embed) headers.authorization = `Bearer ${embeddings.apiKey}`;
+    const path = embed ? '/embeddings' : req.url;
+    const forward = http.request({ host: to.hostname, port: to.port, method: req.method, path, headers }, (up) => {
+      res.writeHead(up.statusCode ?? 502, up.headers);
+      up.pipe(res);
+      // an answer cut off upstream is cut off here too
+      up.on('aborted', () => res.destroy());
+      up.on('error', () => res.destroy());
+    });
     forward.on('error', () => res.destroy());
     res.on('close', () => forward.destroy());
     req.pipe(forward);
@@ -78,7 +84,8 @@ const UPSTREAM_TEXT = 'upstream-internal-9f3c';
 export async function startUpstreams(): Promise<Upstreams> {
   const chat = await startOpenAIUpstream();
   const speech = await startOpenAISpeechUpstream();
-  const openai = await openAIHost(chat, speech);
+  const embeddings = await startEmbeddingsUpstream();
+  const openai = await openAIHost(chat, speech, embeddings);
   const anthropic: AnthropicUpstream = await startAnthropicUpstream();
   const gemini: GeminiUpstream = await startGeminiUpstream();
   const eleven = await startElevenLabsUpstream();
@@ -105,7 +112,7 @@ export async function startUpstreams(): Promise<Upstreams> {
     env[`${prefix}_API_KEY`] = chat.apiKey!;
     env[`${prefix}_BASE_URL`] = openai.url;
   }
-  const ports = [chat.url, speech.url, openai.url, anthropic.url, gemini.url, eleven.url, fal.url].map(
+  const ports = [chat.url, speech.url, embeddings.url, openai.url, anthropic.url, gemini.url, eleven.url, fal.url].map(
     (u) => new URL(u).host,
   );
   return {
@@ -114,6 +121,7 @@ export async function startUpstreams(): Promise<Upstreams> {
       UPSTREAM_TEXT,
       chat.apiKey!,
       speech.apiKey,
+      embeddings.apiKey,
       anthropic.apiKey,
       gemini.apiKey,
       eleven.apiKey,
@@ -132,6 +140,7 @@ export async function startUpstreams(): Promise<Upstreams> {
         gemini.script(...many({ cutAfter: 1 }));
         speech.script(...many({ cutAfter: 1 }));
         eleven.script(...many({ cutAfter: 1 }));
+        embeddings.script(...many({ drop: true }));
         return;
       }
       chat.defaults({ status, error: { message } });
@@ -139,6 +148,7 @@ export async function startUpstreams(): Promise<Upstreams> {
       gemini.script(...many({ error: { status, message } }));
       speech.script(...many({ status, message }));
       eleven.script(...many({ status, message }));
+      embeddings.script(...many({ status, message }));
     },
     heal() {
       chat.defaults({});
@@ -146,18 +156,20 @@ export async function startUpstreams(): Promise<Upstreams> {
       gemini.reset();
       speech.script();
       eleven.script();
+      embeddings.script();
     },
     forget() {
       chat.requests.length = 0;
       gemini.requests.length = 0;
       anthropic.requests.length = 0;
       speech.requests.length = 0;
+      embeddings.requests.length = 0;
       eleven.requests.length = 0;
       fal.requests.length = 0;
     },
     async close() {
       await openai.close();
-      for (const u of [chat, speech, anthropic, gemini, eleven, fal]) await u.close();
+      for (const u of [chat, speech, embeddings, anthropic, gemini, eleven, fal]) await u.close();
     },
   };
 }

@@ -87,3 +87,14 @@ export function messageUsageCost(
   const write = u.cache_creation_input_tokens ?? 0;
   return textCost(p, { input: u.input_tokens + read + write, cached: read, output: u.output_tokens });
 }
+
+/** Embeddings: nano-USD per 1M input tokens. */
+export const EMBEDDING_PER_MILLION_TOKENS = {
+  /** 0.02, +5% */
+  'openai/text-embedding-3-small': 21_000_000n,
+  /** 0.005, no markup */
+  'local/all-minilm-l6-v2': 5_000_000n,
+};
+
+/** Memory (switchyard/memory, the spec's rates, no markup): nano-USD per 1M tokens. */
+export const MEMORY: TokenPrices = { input: 5_000_000_000n, cachedInput: 2_500_000_000n, output: 10_000_000_000n };

@@ -1,7 +1,8 @@
-// fal.ai's queue API as a video provider: the protocol-neutral video job (types.ts VideoInput)
+// fal.ai's queue API as a video provider (and its image models, images.ts): the protocol-neutral video job (types.ts VideoInput)
 // mapped to fal's field names, fal's statuses to the spec's normalized states, fal's results to
 // output videos (queue.ts speaks the wire).
 import type { Provider, ProviderTarget, VideoAdapter, VideoInput, VideoResult, VideoState } from '../types.js';
+import { falImages } from './images.js';
 import { falCancel, falResult, falStatus, falSubmit, jobFailure } from './queue.js';
 
 /** fal's statuses, and the bridges' FAILED / CANCELED, as normalized states. */
@@ -105,4 +106,5 @@ const falVideo: VideoAdapter = {
 export const falProvider: Provider = {
   protocol: 'fal',
   video: falVideo,
+  images: falImages,
 };

@@ -36,7 +36,7 @@ function appId(model: string): string {
   return model.split('/').filter(Boolean).slice(0, 2).join('/');
 }
 
-function headers(target: ProviderTarget, json: boolean): Record<string, string> {
+export function falHeaders(target: ProviderTarget, json: boolean): Record<string, string> {
   const h: Record<string, string> = { accept: 'application/json', ...target.headers };
   if (json) h['content-type'] = 'application/json';
   if (target.apiKey) h.authorization = `Key ${target.apiKey}`;
@@ -51,7 +51,7 @@ export async function falSubmit(
   signal: AbortSignal,
 ): Promise<string> {
   const res = await send(target.providerId, `${trimBase(target)}/${model}`, {
-    headers: headers(target, true),
+    headers: falHeaders(target, true),
     body: JSON.stringify(input),
     signal,
   });
@@ -73,7 +73,7 @@ export async function falStatus(
   signal: AbortSignal,
 ): Promise<FalStatusReply> {
   const url = `${trimBase(target)}/${appId(model)}/requests/${encodeURIComponent(requestId)}/status?logs=1`;
-  const res = await send(target.providerId, url, { method: 'GET', headers: headers(target, false), signal });
+  const res = await send(target.providerId, url, { method: 'GET', headers: falHeaders(target, false), signal });
   if (res.status < 200 || res.status >= 300) throw await statusError(target.providerId, res);
   const b = await readJson(target.providerId, res);
   const logs = Array.isArray(b?.logs)
@@ -96,7 +96,7 @@ export async function falResult(
   signal: AbortSignal,
 ): Promise<FalResult> {
   const url = `${trimBase(target)}/${appId(model)}/requests/${encodeURIComponent(requestId)}`;
-  const res = await send(target.providerId, url, { method: 'GET', headers: headers(target, false), signal });
+  const res = await send(target.providerId, url, { method: 'GET', headers: falHeaders(target, false), signal });
   if (res.status >= 200 && res.status < 300) {
     const output = await readJson(target.providerId, res);
     if (!output || typeof output !== 'object') {
@@ -122,7 +122,7 @@ export async function falCancel(
 ): Promise<'requested' | 'already_completed' | 'not_found'> {
   const url = `${trimBase(target)}/${appId(model)}/requests/${encodeURIComponent(requestId)}/cancel`;
   // (`send` is typed for the GET/POST the text providers use; undici takes any method)
-  const res = await send(target.providerId, url, { method: 'PUT', headers: headers(target, false), signal });
+  const res = await send(target.providerId, url, { method: 'PUT', headers: falHeaders(target, false), signal });
   const text = await res.body.text().catch(() => '');
   if (res.status === 404) return 'not_found';
   if (res.status >= 200 && res.status < 300) return 'requested';
@@ -147,7 +147,7 @@ export function jobFailure(err: RequestError): VideoJobFailure {
 }
 
 /** fal's error bodies: {detail:"..."|[{msg,type,loc}], error_type?} (and the X-Fal-Error-Type header). */
-async function falError(target: ProviderTarget, res: Awaited<ReturnType<typeof send>>): Promise<RequestError> {
+export async function falError(target: ProviderTarget, res: Awaited<ReturnType<typeof send>>): Promise<RequestError> {
   const text = await res.body.text().catch(() => '');
   let message = text.slice(0, 500) || `HTTP ${res.status}`;
   let type: string | undefined;

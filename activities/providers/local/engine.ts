@@ -47,7 +47,7 @@ function envInt(name: string, fallback: number, min: number): number {
  * than it saves (stories260K on 2 cores: ~1200 tokens/s on one thread, 40-100 on two, and far
  * worse when the machine is busy).
  */
-function threadsFor(fileBytes: number): number {
+export function threadsFor(fileBytes: number): number {
   const cpus = os.availableParallelism?.() ?? os.cpus().length;
   const fallback = fileBytes < 64 * 1024 * 1024 ? 1 : Math.max(1, Math.min(cpus, 4));
   return envInt('LOCAL_THREADS', fallback, 1);
@@ -65,7 +65,7 @@ let llamaPromise: Promise<Llama> | undefined;
  * The llama.cpp runtime, loaded once. `build: 'never'`: use the prebuilt binary npm installed (or
  * a local build made earlier), never download or compile llama.cpp at run time.
  */
-function runtime(): Promise<Llama> {
+export function runtime(): Promise<Llama> {
   llamaPromise ??= loadLlamaLib()
     .then(({ getLlama, LlamaLogLevel }) =>
       getLlama({ build: 'never', gpu: 'auto', progressLogs: false, logLevel: LlamaLogLevel.error }),
@@ -83,7 +83,7 @@ function runtime(): Promise<Llama> {
 const checkedHashes = new Map<string, Promise<void>>();
 
 /** Stream the file through sha256 (chunks, so the event loop keeps turning) and compare. */
-function verifySha256(file: string, filePath: string, expected: string): Promise<void> {
+export function verifySha256(file: string, filePath: string, expected: string): Promise<void> {
   const key = `${filePath}\0${expected.toLowerCase()}`;
   let p = checkedHashes.get(key);
   if (!p) {
@@ -115,7 +115,7 @@ function verifySha256(file: string, filePath: string, expected: string): Promise
 const loaded = new Map<string, Promise<LocalModel>>();
 
 /** The path of a model file, or a 503 that names the searched directories. */
-function modelPath(file: string): string {
+export function modelPath(file: string): string {
   const found = findLocalModel(file);
   if (!found) {
     throw upstreamError(

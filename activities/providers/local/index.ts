@@ -5,13 +5,12 @@ import type { InferenceRequest, InferenceResult, StreamEvent, TokenLogprob } fro
 import type { ChatAdapter, Provider, ProviderTarget } from '../types.js';
 import { EventQueue } from './eventQueue.js';
 import { localSpeech } from './speech.js';
-import { localModel } from './engine.js';
+import { closeLocalModels as closeEngine, localModel } from './engine.js';
+import { closeEmbeddingModels, localEmbeddings } from './embeddings.js';
 import type { LocalModel } from './engine.js';
 import { abortError, generate } from './generate.js';
 import { assertSupported, buildPrompt } from './prompt.js';
 import type { Prompt } from './prompt.js';
-
-export { closeLocalModels } from './engine.js';
 
 /** Wait for `p`, but give up (with the abort's error) as soon as the caller aborts. */
 function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
@@ -119,4 +118,11 @@ export const localProvider: Provider = {
   protocol: 'local',
   chat: localChat,
   speech: localSpeech,
+  embeddings: localEmbeddings,
 };
+
+/** Free every loaded model (embedding contexts first) and then the runtime (shutdown, tests). */
+export async function closeLocalModels(): Promise<void> {
+  await closeEmbeddingModels();
+  await closeEngine();
+}

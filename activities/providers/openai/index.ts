@@ -1,10 +1,13 @@
 // The adapter for every upstream speaking OpenAI's chat-completions protocol: OpenAI itself,
 // OpenRouter, Together, Groq, DeepInfra, Fireworks, and self-hosted vLLM, llama.cpp server and
-// Ollama. One code path; the vendors' differences are data (quirks.ts).
+// Ollama. One code path; the vendors' differences are data (quirks.ts). Speech and embeddings
+// are their own files beside it.
 import type { InferenceRequest, InferenceResult, StreamEvent } from '../../core/types.js';
 import { readJson, send, statusError } from '../http.js';
 import type { UpstreamResponse } from '../http.js';
 import type { ChatAdapter, Provider, ProviderTarget } from '../types.js';
+import { openaiEmbeddings } from './embeddings.js';
+import { openaiImages } from './images.js';
 import { openaiPassThrough } from './native.js';
 import { openaiSpeech } from './speech.js';
 import { quirksFor } from './quirks.js';
@@ -69,4 +72,6 @@ export const openaiProvider: Provider = {
   protocol: 'openai',
   chat: openaiChat,
   speech: openaiSpeech,
+  embeddings: openaiEmbeddings,
+  images: openaiImages,
 };

@@ -55,6 +55,8 @@ interface RecordedRequest {
   path: string;
   headers: http.IncomingHttpHeaders;
   body: any;
+  /** when it arrived (epoch ms) */
+  at: number;
   /** the client went away before the reply was complete */
   aborted: boolean;
   /** resolves when the connection for this request closed (complete or not) */
@@ -133,6 +135,7 @@ export async function startAnthropicUpstream(
       path: req.url ?? '',
       headers: req.headers,
       body,
+      at: Date.now(),
       get aborted() {
         return aborted;
       },

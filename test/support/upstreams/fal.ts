@@ -10,11 +10,17 @@
 // (a valid ftyp/mdat box structure) under /files/.
 // Each submitted job follows the next script in line (or the default): queue for N polls,
 // progress for N polls, then complete, fail, refuse as NSFW, flag NSFW, or hang until cancelled.
+// Image models answer `{images:[{url, content_type, width, height}], seed, has_nsfw_concepts}`;
+// models named in `syncModels` answer their output on the POST itself, as fal's run host does.
 // A submit can be answered late, or accepted and its answer lost (the connection dropped), as
 // when a network or a worker fails between fal accepting a job and the caller reading its id.
 import http from 'node:http';
 import { createHash } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
+import { solidPng } from '../png.js';
+
+/** The PNG served as output image `i` of job `id` (its colour follows both). */
+export const falImage = (id: string, i: number) => solidPng(16, 16, [(id.length * 7) % 256, i * 50, 200]);
 
 interface FalScript {
   /** status polls answered IN_QUEUE (default 1) */
@@ -37,6 +43,10 @@ interface FalScript {
   loseSubmitResponse?: boolean;
   /** serve the job's output files this much later (a slow download) */
   fileDelayMs?: number;
+  /** an image model's job: this many output images (`{images:[{url,...}]}`, PNGs under /files/) */
+  images?: number;
+  /** `has_nsfw_concepts`, one flag per output image */
+  nsfwFlags?: boolean[];
 }
 
 interface FalJob {
@@ -87,7 +97,10 @@ function mp4(id: string, i: number): Buffer {
   return Buffer.concat([ftyp, box('free', Buffer.alloc(0)), box('mdat', data)]);
 }
 
-export async function startFalUpstream(apiKey = 'fal-loopback-key'): Promise<FalUpstream> {
+export async function startFalUpstream(
+  apiKey = 'fal-loopback-key',
+  opts: { syncModels?: string[] } = {},
+): Promise<FalUpstream> {
   const jobs: FalJob[] = [];
   const requests: FalUpstream['requests'] = [];
   const queue: FalScript[] = [];
@@ -113,6 +126,27 @@ export async function startFalUpstream(apiKey = 'fal-loopback-key'): Promise<Fal
         res.end(JSON.stringify(payload));
       };
 
+      const png = /^\/files\/([^/]+)\/(\d+)\.png$/.exec(u.pathname);
+      if (png && req.method === 'GET') {
+        const bytes = falImage(png[1], Number(png[2]));
+        res.writeHead(200, { 'content-type': 'image/png', 'content-length': String(bytes.length) });
+        res.end(bytes);
+        return;
+      }
+      const imageOutput = (job: FalJob) => {
+        const count = job.script.images ?? (Number.isInteger(job.input?.num_images) ? job.input.num_images : 1);
+        return {
+          images: Array.from({ length: count }, (_, i) => ({
+            url: `${base}/files/${job.id}/${i}.png`,
+            content_type: 'image/png',
+            width: 16,
+            height: 16,
+          })),
+          seed: 7,
+          has_nsfw_concepts: job.script.nsfwFlags ?? Array(count).fill(false),
+          prompt: job.input?.prompt,
+        };
+      };
       const file = /^\/files\/([^/]+)\/(\d+)\.mp4$/.exec(u.pathname);
       if (file && req.method === 'GET') {
         const bytes = mp4(file[1], Number(file[2]));
@@ -155,6 +189,7 @@ export async function startFalUpstream(apiKey = 'fal-loopback-key'): Promise<Fal
         if (queue[0] === script) queue.shift();
         const id = `req-${++n}-${Date.now().toString(36)}`;
         jobs.push({ id, model, input: body, script, polls: 0, cancelled: false, released: false, resultFetches: 0 });
+        if (opts.syncModels?.includes(model)) return json(200, imageOutput(jobs.at(-1)!));
         if (script.loseSubmitResponse) {
           req.socket.destroy();
           return;
@@ -251,6 +286,8 @@ export async function startFalUpstream(apiKey = 'fal-loopback-key'): Promise<Fal
           ],
         });
       }
+      // an image model's job (image requests carry num_images): images, not a video
+      if (s.images !== undefined || job.input?.num_images !== undefined) return json(200, imageOutput(job));
       const count = s.videos ?? 1;
       const videos = Array.from({ length: count }, (_, i) => ({
         url: `${base}/files/${id}/${i}.mp4`,

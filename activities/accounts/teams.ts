@@ -1,0 +1,486 @@
+// Teams: people who share an owner's account. A team has one owner, admins and members; the owner's
+// account pays for the requests of members who choose `bill_to_team` (accounts/teamBudget.ts), within
+// monthly limits and for the models the team allows. Roles: owner and admins view and manage members,
+// invitations and settings; only the owner deletes the team or hands it over; members view.
+// Everything here is plain SQL on the pool; a change that touches two rows is one transaction.
+// Refusals are RequestErrors with the spec's statuses; api/routes/teams.ts renders them in the
+// teams envelope. Invitations, invite links and join requests are in teamInvitations.ts.
+import { randomBytes } from 'node:crypto';
+import type { PoolClient } from 'pg';
+import { db, isUniqueViolation } from '../db.js';
+import { RequestError } from '../core/errors.js';
+import { formatAmount, parseAmount, toDisplayNumber } from '../core/money.js';
+import { balances } from '../ledger/ledger.js';
+
+export type Role = 'owner' | 'admin' | 'member';
+export type TeamStatus = 'active' | 'paused' | 'suspended';
+
+interface Team {
+  id: number;
+  uuid: string;
+  name: string;
+  ownerUserId: number;
+  status: TeamStatus;
+  pausedAt: Date | null;
+  suspendedAt: Date | null;
+  inviteLinkEnabled: boolean;
+  inviteLinkToken: string | null;
+  /** nano-USD a month; null: none */
+  defaultMemberUsageLimit: bigint | null;
+  usageLimit: bigint | null;
+  usageLimitEnforced: boolean;
+  /** model id → allowed; null: every model */
+  allowedModels: Record<string, boolean> | null;
+  createdAt: Date;
+}
+
+/** The caller's standing in a team: what every route past "which team" starts from. */
+export interface Membership {
+  team: Team;
+  userId: number;
+  role: Role;
+}
+
+const TEAM_COLUMNS = `t.id, t.uuid, t.name, t.owner_user_id AS "ownerUserId", t.status, t.paused_at AS "pausedAt",
+  t.suspended_at AS "suspendedAt", t.invite_link_enabled AS "inviteLinkEnabled",
+  t.invite_link_token AS "inviteLinkToken", t.default_member_usage_limit::text AS "defaultMemberUsageLimit",
+  t.usage_limit::text AS "usageLimit", t.usage_limit_enforced AS "usageLimitEnforced",
+  t.allowed_models AS "allowedModels", t.created_at AS "createdAt"`;
+
+type TeamRow = Omit<Team, 'defaultMemberUsageLimit' | 'usageLimit'> & {
+  defaultMemberUsageLimit: string | null;
+  usageLimit: string | null;
+};
+
+function toTeam(r: TeamRow): Team {
+  return {
+    ...r,
+    defaultMemberUsageLimit: r.defaultMemberUsageLimit == null ? null : BigInt(r.defaultMemberUsageLimit),
+    usageLimit: r.usageLimit == null ? null : BigInt(r.usageLimit),
+  };
+}
+
+// ---- refusals, in the spec's statuses ----
+
+export const notFound = (message: string, reason = 'not_found') =>
+  new RequestError(404, reason, message, { details: { reason } });
+export const forbidden = (message: string, reason: string) =>
+  new RequestError(403, reason, message, { details: { reason } });
+export const conflict = (message: string, reason: string) =>
+  new RequestError(409, reason, message, { details: { reason } });
+export const badRequest = (message: string, reason: string, param?: string) =>
+  new RequestError(400, reason, message, { details: { reason, ...(param ? { param } : {}) } });
+
+/** A team reference from a URL: the numeric id or the UUID; anything else names no team. */
+function teamKey(ref: string): { column: 'id' | 'uuid'; value: string } | null {
+  if (/^\d{1,9}$/.test(ref)) return { column: 'id', value: ref };
+  if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(ref))
+    return { column: 'uuid', value: ref.toLowerCase() };
+  return null;
+}
+
+/**
+ * The caller's membership of the team `ref` names. A team the caller is not in is answered like a
+ * team that does not exist (404), so ids cannot be probed for which teams exist.
+ */
+export async function membership(ref: string, userId: number): Promise<Membership> {
+  const key = teamKey(ref);
+  if (key) {
+    const { rows } = await db().pool.query<TeamRow & { role: Role }>(
+      `SELECT ${TEAM_COLUMNS}, m.role FROM teams t JOIN team_members m ON m.team_id = t.id AND m.user_id = $2
+       WHERE t.${key.column} = $1`,
+      [key.value, userId],
+    );
+    const r = rows[0];
+    if (r) {
+      const { role, ...team } = r;
+      return { team: toTeam(team), userId, role };
+    }
+  }
+  throw notFound(`No team "${ref}" among your teams.`, 'team_not_found');
+}
+
+/** Owners and admins manage; members may only look. */
+export function requireManager(m: Membership): void {
+  if (m.role === 'member')
+    throw forbidden('Only the team owner or an admin may do this; you are a member.', 'insufficient_role');
+}
+
+function requireOwner(m: Membership): void {
+  if (m.role !== 'owner') throw forbidden('Only the team owner may do this.', 'owner_only');
+}
+
+/** Run `work` in a transaction on one connection. */
+export async function inTransaction<T>(work: (c: PoolClient) => Promise<T>): Promise<T> {
+  const client = await db().pool.connect();
+  try {
+    await client.query('BEGIN');
+    const out = await work(client);
+    await client.query('COMMIT');
+    return out;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+const nameKey = (name: string) => name.trim().toLowerCase();
+
+function nameTaken(err: unknown, name: string): RequestError | undefined {
+  if (isUniqueViolation(err) && (err as { constraint?: string }).constraint === 'teams_owner_user_id_name_key_key')
+    return conflict(`You already own a team named "${name.trim()}". Choose another name.`, 'team_name_taken');
+  return undefined;
+}
+
+// ---- teams ----
+
+export async function createTeam(userId: number, name: string): Promise<Membership> {
+  try {
+    return await inTransaction(async (c) => {
+      const { rows } = await c.query<TeamRow>(
+        `INSERT INTO teams AS t (uuid, name, name_key, owner_user_id) VALUES (gen_random_uuid(), $1, $2, $3)
+         RETURNING ${TEAM_COLUMNS}`,
+        [name.trim(), nameKey(name), userId],
+      );
+      const team = toTeam(rows[0]!);
+      await c.query(`INSERT INTO team_members (team_id, user_id, role) VALUES ($1, $2, 'owner')`, [team.id, userId]);
+      return { team, userId, role: 'owner' as const };
+    });
+  } catch (err) {
+    throw nameTaken(err, name) ?? err;
+  }
+}
+
+export async function listTeams(userId: number): Promise<Membership[]> {
+  const { rows } = await db().pool.query<TeamRow & { role: Role }>(
+    `SELECT ${TEAM_COLUMNS}, m.role FROM teams t JOIN team_members m ON m.team_id = t.id
+     WHERE m.user_id = $1 ORDER BY t.id`,
+    [userId],
+  );
+  return rows.map(({ role, ...team }) => ({ team: toTeam(team), userId, role }));
+}
+
+const usd = (units: bigint | null) => (units == null ? null : toDisplayNumber(units, 'USD'));
+
+/** A team as lists show it: the spec's `uuid, name, status, role` (and the numeric id). */
+export function teamSummary(m: Membership) {
+  return { id: m.team.id, uuid: m.team.uuid, name: m.team.name, status: m.team.status, role: m.role };
+}
+
+/** The detail view; the balances are the owner's account's, which pays for the team. */
+export async function teamDetail(m: Membership) {
+  const t = m.team;
+  const { rows } = await db().pool.query<{ accountId: string }>(
+    'SELECT account_id AS "accountId" FROM users WHERE id = $1',
+    [t.ownerUserId],
+  );
+  const b = rows[0] ? await balances(rows[0].accountId) : undefined;
+  const manager = m.role !== 'member';
+  return {
+    ...teamSummary(m),
+    created_at: t.createdAt,
+    paused_at: t.pausedAt,
+    suspended_at: t.suspendedAt,
+    invite_link_enabled: t.inviteLinkEnabled,
+    // the link admits people (after approval): only those who manage the team see it
+    invite_link_token: manager ? t.inviteLinkToken : null,
+    default_member_usage_limit_usd: usd(t.defaultMemberUsageLimit),
+    usage_limit_usd: usd(t.usageLimit),
+    usage_limit_enforced: t.usageLimitEnforced,
+    balances: {
+      usd_balance: formatAmount(b?.USD.amount ?? 0n, 'USD'),
+      nano_balance: formatAmount(b?.XNO.amount ?? 0n, 'XNO'),
+    },
+  };
+}
+
+/** Rename and/or set the status; `paused_at` / `suspended_at` say since when. */
+export async function updateTeam(m: Membership, patch: { name?: string; status?: TeamStatus }): Promise<Membership> {
+  requireManager(m);
+  try {
+    const { rows } = await db().pool.query<TeamRow>(
+      `UPDATE teams t SET name = COALESCE($2, name), name_key = COALESCE($3, name_key),
+         status = COALESCE($4, status),
+         paused_at = CASE WHEN $4::text IS NULL THEN paused_at WHEN $4 = 'paused'
+                          THEN COALESCE(CASE WHEN status = 'paused' THEN paused_at END, now()) END,
+         suspended_at = CASE WHEN $4::text IS NULL THEN suspended_at WHEN $4 = 'suspended'
+                          THEN COALESCE(CASE WHEN status = 'suspended' THEN suspended_at END, now()) END
+       WHERE id = $1 RETURNING ${TEAM_COLUMNS}`,
+      [m.team.id, patch.name?.trim() ?? null, patch.name ? nameKey(patch.name) : null, patch.status ?? null],
+    );
+    if (!rows[0]) throw notFound('This team no longer exists.', 'team_not_found');
+    return { ...m, team: toTeam(rows[0]) };
+  } catch (err) {
+    throw nameTaken(err, patch.name ?? '') ?? err;
+  }
+}
+
+/** Delete the team (owner only, naming it exactly). Returns the ids of its pending invitations. */
+export async function deleteTeam(m: Membership, confirmName: string): Promise<string[]> {
+  requireOwner(m);
+  if (confirmName !== m.team.name)
+    throw badRequest(`To delete the team, send its exact name ("${m.team.name}") as 'name'.`, 'name_mismatch', 'name');
+  return inTransaction(async (c) => {
+    const { rows } = await c.query<{ id: string }>(
+      `SELECT id FROM team_invitations WHERE team_id = $1 AND status = 'pending'`,
+      [m.team.id],
+    );
+    await c.query('DELETE FROM teams WHERE id = $1', [m.team.id]);
+    return rows.map((r) => r.id);
+  });
+}
+
+// ---- members ----
+
+const firstOfMonthSql = `date_trunc('month', now() AT TIME ZONE 'UTC')::date`;
+
+export async function listMembers(m: Membership, page: number, limit: number | undefined) {
+  const { rows: count } = await db().pool.query<{ n: string }>(
+    'SELECT count(*) AS n FROM team_members WHERE team_id = $1',
+    [m.team.id],
+  );
+  const total = Number(count[0]!.n);
+  const per = limit ?? Math.max(total, 1);
+  const { rows } = await db().pool.query(
+    `SELECT u.id, u.uuid, u.email, u.display_name, m.role, m.joined_at, m.member_name,
+            m.usage_limit::text AS usage_limit, m.usage_limit_enforced, COALESCE(s.spent, 0)::text AS spent
+     FROM team_members m JOIN users u ON u.id = m.user_id
+     LEFT JOIN team_usage s ON s.team_id = m.team_id AND s.user_id = m.user_id AND s.month = ${firstOfMonthSql}
+     WHERE m.team_id = $1
+     ORDER BY CASE m.role WHEN 'owner' THEN 0 WHEN 'admin' THEN 1 ELSE 2 END, m.joined_at, u.id
+     LIMIT $2 OFFSET $3`,
+    [m.team.id, per, (page - 1) * per],
+  );
+  return {
+    members: rows.map((r) => ({
+      sessionId: r.id,
+      sessionUUID: r.uuid,
+      role: r.role,
+      joinedAt: r.joined_at,
+      member_name: r.member_name,
+      displayName: r.display_name,
+      email: r.email,
+      usage_limit_usd: r.usage_limit == null ? null : usd(BigInt(r.usage_limit)),
+      usage_limit_enforced: r.usage_limit_enforced ?? m.team.usageLimitEnforced,
+      usage_usd_monthly: usd(BigInt(r.spent)),
+    })),
+    pagination: { page, limit: per, total, totalPages: Math.max(1, Math.ceil(total / per)) },
+  };
+}
+
+async function memberRole(teamId: number, userId: number, c?: PoolClient): Promise<Role | undefined> {
+  const { rows } = await (c ?? db().pool).query<{ role: Role }>(
+    'SELECT role FROM team_members WHERE team_id = $1 AND user_id = $2',
+    [teamId, userId],
+  );
+  return rows[0]?.role;
+}
+
+/** A USD amount from a body (number, already range-checked by the schema) in nano-USD, or null. */
+export function usdUnits(v: number | null | undefined): bigint | null | undefined {
+  if (v === undefined) return undefined;
+  return v === null ? null : parseAmount(v, 'USD');
+}
+
+/** Change a member's role, or their limit (amount and whether it is enforced). */
+export async function updateMember(
+  m: Membership,
+  p: { sessionId: number; role?: 'admin' | 'member'; usageLimit?: bigint | null; usageLimitEnforced?: boolean },
+): Promise<void> {
+  requireManager(m);
+  const target = await memberRole(m.team.id, p.sessionId);
+  if (!target) throw notFound(`User ${p.sessionId} is not a member of this team.`, 'member_not_found');
+  if (target === 'owner') throw forbidden("The owner's role and limits cannot be changed here.", 'cannot_change_owner');
+  if (p.role !== undefined && p.sessionId === m.userId)
+    throw badRequest('You cannot change your own role.', 'cannot_change_own_role', 'sessionId');
+  await db().pool.query(
+    `UPDATE team_members SET role = COALESCE($3, role),
+       usage_limit = CASE WHEN $4 THEN $5::numeric ELSE usage_limit END,
+       usage_limit_enforced = COALESCE($6, usage_limit_enforced)
+     WHERE team_id = $1 AND user_id = $2 AND role <> 'owner'`,
+    [
+      m.team.id,
+      p.sessionId,
+      p.role ?? null,
+      p.usageLimit !== undefined,
+      p.usageLimit?.toString() ?? null,
+      p.usageLimitEnforced ?? null,
+    ],
+  );
+}
+
+export async function removeMember(m: Membership, sessionId: number): Promise<void> {
+  requireManager(m);
+  if (sessionId === m.userId)
+    throw badRequest('You cannot remove yourself; leave the team instead.', 'cannot_remove_self', 'sessionId');
+  const target = await memberRole(m.team.id, sessionId);
+  if (!target) throw notFound(`User ${sessionId} is not a member of this team.`, 'member_not_found');
+  if (target === 'owner') throw forbidden('The owner cannot be removed from the team.', 'cannot_remove_owner');
+  await db().pool.query(`DELETE FROM team_members WHERE team_id = $1 AND user_id = $2 AND role <> 'owner'`, [
+    m.team.id,
+    sessionId,
+  ]);
+}
+
+export async function leaveTeam(m: Membership): Promise<void> {
+  if (m.role === 'owner')
+    throw forbidden('The owner cannot leave: transfer ownership first, or delete the team.', 'owner_cannot_leave');
+  await db().pool.query('DELETE FROM team_members WHERE team_id = $1 AND user_id = $2', [m.team.id, m.userId]);
+}
+
+/** The caller's own preferences and the limit that applies to them (their override, or the team default). */
+export async function ownPreferences(m: Membership) {
+  const { rows } = await db().pool.query(
+    `SELECT m.bill_to_team, m.member_name, m.usage_limit::text AS usage_limit, m.usage_limit_enforced,
+            u.display_name
+     FROM team_members m JOIN users u ON u.id = m.user_id WHERE m.team_id = $1 AND m.user_id = $2`,
+    [m.team.id, m.userId],
+  );
+  const r = rows[0];
+  if (!r) throw notFound('You are no longer a member of this team.', 'team_not_found');
+  const own = r.usage_limit == null ? null : BigInt(r.usage_limit);
+  const t = m.team;
+  return {
+    bill_to_team: r.bill_to_team,
+    name: r.member_name ?? r.display_name,
+    usage_limit_usd: usd(own),
+    usage_limit_enforced: r.usage_limit_enforced,
+    default_member_usage_limit_usd: usd(t.defaultMemberUsageLimit),
+    default_usage_limit_enforced: t.usageLimitEnforced,
+    effective_usage_limit_usd: usd(own ?? t.defaultMemberUsageLimit),
+    effective_usage_limit_enforced: r.usage_limit_enforced ?? t.usageLimitEnforced,
+  };
+}
+
+/**
+ * Set the caller's own preferences. Billing to this team stops billing to any other: a user bills
+ * to one team at a time (a unique index says so too).
+ */
+export async function updateOwnPreferences(m: Membership, p: { billToTeam?: boolean; name?: string }): Promise<void> {
+  await inTransaction(async (c) => {
+    if (p.billToTeam)
+      await c.query('UPDATE team_members SET bill_to_team = false WHERE user_id = $1 AND team_id <> $2', [
+        m.userId,
+        m.team.id,
+      ]);
+    await c.query(
+      `UPDATE team_members SET bill_to_team = COALESCE($3, bill_to_team), member_name = COALESCE($4, member_name)
+       WHERE team_id = $1 AND user_id = $2`,
+      [m.team.id, m.userId, p.billToTeam ?? null, p.name?.trim() ?? null],
+    );
+  });
+}
+
+/** Hand the team to another member: they become the owner, the current owner an admin. */
+export async function transferOwnership(m: Membership, sessionId: number): Promise<void> {
+  requireOwner(m);
+  if (sessionId === m.userId)
+    throw badRequest('You already own this team; name another member.', 'cannot_transfer_to_self', 'sessionId');
+  try {
+    await inTransaction(async (c) => {
+      // lock the team row: two transfers at once must not both pass
+      await c.query('SELECT 1 FROM teams WHERE id = $1 FOR UPDATE', [m.team.id]);
+      const target = await memberRole(m.team.id, sessionId, c);
+      if (!target) throw notFound(`User ${sessionId} is not a member of this team.`, 'member_not_found');
+      if (target === 'owner') throw conflict('That member already owns this team.', 'already_owner');
+      if ((await memberRole(m.team.id, m.userId, c)) !== 'owner')
+        throw forbidden('Only the team owner may do this.', 'owner_only');
+      await c.query(`UPDATE team_members SET role = 'admin' WHERE team_id = $1 AND user_id = $2`, [
+        m.team.id,
+        m.userId,
+      ]);
+      await c.query(`UPDATE team_members SET role = 'owner' WHERE team_id = $1 AND user_id = $2`, [
+        m.team.id,
+        sessionId,
+      ]);
+      await c.query('UPDATE teams SET owner_user_id = $2 WHERE id = $1', [m.team.id, sessionId]);
+    });
+  } catch (err) {
+    throw nameTaken(err, m.team.name) ?? err;
+  }
+}
+
+// ---- settings, allowed models, usage ----
+
+export async function updateSettings(
+  m: Membership,
+  p: { defaultMemberUsageLimit?: bigint | null; usageLimit?: bigint | null; usageLimitEnforced?: boolean },
+): Promise<void> {
+  requireManager(m);
+  await db().pool.query(
+    `UPDATE teams SET
+       default_member_usage_limit = CASE WHEN $2 THEN $3::numeric ELSE default_member_usage_limit END,
+       usage_limit = CASE WHEN $4 THEN $5::numeric ELSE usage_limit END,
+       usage_limit_enforced = COALESCE($6, usage_limit_enforced)
+     WHERE id = $1`,
+    [
+      m.team.id,
+      p.defaultMemberUsageLimit !== undefined,
+      p.defaultMemberUsageLimit?.toString() ?? null,
+      p.usageLimit !== undefined,
+      p.usageLimit?.toString() ?? null,
+      p.usageLimitEnforced ?? null,
+    ],
+  );
+}
+
+export function allowedModelsView(allowed: Record<string, boolean> | null) {
+  return { ok: true, allowed_models: allowed, all_allowed: allowed === null || Object.values(allowed).every(Boolean) };
+}
+
+export async function setAllowedModels(m: Membership, allowed: Record<string, boolean> | null) {
+  requireManager(m);
+  await db().pool.query('UPDATE teams SET allowed_models = $2 WHERE id = $1', [
+    m.team.id,
+    allowed === null ? null : JSON.stringify(allowed),
+  ]);
+  return allowedModelsView(allowed);
+}
+
+/** What each member billed to the team in [from, to), from the ledger (charges less their refunds). */
+export async function teamUsage(m: Membership, from: Date, to: Date) {
+  const { rows } = await db().pool.query(
+    `SELECT e.actor_user_id, e.currency, (-SUM(e.amount))::text AS total,
+            COALESCE(tm.member_name, u.display_name) AS name
+     FROM ledger_entries e LEFT JOIN users u ON u.id = e.actor_user_id
+     LEFT JOIN team_members tm ON tm.team_id = e.team_id AND tm.user_id = e.actor_user_id
+     WHERE e.team_id = $1 AND e.created_at >= $2 AND e.created_at < $3 AND e.kind IN ('charge', 'refund')
+     GROUP BY e.actor_user_id, e.currency, tm.member_name, u.display_name
+     ORDER BY -SUM(e.amount) DESC, e.actor_user_id`,
+    [m.team.id, from, to],
+  );
+  const totals = new Map<string, bigint>();
+  const byActor = rows.map((r) => {
+    const units = BigInt(r.total);
+    totals.set(r.currency, (totals.get(r.currency) ?? 0n) + units);
+    return {
+      actorSessionId: r.actor_user_id,
+      displayName: r.name,
+      totalAmount: toDisplayNumber(units, r.currency),
+      currency: r.currency,
+    };
+  });
+  return {
+    byActor,
+    totals: [...totals].map(([currency, units]) => ({
+      totalAmount: toDisplayNumber(units, currency as 'USD'),
+      currency,
+    })),
+  };
+}
+
+/** A fresh token for links and invitations: 32 random bytes, URL-safe (43 characters). */
+export function newToken(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+/** Add `userId` to the team as `role`, unless they are in it already. Returns whether they were added. */
+export async function addMember(c: PoolClient, teamId: number, userId: number, role: Role): Promise<boolean> {
+  const { rowCount } = await c.query(
+    `INSERT INTO team_members (team_id, user_id, role) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+    [teamId, userId, role],
+  );
+  return (rowCount ?? 0) > 0;
+}

@@ -1,0 +1,103 @@
+// biome-ignore-all lint/suspicious/noExplicitAny: row bodies are wire JSON, read field by field
+// The spec's rules for a batch's rows, one implementation for every batch kind: inline batches
+// check them in the API before answering 202 (a refusal names `requests[i]`), file-backed ones
+// inside the workflow while `validating` (a refusal names the file's line). A row passes only if
+// the synchronous route would accept it: after the batch rules, it is translated exactly as the
+// synchronous route translates it.
+import { Ajv, type ValidateFunction } from 'ajv';
+import { catalog, type ModelInfo } from '../catalog/catalog.js';
+import { RequestError } from '../core/errors.js';
+import { resolveModel } from '../inference/prepare.js';
+import { parseModelName } from '../routing/suffixes.js';
+import type { RowKind } from './kinds.js';
+
+export interface RowProblem {
+  /** 0-based position of the row */
+  index: number;
+  code: string;
+  message: string;
+  /** the field at fault inside the row's body, when there is one */
+  param?: string;
+}
+
+const ajv = new Ajv({ allErrors: false, strict: false, coerceTypes: false });
+const compiled = new Map<object, ValidateFunction>();
+
+/** The row's body against its endpoint's synchronous schema: why it fails, or undefined. */
+function schemaProblem(kind: RowKind, body: unknown): { message: string; param?: string } | undefined {
+  let validate = compiled.get(kind.schema);
+  if (!validate) {
+    validate = ajv.compile(kind.schema);
+    compiled.set(kind.schema, validate);
+  }
+  if (validate(body)) return undefined;
+  const e = validate.errors![0];
+  const at = e.instancePath.slice(1).replace(/\//g, '.');
+  const missing = (e.params as { missingProperty?: string }).missingProperty;
+  const param = [at, missing].filter(Boolean).join('.') || undefined;
+  return { message: `${param ? `'${param}' ` : 'the body '}${e.message}.`, param };
+}
+
+/** The batch's model (every row must name it, or none for inline rows), resolved once. */
+export function batchModel(name: string): ModelInfo {
+  return resolveModel(name).model;
+}
+
+/**
+ * Check one row's body against the batch: its model, the spec's row rules, and the synchronous
+ * route's own translation. `defaultCap`: the cap an inline row gets when it sets none (file-backed
+ * rows must set one). Returns the body as it will run (model and cap filled in), or the problem.
+ */
+export function checkRow(
+  kind: RowKind,
+  index: number,
+  body: any,
+  model: ModelInfo,
+  defaultCap?: number,
+): { body: Record<string, any> } | { problem: RowProblem } {
+  const refuse = (message: string, param?: string, code = 'invalid_parameter_value') => ({
+    problem: { index, code, message, param },
+  });
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return refuse("The row's 'body' must be an object.");
+  if (body.stream === true) return refuse("Batch rows are not streamed: remove 'stream: true'.", 'stream');
+  if (body.model !== undefined && body.model !== null) {
+    if (typeof body.model !== 'string') return refuse("'model' must be a string.", 'model');
+    const named = catalog().model(parseModelName(body.model, (n) => catalog().model(n) !== undefined).base);
+    if (named?.id !== model.id)
+      return refuse(
+        `Every row of a batch uses the batch's one model ('${model.id}'); this row names '${body.model}'.`,
+        'model',
+      );
+  }
+  const why = kind.refusal(body);
+  if (why) return refuse(why);
+  let cap = kind.outputCap(body);
+  if (cap === undefined || cap === null) {
+    if (defaultCap === undefined)
+      return refuse(
+        `An output cap is required in every row of a file-backed batch: set '${kind.capField}'.`,
+        kind.capField,
+        'missing_required_parameter',
+      );
+    cap = defaultCap;
+  }
+  const row = { ...body, model: body.model ?? model.id, [kind.capField]: cap };
+  const invalid = schemaProblem(kind, row);
+  if (invalid) return refuse(invalid.message, invalid.param);
+  try {
+    kind.translate(
+      row,
+      model,
+      parseModelName(row.model, (n) => catalog().model(n) !== undefined),
+    );
+  } catch (err) {
+    if (!(err instanceof RequestError)) throw err;
+    return refuse(err.message, err.opts.param ?? undefined, err.code);
+  }
+  return { body: row };
+}
+
+/** The output cap a checked row runs with. */
+export function capOf(kind: RowKind, body: Record<string, any>): number {
+  return Number(kind.outputCap(body) ?? 0);
+}
