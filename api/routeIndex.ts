@@ -83,7 +83,10 @@ function build<S>(stack: Layer<S>[]): Node<S> {
     let node = root;
     for (const segment of literalSegments(layer as Layer<unknown>)) {
       let child = node.children.get(segment);
-      if (!child) node.children.set(segment, (child = { layers: [], children: new Map() }));
+      if (!child) {
+        child = { layers: [], children: new Map() };
+        node.children.set(segment, child);
+      }
       node = child;
     }
     node.layers.push(layer);
