@@ -79,6 +79,16 @@ export async function* readStream(
           break reading;
         }
         if (frame.data === '') continue;
+        // past the first content, most chunks of a pass-through only continue the text: relayed
+        // as they came, their text read without parsing them (see plainTextDelta)
+        if (!held && opts.relay && frame.event === undefined) {
+          const text = plainTextDelta(frame.data);
+          if (text !== undefined) {
+            yield { type: 'native', event: undefined, data: frame.data };
+            if (text !== '') yield { type: 'text', text };
+            continue;
+          }
+        }
         let chunk: unknown;
         try {
           chunk = JSON.parse(frame.data);
@@ -117,4 +127,45 @@ export async function* readStream(
   if (!done && !decoder.finished) throw streamCut(providerId, 'it ended before [DONE]');
   if (held) for (const e of held) yield e;
   for (const e of decoder.end()) yield e;
+}
+
+const CONTENT_DELTA = '"delta":{"content":"';
+
+/**
+ * The text of a chunk that says nothing but more text for choice 0, e.g.
+ * `{"id":…,"choices":[{"index":0,"delta":{"content":"Hello"},"finish_reason":null}]}`, read with a
+ * few substring tests instead of JSON.parse; undefined for any chunk that may say more (a finish,
+ * usage, an error, reasoning or tool calls, logprobs, a second choice, a `provider` field, another
+ * layout), which is parsed and decoded as before. The decoder would yield the same text event
+ * for it, and the relay shows its bytes as they came, so the caller sees no difference. A
+ * malformed chunk of this shape is relayed rather than refused (its framing is checked, not every
+ * byte): the gateway vouches for what it adds, not for every byte an upstream sends.
+ */
+export function plainTextDelta(data: string): string | undefined {
+  if (data.charCodeAt(0) !== 123 /* { */ || data.charCodeAt(data.length - 1) !== 125 /* } */) return undefined;
+  const at = data.indexOf(CONTENT_DELTA);
+  if (at === -1) return undefined;
+  const start = at + CONTENT_DELTA.length;
+  // the string's end: the first quote not escaped (an odd run of backslashes escapes it)
+  let end = data.indexOf('"', start);
+  for (;;) {
+    if (end === -1) return undefined;
+    let slashes = 0;
+    while (data.charCodeAt(end - 1 - slashes) === 92) slashes++;
+    if (slashes % 2 === 0) break;
+    end = data.indexOf('"', end + 1);
+  }
+  // the delta holds nothing else (no role, reasoning, tool calls)
+  if (data.charCodeAt(end + 1) !== 125 /* } */) return undefined;
+  // everything around the text: one choice, and nothing but nulls where a finish, usage or logprobs would be
+  const rest = data.slice(0, at) + data.slice(end + 1);
+  if (data.includes('\n') || rest.includes('"delta"') || /"(error|provider|x_groq)"/.test(rest)) return undefined;
+  if (/"(finish_reason|usage|logprobs)":(?!null[,}])/.test(rest) || /"index":(?!0[,}])/.test(rest)) return undefined;
+  const raw = data.slice(start, end);
+  if (!raw.includes('\\')) return raw;
+  try {
+    return JSON.parse(`"${raw}"`) as string;
+  } catch {
+    return undefined;
+  }
 }
