@@ -24,7 +24,6 @@ const text = fc.oneof(
   fc.string({ unit: 'grapheme' }),
   fc.constantFrom('', 'Hello', ' world', 'a "quoted" \\ back\\slash', 'line\nbreak\ttab', '\u2028 \ud83d\ude00', '"}'),
 );
-// biome-ignore lint/suspicious/noExplicitAny: wire JSON
 type Chunk = Record<string, any>;
 /** Changes that make a plain text chunk say more (or differently), applied a few at a time. */
 const changes: ((c: Chunk) => void)[] = [
