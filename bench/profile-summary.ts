@@ -22,12 +22,13 @@ interface Profile {
 /** Groups counted by inclusive time: a sample counts if any frame of its stack is in the group. */
 const GROUPS: Record<string, (f: Frame) => boolean> = {
   'router matching (@koa/router match)': (f) => f.url.includes('@koa/router') && f.functionName === 'match',
-  '@koa/router (all)': (f) => f.url.includes('@koa/router'),
   'pg (queries, parsing replies)': (f) => /node_modules\/pg(-[a-z]+)?\//.test(f.url),
   'JSON.parse': (f) => f.functionName === 'parse' && f.url === '',
   'JSON.stringify': (f) => f.functionName === 'stringify' && f.url === '',
   'garbage collection': (f) => f.functionName === '(garbage collector)',
-  'SSE relay (api/sse, providers streams)': (f) => /\/(api\/sse|activities\/providers\/[a-z]+\/stream|sse)/.test(f.url),
+  'stream reading (providers/openai/stream readStream)': (f) => f.functionName === 'readStream',
+  'new URL': (f) => f.functionName === 'URL' && f.url === 'node:internal/url',
+  'key hashing (sha256)': (f) => f.functionName === 'hashKey',
 };
 
 const IDLE = new Set(['(idle)', '(program)']);
