@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import { plainTextDelta } from '../activities/providers/openai/stream.js';
 import { StreamDecoder } from '../activities/providers/openai/response.js';
 import { ChatRelay } from '../activities/surfaces/chatPassthrough.js';
+import { MessageStreamDecoder, plainTextDeltaFrame } from '../activities/providers/anthropic/stream.js';
 
 /** What the decoder makes of a chunk: its events, or the error it throws. */
 function decoded(data: string) {
@@ -135,5 +136,52 @@ describe('pass-through text chunks read without parsing', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+
+  it('reads the text of a message-style text delta as the decoder does, and nothing else', () => {
+    let fast = 0;
+    const frames = fc.oneof(
+      fc.record({ index: fc.nat(3), text }).map(({ index, text }) => ({
+        event: 'content_block_delta',
+        data: JSON.stringify({ type: 'content_block_delta', index, delta: { type: 'text_delta', text } }),
+      })),
+      fc
+        .record({
+          event: fc.constantFrom('content_block_delta', 'message_delta', 'ping', 'error'),
+          type: fc.constantFrom('content_block_delta', 'message_delta'),
+          index: fc.oneof(fc.nat(3), fc.constant('0')),
+          delta: fc.oneof(
+            fc.record({ type: fc.constantFrom('text_delta', 'thinking_delta'), text }),
+            fc.record({ type: fc.constant('text_delta'), text, citations: fc.constant([]) }),
+            fc.record({ type: fc.constant('text_delta'), text, note: text }),
+            fc.record({ type: fc.constant('input_json_delta'), partial_json: text }),
+          ),
+          more: fc.option(fc.constant({ usage: { output_tokens: 3 } })),
+        })
+        .map(({ event, type, index, delta, more }) => ({
+          event,
+          data: JSON.stringify({ type, index, delta, ...(more ?? {}) }),
+        })),
+    );
+    fc.assert(
+      fc.property(frames, (frame) => {
+        const got = plainTextDeltaFrame(frame);
+        if (got === undefined) return;
+        fast++;
+        const decoder = new MessageStreamDecoder({ body: {}, hideReasoning: false }, 'anthropic');
+        const events = decoder.push(frame);
+        assert.deepEqual(events, got === '' ? [] : [{ type: 'text', text: got }], frame.data);
+        assert.equal(decoder.done, false);
+        const parsed = JSON.parse(frame.data);
+        assert.deepEqual(Object.keys(parsed), ['type', 'index', 'delta']);
+        assert.deepEqual(Object.keys(parsed.delta), ['type', 'text']);
+      }),
+      { numRuns: 10000 },
+    );
+    assert.ok(fast > 100, `some frames took the fast path (${fast})`);
+    const plain = '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi \\"x\\""}}';
+    assert.equal(plainTextDeltaFrame({ event: 'content_block_delta', data: plain }), 'Hi "x"');
+    assert.equal(plainTextDeltaFrame({ event: 'message_delta', data: plain }), undefined);
+    assert.equal(plainTextDeltaFrame({ event: 'content_block_delta', data: plain.slice(0, -1) }), undefined);
   });
 });

@@ -3,7 +3,7 @@
 // stream and by the pass-through, which also relays each chunk as it came (`relay`).
 import type { StreamEvent } from '../../core/types.js';
 import { discard, drainForReuse, readJson, transportError, type UpstreamResponse } from '../http.js';
-import { sseBatches } from '../sse.js';
+import { jsonStringAt, sseBatches } from '../sse.js';
 import { StreamDecoder, bodyError, fromChatResponse, fromCompletionResponse, resultEvents } from './response.js';
 import { RequestError, upstreamError } from '../../core/errors.js';
 
@@ -145,27 +145,12 @@ export function plainTextDelta(data: string): string | undefined {
   if (data.charCodeAt(0) !== 123 /* { */ || data.charCodeAt(data.length - 1) !== 125 /* } */) return undefined;
   const at = data.indexOf(CONTENT_DELTA);
   if (at === -1) return undefined;
-  const start = at + CONTENT_DELTA.length;
-  // the string's end: the first quote not escaped (an odd run of backslashes escapes it)
-  let end = data.indexOf('"', start);
-  for (;;) {
-    if (end === -1) return undefined;
-    let slashes = 0;
-    while (data.charCodeAt(end - 1 - slashes) === 92) slashes++;
-    if (slashes % 2 === 0) break;
-    end = data.indexOf('"', end + 1);
-  }
+  const text = jsonStringAt(data, at + CONTENT_DELTA.length);
   // the delta holds nothing else (no role, reasoning, tool calls)
-  if (data.charCodeAt(end + 1) !== 125 /* } */) return undefined;
+  if (!text || data.charCodeAt(text.end + 1) !== 125 /* } */) return undefined;
   // everything around the text: one choice, and nothing but nulls where a finish, usage or logprobs would be
-  const rest = data.slice(0, at) + data.slice(end + 1);
+  const rest = data.slice(0, at) + data.slice(text.end + 1);
   if (data.includes('\n') || rest.includes('"delta"') || /"(error|provider|x_groq)"/.test(rest)) return undefined;
   if (/"(finish_reason|usage|logprobs)":(?!null[,}])/.test(rest) || /"index":(?!0[,}])/.test(rest)) return undefined;
-  const raw = data.slice(start, end);
-  if (!raw.includes('\\')) return raw;
-  try {
-    return JSON.parse(`"${raw}"`) as string;
-  } catch {
-    return undefined;
-  }
+  return text.text;
 }
