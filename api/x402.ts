@@ -8,7 +8,11 @@
 //   - POST /api/x402/complete/{id} (routes/x402.ts) runs the quoted request with the stored body.
 // A payment is used once, for the request whose hash it was quoted for.
 import type { Middleware } from 'koa';
-import { decodePaymentSignatureHeader, encodePaymentRequiredHeader, encodePaymentResponseHeader } from '@x402/core/http';
+import {
+  decodePaymentSignatureHeader,
+  encodePaymentRequiredHeader,
+  encodePaymentResponseHeader,
+} from '@x402/core/http';
 import type { PaymentPayload } from '@x402/core/types';
 import { RequestError } from '../activities/core/errors.js';
 import { formatAmount } from '../activities/core/money.js';
@@ -92,7 +96,11 @@ function challenge(ctx: AppContext, p: X402Payment, why?: string): RequestError 
   const required = {
     x402Version: 2,
     error: why ?? 'payment_required',
-    resource: { url: `${publicOrigin(ctx)}${ctx.path}`, description: 'one request to the gateway', mimeType: 'application/json' },
+    resource: {
+      url: `${publicOrigin(ctx)}${ctx.path}`,
+      description: 'one request to the gateway',
+      mimeType: 'application/json',
+    },
     accepts: [p.requirements],
   };
   return new RequestError(402, 'insufficient_quota', message, {
@@ -102,7 +110,7 @@ function challenge(ctx: AppContext, p: X402Payment, why?: string): RequestError 
   });
 }
 
-async function newQuote(ctx: AppContext, route: string, body: unknown, hash: string, worstUsd: bigint) {
+async function newQuote(route: string, body: unknown, hash: string, worstUsd: bigint) {
   // USDC counts in millionths: round the worst case up to one, so the payer never pays short
   const amountUsd = ((worstUsd + X402_USD_STEP - 1n) / X402_USD_STEP) * X402_USD_STEP || X402_USD_STEP;
   const id = newPaymentId();
@@ -143,9 +151,14 @@ export async function admitX402(
 ): Promise<string> {
   const state = ctx.state.x402!;
   if (body.stream === true)
-    throw new RequestError(400, 'unsupported_stream', 'x402 payments cover non-streaming requests only; drop `stream`.', {
-      param: 'stream',
-    });
+    throw new RequestError(
+      400,
+      'unsupported_stream',
+      'x402 payments cover non-streaming requests only; drop `stream`.',
+      {
+        param: 'stream',
+      },
+    );
   const hash = requestHash(route, body);
   const named = state.paymentId ?? (state.payment?.accepted?.extra as { paymentId?: unknown } | undefined)?.paymentId;
   let p = typeof named === 'string' ? await paymentById(named) : undefined;
@@ -153,7 +166,7 @@ export async function admitX402(
   if (!p) {
     if (state.payment || state.paymentId)
       throw new RequestError(404, 'payment_not_found', 'No quote matches this payment. Ask for one with x-x402: true.');
-    throw challenge(ctx, await newQuote(ctx, route, body, hash, worstUsd()));
+    throw challenge(ctx, await newQuote(route, body, hash, worstUsd()));
   }
   if (p.requestHash !== hash)
     throw new RequestError(

@@ -6,7 +6,11 @@
 // at once), only for the request it was quoted for; refused payments leave the quote payable.
 import assert from 'node:assert/strict';
 import { x402Client, x402HTTPClient } from '@x402/core/client';
-import { decodePaymentRequiredHeader, decodePaymentResponseHeader, encodePaymentSignatureHeader } from '@x402/core/http';
+import {
+  decodePaymentRequiredHeader,
+  decodePaymentResponseHeader,
+  encodePaymentSignatureHeader,
+} from '@x402/core/http';
 import type { PaymentPayload } from '@x402/core/types';
 import { registerExactEvmScheme } from '@x402/evm/exact/client';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
@@ -168,7 +172,10 @@ describe('x402 accountless payments', function () {
     assert.equal(facilitator.balances.get(buyer.account.address.toLowerCase()), 10_000_000n - transfer.value);
     // the quote's dollars were credited to the house account once, and the request billed from it
     const credits = await houseEntries(json.payment.paymentId);
-    assert.deepEqual(credits.map((e) => [e.kind, BigInt(e.amount)]), [['credit', BigInt(transfer.value) * 1000n]]);
+    assert.deepEqual(
+      credits.map((e) => [e.kind, BigInt(e.amount)]),
+      [['credit', BigInt(transfer.value) * 1000n]],
+    );
     assert.ok(body.cost > 0 && body.cost <= Number(json.payment.amountUsd));
     const s = await status(json.payment.paymentId);
     assert.deepEqual(
@@ -230,7 +237,9 @@ describe('x402 accountless payments', function () {
     assert.equal((await status(id)).status, 'pending');
     // no funds
     const poor = payer(facilitator, 1n);
-    const r2 = await post(chatBody('refusals'), { 'X-PAYMENT': encodePaymentSignatureHeader(await pay(poor, res, json)) });
+    const r2 = await post(chatBody('refusals'), {
+      'X-PAYMENT': encodePaymentSignatureHeader(await pay(poor, res, json)),
+    });
     assert.equal(r2.status, 402);
     assert.match(((await r2.json()) as any).error.message, /insufficient_funds/);
     // the facilitator cannot verify: 503, nothing moved
@@ -280,7 +289,9 @@ describe('x402 accountless payments', function () {
     await db().pool.query(`UPDATE x402_payments SET expires_at = now() - interval '1 second' WHERE id = $1`, [
       json.payment.paymentId,
     ]);
-    const late = await post(chatBody('late'), { 'X-PAYMENT': encodePaymentSignatureHeader(await pay(buyer, res, json)) });
+    const late = await post(chatBody('late'), {
+      'X-PAYMENT': encodePaymentSignatureHeader(await pay(buyer, res, json)),
+    });
     assert.equal(late.status, 409);
     assert.equal(((await late.json()) as any).error.code, 'payment_expired');
     assert.equal((await status(json.payment.paymentId)).status, 'expired');

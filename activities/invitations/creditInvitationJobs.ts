@@ -17,7 +17,10 @@ import {
   newRedeemCode,
 } from './creditInvitations.js';
 
-export async function createCreditInvitation(caller: Caller, input: CreateInvitationInput): Promise<CreditInvitationRow> {
+export async function createCreditInvitation(
+  caller: Caller,
+  input: CreateInvitationInput,
+): Promise<CreditInvitationRow> {
   const type = input.type ?? 'invitation';
   const { amount, currency } = invitationAmount({ ...input, type });
   const id = newInvitationId();
@@ -36,7 +39,8 @@ export async function createCreditInvitation(caller: Caller, input: CreateInvita
     status: 'active',
     createdAt,
     // a referral link moves no money and does not expire
-    expiresAt: type === 'referralLink' ? null : new Date(createdAt.getTime() + config.creditInvitationTtlSeconds * 1000),
+    expiresAt:
+      type === 'referralLink' ? null : new Date(createdAt.getTime() + config.creditInvitationTtlSeconds * 1000),
   };
   const columns = {
     id,
@@ -55,7 +59,9 @@ export async function createCreditInvitation(caller: Caller, input: CreateInvita
   if (!row.expiresAt) {
     await db().pool.query(
       `INSERT INTO credit_invitations (${Object.keys(columns).join(', ')})
-       VALUES (${Object.keys(columns).map((_, i) => `$${i + 1}`).join(', ')})`,
+       VALUES (${Object.keys(columns)
+         .map((_, i) => `$${i + 1}`)
+         .join(', ')})`,
       Object.values(columns),
     );
     return row;

@@ -22,7 +22,7 @@ import { inTransaction } from '../accounts/teams.js';
 import { InsufficientFunds, release, reserve } from '../ledger/ledger.js';
 import { payOutHold } from '../ledger/transfers.js';
 
-export type CreditInvitationType = 'invitation' | 'referralLink';
+type CreditInvitationType = 'invitation' | 'referralLink';
 export type CreditInvitationStatus = 'active' | 'redeemed' | 'revoked' | 'expired';
 
 export interface CreateInvitationInput {

@@ -83,7 +83,9 @@ function canonical(value: unknown): string {
 
 /** `sha256:<hex>` of the route and the body: key order and whitespace do not change it. */
 export function requestHash(route: string, body: unknown): string {
-  return `sha256:${createHash('sha256').update(`${route}\n${canonical(body)}`).digest('hex')}`;
+  return `sha256:${createHash('sha256')
+    .update(`${route}\n${canonical(body)}`)
+    .digest('hex')}`;
 }
 
 export function newPaymentId(): string {
@@ -147,17 +149,17 @@ export async function claim(id: string, from: PaymentStatus, to: PaymentStatus):
 
 /** A refused payment: the quote waits for another (the reason is kept for the status route's readers). */
 export async function refused(id: string, reason: string): Promise<void> {
-  await db().pool.query(`UPDATE x402_payments SET status = 'pending', error = $2 WHERE id = $1 AND status = 'settling'`, [
-    id,
-    reason,
-  ]);
+  await db().pool.query(
+    `UPDATE x402_payments SET status = 'pending', error = $2 WHERE id = $1 AND status = 'settling'`,
+    [id, reason],
+  );
 }
 
 export async function settlementUnknown(id: string, error: string): Promise<void> {
-  await db().pool.query(`UPDATE x402_payments SET status = 'failed', error = $2 WHERE id = $1 AND status = 'settling'`, [
-    id,
-    error,
-  ]);
+  await db().pool.query(
+    `UPDATE x402_payments SET status = 'failed', error = $2 WHERE id = $1 AND status = 'settling'`,
+    [id, error],
+  );
 }
 
 /**

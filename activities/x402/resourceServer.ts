@@ -16,7 +16,7 @@ export const X402_USD_STEP = 1000n;
 
 let current: { key: string; ready: Promise<x402ResourceServer> } | undefined;
 
-export function x402Configured(): boolean {
+function x402Configured(): boolean {
   return Boolean(config.x402FacilitatorUrl && config.x402PayTo);
 }
 
@@ -33,7 +33,9 @@ async function resourceServer(): Promise<x402ResourceServer> {
   if (!x402Configured()) throw unavailable('the gateway has no x402 facilitator or receiving address configured');
   const key = `${config.x402FacilitatorUrl} ${config.x402Network}`;
   if (current?.key !== key) {
-    const server = new x402ResourceServer(new HTTPFacilitatorClient({ url: config.x402FacilitatorUrl, timeoutMs: 30_000 }));
+    const server = new x402ResourceServer(
+      new HTTPFacilitatorClient({ url: config.x402FacilitatorUrl, timeoutMs: 30_000 }),
+    );
     server.register(config.x402Network as `${string}:${string}`, new ExactEvmScheme());
     const ready = server.initialize().then(() => server);
     current = { key, ready };

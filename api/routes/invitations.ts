@@ -104,7 +104,9 @@ invitationsRouter.post(
 invitationsRouter.get('/api/invitations', surface('legacy'), authenticate, async (ctx) => {
   const base = publicOrigin(ctx);
   const rows = await listCreditInvitations(ctx.state.caller.accountId);
-  ctx.body = { invitations: rows.map((i) => ({ ...invitationView(i, base), ...lookupView(i), createdAt: i.createdAt })) };
+  ctx.body = {
+    invitations: rows.map((i) => ({ ...invitationView(i, base), ...lookupView(i), createdAt: i.createdAt })),
+  };
 });
 
 invitationsRouter.get(

@@ -126,7 +126,10 @@ export async function startX402Facilitator(opts: { network?: string } = {}): Pro
     }
     if (req.method === 'POST' && path === '/verify') {
       const v = await check(body);
-      send(200, v.reason ? { isValid: false, invalidReason: v.reason, payer: v.payer } : { isValid: true, payer: v.payer });
+      send(
+        200,
+        v.reason ? { isValid: false, invalidReason: v.reason, payer: v.payer } : { isValid: true, payer: v.payer },
+      );
       return;
     }
     if (req.method === 'POST' && path === '/settle') {
@@ -134,7 +137,13 @@ export async function startX402Facilitator(opts: { network?: string } = {}): Pro
       // check and spend in one turn of the event loop: two settles of one authorization cannot both pass
       const v = await check(body);
       if (v.reason || !v.auth || usedNonces.has(v.auth.nonce.toLowerCase())) {
-        send(200, { success: false, errorReason: v.reason ?? 'invalid_exact_evm_payload_nonce_used', payer: v.payer, transaction: '', network });
+        send(200, {
+          success: false,
+          errorReason: v.reason ?? 'invalid_exact_evm_payload_nonce_used',
+          payer: v.payer,
+          transaction: '',
+          network,
+        });
         return;
       }
       const a = v.auth;
