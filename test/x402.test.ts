@@ -146,6 +146,20 @@ describe('x402 accountless payments', function () {
     assert.notEqual(other.json.payment.requestHash, p.requestHash);
     const withKey = await post(chatBody(), { 'x-x402': 'true', authorization: 'Bearer sk-nanogpt-nope' });
     assert.equal(withKey.status, 401);
+    // text completions take it too; routes that do not are the usual 401
+    const text = await post(
+      { model: 'openai/gpt-4o-mini', prompt: 'Once', max_tokens: 20 },
+      { 'x-x402': 'true' },
+      '/v1/completions',
+    );
+    assert.equal(text.status, 402);
+    assert.match(((await text.json()) as any).payment.paymentId, /^pay_/);
+    const messages = await post(
+      { model: 'openai/gpt-4o-mini', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] },
+      { 'x-x402': 'true' },
+      '/v1/messages',
+    );
+    assert.equal(messages.status, 401);
     const stream = await post(chatBody('s', { stream: true }), { 'x-x402': 'true' });
     assert.equal(stream.status, 400);
     assert.equal(((await stream.json()) as any).error.code, 'unsupported_stream');
