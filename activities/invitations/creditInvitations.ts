@@ -177,7 +177,14 @@ function insufficient(amount: bigint, available: bigint): RequestError {
 }
 
 export type RedeemResult =
-  | { ok: true; type: CreditInvitationType; amount: bigint; currency: Currency | null; balanceAfter?: bigint }
+  | {
+      ok: true;
+      invitationId: string;
+      type: CreditInvitationType;
+      amount: bigint;
+      currency: Currency | null;
+      balanceAfter?: bigint;
+    }
   | { ok: false; reason: 'not_found' | 'own' | 'already_used' }
   | { ok: false; reason: 'not_active'; status: CreditInvitationStatus };
 
@@ -202,9 +209,9 @@ export async function redeemCreditInvitation(code: string, accountId: string): P
       [i.id, accountId],
     );
     if (!rowCount) return { ok: false, reason: 'already_used' };
-    if (i.type === 'referralLink') return { ok: true, type: i.type, amount: 0n, currency: null };
+    if (i.type === 'referralLink') return { ok: true, invitationId: i.id, type: i.type, amount: 0n, currency: null };
     await c.query(`UPDATE credit_invitations SET status = 'redeemed', closed_at = now() WHERE id = $1`, [i.id]);
-    if (!i.holdId) return { ok: true, type: i.type, amount: 0n, currency: null };
+    if (!i.holdId) return { ok: true, invitationId: i.id, type: i.type, amount: 0n, currency: null };
     const paid = await payOutHold(c, {
       holdId: i.holdId,
       toAccountId: accountId,
@@ -214,7 +221,14 @@ export async function redeemCreditInvitation(code: string, accountId: string): P
     // the hold is gone though the row is active: only the hold sweeper does that, after the
     // invitation's own expiry; treat the invitation as expired (the transaction rolls back)
     if (!paid) throw new RequestError(409, 'invitation_expired', 'This invitation has expired.');
-    return { ok: true, type: i.type, amount: paid.amount, currency: paid.currency, balanceAfter: paid.balanceAfter };
+    return {
+      ok: true,
+      invitationId: i.id,
+      type: i.type,
+      amount: paid.amount,
+      currency: paid.currency,
+      balanceAfter: paid.balanceAfter,
+    };
   });
 }
 

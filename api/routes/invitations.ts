@@ -65,10 +65,7 @@ invitationsRouter.post(
           throw new RequestError(409, `invitation_${result.status}`, `This invitation is ${result.status}.`);
       }
     }
-    if (result.type === 'invitation') {
-      const i = await invitationByCode(code);
-      if (i) await signalInvitationEnded(i.id, 'redeemed');
-    }
+    if (result.type === 'invitation') await signalInvitationEnded(result.invitationId, 'redeemed');
     ctx.body = {
       ok: true,
       type: result.type,
