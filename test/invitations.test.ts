@@ -11,6 +11,7 @@ import { assertBooksBalance } from './support/books.js';
 import { keepConfig } from './support/keepConfig.js';
 import { config } from '../activities/config.js';
 import { db } from '../activities/db.js';
+import { closeTemporalClient } from '../activities/temporalClient.js';
 import { balances } from '../activities/ledger/ledger.js';
 import { parseAmount } from '../activities/core/money.js';
 
@@ -114,6 +115,28 @@ describe('credit invitations', function () {
     const b = await usdOf(issuer.accountId);
     assert.equal(b.held, 0n);
     assert.equal(b.amount, usd('3'));
+  });
+
+  it('500 Failed to create invitation when the workflow engine is down: the hold given back, no row', async () => {
+    const issuer = await keyClient('4');
+    const address = config.temporalAddress;
+    await closeTemporalClient();
+    config.temporalAddress = '127.0.0.1:1';
+    let r: Awaited<ReturnType<typeof issuer.post>>;
+    try {
+      r = await issuer.post('/api/invitations/create', { amount: 1, currency: 'USD' });
+    } finally {
+      config.temporalAddress = address;
+      await closeTemporalClient();
+    }
+    assert.equal(r.status, 500, JSON.stringify(r.body));
+    assert.equal(r.body.error, 'Failed to create invitation');
+    assert.deepEqual(await usdOf(issuer.accountId), { amount: usd('4'), held: 0n, available: usd('4') });
+    const { rows } = await db().pool.query(
+      'SELECT count(*)::int AS n FROM credit_invitations WHERE issuer_account_id = $1',
+      [issuer.accountId],
+    );
+    assert.equal(rows[0].n, 0);
   });
 
   it('redeems once (API key), with the issuer paying from the hold; a second try and the issuer are refused', async () => {

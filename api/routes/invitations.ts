@@ -39,7 +39,7 @@ invitationsRouter.post(
     } catch (err) {
       if (err instanceof RequestError && err.status < 500) throw err;
       console.error(`[invitations] ${ctx.state.requestId}: could not create an invitation:`, err);
-      throw new RequestError(500, 'internal_error', 'Failed to create invitation');
+      throw new RequestError(500, 'invitation_failed', 'Failed to create invitation');
     }
     ctx.body = invitationView(row, publicOrigin(ctx));
   },
