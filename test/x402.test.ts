@@ -222,6 +222,19 @@ describe('x402 accountless payments', function () {
     }
   });
 
+  it('race: two payers paying one quote at once: one is settled, the other is not charged', async () => {
+    const [a, b] = [payer(facilitator), payer(facilitator)];
+    const { res, json } = await quote(chatBody('two payers'));
+    const headers = await Promise.all([a, b].map(async (p) => encodePaymentSignatureHeader(await pay(p, res, json))));
+    const before = facilitator.settled.length;
+    const answers = await Promise.all(headers.map((h) => post(chatBody('two payers'), { 'X-PAYMENT': h })));
+    assert.deepEqual(answers.map((r) => r.status).sort(), [200, 409]);
+    assert.equal(facilitator.settled.length, before + 1);
+    const paid = [a, b].filter((p) => facilitator.balances.get(p.account.address.toLowerCase()) !== 10_000_000n);
+    assert.equal(paid.length, 1);
+    assert.equal((await houseEntries(json.payment.paymentId)).length, 1);
+  });
+
   it('a payment pays only for the request it was quoted for', async () => {
     const buyer = payer(facilitator);
     const { res, json } = await quote(chatBody('the quoted one'));
