@@ -116,6 +116,8 @@ export interface Config {
   x402PayTo: string | undefined;
   x402Network: string;
   x402QuoteTtlSeconds: number;
+  /** how long one facilitator call (verify, settle, supported) may take */
+  x402FacilitatorTimeoutMs: number;
 }
 
 type SignupPolicy = 'open' | 'invite' | 'closed';
@@ -186,6 +188,7 @@ function loadConfig(): Config {
     x402PayTo: str('X402_PAY_TO'),
     x402Network: str('X402_NETWORK') ?? 'eip155:8453',
     x402QuoteTtlSeconds: Math.max(10, int('X402_QUOTE_TTL_SECONDS', 300)),
+    x402FacilitatorTimeoutMs: Math.max(100, int('X402_FACILITATOR_TIMEOUT_MS', 30_000)),
   };
 }
 

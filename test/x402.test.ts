@@ -57,6 +57,7 @@ describe('x402 accountless payments', function () {
     config.x402PayTo = saved.x402PayTo;
     config.x402Network = saved.x402Network;
     config.x402QuoteTtlSeconds = saved.x402QuoteTtlSeconds;
+    config.x402FacilitatorTimeoutMs = saved.x402FacilitatorTimeoutMs;
     facilitator.hangSettle = false;
     await assertBooksBalance();
   });
@@ -281,6 +282,24 @@ describe('x402 accountless payments', function () {
     const r4 = await post(chatBody('refusals'), { 'X-PAYMENT': header });
     assert.equal(r4.status, 200);
     assert.equal((await houseEntries(id)).length, 1);
+  });
+
+  it('a settlement the facilitator never confirms is held as failed: no answer, no credit, never retried', async () => {
+    config.x402FacilitatorTimeoutMs = 1000;
+    const buyer = payer(facilitator);
+    const { res, json } = await quote(chatBody('hung'));
+    const header = encodePaymentSignatureHeader(await pay(buyer, res, json));
+    facilitator.hangSettle = true;
+    const upstreamBefore = bench.openai.requests.length;
+    const r = await post(chatBody('hung'), { 'X-PAYMENT': header });
+    assert.equal(r.status, 502);
+    assert.equal(((await r.json()) as any).error.code, 'x402_settlement_unknown');
+    assert.equal((await status(json.payment.paymentId)).status, 'failed');
+    assert.equal((await houseEntries(json.payment.paymentId)).length, 0);
+    assert.equal(bench.openai.requests.length, upstreamBefore);
+    facilitator.hangSettle = false;
+    const again = await post(chatBody('hung'), { 'X-PAYMENT': header });
+    assert.equal(again.status, 409);
   });
 
   it('completes by the complete URL, also after the paid request failed upstream', async () => {

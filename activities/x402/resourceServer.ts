@@ -31,10 +31,10 @@ function unavailable(why: string): RequestError {
 
 async function resourceServer(): Promise<x402ResourceServer> {
   if (!x402Configured()) throw unavailable('the gateway has no x402 facilitator or receiving address configured');
-  const key = `${config.x402FacilitatorUrl} ${config.x402Network}`;
+  const key = `${config.x402FacilitatorUrl} ${config.x402Network} ${config.x402FacilitatorTimeoutMs}`;
   if (current?.key !== key) {
     const server = new x402ResourceServer(
-      new HTTPFacilitatorClient({ url: config.x402FacilitatorUrl, timeoutMs: 30_000 }),
+      new HTTPFacilitatorClient({ url: config.x402FacilitatorUrl, timeoutMs: config.x402FacilitatorTimeoutMs }),
     );
     server.register(config.x402Network as `${string}:${string}`, new ExactEvmScheme());
     const ready = server.initialize().then(() => server);
