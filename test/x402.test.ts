@@ -161,6 +161,12 @@ describe('x402 accountless payments', function () {
       '/v1/messages',
     );
     assert.equal(messages.status, 401);
+    // a gateway without a facilitator or receiving address says so, and records nothing
+    config.x402PayTo = undefined;
+    const off = await post(chatBody('off'), { 'x-x402': 'true' });
+    assert.equal(off.status, 503);
+    assert.equal(((await off.json()) as any).error.code, 'x402_unavailable');
+    config.x402PayTo = PAY_TO;
     const stream = await post(chatBody('s', { stream: true }), { 'x-x402': 'true' });
     assert.equal(stream.status, 400);
     assert.equal(((await stream.json()) as any).error.code, 'unsupported_stream');
