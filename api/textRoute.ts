@@ -25,6 +25,7 @@ import { refuseUnofferedFeatures } from './middleware/notOffered.js';
 import { surface } from './middleware/surface.js';
 import type { AppContext, AppState } from './state.js';
 import { validateBody } from './validate.js';
+import type { QuestionsFormat } from './questionsFormat.js';
 
 /** A text request body once its schema has passed: wire JSON, read field by field by its surface. */
 // biome-ignore lint/suspicious/noExplicitAny: the surface's translation checks every field it reads
@@ -52,6 +53,8 @@ export interface TextRouteSpec<T extends Translated> {
   surface: string;
   /** the body in internal form (may look things up, e.g. a stored conversation) */
   translate(body: TextBody, model: ModelInfo, name: ModelName, ctx: AppContext): T | Promise<T>;
+  /** the surface's form of a decision request (questionsFormat.ts): answered by a decision model instead */
+  questions?: QuestionsFormat;
 }
 
 export function textRoute<T extends Translated>(
@@ -68,6 +71,8 @@ export function textRoute<T extends Translated>(
   ];
   router.post(spec.paths, ...preamble, async (ctx) => {
     const body = ctx.request.body as TextBody;
+    const questions = spec.questions?.find(body);
+    if (questions !== undefined) return spec.questions?.answer(ctx, body, questions);
     const { model, name } = resolveModel(body.model);
     const input = await spec.translate(body, model, name, ctx);
     const provider = ctx.get('x-provider').trim();
