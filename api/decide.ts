@@ -4,7 +4,13 @@
 import { clientAbortSignal } from './clientAbort.js';
 import { chargeOnDelivery } from './inference.js';
 import type { AppContext } from './state.js';
-import { type Decision, DecisionCall, type DecisionPlan, type DecisionsBody, planDecisions } from '../activities/decisions/decide.js';
+import {
+  type Decision,
+  DecisionCall,
+  type DecisionPlan,
+  type DecisionsBody,
+  planDecisions,
+} from '../activities/decisions/decide.js';
 import { type Bill, billOf } from '../activities/metering/meteredCall.js';
 
 export interface Decided {

@@ -24,7 +24,11 @@ const bad = (code: string, message: string, param: string) => new RequestError(4
 /** The user text of a conversation: the decision's state. Anything but user text is refused. */
 function userText(messages: any[], system: unknown): string {
   if (system !== undefined)
-    throw bad('invalid_parameter_value', 'The questions format takes user text only: remove the system prompt.', 'system');
+    throw bad(
+      'invalid_parameter_value',
+      'The questions format takes user text only: remove the system prompt.',
+      'system',
+    );
   const texts: string[] = [];
   messages.forEach((m, i) => {
     if (m?.role !== 'user')
@@ -59,7 +63,11 @@ function decisionBody(body: TextBody, questions: unknown, param: string): Decisi
   if (typeof questions !== 'object' || questions === null || Array.isArray(questions))
     throw bad('invalid_parameter_value', `'${param}' must be an object of named questions.`, param);
   if (body.provider !== undefined && (typeof body.provider !== 'object' || Array.isArray(body.provider)))
-    throw bad('invalid_parameter_value', "A decision model's 'provider' is an object of routing controls (or null).", 'provider');
+    throw bad(
+      'invalid_parameter_value',
+      "A decision model's 'provider' is an object of routing controls (or null).",
+      'provider',
+    );
   return {
     model: body.model,
     state: userText(body.messages, body.system),
@@ -93,7 +101,12 @@ export const chatQuestions: QuestionsFormat = {
             finish_reason: 'stop',
           },
         ],
-        usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output, [costField]: bill.cost },
+        usage: {
+          prompt_tokens: input,
+          completion_tokens: output,
+          total_tokens: input + output,
+          [costField]: bill.cost,
+        },
       },
       bill,
     );

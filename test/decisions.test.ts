@@ -30,8 +30,14 @@ const close = (a: number, b: number, what: string) => assert.ok(Math.abs(a - b) 
  * digits between a prompt evaluated whole and one continued from a cached prefix.
  */
 function sameAnswers(a: unknown, b: unknown, at = 'answers'): void {
-  if (typeof a === 'number' && typeof b === 'number') return assert.ok(Math.abs(a - b) < 1e-6, `${at}: ${a} vs ${b}`);
-  if (typeof a !== 'object' || a === null || typeof b !== 'object' || b === null) return assert.equal(a, b, at);
+  if (typeof a === 'number' && typeof b === 'number') {
+    assert.ok(Math.abs(a - b) < 1e-6, `${at}: ${a} vs ${b}`);
+    return;
+  }
+  if (typeof a !== 'object' || a === null || typeof b !== 'object' || b === null) {
+    assert.equal(a, b, at);
+    return;
+  }
   assert.deepEqual(Object.keys(a).sort(), Object.keys(b).sort(), at);
   for (const k of Object.keys(a)) sameAnswers((a as never)[k], (b as never)[k], `${at}.${k}`);
 }
@@ -187,7 +193,10 @@ describe('decisions (POST /api/v1/decisions)', function () {
 
       // a whole score: one row, one letter per level
       const whole = await letterProbabilities(
-        slot(head(URGENCY.instructions), URGENCY.criteria.map((d, i) => `${i}: ${d}`)),
+        slot(
+          head(URGENCY.instructions),
+          URGENCY.criteria.map((d, i) => `${i}: ${d}`),
+        ),
         ['A', 'B', 'C', 'D'],
       );
       tokens += whole.tokens;
@@ -308,7 +317,11 @@ describe('decisions (POST /api/v1/decisions)', function () {
         'upstream_bad_response',
       );
       up.script({ status: 500 });
-      await expectError(await post(key, { model: NANO, state: STATE, questions: { review: REVIEW } }), 502, 'upstream_error');
+      await expectError(
+        await post(key, { model: NANO, state: STATE, questions: { review: REVIEW } }),
+        502,
+        'upstream_error',
+      );
       assert.equal(await spent(accountId), 0n);
     });
   });
@@ -316,7 +329,9 @@ describe('decisions (POST /api/v1/decisions)', function () {
   describe('structured generation (other decision models)', () => {
     it('one JSON-schema chat call states the probabilities; normalized; the answer says how it was made', async () => {
       const { key, accountId } = await newAccount();
-      up.script({ text: JSON.stringify({ route: { billing: 3, technical: 1, sales: 0 }, urgency: [0, 1, 1, 2], review: 0.8 }) });
+      up.script({
+        text: JSON.stringify({ route: { billing: 3, technical: 1, sales: 0 }, urgency: [0, 1, 1, 2], review: 0.8 }),
+      });
       const res = await post(key, {
         model: MINI,
         state: STATE,
@@ -400,14 +415,21 @@ describe('decisions (POST /api/v1/decisions)', function () {
         );
       await expectError(await chat({ stream: true }), 400, 'unsupported_stream', 'stream');
       await expectError(
-        await chat({ messages: [{ role: 'system', content: 'x' }, { role: 'user', content: STATE }] }),
+        await chat({
+          messages: [
+            { role: 'system', content: 'x' },
+            { role: 'user', content: STATE },
+          ],
+        }),
         400,
         'invalid_parameter_value',
         'messages[0].role',
       );
       await expectError(
         await chat({
-          messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] }],
+          messages: [
+            { role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] },
+          ],
         }),
         400,
         'image_input_not_supported',
@@ -463,58 +485,187 @@ describe('decisions (POST /api/v1/decisions)', function () {
       await expectError(await post(null, ok), 401, 'missing_api_key');
       await expectError(await post(key, { state: STATE, questions: {} }), 400, 'missing_required_parameter', 'model');
       await expectError(await post(key, { model: LOCAL, questions: {} }), 400, 'missing_required_parameter', 'state');
-      await expectError(await post(key, { model: LOCAL, state: STATE }), 400, 'missing_required_parameter', 'questions');
+      await expectError(
+        await post(key, { model: LOCAL, state: STATE }),
+        400,
+        'missing_required_parameter',
+        'questions',
+      );
       await expectError(await post(key, { ...ok, state: 42 }), 400, 'invalid_parameter_value', 'state');
       await expectError(await q({}), 400, 'invalid_parameter_value', 'questions');
       await expectError(await q({ a: 'x' }), 400, 'invalid_parameter_value', 'questions.a');
       await expectError(await q({ a: { instructions: 'x' } }), 400, 'missing_required_parameter', 'questions.a.type');
-      await expectError(await q({ a: { type: 'rank', instructions: 'x' } }), 400, 'invalid_parameter_value', 'questions.a.type');
+      await expectError(
+        await q({ a: { type: 'rank', instructions: 'x' } }),
+        400,
+        'invalid_parameter_value',
+        'questions.a.type',
+      );
       await expectError(await post(key, { ...ok, user: 'u'.repeat(257) }), 400, 'invalid_parameter_value', 'user');
-      await expectError(await post(key, { ...ok, session_id: 's'.repeat(257) }), 400, 'invalid_parameter_value', 'session_id');
+      await expectError(
+        await post(key, { ...ok, session_id: 's'.repeat(257) }),
+        400,
+        'invalid_parameter_value',
+        'session_id',
+      );
       await expectError(await post(key, { ...ok, trace: 'x' }), 400, 'invalid_parameter_value', 'trace');
       await expectError(await post(key, { ...ok, model: 'nope/none' }), 404, 'model_not_found', 'model');
-      await expectError(await post(key, { ...ok, model: 'local/stories260k' }), 400, 'invalid_parameter_value', 'model');
+      await expectError(
+        await post(key, { ...ok, model: 'local/stories260k' }),
+        400,
+        'invalid_parameter_value',
+        'model',
+      );
 
       // choice
-      await expectError(await q({ a: { type: 'choice', criteria: { x: null, y: null } } }), 400, 'missing_required_parameter', 'questions.a.instructions');
-      await expectError(await q({ a: { type: 'choice', instructions: 'x' } }), 400, 'missing_required_parameter', 'questions.a.criteria');
-      await expectError(await q({ a: { type: 'choice', instructions: 'x', criteria: {} } }), 400, 'invalid_parameter_value', 'questions.a.criteria');
-      await expectError(await q({ a: { type: 'choice', instructions: 'x', criteria: { only: null } } }), 400, 'invalid_parameter_value', 'questions.a.criteria');
+      await expectError(
+        await q({ a: { type: 'choice', criteria: { x: null, y: null } } }),
+        400,
+        'missing_required_parameter',
+        'questions.a.instructions',
+      );
+      await expectError(
+        await q({ a: { type: 'choice', instructions: 'x' } }),
+        400,
+        'missing_required_parameter',
+        'questions.a.criteria',
+      );
+      await expectError(
+        await q({ a: { type: 'choice', instructions: 'x', criteria: {} } }),
+        400,
+        'invalid_parameter_value',
+        'questions.a.criteria',
+      );
+      await expectError(
+        await q({ a: { type: 'choice', instructions: 'x', criteria: { only: null } } }),
+        400,
+        'invalid_parameter_value',
+        'questions.a.criteria',
+      );
       const many = Object.fromEntries(Array.from({ length: 256 }, (_, i) => [`o${i}`, null]));
-      await expectError(await q({ a: { type: 'choice', instructions: 'x', criteria: many } }), 400, 'invalid_parameter_value', 'questions.a.criteria');
-      await expectError(await q({ a: { type: 'choice', instructions: {}, criteria: { x: null, y: null } } }), 400, 'invalid_parameter_value', 'questions.a.instructions');
-      await expectError(await q({ a: { type: 'choice', instructions: 'x', criteria: { x: [], y: null } } }), 400, 'invalid_parameter_value', 'questions.a.criteria.x');
+      await expectError(
+        await q({ a: { type: 'choice', instructions: 'x', criteria: many } }),
+        400,
+        'invalid_parameter_value',
+        'questions.a.criteria',
+      );
+      await expectError(
+        await q({ a: { type: 'choice', instructions: {}, criteria: { x: null, y: null } } }),
+        400,
+        'invalid_parameter_value',
+        'questions.a.instructions',
+      );
+      await expectError(
+        await q({ a: { type: 'choice', instructions: 'x', criteria: { x: [], y: null } } }),
+        400,
+        'invalid_parameter_value',
+        'questions.a.criteria.x',
+      );
       // score
-      await expectError(await q({ a: { type: 'score', instructions: 'x', criteria: ['one'] } }), 400, 'invalid_parameter_value', 'questions.a.criteria');
-      await expectError(await q({ a: { type: 'score', instructions: 'x', criteria: Array(11).fill('l') } }), 400, 'invalid_parameter_value', 'questions.a.criteria');
-      await expectError(await q({ a: { type: 'score', instructions: 'x', criteria: { a: 1 } } }), 400, 'invalid_parameter_value', 'questions.a.criteria');
-      await expectError(await q({ a: { type: 'score', instructions: 'x', criteria: ['a', 'b'], isolated: 'no' } }), 400, 'invalid_parameter_value', 'questions.a.isolated');
-      await expectError(await q({ a: { type: 'noul', instructions: 'x', isolated: true } }), 400, 'invalid_parameter_value', 'questions.a.isolated');
+      await expectError(
+        await q({ a: { type: 'score', instructions: 'x', criteria: ['one'] } }),
+        400,
+        'invalid_parameter_value',
+        'questions.a.criteria',
+      );
+      await expectError(
+        await q({ a: { type: 'score', instructions: 'x', criteria: Array(11).fill('l') } }),
+        400,
+        'invalid_parameter_value',
+        'questions.a.criteria',
+      );
+      await expectError(
+        await q({ a: { type: 'score', instructions: 'x', criteria: { a: 1 } } }),
+        400,
+        'invalid_parameter_value',
+        'questions.a.criteria',
+      );
+      await expectError(
+        await q({ a: { type: 'score', instructions: 'x', criteria: ['a', 'b'], isolated: 'no' } }),
+        400,
+        'invalid_parameter_value',
+        'questions.a.isolated',
+      );
+      await expectError(
+        await q({ a: { type: 'noul', instructions: 'x', isolated: true } }),
+        400,
+        'invalid_parameter_value',
+        'questions.a.isolated',
+      );
       // noul, family A: instructions may be left out when a criterion describes it; not both
-      await expectError(await q({ a: { type: 'noul' } }), 400, 'missing_required_parameter', 'questions.a.instructions');
-      await expectError(await q({ a: { type: 'noul', instructions: 'x', criteria: { maybe: 'y' } } }), 400, 'invalid_parameter_value', 'questions.a.criteria.maybe');
+      await expectError(
+        await q({ a: { type: 'noul' } }),
+        400,
+        'missing_required_parameter',
+        'questions.a.instructions',
+      );
+      await expectError(
+        await q({ a: { type: 'noul', instructions: 'x', criteria: { maybe: 'y' } } }),
+        400,
+        'invalid_parameter_value',
+        'questions.a.criteria.maybe',
+      );
       // independent: family A takes true or nothing
       await expectError(await post(key, { ...ok, independent: false }), 400, 'invalid_parameter_value', 'independent');
       // provider: family A takes only zdr and data_collection; unknown fields are refused
       for (const field of ['order', 'only', 'ignore', 'allow_fallbacks', 'require_parameters', 'max_price']) {
-        const value = field === 'max_price' ? { prompt: 1 } : field.startsWith('allow') || field.startsWith('req') ? true : ['local'];
-        await expectError(await post(key, { ...ok, provider: { [field]: value } }), 400, 'unsupported_provider_options', `provider.${field}`);
+        const value =
+          field === 'max_price'
+            ? { prompt: 1 }
+            : field.startsWith('allow') || field.startsWith('req')
+              ? true
+              : ['local'];
+        await expectError(
+          await post(key, { ...ok, provider: { [field]: value } }),
+          400,
+          'unsupported_provider_options',
+          `provider.${field}`,
+        );
       }
-      await expectError(await post(key, { ...ok, provider: { sort: 'price' } }), 400, 'invalid_parameter_value', 'provider.sort');
+      await expectError(
+        await post(key, { ...ok, provider: { sort: 'price' } }),
+        400,
+        'invalid_parameter_value',
+        'provider.sort',
+      );
       await expectError(await post(key, { ...ok, provider: 'local' }), 400, 'invalid_parameter_value', 'provider');
       // other models: noul needs instructions and both criteria; no independent, no isolated
-      await expectError(await q({ a: { type: 'noul', criteria: { true: 'y' } } }, MINI), 400, 'missing_required_parameter', 'questions.a.instructions');
-      await expectError(await q({ a: { type: 'noul', instructions: 'x', criteria: { true: 'y' } } }, MINI), 400, 'invalid_parameter_value', 'questions.a.criteria');
-      await expectError(await q({ a: { type: 'score', instructions: 'x', criteria: ['a', 'b'], isolated: true } }, MINI), 400, 'invalid_parameter_value', 'questions.a.isolated');
-      await expectError(await post(key, { ...ok, model: MINI, independent: true }), 400, 'invalid_parameter_value', 'independent');
+      await expectError(
+        await q({ a: { type: 'noul', criteria: { true: 'y' } } }, MINI),
+        400,
+        'missing_required_parameter',
+        'questions.a.instructions',
+      );
+      await expectError(
+        await q({ a: { type: 'noul', instructions: 'x', criteria: { true: 'y' } } }, MINI),
+        400,
+        'invalid_parameter_value',
+        'questions.a.criteria',
+      );
+      await expectError(
+        await q({ a: { type: 'score', instructions: 'x', criteria: ['a', 'b'], isolated: true } }, MINI),
+        400,
+        'invalid_parameter_value',
+        'questions.a.isolated',
+      );
+      await expectError(
+        await post(key, { ...ok, model: MINI, independent: true }),
+        400,
+        'invalid_parameter_value',
+        'independent',
+      );
       // 1,024 scoring rows: an isolated score is one per level, a choice past 26 options one per option
       const rows = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`q${i}`, REVIEW]));
       const tooMany = await expectError(await q(rows(1025)), 413, 'too_many_questions', 'questions');
       assert.match(tooMany.message, /1025 scoring rows.*1024/);
-      const scores = Object.fromEntries(Array.from({ length: 103 }, (_, i) => [`s${i}`, { ...URGENCY, criteria: Array(10).fill('l') }]));
+      const scores = Object.fromEntries(
+        Array.from({ length: 103 }, (_, i) => [`s${i}`, { ...URGENCY, criteria: Array(10).fill('l') }]),
+      );
       await expectError(await q(scores), 413, 'too_many_questions');
       const wide = Object.fromEntries(Array.from({ length: 255 }, (_, i) => [`o${i}`, null]));
-      const choices = Object.fromEntries(Array.from({ length: 5 }, (_, i) => [`c${i}`, { type: 'choice', instructions: 'x', criteria: wide }]));
+      const choices = Object.fromEntries(
+        Array.from({ length: 5 }, (_, i) => [`c${i}`, { type: 'choice', instructions: 'x', criteria: wide }]),
+      );
       await expectError(await q(choices), 413, 'too_many_questions');
       // the balance: 402 before anything is sent
       const poor = await newAccount('0');

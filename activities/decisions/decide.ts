@@ -25,7 +25,15 @@ import { type Charge, MeteredCall } from '../metering/meteredCall.js';
 import { capability, targetFor } from '../providers/registry.js';
 import { planRoute, type ProviderPreferences } from '../routing/planRoute.js';
 import { answersFromGeneration, generationPrompt, generationRequest } from './generation.js';
-import { type Answer, answersOf, type Family, LETTERS, planQuestions, type QuestionPlan, type Row } from './questions.js';
+import {
+  type Answer,
+  answersOf,
+  type Family,
+  LETTERS,
+  planQuestions,
+  type QuestionPlan,
+  type Row,
+} from './questions.js';
 
 /** Decisions need nothing of a route beyond serving the model. */
 const NO_NEEDS = { tools: false, images: false, structuredOutput: false, caching: false };
@@ -52,7 +60,7 @@ export interface DecisionsBody {
   provider?: DecisionsProvider | null;
 }
 
-export type Method = 'logprobs' | 'structured_generation';
+type Method = 'logprobs' | 'structured_generation';
 
 export interface DecisionPlan {
   model: ModelInfo;
@@ -109,7 +117,7 @@ function preferences(model: ModelInfo, family: Family, body: DecisionsBody, call
 }
 
 /** A row's whole prompt, ending as the engine's slot needs: at the letter, or asking for it. */
-export function rowPrompt(row: Row, slot: 'completion' | 'chat'): string {
+function rowPrompt(row: Row, slot: 'completion' | 'chat'): string {
   const options = row.options.map((o, i) => `(${LETTERS[i]}) ${o}`).join('\n');
   return slot === 'completion'
     ? `${row.body}${options}\nAnswer: (`
@@ -141,8 +149,7 @@ export function planDecisions(body: DecisionsBody, caller: Caller, opts: { bareN
   // Worst case: a token per UTF-8 byte of every prompt (no tokenizer makes more) plus its framing.
   let worstTokens = 0;
   if (family === 'A')
-    for (const q of questions)
-      for (const row of q.rows) worstTokens += Buffer.byteLength(rowPrompt(row, 'chat')) + 8;
+    for (const q of questions) for (const row of q.rows) worstTokens += Buffer.byteLength(rowPrompt(row, 'chat')) + 8;
   else {
     const { system, user } = generationPrompt(body.state, questions);
     worstTokens = Buffer.byteLength(system) + Buffer.byteLength(user) + 16;
@@ -199,7 +206,10 @@ export class DecisionCall {
       if (family === 'A') {
         const scoring = capability(route, 'scoring');
         const rows = questions.flatMap((q) =>
-          q.rows.map((row) => ({ prompt: rowPrompt(row, scoring.slot), letters: [...LETTERS.slice(0, row.options.length)] })),
+          q.rows.map((row) => ({
+            prompt: rowPrompt(row, scoring.slot),
+            letters: [...LETTERS.slice(0, row.options.length)],
+          })),
         );
         const out = await scoring.score({ model: route.upstreamModel, rows }, target, signal);
         return {
@@ -209,7 +219,11 @@ export class DecisionCall {
           outputTokens: out.outputTokens,
         };
       }
-      const out = await capability(route, 'chat').complete(generationRequest(route.upstreamModel, state, questions), target, signal);
+      const out = await capability(route, 'chat').complete(
+        generationRequest(route.upstreamModel, state, questions),
+        target,
+        signal,
+      );
       const { user, system } = generationPrompt(state, questions);
       return {
         answers: answersFromGeneration(route.provider.id, out.content, questions),

@@ -26,7 +26,12 @@ function schemaOf(plans: readonly QuestionPlan[]): Record<string, unknown> {
         additionalProperties: false,
       };
     } else if (q.type === 'score')
-      properties[name] = { type: 'array', items: { type: 'number' }, minItems: q.criteria.length, maxItems: q.criteria.length };
+      properties[name] = {
+        type: 'array',
+        items: { type: 'number' },
+        minItems: q.criteria.length,
+        maxItems: q.criteria.length,
+      };
     else properties[name] = { type: 'number' };
   }
   return { type: 'object', properties, required: plans.map((p) => p.name), additionalProperties: false };
@@ -110,7 +115,8 @@ export function answersFromGeneration(
       if (typeof a !== 'object' || a === null) throw bad(`has no probabilities for '${name}'`);
       answers[name] = answerOf(q, normalized(Object.keys(q.criteria).map((l) => a[l])));
     } else if (q.type === 'score') {
-      if (!Array.isArray(a) || a.length !== q.criteria.length) throw bad(`has no ${q.criteria.length} levels for '${name}'`);
+      if (!Array.isArray(a) || a.length !== q.criteria.length)
+        throw bad(`has no ${q.criteria.length} levels for '${name}'`);
       answers[name] = answerOf(q, normalized(a));
     } else {
       if (typeof a !== 'number' || !Number.isFinite(a)) throw bad(`has no probability for '${name}'`);

@@ -15,18 +15,18 @@ import { RequestError } from '../core/errors.js';
 /** A description: text, or a non-empty object or array (shown to the model as JSON). */
 type Description = string | Record<string, unknown> | unknown[];
 
-export interface ChoiceQuestion {
+interface ChoiceQuestion {
   type: 'choice';
   instructions: Description;
   criteria: Record<string, Description | null>;
 }
-export interface ScoreQuestion {
+interface ScoreQuestion {
   type: 'score';
   instructions: Description;
   criteria: Description[];
   isolated?: boolean;
 }
-export interface NoulQuestion {
+interface NoulQuestion {
   type: 'noul';
   instructions?: Description;
   criteria?: { true?: Description; false?: Description };
@@ -39,7 +39,7 @@ export type Family = 'A' | 'other';
 /** Option letters: one token each in every tokenizer we met, so one next-token score each. */
 export const LETTERS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
 /** The most scoring rows one request may ask for (413 `too_many_questions` past it). */
-export const MAX_ROWS = 1024;
+const MAX_ROWS = 1024;
 const MAX_CHOICE_OPTIONS = 255;
 const SCORE_LEVELS = { min: 2, max: 10 };
 
@@ -70,7 +70,11 @@ const isDescription = (x: unknown): x is Description =>
 
 function checkDescription(x: unknown, param: string, what: string): void {
   if (!isDescription(x))
-    throw bad('invalid_parameter_value', `'${param}' (${what}) must be a string, a non-empty object or a non-empty array.`, param);
+    throw bad(
+      'invalid_parameter_value',
+      `'${param}' (${what}) must be a string, a non-empty object or a non-empty array.`,
+      param,
+    );
 }
 
 /** Text as the model reads it: strings as they are, anything else as compact JSON. */
@@ -134,7 +138,7 @@ function checkQuestion(name: string, q: Record<string, unknown>, family: Family)
         }.`,
         at('criteria'),
       );
-    c.forEach((d, i) => checkDescription(d, `${at('criteria')}[${i}]`, `level ${i}`));
+    for (const [i, d] of c.entries()) checkDescription(d, `${at('criteria')}[${i}]`, `level ${i}`);
     if (q.isolated !== undefined && typeof q.isolated !== 'boolean')
       throw bad('invalid_parameter_value', `'${at('isolated')}' must be a boolean.`, at('isolated'));
     if (q.isolated !== undefined && family !== 'A')
@@ -149,10 +153,18 @@ function checkQuestion(name: string, q: Record<string, unknown>, family: Family)
   const c = q.criteria;
   if (c !== undefined) {
     if (typeof c !== 'object' || c === null || Array.isArray(c))
-      throw bad('invalid_parameter_value', `'${at('criteria')}' must be an object with 'true' and/or 'false'.`, at('criteria'));
+      throw bad(
+        'invalid_parameter_value',
+        `'${at('criteria')}' must be an object with 'true' and/or 'false'.`,
+        at('criteria'),
+      );
     const extra = Object.keys(c).find((k) => k !== 'true' && k !== 'false');
     if (extra)
-      throw bad('invalid_parameter_value', `'${at(`criteria.${extra}`)}': a noul's criteria are 'true' and 'false' only.`, at(`criteria.${extra}`));
+      throw bad(
+        'invalid_parameter_value',
+        `'${at(`criteria.${extra}`)}': a noul's criteria are 'true' and 'false' only.`,
+        at(`criteria.${extra}`),
+      );
     const cc = c as { true?: unknown; false?: unknown };
     if (family !== 'A' && (cc.true === undefined || cc.false === undefined))
       throw bad(

@@ -297,5 +297,9 @@ export interface ScoringResult {
  */
 export interface ScoringAdapter {
   readonly slot: 'completion' | 'chat';
-  score(req: { model: string; rows: ScoringRow[] }, target: ProviderTarget, signal: AbortSignal): Promise<ScoringResult>;
+  score(
+    req: { model: string; rows: ScoringRow[] },
+    target: ProviderTarget,
+    signal: AbortSignal,
+  ): Promise<ScoringResult>;
 }

@@ -23,7 +23,10 @@ const letterTokens = new WeakMap<LlamaModel, Map<string, Token>>();
  */
 function letterToken(model: LlamaModel, letter: string): Token {
   let known = letterTokens.get(model);
-  if (!known) letterTokens.set(model, (known = new Map()));
+  if (!known) {
+    known = new Map();
+    letterTokens.set(model, known);
+  }
   const hit = known.get(letter);
   if (hit !== undefined) return hit;
   const open = model.tokenize('(');

@@ -32,7 +32,7 @@ function logSumExp(xs: number[]): number {
 }
 
 /** The letters' log probabilities from a reply's first token, or a retryable failure saying what was missing. */
-export function letterScores(providerId: string, json: any, letters: string[]): number[] {
+function letterScores(providerId: string, json: any, letters: string[]): number[] {
   const first = json?.choices?.[0]?.logprobs?.content?.[0];
   const alternatives: any[] = Array.isArray(first?.top_logprobs) ? first.top_logprobs : [];
   if (!alternatives.length)
@@ -90,7 +90,8 @@ async function scoreRow(
     throw deadlineOr(target.providerId, err, signal);
   });
   const usage = json?.usage;
-  const count = (n: unknown, fallback: number) => (Number.isInteger(n) && (n as number) >= 0 ? (n as number) : fallback);
+  const count = (n: unknown, fallback: number) =>
+    Number.isInteger(n) && (n as number) >= 0 ? (n as number) : fallback;
   return {
     scores: letterScores(target.providerId, json, row.letters),
     // an upstream that does not count: a token per 4 bytes of prompt, one token out
