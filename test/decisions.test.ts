@@ -256,13 +256,17 @@ describe('decisions (POST /api/v1/decisions)', function () {
       // the loopback model: a reply distribution per row, chosen by what the row asks
       const lse = (...xs: number[]) => Math.log(xs.reduce((s, x) => s + Math.exp(x), 0));
       up.script(
-        ...Array.from({ length: 3 }, () => (req: { body: { messages: Array<{ content: string }> } }) => {
-          const prompt = req.body.messages[0].content;
-          if (prompt.includes('Which team'))
-            // 'A' twice (" A" and "A"), 'D' not among the alternatives at all
-            return { nextTokens: { B: -0.4, ' A': -1.6, A: -2.3, The: -2.9, C: -3.5, '(': -4.2 } };
-          return { nextTokens: { B: -0.1, A: -2.4, I: -5 } };
-        }),
+        ...Array.from(
+          { length: 3 },
+          () =>
+            (req: { body: { messages: Array<{ content: string }> } }): { nextTokens: Record<string, number> } => {
+              const prompt = req.body.messages[0].content;
+              if (prompt.includes('Which team'))
+                // 'A' twice (" A" and "A"), 'D' not among the alternatives at all
+                return { nextTokens: { B: -0.4, ' A': -1.6, A: -2.3, The: -2.9, C: -3.5, '(': -4.2 } };
+              return { nextTokens: { B: -0.1, A: -2.4, I: -5 } };
+            },
+        ),
       );
       const res = await post(key, {
         model: NANO,
