@@ -2,7 +2,8 @@
 // Decision models through the text surfaces (spec "Decisions"; wire-details "Decisions"): chat's
 // `response_format: {type:'questions', questions}` answers the JSON text of the answers in
 // `choices[0].message.content`, messages' `output_config.format: {type:'questions', questions}`
-// in `content[0].text`. The state is the caller's user text; non-streaming only, no tools, no
+// in `content[0].text`, responses' `text.format: {type:'questions', questions}` in `output_text`
+// (not stored: such a response has no stored conversation to continue). The state is the caller's user text; non-streaming only, no tools, no
 // images, no other roles. The call is the decisions route's own (decideOnce): same rules, same
 // metered call, one charge.
 import { decideOnce } from './decide.js';
@@ -22,12 +23,12 @@ export interface QuestionsFormat {
 const bad = (code: string, message: string, param: string) => new RequestError(400, code, message, { param });
 
 /** The user text of a conversation: the decision's state. Anything but user text is refused. */
-function userText(messages: any[], system: unknown): string {
-  if (system !== undefined)
+function userText(messages: any[], system: unknown, systemParam: string): string {
+  if (system !== undefined && system !== null)
     throw bad(
       'invalid_parameter_value',
-      'The questions format takes user text only: remove the system prompt.',
-      'system',
+      `The questions format takes user text only: remove '${systemParam}'.`,
+      systemParam,
     );
   const texts: string[] = [];
   messages.forEach((m, i) => {
@@ -55,7 +56,7 @@ function userText(messages: any[], system: unknown): string {
 }
 
 /** What the text surfaces refuse in the questions format (no streaming, no tools), then the decision body. */
-function decisionBody(body: TextBody, questions: unknown, param: string): DecisionsBody {
+function decisionBody(body: TextBody, questions: unknown, param: string, systemParam = 'system'): DecisionsBody {
   if (body.stream === true)
     throw bad('unsupported_stream', 'The questions format answers in one piece: remove stream.', 'stream');
   if (Array.isArray(body.tools) && body.tools.length)
@@ -70,7 +71,7 @@ function decisionBody(body: TextBody, questions: unknown, param: string): Decisi
     );
   return {
     model: body.model,
-    state: userText(body.messages, body.system),
+    state: userText(body.messages, body.system, systemParam),
     questions: questions as Record<string, unknown>,
     provider: body.provider,
     user: typeof body.user === 'string' ? body.user : undefined,
@@ -107,6 +108,60 @@ export const chatQuestions: QuestionsFormat = {
           total_tokens: input + output,
           [costField]: bill.cost,
         },
+      },
+      bill,
+    );
+  },
+};
+
+/** A Responses `input` as chat-style user turns (a string, or message items of input_text parts). */
+function responsesTurns(input: unknown): any[] {
+  if (typeof input === 'string') return [{ role: 'user', content: input }];
+  if (!Array.isArray(input)) return [];
+  return input.map((item: any) => ({
+    role: item?.type === undefined || item?.type === 'message' ? item?.role : item?.type,
+    content:
+      typeof item?.content === 'string'
+        ? item.content
+        : Array.isArray(item?.content)
+          ? item.content.map((p: any) => (p?.type === 'input_text' ? { type: 'text', text: p.text } : p))
+          : item?.content,
+  }));
+}
+
+export const responsesQuestions: QuestionsFormat = {
+  find: (body) => (body.text?.format?.type === 'questions' ? (body.text.format.questions ?? null) : undefined),
+  async answer(ctx, body, questions) {
+    const asChat = { ...body, messages: responsesTurns(body.input), system: body.instructions ?? undefined };
+    const { plan, decision, bill } = await decideOnce(
+      ctx,
+      decisionBody(asChat, questions, 'text.format.questions', 'instructions'),
+      {
+        surface: 'responses',
+      },
+    );
+    const id = ctx.state.requestId.slice(4);
+    const text = JSON.stringify(decision.answers);
+    const { inputTokens: input, outputTokens: output } = decision;
+    ctx.body = withBill(
+      {
+        id: `resp_${id}`,
+        object: 'response',
+        created_at: Math.floor(Date.now() / 1000),
+        status: 'completed',
+        model: plan.model.id,
+        output: [
+          {
+            type: 'message',
+            id: `msg_${id}`,
+            status: 'completed',
+            role: 'assistant',
+            content: [{ type: 'output_text', text, annotations: [] }],
+          },
+        ],
+        output_text: text,
+        store: false,
+        usage: { input_tokens: input, output_tokens: output, total_tokens: input + output },
       },
       bill,
     );

@@ -30,6 +30,8 @@ function bodyFor(endpoint: string, m: ModelInfo): Record<string, unknown> | null
         return { model: m.id, messages, response_format: { type: 'questions', questions } };
       case '/v1/messages':
         return { model: m.id, messages, max_tokens: 16, output_config: { format: { type: 'questions', questions } } };
+      case '/v1/responses':
+        return { model: m.id, input: 'Once upon a time', text: { format: { type: 'questions', questions } } };
     }
   }
   switch (endpoint) {

@@ -480,6 +480,51 @@ describe('decisions (POST /api/v1/decisions)', function () {
     });
   });
 
+  it('responses: text.format questions answers the JSON text in output_text (not stored)', async () => {
+    const { key, accountId } = await newAccount();
+    const direct = await (await post(key, { model: LOCAL, state: STATE, questions: { review: REVIEW } })).json();
+    const res = await post(
+      key,
+      { model: LOCAL, input: STATE, text: { format: { type: 'questions', questions: { review: REVIEW } } } },
+      '/v1/responses',
+    );
+    const j = await res.json();
+    assert.equal(res.status, 200, JSON.stringify(j));
+    assert.equal(j.object, 'response');
+    assert.equal(j.status, 'completed');
+    assert.equal(j.store, false);
+    sameAnswers(JSON.parse(j.output_text), direct.answers);
+    assert.equal(j.output[0].content[0].text, j.output_text);
+    assert.equal(j.usage.input_tokens, direct.usage.input_tokens);
+    // message items of input_text parts are the same state; instructions are refused
+    const items = await post(
+      key,
+      {
+        model: LOCAL,
+        input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: STATE }] }],
+        text: { format: { type: 'questions', questions: { review: REVIEW } } },
+      },
+      '/v1/responses',
+    );
+    sameAnswers(JSON.parse((await items.json()).output_text), direct.answers);
+    await expectError(
+      await post(
+        key,
+        {
+          model: LOCAL,
+          input: STATE,
+          instructions: 'Be brief.',
+          text: { format: { type: 'questions', questions: { review: REVIEW } } },
+        },
+        '/v1/responses',
+      ),
+      400,
+      'invalid_parameter_value',
+      'instructions',
+    );
+    assert.equal(await spent(accountId), 3n * cost(LOCAL, direct.usage.input_tokens));
+  });
+
   describe('every refusal, before anything is held', () => {
     it("the spec's codes for each field and family rule", async () => {
       const { key, accountId } = await newAccount();
