@@ -730,7 +730,7 @@ describe('decisions (POST /api/v1/decisions)', function () {
     const one = (await (await post(probe.key, body)).json()).usage.input_tokens as number;
     // each request reserves a token per byte of its prompt and is charged its real tokens (fewer):
     // a balance of a few worst cases lets some through and refuses the rest, however they interleave
-    const start = '0.000003';
+    const start = '0.00001';
     const { key, accountId } = await newAccount(start);
     const n = 16;
     const results = await Promise.all(Array.from({ length: n }, () => post(key, body).then((r) => r.status)));

@@ -144,15 +144,17 @@ export function planDecisions(body: DecisionsBody, caller: Caller, opts: { bareN
         { param: 'independent' },
       );
   }
-  const questions = planQuestions(body.state as never, body.questions, family);
+  const questions = planQuestions(body.state, body.questions, family);
   const routes = planRoute(catalog(), model, caller, preferences(model, family, body, caller), NO_NEEDS);
-  // Worst case: a token per UTF-8 byte of every prompt (no tokenizer makes more) plus its framing.
+  // Worst case: a token per UTF-8 byte of every prompt (no tokenizer makes more) plus its framing
+  // (a chat template's tokens around a turn; for a structured generation, the schema too).
   let worstTokens = 0;
   if (family === 'A')
-    for (const q of questions) for (const row of q.rows) worstTokens += Buffer.byteLength(rowPrompt(row, 'chat')) + 8;
+    for (const q of questions) for (const row of q.rows) worstTokens += Buffer.byteLength(rowPrompt(row, 'chat')) + 16;
   else {
     const { system, user } = generationPrompt(body.state, questions);
-    worstTokens = Buffer.byteLength(system) + Buffer.byteLength(user) + 16;
+    const schema = JSON.stringify(generationRequest('', body.state, questions).responseFormat);
+    worstTokens = Buffer.byteLength(system) + Buffer.byteLength(user) + Buffer.byteLength(schema) + 32;
   }
   return { model, family, state: body.state, questions, routes, worstTokens };
 }

@@ -179,15 +179,15 @@ function checkQuestion(name: string, q: Record<string, unknown>, family: Family)
 }
 
 /** The prompt's shared part: the state, then the question. */
-function head(state: Description, instructions: Description | undefined, fallback: string): string {
-  return `State:\n${textOf(state)}\n\nQuestion: ${instructions === undefined ? fallback : textOf(instructions)}\n`;
+function head(state: unknown, instructions: Description | undefined, fallback: string): string {
+  return `State:\n${typeof state === 'string' ? state : JSON.stringify(state)}\n\nQuestion: ${instructions === undefined ? fallback : textOf(instructions)}\n`;
 }
 
 const option = (label: string, d: Description | null | undefined) => (d == null ? label : `${label}: ${textOf(d)}`);
 const yesNo = (body: string): Row => ({ body, options: ['no', 'yes'] });
 
 /** A question's scoring rows. */
-function rowsOf(name: string, q: Question, state: Description): QuestionPlan {
+function rowsOf(name: string, q: Question, state: unknown): QuestionPlan {
   if (q.type === 'choice') {
     const labels = Object.keys(q.criteria);
     const top = head(state, q.instructions, '');
@@ -236,7 +236,7 @@ function rowsOf(name: string, q: Question, state: Description): QuestionPlan {
  * More than MAX_ROWS rows in all is the spec's 413 `too_many_questions` (family A; for the others
  * each question is one row of a structured answer, and the same bound keeps the prompt sane).
  */
-export function planQuestions(state: Description, questions: Record<string, unknown>, family: Family): QuestionPlan[] {
+export function planQuestions(state: unknown, questions: Record<string, unknown>, family: Family): QuestionPlan[] {
   const names = Object.keys(questions);
   if (names.length === 0)
     throw bad('invalid_parameter_value', "'questions' must name at least one question.", 'questions');
