@@ -211,6 +211,17 @@ describe('decisions (POST /api/v1/decisions)', function () {
       assert.equal(j.paymentSource, 'USD');
     });
 
+    it('zero data retention asked for: served by the local model, which retains nothing', async () => {
+      const { key } = await newAccount();
+      const res = await post(key, {
+        model: LOCAL,
+        state: STATE,
+        questions: { review: REVIEW },
+        provider: { zdr: true, data_collection: 'deny' },
+      });
+      assert.equal(res.status, 200, await res.text());
+    });
+
     it('is listed by /api/v1/models as a decision model, and /api/v1/systemone takes SDK-style names', async () => {
       const models = (await (await fetch(`${api.base}/api/v1/models?detailed=true`)).json()) as {
         data: Array<{ id: string; category: string; supported_endpoints: string[]; architecture: unknown }>;
@@ -678,6 +689,8 @@ describe('decisions (POST /api/v1/decisions)', function () {
         'provider.sort',
       );
       await expectError(await post(key, { ...ok, provider: 'local' }), 400, 'invalid_parameter_value', 'provider');
+      // zero data retention: the local model retains nothing; OpenAI's route does not qualify
+      await expectError(await post(key, { ...ok, model: NANO, provider: { zdr: true } }), 400, 'no_fallback_available');
       // other models: noul needs instructions and both criteria; no independent, no isolated
       await expectError(
         await q({ a: { type: 'noul', criteria: { true: 'y' } } }, MINI),
