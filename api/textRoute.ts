@@ -1,7 +1,8 @@
 // The one preamble of every billed text route (chat, messages, responses, completions,
 // talk-to-gpt), so they cannot drift apart: the surface's envelope and body, the refusal of
 // features not offered yet (middleware/notOffered.ts), the API key,
-// X-Billing-Mode, the Ajv schema; then the model (suffixes included), the surface's translation
+// X-Billing-Mode, the Ajv schema; then, unless the body asks for the `questions` format (a decision
+// model answers instead: questionsFormat.ts), the model (suffixes included), the surface's translation
 // into the one internal request, the X-Provider header, and a `prepare()` that plans the routes and
 // reserves the worst case (activities/inference/prepare.ts). A `:memory` suffix compresses the
 // conversation before the latest user turn first (activities/memory/memory.ts; charged on its own,
