@@ -4,14 +4,14 @@
 // webhooks change nothing by themselves.
 //
 // What is credited (the rule, README "Crypto deposits"):
-//  - a Settled invoice: its amount, or the value of its settled payments when that is more (paid
-//    over); decided at once;
+//  - a Settled invoice: its amount, plus what was paid over it; decided at once;
 //  - an Expired invoice (paid partially, or paid only after it expired): the value of the payments
 //    BTCPay has settled, decided when BTCPay stops watching the invoice (its monitoring expiration),
 //    so a payment still confirming, or one sent late, counts; nothing paid: nothing credited;
 //  - an Invalid invoice (BTCPay refused its payments, or the operator marked it so): nothing.
-// A payment's value is its coin amount times the rate BTCPay fixed for the invoice, rounded down to
-// the nano-dollar. The credit is one ledger entry whose idempotency key is the invoice
+// Settled payments that reach the invoice's coin amount are worth the invoice's USD amount (plus any
+// excess at the invoice's rate); short of it, their coins at the rate BTCPay fixed for the invoice,
+// rounded down to the nano-dollar. The credit is one ledger entry whose idempotency key is the invoice
 // (`deposit:<invoice id>`): retried, replayed or raced, it is posted once.
 import { credit } from '../ledger/ledger.js';
 import { formatAmount, parseAmount } from '../core/money.js';
@@ -52,24 +52,30 @@ async function depositRow(txId: string): Promise<DepositRow> {
   };
 }
 
-/** A decimal text as an exact fraction (numerator, power-of-ten denominator). */
-function fraction(text: string): [bigint, bigint] {
+/** Coin amounts and rates are decimal text; computed exactly as integers of 1e-30. */
+const PLACES = 30;
+function units(text: string): bigint {
   const m = /^(\d+)(?:\.(\d+))?$/.exec(text.trim());
-  if (!m) throw new ProcessorError(`BTCPay Server sent "${text}" where a decimal amount belongs`);
-  const frac = m[2] ?? '';
-  return [BigInt(m[1]! + frac), 10n ** BigInt(frac.length)];
+  if (!m || (m[2] ?? '').length > PLACES)
+    throw new ProcessorError(`BTCPay Server sent "${text}" where a decimal amount belongs`);
+  return BigInt(m[1]! + (m[2] ?? '').padEnd(PLACES, '0'));
 }
+/** coins × USD per coin, in nano-USD rounded down */
+const usdValue = (coins: bigint, rate: bigint) => (coins * rate) / 10n ** BigInt(2 * PLACES - 9);
 
-/** The USD value (nano-USD, rounded down) of the payments BTCPay has settled, at each method's rate. */
-export function settledValueUsd(methods: PaymentMethod[]): bigint {
+/**
+ * What the settled payments are worth, nano-USD: paid in full (the settled coins reach the invoice's
+ * coin amount), the invoice's own USD amount plus any excess at the invoice's rate; short of it, the
+ * settled coins at that rate, rounded down.
+ */
+function settledValueUsd(methods: PaymentMethod[], invoicedUsd: bigint): bigint {
   let total = 0n;
   for (const m of methods) {
-    const [rn, rd] = fraction(m.rate);
-    for (const p of m.payments) {
-      if (p.status !== 'Settled') continue;
-      const [vn, vd] = fraction(p.value);
-      total += (vn * rn * 1_000_000_000n) / (vd * rd);
-    }
+    const settled = m.payments.filter((p) => p.status === 'Settled').reduce((sum, p) => sum + units(p.value), 0n);
+    if (settled === 0n) continue;
+    const rate = units(m.rate);
+    const due = units(m.amount);
+    total += settled >= due ? invoicedUsd + usdValue(settled - due, rate) : usdValue(settled, rate);
   }
   return total;
 }
@@ -78,15 +84,16 @@ export function settledValueUsd(methods: PaymentMethod[]): bigint {
 const paid = (methods: PaymentMethod[]) => methods.some((m) => m.payments.some((p) => p.status !== 'Invalid'));
 
 /** Where the deposit stands by the invoice (the settlement rule above). */
-export function judge(invoice: Invoice, methods: PaymentMethod[], amountUsd: bigint, nowMs: number): Observation {
+function judge(invoice: Invoice, methods: PaymentMethod[], amountUsd: bigint, nowMs: number): Observation {
   const expiresAtMs = invoice.expirationTime * 1000;
   const monitoringUntilMs = Math.max(invoice.monitoringExpiration, invoice.expirationTime) * 1000;
   const at = { expiresAtMs, monitoringUntilMs };
-  const settled = settledValueUsd(methods);
+  const invoiced = invoice.currency === 'USD' ? parseAmount(invoice.amount, 'USD') : amountUsd;
+  const settled = settledValueUsd(methods, invoiced);
   switch (invoice.status) {
     case 'Settled': {
-      const invoiced = parseAmount(invoice.amount, 'USD');
-      const creditUsd = settled > invoiced ? settled : invoiced > 0n ? invoiced : amountUsd;
+      // BTCPay's word that it is paid: at least the invoice, whatever its tolerance let through
+      const creditUsd = settled > invoiced ? settled : invoiced;
       return { status: 'Processing', final: { creditUsd: creditUsd.toString(), closeAs: 'Completed' }, ...at };
     }
     case 'Invalid':
