@@ -116,7 +116,6 @@ describe('crypto deposits through BTCPay Server (Greenfield), one workflow each'
     assert.equal(foo.status, 400);
     assert.match(foo.body.message, /Unsupported ticker 'foo'/);
     assert.equal((await call('GET', '/api/transaction/limits/btc')).status, 401);
-
   });
 
   it('a deposit end to end: a USD invoice, its address and wallet URI, credited once when settled', async () => {
@@ -162,7 +161,7 @@ describe('crypto deposits through BTCPay Server (Greenfield), one workflow each'
     assert.deepEqual(await creditsOf(inv.id), [usd('25.5')]);
   });
 
-  it("refuses what the spec refuses, before anything is made or stored", async () => {
+  it('refuses what the spec refuses, before anything is made or stored', async () => {
     const { key, accountId } = await newAccount('0');
     const invoicesBefore = btcpay.invoices.size;
     const refused = async (ticker: string, body: unknown, code: string) => {
@@ -224,7 +223,11 @@ describe('crypto deposits through BTCPay Server (Greenfield), one workflow each'
     const settled = btcpay.deliveries.find((x) => x.invoiceId === inv.id && x.type === 'InvoiceSettled')!;
     const paymentSettled = btcpay.deliveries.find((x) => x.invoiceId === inv.id && x.type === 'InvoicePaymentSettled')!;
     // the same delivery twice, at the same moment, beside another
-    const answers = await Promise.all([btcpay.deliver(settled), btcpay.deliver(settled), btcpay.deliver(paymentSettled)]);
+    const answers = await Promise.all([
+      btcpay.deliver(settled),
+      btcpay.deliver(settled),
+      btcpay.deliver(paymentSettled),
+    ]);
     assert.deepEqual(answers, [200, 200, 200]);
     assert.equal(await finished(d.txId), 'Completed');
     // and a burst of redeliveries after it closed
@@ -274,7 +277,10 @@ describe('crypto deposits through BTCPay Server (Greenfield), one workflow each'
     // the signature of the genuine body on another body
     const { createHmac } = await import('node:crypto');
     const sig = `sha256=${createHmac('sha256', btcpay.webhookSecret).update(settled.body).digest('hex')}`;
-    assert.equal((await post({ 'btcpay-sig': sig }, settled.body.replace('InvoiceSettled', 'InvoiceSettled '))).status, 401);
+    assert.equal(
+      (await post({ 'btcpay-sig': sig }, settled.body.replace('InvoiceSettled', 'InvoiceSettled '))).status,
+      401,
+    );
     // none of them reached the workflow
     const history = await handle.fetchHistory();
     assert.ok(!history.events?.some((e) => e.workflowExecutionSignaledEventAttributes), 'no signal was recorded');
@@ -359,14 +365,18 @@ describe('crypto deposits through BTCPay Server (Greenfield), one workflow each'
     if (intoWindow > 590) await new Promise((r) => setTimeout(r, (601 - intoWindow) * 1000));
     const { key } = await newAccount('0');
     const results = [];
-    for (let i = 0; i < 10; i++) results.push((await call('POST', '/api/transaction/create/btc', key, { amount: 1 + i })).status);
+    for (let i = 0; i < 10; i++)
+      results.push((await call('POST', '/api/transaction/create/btc', key, { amount: 1 + i })).status);
     assert.deepEqual(results, Array(10).fill(200));
     const over = await call('POST', '/api/transaction/create/btc', key, { amount: 1 });
     assert.equal(over.status, 429);
     assert.equal(over.body.code, 'rate_limit_exceeded');
     assert.ok(Number(over.headers.get('retry-after')) > 0);
     // another key is counted apart
-    assert.equal((await call('POST', '/api/transaction/create/btc', (await newAccount('0')).key, { amount: 1 })).status, 200);
+    assert.equal(
+      (await call('POST', '/api/transaction/create/btc', (await newAccount('0')).key, { amount: 1 })).status,
+      200,
+    );
   });
 
   it('a worker SIGKILLed mid-deposit: another finishes it, credited once', async () => {
@@ -381,7 +391,6 @@ describe('crypto deposits through BTCPay Server (Greenfield), one workflow each'
       const { key, accountId } = await newAccount('0');
       const d = await deposit(key, 'btc', 15);
       const inv = btcpay.invoiceOf(d.txId)!;
-      const handle = (await useTemporal()).client.workflow.getHandle(d.txId);
       // the first worker has run the workflow (it looked at the invoice once) and waits for news
       await until(
         () => looks(d.txId),
@@ -394,7 +403,10 @@ describe('crypto deposits through BTCPay Server (Greenfield), one workflow each'
       await btcpay.pay(inv.id);
       await btcpay.confirm(inv.id);
       const answers = btcpay.deliveries.filter((x) => x.invoiceId === inv.id).map((x) => x.answered);
-      assert.ok(answers.every((a) => a === 200), JSON.stringify(answers));
+      assert.ok(
+        answers.every((a) => a === 200),
+        JSON.stringify(answers),
+      );
       assert.equal(await usdBalance(accountId), 0n);
       await startWorker(env);
       assert.equal(await finished(d.txId), 'Completed');

@@ -14,8 +14,8 @@ import { config } from '../config.js';
 import { scrubSecrets } from '../core/errors.js';
 
 /** Greenfield's invoice states (InvoiceStatus) and the exception beside them (InvoiceAdditionalStatus). */
-export type InvoiceStatus = 'New' | 'Processing' | 'Settled' | 'Expired' | 'Invalid';
-export type AdditionalStatus = 'None' | 'PaidLate' | 'PaidPartial' | 'Marked' | 'Invalid' | 'PaidOver';
+type InvoiceStatus = 'New' | 'Processing' | 'Settled' | 'Expired' | 'Invalid';
+type AdditionalStatus = 'None' | 'PaidLate' | 'PaidPartial' | 'Marked' | 'Invalid' | 'PaidOver';
 
 export interface Invoice {
   id: string;
@@ -32,7 +32,7 @@ export interface Invoice {
   monitoringExpiration: number;
 }
 
-export interface InvoicePayment {
+interface InvoicePayment {
   id: string;
   /** decimal text in the payment method's currency */
   value: string;

@@ -22,7 +22,7 @@ import { getInvoice, type Invoice, invoicePaymentMethods, type PaymentMethod, Pr
 type RunningStatus = 'New' | 'Pending' | 'Processing' | 'Expired';
 type ClosedStatus = 'Completed' | 'Expired' | 'Invalid';
 
-export interface Observation {
+interface Observation {
   status: RunningStatus;
   /** decided: credit `creditUsd` (nano-USD as text; '0' closes it uncredited as `closeAs`) */
   final?: { creditUsd: string; closeAs: ClosedStatus };

@@ -56,8 +56,7 @@ function providerUnavailable(err: unknown): RequestError {
 /** The spec's ticker, offered by the configured store: or the spec's 400 (unsupported) / 500 (processor down). */
 async function offeredTicker(name: string): Promise<Ticker> {
   const ticker = findTicker(name);
-  if (!ticker)
-    throw unsupported(`Unsupported ticker '${name.slice(0, 40)}'. Tickers: ${tickerNames().join(', ')}.`);
+  if (!ticker) throw unsupported(`Unsupported ticker '${name.slice(0, 40)}'. Tickers: ${tickerNames().join(', ')}.`);
   if (!processorConfigured())
     throw unsupported('This gateway does not accept crypto deposits: no payment processor is configured.');
   let offered: Set<string>;

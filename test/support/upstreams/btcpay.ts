@@ -35,7 +35,7 @@ interface Payment {
   status: 'Processing' | 'Settled' | 'Invalid';
 }
 
-export interface LoopbackInvoice {
+interface LoopbackInvoice {
   id: string;
   amount: string;
   currency: string;
@@ -55,7 +55,7 @@ export interface LoopbackInvoice {
   timers: NodeJS.Timeout[];
 }
 
-export interface Delivery {
+interface Delivery {
   deliveryId: string;
   type: string;
   invoiceId: string;
@@ -242,7 +242,10 @@ export async function startBtcpayUpstream(
       () => {
         if (inv.status !== 'New') return;
         inv.status = 'Expired';
-        void event(inv, 'InvoiceExpired', { partiallyPaid: inv.additionalStatus === 'PaidPartial', paidAfterExpiration: false });
+        void event(inv, 'InvoiceExpired', {
+          partiallyPaid: inv.additionalStatus === 'PaidPartial',
+          paidAfterExpiration: false,
+        });
       },
       Math.max(0, inv.expirationTime * 1000 - Date.now()),
     );
@@ -323,7 +326,10 @@ export async function startBtcpayUpstream(
         return;
       }
       if (req.headers.authorization !== `token ${apiKey}`)
-        return json(401, { code: 'unauthenticated', message: 'Authentication is required for accessing this endpoint' });
+        return json(401, {
+          code: 'unauthenticated',
+          message: 'Authentication is required for accessing this endpoint',
+        });
       const m = /^\/api\/v1\/stores\/([^/]+)(\/.*)$/.exec(u.pathname);
       if (!m) return json(404, { code: 'not-found', message: 'Not found' });
       if (decodeURIComponent(m[1]!) !== storeId)
@@ -408,7 +414,14 @@ export async function startBtcpayUpstream(
       await event(inv, 'InvoiceReceivedPayment', {
         afterExpiration,
         paymentMethodId: inv.paymentMethodId,
-        payment: { id: payment.id, receivedDate: payment.receivedDate, value: payment.value, fee: '0', status: payment.status, destination: inv.destination },
+        payment: {
+          id: payment.id,
+          receivedDate: payment.receivedDate,
+          value: payment.value,
+          fee: '0',
+          status: payment.status,
+          destination: inv.destination,
+        },
         overPaid: over,
       });
       if (wasNew && inv.status === 'Processing') await event(inv, 'InvoiceProcessing', { overPaid: over });
@@ -422,7 +435,14 @@ export async function startBtcpayUpstream(
         await event(inv, 'InvoicePaymentSettled', {
           afterExpiration: inv.status === 'Expired',
           paymentMethodId: inv.paymentMethodId,
-          payment: { id: p.id, receivedDate: p.receivedDate, value: p.value, fee: '0', status: p.status, destination: inv.destination },
+          payment: {
+            id: p.id,
+            receivedDate: p.receivedDate,
+            value: p.value,
+            fee: '0',
+            status: p.status,
+            destination: inv.destination,
+          },
         });
       }
       if (inv.status === 'Processing' && inv.payments.every((p) => p.status !== 'Processing')) {
