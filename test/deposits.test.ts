@@ -236,6 +236,21 @@ describe('crypto deposits through BTCPay Server (Greenfield), one workflow each'
     assert.equal(await usdBalance(accountId), usd('40'));
   });
 
+  it('paid over the invoice: the invoice amount plus the excess at its rate', async () => {
+    const { key, accountId } = await newAccount('0');
+    const d = await deposit(key, 'ltc', 10);
+    const inv = btcpay.invoiceOf(d.txId)!;
+    await btcpay.pay(inv.id, '0.06'); // the invoice asks 0.11428572 LTC (10 USD at 87.5, rounded up)
+    await btcpay.pay(inv.id, '0.06');
+    assert.equal(inv.additionalStatus, 'PaidOver');
+    await btcpay.confirm(inv.id);
+    assert.equal(await finished(d.txId), 'Completed');
+    const excess = valueNano('0.00571428', inv.rate); // 0.12 - 0.11428572 LTC
+    assert.equal(inv.coinAmount, '0.11428572');
+    assert.deepEqual(await creditsOf(inv.id), [usd('10') + excess]);
+    assert.equal(await usdBalance(accountId), usd('10') + excess);
+  });
+
   it('webhooks out of order: settled first, created last; credited once, by what BTCPay says', async () => {
     const { key, accountId } = await newAccount('0');
     btcpay.holdWebhooks(true);
