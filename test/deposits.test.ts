@@ -144,6 +144,13 @@ describe('crypto deposits through BTCPay Server (Greenfield), one workflow each'
 
     const payment = await btcpay.pay(inv.id);
     await statusBecomes(d.txId, 'Processing');
+    const shown = await call('GET', `/api/transaction/status/${d.txId}`, key);
+    assert.equal(shown.status, 200);
+    assert.deepEqual({ ...shown.body, status: 'New', credited: undefined }, { ...d, credited: undefined });
+    assert.equal(shown.body.status, 'Processing');
+    assert.equal(shown.body.credited, null);
+    // another account's deposit is not found
+    assert.equal((await call('GET', `/api/transaction/status/${d.txId}`, (await newAccount('0')).key)).status, 404);
     assert.equal(await usdBalance(accountId), 0n, 'nothing credited before BTCPay settles');
     await btcpay.confirm(inv.id, payment);
     assert.equal(await finished(d.txId), 'Completed');
@@ -152,6 +159,9 @@ describe('crypto deposits through BTCPay Server (Greenfield), one workflow each'
     const r = await row(d.txId);
     assert.equal(r.credited_usd, usd('25.5').toString());
     assert.equal(r.invoice_status, 'Settled');
+    const done = await call('GET', `/api/transaction/status/${d.txId}`, key);
+    assert.equal(done.body.status, 'Completed');
+    assert.equal(done.body.credited, 25.5);
 
     // every webhook again, as BTCPay's redelivery sends them: nothing more
     for (const dl of btcpay.deliveries.filter((x) => x.invoiceId === inv.id)) {
@@ -193,7 +203,7 @@ describe('crypto deposits through BTCPay Server (Greenfield), one workflow each'
 
   it('BTCPay down: 500 and nothing stored; down mid-deposit: the workflow retries until it answers', async () => {
     const { key, accountId } = await newAccount('0');
-    btcpay.failNext(1, 502);
+    btcpay.failNext(1, 502, /^POST .*\/invoices$/);
     const r = await call('POST', '/api/transaction/create/ltc', key, { amount: 5 });
     assert.equal(r.status, 500, JSON.stringify(r.body));
     assert.equal(r.body.code, 'provider_unavailable');
@@ -206,7 +216,7 @@ describe('crypto deposits through BTCPay Server (Greenfield), one workflow each'
 
     const d = await deposit(key, 'ltc', 5);
     const inv = btcpay.invoiceOf(d.txId)!;
-    btcpay.failNext(2, 503);
+    btcpay.failNext(2, 503, new RegExp(`/invoices/${inv.id}`));
     await btcpay.pay(inv.id);
     await btcpay.confirm(inv.id);
     assert.equal(await finished(d.txId), 'Completed');

@@ -73,7 +73,10 @@ export function processorConfigured(): boolean {
 
 const TIMEOUT_MS = 15_000;
 
-/** One Greenfield call: the parsed JSON answer of a 2xx, or a ProcessorError (404: `undefined` when `allow404`). */
+/**
+ * One Greenfield call: the parsed JSON answer of a 2xx, or a ProcessorError. With `allow404`, BTCPay's
+ * `invoice-not-found` is `undefined` (a store that is not found, a wrong BTCPAY_STORE_ID, stays an error).
+ */
 async function call(method: 'GET' | 'POST', path: string, body?: unknown, allow404 = false): Promise<unknown> {
   const { base, apiKey, storeId } = settings();
   const url = `${base}/api/v1/stores/${encodeURIComponent(storeId)}${path}`;
@@ -93,7 +96,7 @@ async function call(method: 'GET' | 'POST', path: string, body?: unknown, allow4
     throw new ProcessorError(`BTCPay Server at ${base} could not be reached: ${(err as Error).message}`);
   }
   const text = await res.text().catch(() => '');
-  if (res.status === 404 && allow404) return undefined;
+  if (res.status === 404 && allow404 && /"code"\s*:\s*"invoice-not-found"/.test(text)) return undefined;
   if (!res.ok) {
     throw new ProcessorError(
       `BTCPay Server answered ${method} ${path} with ${res.status}: ${scrubSecrets(text.slice(0, 500))}`,

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import type { Caller } from '../accounts/keys.js';
 import { config } from '../config.js';
 import { RequestError } from '../core/errors.js';
-import { formatAmount, parseAmount } from '../core/money.js';
+import { formatAmount, parseAmount, toDisplayNumber } from '../core/money.js';
 import { db } from '../db.js';
 import { startJob } from '../jobs/jobs.js';
 import { cryptoDeposit } from '../../workflows/cryptoDeposit.js';
@@ -187,4 +187,26 @@ export async function createDeposit(caller: Caller, tickerName: string, amount: 
 export async function depositOfInvoice(invoiceId: string): Promise<string | undefined> {
   const { rows } = await db().pool.query('SELECT id FROM crypto_deposits WHERE invoice_id = $1', [invoiceId]);
   return rows[0]?.id;
+}
+
+/** A deposit as its owner sees it: the spec's fields, and what was credited (USD, null until Completed). */
+export async function depositStatus(caller: Caller, txId: string): Promise<DepositView & { credited: number | null }> {
+  const { rows } = await db().pool.query(
+    `SELECT id, address, coin_amount, status, payment_link, created_at, expires_at, credited_usd
+     FROM crypto_deposits WHERE id = $1 AND account_id = $2`,
+    [txId, caller.accountId],
+  );
+  const r = rows[0];
+  // another account's deposit is answered as one that does not exist
+  if (!r) throw new RequestError(404, 'deposit_not_found', `No deposit '${txId.slice(0, 40)}' on this account.`);
+  return {
+    txId: r.id,
+    address: r.address,
+    amount: Number(r.coin_amount),
+    status: r.status,
+    paymentLink: r.payment_link,
+    createdAt: r.created_at.toISOString(),
+    expiresAt: r.expires_at.toISOString(),
+    credited: r.credited_usd === null ? null : toDisplayNumber(BigInt(r.credited_usd), 'USD'),
+  };
 }

@@ -16,7 +16,8 @@ import { depositOfInvoice } from './deposits.js';
 /** What became of a delivery: signalled to a deposit's workflow, or ignored (and why). */
 export type Delivery = { signalled: string } | { ignored: string };
 
-export async function receiveWebhook(body: Buffer, signature: string | undefined): Promise<Delivery> {
+/** The webhook's JSON, once its `BTCPay-Sig` proves BTCPay sent exactly these bytes; else 401 (or 400: not JSON). */
+export function signedWebhook(body: Buffer, signature: string | undefined): unknown {
   if (!genuineWebhook(body, signature))
     throw new RequestError(
       401,
@@ -25,22 +26,29 @@ export async function receiveWebhook(body: Buffer, signature: string | undefined
         ? 'The BTCPay-Sig header is missing or is not the HMAC-SHA256 of this body with the webhook secret.'
         : 'Webhooks are refused: no webhook secret is configured (BTCPAY_WEBHOOK_SECRET).',
     );
-  let event: Record<string, unknown>;
   try {
-    event = JSON.parse(body.toString('utf8'));
+    return JSON.parse(body.toString('utf8'));
   } catch {
     throw new RequestError(400, 'invalid_json', 'The webhook body is not JSON.');
   }
-  const invoiceId = event?.invoiceId;
-  const type = typeof event?.type === 'string' ? event.type : 'unknown';
+}
+
+/** A genuine event (api/schemas/deposits.ts): a signal to its deposit's workflow, if it is about one. */
+export async function receiveWebhook(event: {
+  type: string;
+  invoiceId?: string;
+  storeId?: string;
+  deliveryId?: string;
+}): Promise<Delivery> {
+  const { type, invoiceId } = event;
   // a store's test delivery, or an event about something other than an invoice
-  if (typeof invoiceId !== 'string' || !invoiceId) return { ignored: `${type}: no invoice` };
+  if (!invoiceId) return { ignored: `${type}: no invoice` };
   if (event.storeId !== config.btcpay.storeId) return { ignored: `${type}: another store's invoice` };
   const txId = await depositOfInvoice(invoiceId);
   if (!txId) return { ignored: `${type}: not a deposit's invoice` };
   try {
     const handle = (await temporal()).workflow.getHandle(txId);
-    await handle.signal(invoiceEventSignal, { type, deliveryId: String(event.deliveryId ?? '') });
+    await handle.signal(invoiceEventSignal, { type, deliveryId: event.deliveryId ?? '' });
   } catch (err) {
     const e = err as Error;
     if (e.name === 'WorkflowNotFoundError' || /not found|already completed/i.test(e.message ?? ''))

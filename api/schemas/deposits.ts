@@ -7,3 +7,15 @@ export const depositRequestSchema = {
     amount: { type: 'number' },
   },
 } as const;
+
+/** A BTCPay Server webhook (Greenfield's WebhookInvoiceEvent), read once its signature is checked. */
+export const btcpayWebhookSchema = {
+  type: 'object',
+  required: ['type'],
+  properties: {
+    type: { type: 'string', maxLength: 100 },
+    deliveryId: { type: 'string', maxLength: 200 },
+    storeId: { type: 'string', maxLength: 200 },
+    invoiceId: { type: 'string', maxLength: 200 },
+  },
+} as const;

@@ -20,7 +20,7 @@
 // Every event is a webhook POSTed to the registered URL with `BTCPay-Sig: sha256=<HMAC-SHA256 of the
 // body with the webhook secret>`. Deliveries go out at once, or are held (`holdWebhooks`) so a test
 // can send them in any order, twice, at the same time, or signed with a wrong secret.
-// Failures: `failNext(n, status)` answers the next n API requests with that status (a 503 page).
+// Failures: `failNext(n, status, only)` answers the next n API requests (matching `only`) with that status.
 import http from 'node:http';
 import { createHmac, randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
@@ -89,7 +89,8 @@ export interface BtcpayUpstream {
   /** the payment (default: every unsettled one) confirmed */
   confirm(invoiceId: string, paymentId?: string): Promise<void>;
   markInvalid(invoiceId: string): Promise<void>;
-  failNext(n: number, status?: number): void;
+  /** answer the next n API requests (those whose `METHOD /path` matches `only`) with `status` */
+  failNext(n: number, status?: number, only?: RegExp): void;
   /** the invoice made for deposit `txId` (its orderId) */
   invoiceOf(txId: string): LoopbackInvoice | undefined;
   close(): Promise<void>;
@@ -137,7 +138,7 @@ export async function startBtcpayUpstream(
   let monitoringSeconds = 3600;
   let webhookUrl: string | undefined;
   let hold = false;
-  let failures: { left: number; status: number } = { left: 0, status: 503 };
+  let failures: { left: number; status: number; only?: RegExp } = { left: 0, status: 503 };
   let base = '';
   const now = () => Math.floor(Date.now() / 1000);
 
@@ -319,7 +320,7 @@ export async function startBtcpayUpstream(
         res.writeHead(status, { 'content-type': 'application/json' });
         res.end(JSON.stringify(payload));
       };
-      if (failures.left > 0) {
+      if (failures.left > 0 && (!failures.only || failures.only.test(`${req.method} ${u.pathname}`))) {
         failures.left--;
         res.writeHead(failures.status, { 'content-type': 'text/html' });
         res.end('<html><body>502 Bad Gateway (nginx)</body></html>');
@@ -456,8 +457,8 @@ export async function startBtcpayUpstream(
       inv.additionalStatus = 'Marked';
       await event(inv, 'InvoiceInvalid', { manuallyMarked: true });
     },
-    failNext: (n, status = 503) => {
-      failures = { left: n, status };
+    failNext: (n, status = 503, only) => {
+      failures = { left: n, status, only };
     },
     invoiceOf: (txId) => [...invoices.values()].find((i) => i.metadata?.orderId === txId),
     close: async () => {
