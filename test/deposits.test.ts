@@ -9,6 +9,7 @@ import { config } from '../activities/config.js';
 import { db } from '../activities/db.js';
 import { balances } from '../activities/ledger/ledger.js';
 import { parseAmount } from '../activities/core/money.js';
+import { completeDeposit } from '../activities/payments/depositRun.js';
 import { newAccount, startApi } from './support/api.js';
 import { assertBooksBalance } from './support/books.js';
 import { keepConfig } from './support/keepConfig.js';
@@ -244,6 +245,25 @@ describe('crypto deposits through BTCPay Server (Greenfield), one workflow each'
     await Promise.all(Array.from({ length: 10 }, () => btcpay.deliver(settled)));
     assert.deepEqual(await creditsOf(inv.id), [usd('40')]);
     assert.equal(await usdBalance(accountId), usd('40'));
+  });
+
+  it('the credit raced: attempts of the credit step at once (a retry beside a slow first try) post it once', async () => {
+    const { key, accountId } = await newAccount('0');
+    btcpay.holdWebhooks(true);
+    const d = await deposit(key, 'btc', 33);
+    const inv = btcpay.invoiceOf(d.txId)!;
+    await btcpay.pay(inv.id);
+    await btcpay.confirm(inv.id);
+    const credit = usd('33').toString();
+    const results = await Promise.all(Array.from({ length: 8 }, () => completeDeposit(d.txId, credit)));
+    assert.deepEqual(results, Array(8).fill('Completed'));
+    assert.deepEqual(await creditsOf(inv.id), [usd('33')]);
+    // then the workflow hears of it and runs its own credit step: still once
+    const settled = btcpay.deliveries.find((x) => x.invoiceId === inv.id && x.type === 'InvoiceSettled')!;
+    assert.equal(await btcpay.deliver(settled), 200);
+    assert.equal(await finished(d.txId), 'Completed');
+    assert.deepEqual(await creditsOf(inv.id), [usd('33')]);
+    assert.equal(await usdBalance(accountId), usd('33'));
   });
 
   it('paid over the invoice: the invoice amount plus the excess at its rate', async () => {
