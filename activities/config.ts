@@ -113,6 +113,15 @@ export interface Config {
   btcpay: { url?: string; apiKey?: string; storeId?: string; webhookSecret?: string };
   /** how often a deposit's workflow asks BTCPay about its invoice when no webhook has come */
   depositPollSeconds: number;
+  /** a credit invitation not redeemed within this long expires and its hold is released (its workflow's timer) */
+  creditInvitationTtlSeconds: number;
+  /** x402: the facilitator that verifies and settles payments, where they go, on which network, and for how long a quote stands */
+  x402FacilitatorUrl: string | undefined;
+  x402PayTo: string | undefined;
+  x402Network: string;
+  x402QuoteTtlSeconds: number;
+  /** how long one facilitator call (verify, settle, supported) may take */
+  x402FacilitatorTimeoutMs: number;
 }
 
 type SignupPolicy = 'open' | 'invite' | 'closed';
@@ -185,6 +194,12 @@ function loadConfig(): Config {
       webhookSecret: str('BTCPAY_WEBHOOK_SECRET'),
     },
     depositPollSeconds: Math.max(1, int('SWITCHYARD_DEPOSIT_POLL_SECONDS', 60)),
+    creditInvitationTtlSeconds: Math.max(1, int('SWITCHYARD_CREDIT_INVITATION_TTL_SECONDS', 30 * 24 * 3600)),
+    x402FacilitatorUrl: str('X402_FACILITATOR_URL'),
+    x402PayTo: str('X402_PAY_TO'),
+    x402Network: str('X402_NETWORK') ?? 'eip155:8453',
+    x402QuoteTtlSeconds: Math.max(10, int('X402_QUOTE_TTL_SECONDS', 300)),
+    x402FacilitatorTimeoutMs: Math.max(100, int('X402_FACILITATOR_TIMEOUT_MS', 30_000)),
   };
 }
 

@@ -16,3 +16,4 @@ export {
 } from './accounts/teamInvitations.js';
 export { deleteExpiredMemories } from './memory/memory.js';
 export { observeDeposit, completeDeposit, closeDeposit } from './payments/depositRun.js';
+export { closeCreditInvitation, expireCreditInvitation } from './invitations/creditInvitations.js';

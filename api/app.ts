@@ -28,6 +28,8 @@ import { authRouter } from './routes/auth.js';
 import { keysRouter } from './routes/keys.js';
 import { teamsRouter } from './routes/teams.js';
 import { depositsRouter } from './routes/deposits.js';
+import { invitationsRouter } from './routes/invitations.js';
+import { x402Router } from './routes/x402.js';
 import type { AppState } from './state.js';
 
 export function createApp(): Koa {
@@ -72,6 +74,8 @@ export function createApp(): Koa {
     keysRouter,
     teamsRouter,
     depositsRouter,
+    invitationsRouter,
+    x402Router,
   ]) {
     routes.use(router.routes());
   }
