@@ -424,6 +424,46 @@ describe('crypto deposits through BTCPay Server (Greenfield), one workflow each'
     );
   });
 
+  it('a worker SIGKILLed while it reads the invoice from BTCPay: the read is tried again elsewhere, credited once', async () => {
+    await onOwnWorkers('deposit-kill-read', async (startWorker) => {
+      const env = {
+        BTCPAY_URL: btcpay.url,
+        BTCPAY_API_KEY: btcpay.apiKey,
+        BTCPAY_STORE_ID: btcpay.storeId,
+        BTCPAY_WEBHOOK_SECRET: btcpay.webhookSecret,
+      };
+      const first = await startWorker(env);
+      const { key, accountId } = await newAccount('0');
+      const d = await deposit(key, 'btc', 9);
+      const inv = btcpay.invoiceOf(d.txId)!;
+      await until(
+        () => looks(d.txId),
+        (n) => n >= 1,
+        30_000,
+        'the first look at the invoice',
+      );
+      // BTCPay hangs on this invoice; the payment's webhook sends the first worker to read it
+      btcpay.stall(new RegExp(`/invoices/${inv.id}`));
+      try {
+        await btcpay.pay(inv.id);
+        await until(
+          async () => btcpay.stalled(),
+          (n) => n >= 1,
+          30_000,
+          'the worker to be reading the invoice',
+        );
+        await first.kill();
+        await btcpay.confirm(inv.id);
+      } finally {
+        btcpay.unstall();
+      }
+      await startWorker(env);
+      assert.equal(await finished(d.txId), 'Completed');
+      assert.deepEqual(await creditsOf(inv.id), [usd('9')]);
+      assert.equal(await usdBalance(accountId), usd('9'));
+    });
+  }).timeout(180_000);
+
   it('a worker SIGKILLed mid-deposit: another finishes it, credited once', async () => {
     await onOwnWorkers('deposit-kill', async (startWorker) => {
       const env = {

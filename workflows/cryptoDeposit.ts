@@ -26,9 +26,10 @@ export interface CryptoDepositInput {
 export const invoiceEventSignal = defineSignal<[{ type: string; deliveryId: string }]>('invoiceEvent');
 
 // Reading BTCPay and writing the row: retried for as long as it takes (BTCPay down for a day must
-// not lose a deposit), backing off to a try every 10 minutes.
+// not lose a deposit), backing off to a try every 10 minutes. Two Greenfield calls of at most 15 s
+// each: an attempt still running after 40 s is given up (its worker may have died) and tried again.
 const { observeDeposit } = proxyActivities<typeof activities>({
-  startToCloseTimeout: '1 minute',
+  startToCloseTimeout: '40 seconds',
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '10 minutes' },
 });
 // The credit and the close: short database statements, idempotent, retried until they succeed.

@@ -20,7 +20,8 @@
 // Every event is a webhook POSTed to the registered URL with `BTCPay-Sig: sha256=<HMAC-SHA256 of the
 // body with the webhook secret>`. Deliveries go out at once, or are held (`holdWebhooks`) so a test
 // can send them in any order, twice, at the same time, or signed with a wrong secret.
-// Failures: `failNext(n, status, only)` answers the next n API requests (matching `only`) with that status.
+// Failures: `failNext(n, status, only)` answers the next n API requests (matching `only`) with that status;
+// `stall(only)` holds the answers to matching requests until `unstall()` (a BTCPay that hangs).
 import http from 'node:http';
 import { createHmac, randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
@@ -91,6 +92,10 @@ export interface BtcpayUpstream {
   markInvalid(invoiceId: string): Promise<void>;
   /** answer the next n API requests (those whose `METHOD /path` matches `only`) with `status` */
   failNext(n: number, status?: number, only?: RegExp): void;
+  /** hold the answers to API requests matching `only` until `unstall()` (a slow BTCPay); the number held so far */
+  stall(only: RegExp): void;
+  unstall(): void;
+  stalled(): number;
   /** the invoice made for deposit `txId` (its orderId) */
   invoiceOf(txId: string): LoopbackInvoice | undefined;
   close(): Promise<void>;
@@ -139,6 +144,7 @@ export async function startBtcpayUpstream(
   let webhookUrl: string | undefined;
   let hold = false;
   let failures: { left: number; status: number; only?: RegExp } = { left: 0, status: 503 };
+  let stalling: { only: RegExp; held: number; released: Promise<void>; release: () => void } | undefined;
   let base = '';
   const now = () => Math.floor(Date.now() / 1000);
 
@@ -308,7 +314,11 @@ export async function startBtcpayUpstream(
     const u = new URL(req.url ?? '/', 'http://x');
     let raw = '';
     req.on('data', (c) => (raw += c));
-    req.on('end', () => {
+    req.on('end', async () => {
+      if (stalling?.only.test(`${req.method} ${u.pathname}`)) {
+        stalling.held++;
+        await stalling.released;
+      }
       let body: any = null;
       try {
         body = raw ? JSON.parse(raw) : null;
@@ -457,11 +467,24 @@ export async function startBtcpayUpstream(
       inv.additionalStatus = 'Marked';
       await event(inv, 'InvoiceInvalid', { manuallyMarked: true });
     },
+    stall: (only) => {
+      let release = () => {};
+      const released = new Promise<void>((r) => {
+        release = r;
+      });
+      stalling = { only, held: 0, released, release };
+    },
+    unstall: () => {
+      stalling?.release();
+      stalling = undefined;
+    },
+    stalled: () => stalling?.held ?? 0,
     failNext: (n, status = 503, only) => {
       failures = { left: n, status, only };
     },
     invoiceOf: (txId) => [...invoices.values()].find((i) => i.metadata?.orderId === txId),
     close: async () => {
+      stalling?.release();
       for (const inv of invoices.values()) for (const t of inv.timers) clearTimeout(t);
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
