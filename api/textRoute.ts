@@ -1,7 +1,8 @@
 // The one preamble of every billed text route (chat, messages, responses, completions,
 // talk-to-gpt), so they cannot drift apart: the surface's envelope and body, the refusal of
 // features not offered yet (middleware/notOffered.ts), the API key,
-// X-Billing-Mode, the Ajv schema; then the model (suffixes included), the surface's translation
+// X-Billing-Mode, the Ajv schema; then, unless the body asks for the `questions` format (a decision
+// model answers instead: questionsFormat.ts), the model (suffixes included), the surface's translation
 // into the one internal request, the X-Provider header, and a `prepare()` that plans the routes and
 // reserves the worst case (activities/inference/prepare.ts). A `:memory` suffix compresses the
 // conversation before the latest user turn first (activities/memory/memory.ts; charged on its own,
@@ -29,6 +30,7 @@ import compose from 'koa-compose';
 import type { Middleware } from 'koa';
 import { RequestError } from '../activities/core/errors.js';
 import { admitX402, authenticateOrX402, finishPaid, unclaimPaid } from './x402.js';
+import type { QuestionsFormat } from './questionsFormat.js';
 
 /** A text request body once its schema has passed: wire JSON, read field by field by its surface. */
 // biome-ignore lint/suspicious/noExplicitAny: the surface's translation checks every field it reads
@@ -58,6 +60,8 @@ export interface TextRouteSpec<T extends Translated> {
   translate(body: TextBody, model: ModelInfo, name: ModelName, ctx: AppContext): T | Promise<T>;
   /** accountless x402 payment is offered (non-streaming requests; api/x402.ts) */
   x402?: boolean;
+  /** the surface's form of a decision request (questionsFormat.ts): answered by a decision model instead */
+  questions?: QuestionsFormat;
 }
 
 /**
@@ -79,6 +83,8 @@ export function textRoute<T extends Translated>(
   ];
   const handler: Middleware<AppState> = async (ctx) => {
     const body = ctx.request.body as TextBody;
+    const questions = spec.questions?.find(body);
+    if (questions !== undefined) return spec.questions?.answer(ctx, body, questions);
     const { model, name } = resolveModel(body.model);
     const input = await spec.translate(body, model, name, ctx);
     const provider = ctx.get('x-provider').trim();
