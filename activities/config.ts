@@ -109,6 +109,10 @@ export interface Config {
   mailFrom: string;
   /** a team invitation not accepted within this long expires (its workflow's timer) */
   teamInvitationTtlSeconds: number;
+  /** BTCPay Server (Greenfield API), the payment processor of crypto deposits; unset url: no deposits */
+  btcpay: { url?: string; apiKey?: string; storeId?: string; webhookSecret?: string };
+  /** how often a deposit's workflow asks BTCPay about its invoice when no webhook has come */
+  depositPollSeconds: number;
   /** a credit invitation not redeemed within this long expires and its hold is released (its workflow's timer) */
   creditInvitationTtlSeconds: number;
   /** x402: the facilitator that verifies and settles payments, where they go, on which network, and for how long a quote stands */
@@ -183,6 +187,13 @@ function loadConfig(): Config {
     smtpUrl: str('SMTP_URL'),
     mailFrom: str('MAIL_FROM') ?? 'Switchyard <switchyard@localhost>',
     teamInvitationTtlSeconds: Math.max(1, int('SWITCHYARD_TEAM_INVITATION_TTL_SECONDS', 7 * 24 * 3600)),
+    btcpay: {
+      url: str('BTCPAY_URL'),
+      apiKey: str('BTCPAY_API_KEY'),
+      storeId: str('BTCPAY_STORE_ID'),
+      webhookSecret: str('BTCPAY_WEBHOOK_SECRET'),
+    },
+    depositPollSeconds: Math.max(1, int('SWITCHYARD_DEPOSIT_POLL_SECONDS', 60)),
     creditInvitationTtlSeconds: Math.max(1, int('SWITCHYARD_CREDIT_INVITATION_TTL_SECONDS', 30 * 24 * 3600)),
     x402FacilitatorUrl: str('X402_FACILITATOR_URL'),
     x402PayTo: str('X402_PAY_TO'),

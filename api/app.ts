@@ -28,6 +28,7 @@ import { messageBatchesRouter } from './routes/messageBatches.js';
 import { authRouter } from './routes/auth.js';
 import { keysRouter } from './routes/keys.js';
 import { teamsRouter } from './routes/teams.js';
+import { depositsRouter } from './routes/deposits.js';
 import { invitationsRouter } from './routes/invitations.js';
 import { x402Router } from './routes/x402.js';
 import { indexRoutes } from './routeIndex.js';
@@ -76,6 +77,7 @@ export function createApp(): Koa {
     authRouter,
     keysRouter,
     teamsRouter,
+    depositsRouter,
     invitationsRouter,
     x402Router,
   ]) {
