@@ -20,6 +20,7 @@ textRoute(
     envelope: 'openai',
     schema: chatRequestSchema,
     surface: 'chat',
+    redaction: true,
     translate: chatToInternal,
   },
   async ({ ctx, body, model, input, prepare }) => {

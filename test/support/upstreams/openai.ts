@@ -24,6 +24,8 @@ interface WireError {
 interface UpstreamReply {
   /** the answer text (default: derived from the request) */
   text?: string;
+  /** the answer as exactly these content deltas, as a tokenizer may split words ("[EM", "AIL_1]") */
+  pieces?: string[];
   reasoning?: string;
   /** where the reasoning goes: vLLM/DeepSeek say `reasoning_content`, OpenRouter/Groq `reasoning` */
   reasoningField?: 'reasoning_content' | 'reasoning';
@@ -422,7 +424,7 @@ function compose(route: 'chat' | 'completions', body: any, reply: UpstreamReply,
   }));
   const cap = Number(body.max_completion_tokens ?? body.max_tokens ?? Infinity);
   const reasoningTokens = tokenize(reply.reasoning ?? '');
-  let tokens = calls.length && reply.text === undefined ? [] : tokenize(reply.text ?? derived.text);
+  let tokens = reply.pieces ?? (calls.length && reply.text === undefined ? [] : tokenize(reply.text ?? derived.text));
   let finish = calls.length ? 'tool_calls' : 'stop';
   if (reasoningTokens.length + tokens.length > cap) {
     tokens = tokens.slice(0, Math.max(0, cap - reasoningTokens.length));
