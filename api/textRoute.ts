@@ -89,7 +89,11 @@ export function textRoute<T extends Translated>(
       );
     const redact =
       spec.redaction === true &&
-      redactionWanted({ headers: ctx.headers, suffix: name.redaction === true, callerDefault: ctx.state.caller.redaction });
+      redactionWanted({
+        headers: ctx.headers,
+        suffix: name.redaction === true,
+        callerDefault: ctx.state.caller.redaction,
+      });
     const input = await spec.translate(body, model, name, ctx);
     const provider = ctx.get('x-provider').trim();
     if (provider) input.prefs.explicit = provider;

@@ -166,11 +166,19 @@ describe('PII redaction', function () {
 
     it('the header and its aliases turn it on, a falsy value off; nothing said = off', async () => {
       const { key } = await b.account();
-      for (const headers of [{ redaction: 'true' }, { Redacted: 'yes' }, { piiredaction: '1' }, { PIIREDACTED: 'on' }]) {
+      const on: Array<Record<string, string>> = [
+        { redaction: 'true' },
+        { Redacted: 'yes' },
+        { piiredaction: '1' },
+        { PIIREDACTED: 'on' },
+      ];
+      for (const headers of on) {
         assert.equal((await chat(key, headers)).status, 200);
         assert.ok(masked(), JSON.stringify(headers));
       }
-      for (const headers of [{}, { redaction: 'false' }, { redacted: '0' }, { piiredaction: 'off' }]) {
+      for (const headers of [{}, { redaction: 'false' }, { redacted: '0' }, { piiredaction: 'off' }] as Array<
+        Record<string, string>
+      >) {
         const res = await chat(key, headers);
         assert.equal(res.status, 200);
         assert.ok(!masked(), JSON.stringify(headers));
@@ -249,7 +257,10 @@ describe('PII redaction', function () {
       assert.equal(await spent(accountId), tokens + FEE);
       assert.equal(BigInt(Math.round(body.x_nanogpt_pricing.cost * 1e9)), tokens + FEE);
       const plain = await (await chat(key, {})).json();
-      const plainTokens = textCost(GPT_4O_MINI, { input: plain.usage.prompt_tokens, output: plain.usage.completion_tokens });
+      const plainTokens = textCost(GPT_4O_MINI, {
+        input: plain.usage.prompt_tokens,
+        output: plain.usage.completion_tokens,
+      });
       assert.equal(await spent(accountId), tokens + FEE + plainTokens, 'an unredacted request pays no fee');
 
       b.openai.script({ status: 500 }, { status: 500 });
@@ -267,7 +278,10 @@ describe('PII redaction', function () {
       const n = 16;
       const answers = await Promise.all(
         Array.from({ length: n }, () =>
-          chat(key, { redaction: 'true' }, { max_tokens: 200 }).then(async (r) => ({ status: r.status, body: await r.json() })),
+          chat(key, { redaction: 'true' }, { max_tokens: 200 }).then(async (r) => ({
+            status: r.status,
+            body: await r.json(),
+          })),
         ),
       );
       const ok = answers.filter((a) => a.status === 200);
@@ -275,7 +289,8 @@ describe('PII redaction', function () {
       assert.ok(ok.length > 0 && ok.length < n, `successes: ${ok.length}`);
       let expected = 0n;
       for (const a of ok)
-        expected += textCost(GPT_4O_MINI, { input: a.body.usage.prompt_tokens, output: a.body.usage.completion_tokens }) + FEE;
+        expected +=
+          textCost(GPT_4O_MINI, { input: a.body.usage.prompt_tokens, output: a.body.usage.completion_tokens }) + FEE;
       assert.equal(await spent(accountId, start), expected);
     });
   });

@@ -99,9 +99,14 @@ function personSpans(text: string): Span[] {
   const sentences = doc.json({ offset: true }) as Array<{ terms: Term[] }>;
   for (const sentence of sentences) {
     const terms = sentence.terms;
+    // written without capitals (a chat message): names may be too
+    const informal = !terms.some((t, k) => k > 0 && /^\p{Lu}/u.test(t.text) && t.text !== 'I');
     let i = 0;
     while (i < terms.length) {
-      if (!isPersonWord(terms[i])) {
+      // "the grant", "my will": after a determiner a lower-case word is not a name
+      const afterDeterminer = i > 0 && terms[i - 1].tags.some((t) => t === 'Determiner' || t === 'Possessive');
+      const lower = !/^\p{Lu}/u.test(terms[i].text);
+      if ((!isPersonWord(terms[i], informal) || (lower && afterDeterminer)) && !startsUnknownName(terms, i)) {
         i++;
         continue;
       }
@@ -110,7 +115,7 @@ function personSpans(text: string): Span[] {
       while (
         j + 1 < terms.length &&
         !/[,.;:!?()]/.test(terms[j].post) &&
-        (isPersonWord(terms[j + 1]) || isSurnameLike(terms[j + 1]))
+        (isPersonWord(terms[j + 1], informal) || isSurnameLike(terms[j + 1]))
       )
         j++;
       const start = terms[i].offset.start;
@@ -124,12 +129,32 @@ function personSpans(text: string): Span[] {
   return out;
 }
 
-function isPersonWord(t: Term): boolean {
+function isPersonWord(t: Term, informal: boolean): boolean {
   if (!t.tags.includes('Person') || t.tags.includes('Honorific') || NOT_A_NAME.test(t.text)) return false;
-  // a lower-case word is a name only when compromise knows it as a first name ("talk to jennifer")
-  if (!/^\p{L}/u.test(t.text)) return false;
-  return /^\p{Lu}/u.test(t.text) || t.tags.includes('FirstName');
+  // not a letter, an honorific without its tag ("Mr"), an acronym ("DOB", "JFK")
+  if (!/^\p{L}/u.test(t.text) || HONORIFIC_WORD.test(t.text) || /^\p{Lu}{2,}$/u.test(t.text)) return false;
+  // a lower-case word is a name only in lower-case writing, where compromise knows it as a first
+  // name ("talk to jennifer"); in ordinary prose a lower-case "grant" is a word
+  return /^\p{Lu}/u.test(t.text) || (informal && t.tags.includes('FirstName'));
 }
+const HONORIFIC_WORD = /^(?:mr|mrs|ms|mx|dr|prof|sir|miss|madam|herr|frau|mme|mlle|sr|sra)$/i;
+
+/**
+ * Two capitalized words compromise knows nothing about ("Chidi Okonkwo", "Anjali Menon"): its
+ * lexicon holds mostly Western given names, and an unknown capitalized pair is most often a
+ * person. The second word must be unknown to it as a common noun too ("Dead Sea" is not a name).
+ */
+function startsUnknownName(terms: Term[], i: number): boolean {
+  const a = terms[i];
+  const b = terms[i + 1];
+  if (!b || /[,.;:!?()]/.test(a.post)) return false;
+  const plain = (t: Term) => /^\p{Lu}\p{Ll}+$/u.test(t.text) && t.tags.every((tag) => UNKNOWN.has(tag));
+  return plain(a) && plain(b) && !b.tags.includes('Singular') && !COMMON_SECOND.test(b.text);
+}
+const UNKNOWN = new Set(['Noun', 'ProperNoun', 'Singular']);
+/** second words of places and things that compromise does not tag */
+const COMMON_SECOND =
+  /^(?:North|South|East|West|Northwest|Northeast|Southwest|Southeast|Sea|Ocean|Lake|River|Bay|Island|Islands|Valley|Mountains?|Park|Center|Centre|Hall|Bridge|Square|Station|Airport|Hotel|Museum|University|College|School|Church|Cathedral|Castle|Tower|Street|Road|Avenue|Inc|Ltd|Corp|Group|Labs?|Team|Studio|Games|Cup|League|Award|Prize)$/;
 
 /** A capitalized word after a name that compromise does not know as anything else: a surname. */
 function isSurnameLike(t: Term): boolean {
@@ -166,7 +191,13 @@ function taggedBirthDates(text: string): Span[] {
     const doc = nlp(text.slice(from, from + 40)).match('^#Date+');
     const hit = (doc.json({ offset: true }) as Array<{ text: string; offset: { start: number; length: number } }>)[0];
     if (!hit || !/\d/.test(hit.text)) continue;
-    out.push(trimSpan(text, { start: from + hit.offset.start, end: from + hit.offset.start + hit.offset.length, category: 'dob' }));
+    out.push(
+      trimSpan(text, {
+        start: from + hit.offset.start,
+        end: from + hit.offset.start + hit.offset.length,
+        category: 'dob',
+      }),
+    );
   }
   return out;
 }

@@ -116,7 +116,8 @@ export class Redactor {
     const messages: Message[] = [];
     for (const m of req.messages) {
       const content = [];
-      for (const part of m.content) content.push(part.type === 'text' ? { ...part, text: await this.mask(part.text) } : part);
+      for (const part of m.content)
+        content.push(part.type === 'text' ? { ...part, text: await this.mask(part.text) } : part);
       const toolCalls = m.toolCalls
         ? await Promise.all(m.toolCalls.map(async (c) => ({ ...c, arguments: await this.maskJson(c.arguments) })))
         : undefined;
@@ -126,11 +127,11 @@ export class Redactor {
   }
 
   /** Placeholders in `text` turned back into the values; labels stay labels. */
-  restore(text: string, escape: (v: string) => string = (v) => v): string {
+  restore(text: string, encode: (v: string) => string = (v) => v): string {
     if (this.originals.size === 0) return text;
     return text.replace(PLACEHOLDER, (p) => {
       const v = this.originals.get(p);
-      return v === undefined ? p : escape(v);
+      return v === undefined ? p : encode(v);
     });
   }
 
@@ -155,8 +156,8 @@ export class Redactor {
       const all = (held.get(channel) ?? '') + text;
       const cut = final ? all.length : heldBackFrom(all);
       held.set(channel, all.slice(cut));
-      const escape = channel.startsWith('tool:') ? jsonEscaped : undefined;
-      return this.restore(all.slice(0, cut), escape);
+      const encode = channel.startsWith('tool:') ? jsonEscaped : undefined;
+      return this.restore(all.slice(0, cut), encode);
     };
     const flush = function* (): Generator<StreamEvent> {
       for (const channel of [...held.keys()]) {

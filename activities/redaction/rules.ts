@@ -7,7 +7,7 @@
 import { isIP } from 'node:net';
 
 export type PiiCategory = 'email' | 'phone' | 'ssn' | 'card' | 'ip' | 'address' | 'name' | 'dob';
-export type CredentialCategory = 'api_key' | 'token' | 'private_key' | 'password';
+type CredentialCategory = 'api_key' | 'token' | 'private_key' | 'password';
 export type Category = PiiCategory | CredentialCategory;
 
 export interface Span {
@@ -104,7 +104,8 @@ export function cardSpans(text: string): Span[] {
 // IPv4 (with an optional port) and IPv6 candidates, kept only when `net.isIP` accepts them and
 // nothing says they are a version or build number.
 const IPV4 = /(?<![\w.])(\d{1,3}(?:\.\d{1,3}){3})(?![\w.]*\d)/g;
-const IPV6 = /(?<![\w:])((?:[0-9a-f]{1,4}:){2,7}[0-9a-f]{0,4}|::(?:[0-9a-f]{1,4}:){0,6}[0-9a-f]{1,4}|(?:[0-9a-f]{1,4}:){1,6}:)(?![\w:])/gi;
+const IPV6 =
+  /(?<![\w:])((?:[0-9a-f]{1,4}:){2,7}[0-9a-f]{0,4}|::(?:[0-9a-f]{1,4}:){0,6}[0-9a-f]{1,4}|(?:[0-9a-f]{1,4}:){1,6}:)(?![\w:])/gi;
 const VERSION_CUE = /(?:\bv|\bversion|\bver\.?|\bbuild|\brelease|\bfirmware|\bkernel|\bsdk|\bos)\s*$/i;
 
 export function ipSpans(text: string): Span[] {
@@ -120,7 +121,8 @@ export function looksLikeVersion(text: string, start: number): boolean {
   return VERSION_CUE.test(text.slice(Math.max(0, start - 12), start));
 }
 
-const EMAIL = /(?<![\w.+-])[A-Za-z0-9](?:[A-Za-z0-9._%+-]{0,62}[A-Za-z0-9_%+-])?@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![\w-])/g;
+const EMAIL =
+  /(?<![\w.+-])[A-Za-z0-9](?:[A-Za-z0-9._%+-]{0,62}[A-Za-z0-9_%+-])?@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![\w-])/g;
 
 export function emailSpans(text: string): Span[] {
   return spans(text, EMAIL, 'email');
@@ -131,7 +133,7 @@ export function emailSpans(text: string): Span[] {
 const PHONE_INTL = /(?<![\w+])\+\d{1,3}(?:[ .-]?\(\d{1,4}\))?(?:[ .-]?\d{1,5}){2,6}(?![\w-])/g;
 const PHONE_NANP = /(?<![\w#/.-])(?:1[ .-])?\(?\d{3}\)?[ .-]\d{3}[ .-]\d{4}(?![\w/-]|\.\d)/g;
 const PHONE_CUED =
-  /\b(?:phone|tel|telephone|mobile|cell|fax|call(?: me)?(?: at| on)?|text(?: me)?(?: at)?|whatsapp|handy|telefon|tél|téléphone|portable|teléfono|móvil|telefono|cellulare)\b\.?(?:\s*(?:no\.?|number|nr\.?|#))?(?:\s+(?:is|ist|est|es))?\s*[:=]?\s*(\(?\+?\d[\d ().\/-]{5,20}\d)/gi;
+  /\b(?:phone|tel|telephone|mobile|cell|fax|call(?: me)?(?: at| on)?|text(?: me)?(?: at)?|whatsapp|handy|telefon|tél|téléphone|portable|teléfono|móvil|telefono|cellulare)\b\.?(?:\s*(?:no\.?|number|nr\.?|#))?(?:\s+(?:is|ist|est|es))?\s*[:=]?\s*(\(?\+?\d[\d ()./-]{5,20}\d)/gi;
 
 export function phoneSpans(text: string): Span[] {
   const plausible = (s: string) => {
@@ -155,18 +157,18 @@ export function notAPhone(text: string, start: number): boolean {
 // ---- dates of birth: a date next to a word that says it is a birth date ----
 const MONTHS =
   'jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|januar|februar|märz|mai|juni|juli|oktober|dezember|janvier|février|mars|avril|juin|juillet|août|septembre|octobre|novembre|décembre|enero|febrero|marzo|abril|mayo|junio|julio|agosto|septiembre|octubre|noviembre|diciembre';
-const DATE = new RegExp(
-  [
-    String.raw`\d{4}[-/.]\d{1,2}[-/.]\d{1,2}`,
-    String.raw`\d{1,2}[-/.]\d{1,2}[-/.](?:\d{4}|\d{2})`,
-    String.raw`\d{1,2}(?:st|nd|rd|th|er|º)?\.?\s+(?:de\s+)?(?:${MONTHS})\.?,?\s+(?:de\s+)?\d{4}`,
-    String.raw`(?:${MONTHS})\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}`,
-    String.raw`\d{1,2}(?:st|nd|rd|th)?\s+of\s+(?:${MONTHS}),?\s+\d{4}`,
-    String.raw`(?:${MONTHS})\.?\s+\d{4}`,
-    String.raw`(?:19|20)\d{2}`,
-  ].join('|'),
-  'gi',
-);
+const DATE_SHAPES = [
+  String.raw`\d{4}[-/.]\d{1,2}[-/.]\d{1,2}`,
+  String.raw`\d{1,2}[-/.]\d{1,2}[-/.](?:\d{4}|\d{2})`,
+  String.raw`\d{1,2}(?:st|nd|rd|th|er|º)?\.?\s+(?:de\s+)?(?:${MONTHS})\.?,?\s+(?:de\s+)?\d{4}`,
+  String.raw`(?:${MONTHS})\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}`,
+  String.raw`\d{1,2}(?:st|nd|rd|th)?\s+of\s+(?:${MONTHS}),?\s+\d{4}`,
+  String.raw`(?:${MONTHS})\.?\s+\d{4}`,
+  String.raw`(?:19|20)\d{2}`,
+];
+const DATE = new RegExp(DATE_SHAPES.join('|'), 'gi');
+/** The date shapes with a day, a month and a year. */
+const FULL_DATE = `(?:${DATE_SHAPES.slice(0, 5).join('|')})`;
 const BIRTH_CUE =
   /\b(?:d\.?o\.?b\.?|date of birth|birth ?date|birthday|born(?: on| in)?|b\.|nac[ií]\w*(?: el)?|geb(?:oren|urtsdatum)?\.?(?: am)?|né(?:e)?(?: le)?|date de naissance|fecha de nacimiento|nacid[oa](?: el)?|data di nascita|nato(?: il)?|geboortedatum)\b/gi;
 
@@ -176,12 +178,19 @@ export function dobSpans(text: string): Span[] {
     // the date follows the cue closely: "DOB: 03/04/1985", "born on March 3, 1985"
     const from = cue.index + cue[0].length;
     const window = text.slice(from, from + 40);
-    const m = new RegExp(`^(?:'s)?[\\s:=,()"'-]*(?:is\\s+|was\\s+|on\\s+|the\\s+|am\\s+|le\\s+|el\\s+)*(${DATE.source})`, 'i').exec(
-      window,
-    );
-    if (!m) continue;
-    const start = from + m[0].length - m[1].length;
-    out.push({ start, end: start + m[1].length, category: 'dob' });
+    const m = new RegExp(
+      `^(?:'s)?[\\s:=,()"'-]*(?:is\\s+|was\\s+|on\\s+|the\\s+|am\\s+|le\\s+|el\\s+)*(${DATE.source})`,
+      'i',
+    ).exec(window);
+    if (m) {
+      const start = from + m[0].length - m[1].length;
+      out.push({ start, end: start + m[1].length, category: 'dob' });
+      continue;
+    }
+    // "the DOB on my policy should be July 4, 1976": a whole date (not a bare year) later in the sentence
+    const sentence = /^[^.!?\n]{0,60}/.exec(text.slice(from))?.[0] ?? '';
+    const later = new RegExp(FULL_DATE, 'i').exec(sentence);
+    if (later) out.push({ start: from + later.index, end: from + later.index + later[0].length, category: 'dob' });
   }
   return out;
 }
@@ -191,8 +200,9 @@ export function dobSpans(text: string): Span[] {
 // word first as in most of Europe ("Hauptstraße 5", "12 rue de la Paix", "Calle Mayor 10"),
 // then, when they follow, a unit, the city, a state or region and a postal code.
 const STREET_TYPES =
-  'street|st|avenue|ave|av|road|rd|boulevard|blvd|lane|ln|drive|dr|way|court|ct|place|pl|terrace|ter|square|sq|parkway|pkwy|highway|hwy|circle|cir|crescent|close|grove|gardens|mews|row|walk|trail|trl|alley|plaza|loop|pike|run|path';
-const STREET_WORD_SUFFIX = '(?:straße|strasse|str\\.|weg|allee|gasse|platz|ring|damm|ufer|straat|laan|gracht|plein|vej|gatan|gata|veien)';
+  'street|st|broadway|avenue|ave|av|road|rd|boulevard|blvd|lane|ln|drive|dr|way|court|ct|place|pl|terrace|ter|square|sq|parkway|pkwy|highway|hwy|circle|cir|crescent|close|grove|gardens|mews|row|walk|trail|trl|alley|plaza|loop|pike|run|path';
+const STREET_WORD_SUFFIX =
+  '(?:straße|strasse|str\\.|weg|allee|gasse|platz|ring|damm|ufer|straat|laan|gracht|plein|vej|gatan|gata|veien)';
 const CAP = "[A-ZÀ-ÖØ-Þ][\\p{L}'’-]*";
 /** `word` matched whatever its case: "Street", "street", "STREET" (the rest of the pattern is case-sensitive) */
 const anyCase = (words: string) =>
@@ -200,14 +210,14 @@ const anyCase = (words: string) =>
     .split('|')
     .map((w) => [...w].map((c) => (/[a-z]/.test(c) ? `[${c}${c.toUpperCase()}]` : c)).join(''))
     .join('|');
-const UNIT = String.raw`(?:,?\s*(?:apt|apartment|suite|ste|unit|flat|fl|floor|#)\.?\s*[\w-]+)?`;
+const UNIT = String.raw`(?:,?\s*(?:${anyCase('apt|apartment|suite|ste|unit|flat|fl|floor')}|#)\.?\s*[\w-]+)?`;
 const TAIL = String.raw`(?:,\s*${CAP}(?:\s${CAP}){0,2})?(?:,?\s*(?:[A-Z]{2}|${CAP}))?(?:,?\s*(?:\d{5}(?:-\d{4})?|[A-Z]{1,2}\d[A-Z\d]?\s?\d[A-Z]{2}|[A-Z]\d[A-Z]\s?\d[A-Z]\d))?`;
 const ADDRESS_US = new RegExp(
   String.raw`(?:\b(?:Flat|Apt|Apartment|Unit|Suite)\s+\w+,?\s+)?\b\d{1,6}[A-Za-z]?(?:-\d+)?\s+(?:(?:[NSEW]|North|South|East|West)\.?\s+)?(?:(?:${CAP}|\d{1,3}(?:st|nd|rd|th))\s+){1,4}(?:${anyCase(STREET_TYPES)})\b\.?(?:\s+(?:N|S|E|W|NE|NW|SE|SW)\b)?${UNIT}${TAIL}`,
   'gu',
 );
 const ADDRESS_EU = new RegExp(
-  String.raw`(?:\b(?:${CAP})?\p{L}*${STREET_WORD_SUFFIX}|\b(?:${anyCase('rue|avenue|boulevard|bd|chemin|allée|impasse|quai|place|calle|avenida|av.|plaza|paseo|carrer|via|viale|piazza|corso|rua|travessa')})\b(?:\s+(?:de|del|de la|des|du|della|di|da|do|dos|das|la|le|les|d'))*(?:\s+${CAP}){1,3})\s+\d{1,5}[a-z]?(?:\s*[-/]\s*\d+)?(?:,?\s*(?:\d{4}-\d{3}|\d{4,5}|\d{4}\s?[A-Z]{2})\s+${CAP}(?:\s${CAP})?)?`,
+  String.raw`(?:\b(?:(?:Am|An der|Auf der|Im|In der|Zum|Zur)\s+)?(?:${CAP})?\p{L}*${STREET_WORD_SUFFIX}|\b(?:${anyCase('rue|avenue|boulevard|bd|chemin|allée|impasse|quai|place|calle|avenida|av.|plaza|paseo|carrer|via|viale|piazza|corso|rua|travessa')})\b(?:\s+(?:de|del|de la|des|du|della|di|da|do|dos|das|la|le|les|d'))*(?:\s+${CAP}){1,3})\s+\d{1,5}[a-z]?(?:\s*[-/]\s*\d+)?(?:,?\s*(?:\d{4}-\d{3}|\d{4,5}|\d{4}\s?[A-Z]{2})\s+${CAP}(?:\s${CAP})?)?`,
   'gu',
 );
 const ADDRESS_FR = new RegExp(
@@ -229,7 +239,11 @@ export function addressSpans(text: string): Span[] {
 export function trimSpan(text: string, s: Span): Span {
   let { start, end } = s;
   while (start < end && /[\s,;:(]/.test(text[start])) start++;
-  while (end > start && /[\s,;:.)]/.test(text[end - 1]) && !/\b(?:St|Ave|Rd|Dr|Blvd|Ln|Jr|Sr|str)\.$/.test(text.slice(start, end)))
+  while (
+    end > start &&
+    /[\s,;:.)]/.test(text[end - 1]) &&
+    !/\b(?:St|Ave|Rd|Dr|Blvd|Ln|Jr|Sr|str)\.$/.test(text.slice(start, end))
+  )
     end--;
   return { ...s, start, end };
 }
@@ -264,6 +278,7 @@ export function cuedNameSpans(text: string): Span[] {
       while (
         keep < words.length &&
         /^\p{Lu}/u.test(words[keep]) &&
+        !/^\p{Lu}{2,}$/u.test(words[keep]) &&
         !(keep === 0 && words[keep].length === 1) &&
         !NOT_NAMES.has(words[keep].toLowerCase())
       )
@@ -299,7 +314,7 @@ const FIELDS: Array<[RegExp, Category]> = [
 const FIELD_SHAPE: Record<string, RegExp> = {
   name: /^\p{Lu}[\p{L}'’.-]*(?:[ -]\p{Lu}[\p{L}'’.-]*){0,3}$/u,
   email: /^[^\s@]+@[^\s@]+\.\p{L}{2,}$/u,
-  phone: /^\+?[\d ().\/-]{7,20}$/,
+  phone: /^\+?[\d ()./-]{7,20}$/,
   dob: /^[\d./ -]{6,10}$|^\p{L}+\.? \d{1,2},? \d{4}$|^\d{1,2} \p{L}+ \d{4}$/u,
   ssn: /^\d{3}-?\d{2}-?\d{4}$/,
   address: /\d.*\p{L}|\p{L}.*\d/u,

@@ -44,9 +44,7 @@ const SORTS: Record<string, RouteSort> = {
 const EFFORTS = ['none', 'low', 'medium', 'high', 'xhigh', 'max'];
 
 // Recognized, not offered by this gateway (yet): refuse, naming the feature.
-const NOT_OFFERED: Array<[RegExp, string]> = [
-  [/^online(\/.+)?$/, 'web search'],
-];
+const NOT_OFFERED: Array<[RegExp, string]> = [[/^online(\/.+)?$/, 'web search']];
 const REDACTION = /^(redaction|redacted|piiredaction|piiredacted)$/;
 
 function isSuffix(token: string): boolean {

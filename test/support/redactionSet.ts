@@ -23,7 +23,9 @@ const MARK = /\[\[([a-z_]+):([\s\S]*?)\]\]/g;
 
 export function loadRedactionSet(): LabelledMessage[] {
   const out: LabelledMessage[] = [];
-  for (const file of readdirSync(DIR).filter((f) => f.endsWith('.jsonl')).sort()) {
+  for (const file of readdirSync(DIR)
+    .filter((f) => f.endsWith('.jsonl'))
+    .sort()) {
     for (const line of readFileSync(path.join(DIR, file), 'utf8').split('\n')) {
       if (!line.trim()) continue;
       const { id, text: marked } = JSON.parse(line) as { id: string; text: string };
@@ -94,7 +96,8 @@ export function score(
       s.labelled++;
       const same = found.filter((f) => f.category === gold.category);
       if (covered(m.text, gold, same) >= 0.8) s.found++;
-      else misses.push({ id: m.id, kind: 'missed', category: gold.category, value: m.text.slice(gold.start, gold.end) });
+      else
+        misses.push({ id: m.id, kind: 'missed', category: gold.category, value: m.text.slice(gold.start, gold.end) });
     }
     for (const f of found) {
       const s = entry(f.category);
