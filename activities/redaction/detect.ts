@@ -6,6 +6,7 @@
 //                                 and validated supplements for the four arcjet categories
 // Where two spans overlap the longer wins (an e-mail address over the name inside it), except that
 // a credential always wins: it is never restored, so none of it may leak.
+import { createHash } from 'node:crypto';
 import { redact } from '@arcjet/redact';
 import nlp from 'compromise';
 import {
@@ -224,6 +225,25 @@ function resolve(all: Span[]): Span[] {
 /** Every piece of personal data and every credential in `text`, as non-overlapping spans in order. */
 export async function detect(text: string): Promise<Span[]> {
   if (!/[\p{L}\p{N}]/u.test(text)) return [];
+  // A conversation is sent again, whole, with every turn: what was found in a message before is
+  // remembered (by the text's hash; the spans hold offsets, not the data) for the next request.
+  const key = createHash('sha256').update(text).digest('base64');
+  const known = seen.get(key);
+  if (known) {
+    seen.delete(key);
+    seen.set(key, known);
+    return known;
+  }
+  const spans = await find(text);
+  if (seen.size >= SEEN_MAX) seen.delete(seen.keys().next().value as string);
+  seen.set(key, spans);
+  return spans;
+}
+
+const seen = new Map<string, Span[]>();
+const SEEN_MAX = 5_000;
+
+async function find(text: string): Promise<Span[]> {
   const fields = fieldSpans(text);
   const people = [...personSpans(text), ...cuedNameSpans(text), ...fields.filter((f) => f.category === 'name')];
   return resolve([
