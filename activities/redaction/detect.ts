@@ -119,6 +119,10 @@ function personSpans(text: string): Span[] {
         (isPersonWord(terms[j + 1], informal) || isSurnameLike(terms[j + 1]))
       )
         j++;
+      // "Anna van der Berg", "Ludwig van Beethoven": particles, then the surname
+      let k = j + 1;
+      while (k < terms.length && PARTICLE.test(terms[k].text) && !/[,.;:!?()]/.test(terms[k - 1].post)) k++;
+      if (k > j + 1 && k < terms.length && /^\p{Lu}\p{Ll}+/u.test(terms[k].text)) j = k;
       const start = terms[i].offset.start;
       const last = terms[j];
       // compromise keeps "Haddad,liam@x.com" (a CSV row) as one term: the name ends with its letters
@@ -138,20 +142,39 @@ function isPersonWord(t: Term, informal: boolean): boolean {
   // name ("talk to jennifer"); in ordinary prose a lower-case "grant" is a word
   return /^\p{Lu}/u.test(t.text) || (informal && t.tags.includes('FirstName'));
 }
+const PARTICLE = /^(?:van|von|der|den|de|del|della|di|da|du|dos|das|le|la|bin|ibn|al|el|ter|ten)$/;
 const HONORIFIC_WORD = /^(?:mr|mrs|ms|mx|dr|prof|sir|miss|madam|herr|frau|mme|mlle|sr|sra)$/i;
 
 /**
  * Two capitalized words compromise knows nothing about ("Chidi Okonkwo", "Anjali Menon"): its
- * lexicon holds mostly Western given names, and an unknown capitalized pair is most often a
- * person. The second word must be unknown to it as a common noun too ("Dead Sea" is not a name).
+ * lexicon holds mostly Western given names. Title Case is also how products and concepts are
+ * written ("Null Pointer Exception", "Admin Dashboard"), so the pair must stand where people stand:
+ * after a word that introduces a person ("colleague", "ask", "Dear") or before one that follows a
+ * person ("said", "is", "and"), and neither word may be one compromise knows ("Deep", "Learning").
  */
 function startsUnknownName(terms: Term[], i: number): boolean {
   const a = terms[i];
   const b = terms[i + 1];
   if (!b || /[,.;:!?()]/.test(a.post)) return false;
-  const plain = (t: Term) => /^\p{Lu}\p{Ll}+$/u.test(t.text) && t.tags.every((tag) => UNKNOWN.has(tag));
-  return plain(a) && plain(b) && !b.tags.includes('Singular') && !COMMON_SECOND.test(b.text);
+  const plain = (t: Term) =>
+    /^\p{Lu}\p{Ll}+$/u.test(t.text) && t.tags.every((tag) => UNKNOWN.has(tag)) && !(t.text.toLowerCase() in lexicon());
+  if (!plain(a) || !plain(b) || b.tags.includes('Singular') || COMMON_SECOND.test(b.text)) return false;
+  const before = terms[i - 1]?.text.toLowerCase();
+  const after = /[.;:!?()]/.test(b.post) ? undefined : terms[i + 2]?.text.toLowerCase();
+  return (before !== undefined && PERSON_BEFORE.has(before)) || (after !== undefined && PERSON_AFTER.has(after));
 }
+const PERSON_BEFORE = new Set(
+  `colleague|coworker|friend|manager|boss|wife|husband|partner|son|daughter|brother|sister|mother|father|mom|mum|dad|uncle|aunt|cousin|grandma|grandpa|neighbor|neighbour|client|customer|patient|tenant|holder|landlord|doctor|nurse|teacher|student|employee|candidate|applicant|ask|tell|told|asked|met|meet|email|emailed|ping|cc|thank|thanks|dear|hi|hello|hey|by|mr|mrs|ms|dr|prof|named|called|contact|attn|signed|regards|from`.split(
+    '|',
+  ),
+);
+const PERSON_AFTER = new Set(
+  `said|says|is|was|will|would|has|had|joined|called|wrote|asked|told|reported|and|who|agreed|approved|signed|lives|lived|works|worked|thinks|wants|needs`.split(
+    '|',
+  ),
+);
+// biome-ignore lint/suspicious/noExplicitAny: compromise's model is untyped
+const lexicon = (): Record<string, unknown> => (nlp as any).world().model.one.lexicon;
 const UNKNOWN = new Set(['Noun', 'ProperNoun', 'Singular']);
 /** second words of places and things that compromise does not tag */
 const COMMON_SECOND =

@@ -170,7 +170,7 @@ const DATE = new RegExp(DATE_SHAPES.join('|'), 'gi');
 /** The date shapes with a day, a month and a year. */
 const FULL_DATE = `(?:${DATE_SHAPES.slice(0, 5).join('|')})`;
 const BIRTH_CUE =
-  /\b(?:d\.?o\.?b\.?|date of birth|birth ?date|birthday|born(?: on| in)?|b\.|nac[ií]\w*(?: el)?|geb(?:oren|urtsdatum)?\.?(?: am)?|né(?:e)?(?: le)?|date de naissance|fecha de nacimiento|nacid[oa](?: el)?|data di nascita|nato(?: il)?|geboortedatum)\b/gi;
+  /\b(?:d\.?o\.?b\.?|date of birth|birth ?date|birthday|born(?: on| in)?|b\.|nac[ií]\w*(?: el)?|geb(?:oren|urtsdatum)?\.?(?: am)?|né(?:e)?(?: le)?|date de naissance|fecha de nacimiento|nacid[oa](?: el)?|data di nascita|nato(?: il)?|geboortedatum)(?![\p{L}\d])/giu;
 
 export function dobSpans(text: string): Span[] {
   const out: Span[] = [];
@@ -211,9 +211,11 @@ const anyCase = (words: string) =>
     .map((w) => [...w].map((c) => (/[a-z]/.test(c) ? `[${c}${c.toUpperCase()}]` : c)).join(''))
     .join('|');
 const UNIT = String.raw`(?:,?\s*(?:${anyCase('apt|apartment|suite|ste|unit|flat|fl|floor')}|#)\.?\s*[\w-]+)?`;
-const TAIL = String.raw`(?:,\s*${CAP}(?:\s${CAP}){0,2})?(?:,?\s*(?:[A-Z]{2}|${CAP}))?(?:,?\s*(?:\d{5}(?:-\d{4})?|[A-Z]{1,2}\d[A-Z\d]?\s?\d[A-Z]{2}|[A-Z]\d[A-Z]\s?\d[A-Z]\d))?`;
+// a city word is not the first half of a postcode ("London SW1A 2AA")
+const CITY = String.raw`${CAP}(?![\p{L}\d])`;
+const TAIL = String.raw`(?:,\s*${CITY}(?:\s${CITY}){0,2})?(?:,?\s*(?:[A-Z]{2}(?![A-Za-z0-9])|${CITY}))?(?:,?\s*(?:\d{5}(?:-\d{4})?|[A-Z]{1,2}\d[A-Z\d]?\s?\d[A-Z]{2}|[A-Z]\d[A-Z]\s?\d[A-Z]\d))?`;
 const ADDRESS_US = new RegExp(
-  String.raw`(?:\b(?:Flat|Apt|Apartment|Unit|Suite)\s+\w+,?\s+)?\b\d{1,6}[A-Za-z]?(?:-\d+)?\s+(?:(?:[NSEW]|North|South|East|West)\.?\s+)?(?:(?:${CAP}|\d{1,3}(?:st|nd|rd|th))\s+){1,4}(?:${anyCase(STREET_TYPES)})\b\.?(?:\s+(?:N|S|E|W|NE|NW|SE|SW)\b)?${UNIT}${TAIL}`,
+  String.raw`(?:\b(?:Flat|Apt|Apartment|Unit|Suite)\s+\w+,?\s+)?\b\d{1,6}[A-Za-z]?(?:-\d+)?\s+(?:(?:[NSEW]|North|South|East|West)\.?\s+)?(?:(?:(?:${CAP}|\d{1,3}(?:st|nd|rd|th))\s+){1,4}(?:${anyCase(STREET_TYPES)})|Broadway)\b\.?(?:\s+(?:N|S|E|W|NE|NW|SE|SW)\b)?${UNIT}${TAIL}`,
   'gu',
 );
 const ADDRESS_EU = new RegExp(
@@ -226,8 +228,15 @@ const ADDRESS_FR = new RegExp(
 );
 const PO_BOX = /\b(?:P\.?\s?O\.?\s?Box|Postfach|Apartado)\s+\d+\b/gi;
 
+// written in lower case ("i live at 12 oak st"): only after words that announce an address
+const ADDRESS_CUED = new RegExp(
+  String.raw`\b(?:live at|lives at|living at|address is|located at|ship to|deliver to|send it to|moved to|reside at)\s+(\d{1,6}[a-z]?\s+(?:[\p{L}'-]+\s+){1,4}(?:${STREET_TYPES})\b\.?)`,
+  'giu',
+);
+
 export function addressSpans(text: string): Span[] {
   return [
+    ...spans(text, ADDRESS_CUED, 'address', 1),
     ...spans(text, ADDRESS_US, 'address'),
     ...spans(text, ADDRESS_EU, 'address'),
     ...spans(text, ADDRESS_FR, 'address'),
@@ -267,6 +276,8 @@ const NOT_NAMES = new Set(
   ),
 );
 
+const STRONG_CUE = /^(?:my name is|name's|je m'appelle|ich heiße|mi chiamo|me llamo)\b/i;
+
 export function cuedNameSpans(text: string): Span[] {
   const out: Span[] = [];
   for (const re of [NAME_CUES, HONORIFIC]) {
@@ -274,10 +285,12 @@ export function cuedNameSpans(text: string): Span[] {
       const words = m[1].split(/\s+/);
       // keep the leading words that can be a name: capitalized (the cue matched in any case, the
       // name may not) and not a word that follows such a cue without being a name
+      // after "my name is" a name written in lower case is still a name
+      const strong = re === NAME_CUES && STRONG_CUE.test(m[0]);
       let keep = 0;
       while (
         keep < words.length &&
-        /^\p{Lu}/u.test(words[keep]) &&
+        (/^\p{Lu}/u.test(words[keep]) || (strong && /^\p{Ll}{2,}$/u.test(words[keep]))) &&
         !/^\p{Lu}{2,}$/u.test(words[keep]) &&
         !(keep === 0 && words[keep].length === 1) &&
         !NOT_NAMES.has(words[keep].toLowerCase())
