@@ -26,6 +26,7 @@ textRoute(
     schema: completionsRequestSchema,
     surface: 'completions',
     redaction: true,
+    x402: true,
     translate: completionsToInternal,
   },
   async ({ ctx, body, model, input, prepare }) => {
