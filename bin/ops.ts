@@ -4,8 +4,8 @@
 import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import { db } from '../activities/db.js';
-import { createAccount, findAccount, setAccountRedaction } from '../activities/accounts/accounts.js';
-import { createKey, revokeKey } from '../activities/accounts/keys.js';
+import { createAccount, findAccount } from '../activities/accounts/accounts.js';
+import { createKey, revokeKey, setAccountRedaction, setKeyRedaction } from '../activities/accounts/keys.js';
 import { balances, credit, debit, InsufficientFunds, recentEntries } from '../activities/ledger/ledger.js';
 import { type Currency, formatAmount, parseAmount } from '../activities/core/money.js';
 import { openDatabase, prepareCatalog } from './boot.js';
@@ -34,6 +34,7 @@ const HELP = `Switchyard operator CLI
                                      [--redaction inherit|always|never] [--expires <ISO date>]
   npm run ops -- keys list <account>
   npm run ops -- keys revoke <key id | display prefix>
+  npm run ops -- keys redaction <key id | display prefix> inherit|always|never   (PII redaction default)
   npm run ops -- users create <email> [--name <display name>] [--password <p>] [--balance <usd>]
   npm run ops -- users list
   npm run ops -- users password <email> --password <p>
@@ -223,6 +224,14 @@ async function run(): Promise<void> {
           .join(', ');
         console.log(`${k.id}  ${k.prefix}…  ${k.status.padEnd(8)} ${k.name ?? ''} ${limits}`);
       }
+      return;
+    }
+    case 'keys redaction': {
+      const mode = redactionMode(rest[1]);
+      if (!rest[0] || !mode) throw new UsageError('keys redaction <key id | display prefix> inherit|always|never');
+      const n = await setKeyRedaction(rest[0], mode);
+      if (n === 0) throw new UsageError(`no key matches "${rest[0]}"`);
+      console.log(`${n} key(s): PII redaction ${mode}`);
       return;
     }
     case 'keys revoke': {

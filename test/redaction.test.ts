@@ -10,7 +10,7 @@ import { keepConfig } from './support/keepConfig.js';
 import { GPT_4O_MINI, textCost } from './support/prices.js';
 import { GOALS, loadRedactionSet, score } from './support/redactionSet.js';
 import { config } from '../activities/config.js';
-import { setAccountRedaction } from '../activities/accounts/accounts.js';
+import { createKey, setAccountRedaction, setKeyRedaction } from '../activities/accounts/keys.js';
 import { detect } from '../activities/redaction/detect.js';
 import type { Span } from '../activities/redaction/rules.js';
 
@@ -200,7 +200,7 @@ describe('PII redaction', function () {
       }
     });
 
-    it("a key's default (always / never) and its account's (when the key inherits); the header overrides both", async () => {
+    it("a key's default (always / never) and its account's (when the key inherits); the header overrides both; changes hold at once", async () => {
       const always = await b.account('10', { redaction: 'always' });
       await chat(always.key, {});
       assert.ok(masked(), 'key always');
@@ -209,7 +209,6 @@ describe('PII redaction', function () {
 
       const { accountId } = await b.account();
       await setAccountRedaction(accountId, 'always');
-      const { createKey } = await import('../activities/accounts/keys.js');
       const inheriting = await createKey(accountId);
       const never = await createKey(accountId, { redaction: 'never' });
       await chat(inheriting.key, {});
@@ -218,6 +217,14 @@ describe('PII redaction', function () {
       assert.ok(!masked(), 'account always, key never');
       await chat(never.key, { redaction: 'true' });
       assert.ok(masked(), 'key never, header true');
+
+      // changed while the keys are in use (and cached): it holds from the next request on
+      await setAccountRedaction(accountId, 'never');
+      await chat(inheriting.key, {});
+      assert.ok(!masked(), 'account changed to never');
+      assert.equal(await setKeyRedaction(never.record.id, 'always'), 1);
+      await chat(never.key, {});
+      assert.ok(masked(), 'key changed to always');
     });
 
     it('refused, with nothing sent or charged: a value neither true nor false, background, routes that do not offer it', async () => {

@@ -69,11 +69,3 @@ export async function ensureBootstrapAccount(
   }
   return { accountId: existing.accountId, created, credited };
 }
-
-/**
- * An account's default for PII redaction (inherit = off; a key's own default, and a request's header
- * or suffix, override it). API processes see the change within their key cache time.
- */
-export async function setAccountRedaction(accountId: string, redaction: 'inherit' | 'always' | 'never'): Promise<void> {
-  await db().prisma.account.update({ where: { id: accountId }, data: { redaction } });
-}

@@ -135,6 +135,30 @@ export async function setKeyStatus(keyId: string, status: KeyStatus): Promise<vo
   await announceKeyChanges([k.hash]);
 }
 
+/**
+ * A key's PII redaction default (by id or display prefix; inherit = its account's). Returns how many
+ * keys changed; every API process sees it at once, as for a revocation.
+ */
+export async function setKeyRedaction(idOrPrefix: string, redaction: RedactionDefault): Promise<number> {
+  const where = LEGACY_KEY.test(idOrPrefix) ? { id: idOrPrefix } : { prefix: idOrPrefix.toLowerCase() };
+  const keys = await db().prisma.apiKey.findMany({ where, select: { id: true, hash: true } });
+  await db().prisma.apiKey.updateMany({ where: { id: { in: keys.map((k) => k.id) } }, data: { redaction } });
+  await forget(keys.map((k) => k.hash));
+  return keys.length;
+}
+
+/** An account's PII redaction default (inherit = off), which its inheriting keys follow at once. */
+export async function setAccountRedaction(accountId: string, redaction: RedactionDefault): Promise<void> {
+  await db().prisma.account.update({ where: { id: accountId }, data: { redaction } });
+  const keys = await db().prisma.apiKey.findMany({ where: { accountId }, select: { hash: true } });
+  await forget(keys.map((k) => k.hash));
+}
+
+async function forget(hashes: string[]): Promise<void> {
+  for (const h of hashes) cache.delete(h);
+  await announceKeyChanges(hashes);
+}
+
 // ---- resolution, cached ----
 
 type Resolution = { caller: Caller | null; reason?: string; expiresAt: Date | null; at: number };
