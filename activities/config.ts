@@ -58,6 +58,8 @@ export interface Config {
   ttsSyncMaxChars: number;
   /** send a surface's body as written to upstreams that speak its format (false: always translate) */
   passThrough: boolean;
+  /** PII redaction: the most time masking one request may take; past it the request is refused, not sent */
+  redactionTimeoutMs: number;
   /** activities one worker runs at once (it asks Temporal for work only while it has a free slot) */
   workerMaxActivities: number;
   /** per upstream attempt: to open the connection */
@@ -156,6 +158,7 @@ function loadConfig(): Config {
     xnoUsdRate: str('SWITCHYARD_XNO_USD_RATE'),
     ttsSyncMaxChars: int('SWITCHYARD_TTS_SYNC_MAX_CHARS', 2000),
     passThrough: str('SWITCHYARD_PASS_THROUGH') !== '0',
+    redactionTimeoutMs: Math.max(1, int('SWITCHYARD_REDACTION_TIMEOUT_MS', 10_000)),
     workerMaxActivities: int('TEMPORAL_MAX_CONCURRENT_ACTIVITIES', 50) || 50,
     upstreamConnectTimeoutMs: int('SWITCHYARD_UPSTREAM_CONNECT_TIMEOUT_MS', 10_000),
     upstreamFirstByteTimeoutMs: int('SWITCHYARD_UPSTREAM_FIRST_BYTE_TIMEOUT_MS', 120_000),

@@ -7,7 +7,10 @@
 // reserves the worst case (activities/inference/prepare.ts). A `:memory` suffix compresses the
 // conversation before the latest user turn first (activities/memory/memory.ts; charged on its own,
 // and given back with the rest if the answer never reaches the caller); the compressed request is
-// then translated, never passed through. The handler only answers. Whatever
+// then translated, never passed through. PII redaction (on the routes that offer it: the `redaction`
+// header, a `:redaction` suffix, or the key's or account's default) masks the request after that,
+// before anything is reserved or sent, and refuses it if masking fails (activities/redaction/); a
+// redacted request is translated too, and its answer restored. The handler only answers. Whatever
 // the handler does, an answer the caller never receives is not charged: a failure after the
 // money moved releases or refunds it, and so does a caller gone before the answer was written.
 import type Router from '@koa/router';
@@ -22,7 +25,10 @@ import type { Envelope } from './errors.js';
 import { chargeOnDelivery } from './inference.js';
 import { authenticate } from './middleware/auth.js';
 import { billingMode } from './middleware/billingMode.js';
-import { refuseUnofferedFeatures } from './middleware/notOffered.js';
+import { refuseUnofferedBesideRedaction, refuseUnofferedFeatures } from './middleware/notOffered.js';
+import { config } from '../activities/config.js';
+import { redactRequest } from '../activities/redaction/mask.js';
+import { REDACTION_FEE_NANO_USD, redactionWanted } from '../activities/redaction/policy.js';
 import { surface } from './middleware/surface.js';
 import type { AppContext, AppState } from './state.js';
 import { validateBody } from './validate.js';
@@ -44,6 +50,8 @@ export interface TextRequest<T extends Translated> {
   body: TextBody;
   model: ModelInfo;
   input: T;
+  /** the request was masked before it leaves (PII redaction); its answer is restored */
+  redacted: boolean;
   /** plan and reserve: the caller, request id, surface, model, input and billing mode are filled in */
   prepare(
     extra?: Pick<PrepareInput, 'holdTtlSeconds' | 'passHeaders' | 'native' | 'forcePaygo'>,
@@ -56,6 +64,8 @@ export interface TextRouteSpec<T extends Translated> {
   schema: Schema;
   /** what request records and ledger reasons call it */
   surface: string;
+  /** the route offers PII redaction (chat, completions, responses); elsewhere asking for it is refused */
+  redaction?: boolean;
   /** the body in internal form (may look things up, e.g. a stored conversation) */
   translate(body: TextBody, model: ModelInfo, name: ModelName, ctx: AppContext): T | Promise<T>;
   /** accountless x402 payment is offered (non-streaming requests; api/x402.ts) */
@@ -77,7 +87,7 @@ export function textRoute<T extends Translated>(
 ): void {
   const preamble = [
     surface(spec.envelope),
-    refuseUnofferedFeatures,
+    spec.redaction ? refuseUnofferedBesideRedaction : refuseUnofferedFeatures,
     spec.x402 ? authenticateOrX402 : authenticate,
     billingMode,
   ];
@@ -86,6 +96,20 @@ export function textRoute<T extends Translated>(
     const questions = spec.questions?.find(body);
     if (questions !== undefined) return spec.questions?.answer(ctx, body, questions);
     const { model, name } = resolveModel(body.model);
+    if (name.redaction && !spec.redaction)
+      throw new RequestError(
+        400,
+        'invalid_parameter_value',
+        `The '${name.suffixes.find((s) => /redact/.test(s))}' suffix asks for PII redaction, which this route does not offer (chat completions, completions and responses do). The request was refused rather than sent without it.`,
+        { param: 'model' },
+      );
+    const redact =
+      spec.redaction === true &&
+      redactionWanted({
+        headers: ctx.headers,
+        suffix: name.redaction === true,
+        callerDefault: ctx.state.caller.redaction,
+      });
     const input = await spec.translate(body, model, name, ctx);
     const provider = ctx.get('x-provider').trim();
     if (provider) input.prefs.explicit = provider;
@@ -105,7 +129,7 @@ export function textRoute<T extends Translated>(
           request: input.request,
           needs: input.needs,
           prefs: input.prefs,
-        }).metered.worstCase();
+        }).metered.worstCase() + (redact ? REDACTION_FEE_NANO_USD : 0n);
       paid = await admitX402(ctx, spec.surface, body, worst);
     }
     let call: InferenceCall | undefined;
@@ -119,12 +143,22 @@ export function textRoute<T extends Translated>(
         )
       : undefined;
     if (memory) input.request.messages = memory.messages;
+    let redaction: PrepareInput['redaction'];
     try {
+      if (redact) {
+        const masked = await redactRequest(input.request, config.redactionTimeoutMs);
+        input.request = masked.request;
+        redaction = { redactor: masked.redactor, feeUsd: REDACTION_FEE_NANO_USD };
+        const { masked: byCategory, credentials } = masked.redactor.counts;
+        const count = Object.values(byCategory).reduce((n, c) => n + c, 0);
+        ctx.set('X-Redaction', `applied; pii=${count}; credentials=${credentials}`);
+      }
       await answer({
         ctx,
         body,
         model,
         input,
+        redacted: redaction !== undefined,
         prepare: async (extra = {}) => {
           call = await prepareCall({
             caller: ctx.state.caller,
@@ -135,8 +169,9 @@ export function textRoute<T extends Translated>(
             needs: input.needs,
             prefs: input.prefs,
             ...extra,
-            // the caller's own body still holds the whole conversation
-            native: memory ? undefined : extra.native,
+            // the caller's own body still holds the whole conversation, and the personal data
+            native: memory || redaction ? undefined : extra.native,
+            redaction,
             forcePaygo: extra.forcePaygo || ctx.state.forcePaygo === true,
           });
           return call;

@@ -7,7 +7,7 @@ import type { Caller } from '../accounts/keys.js';
 import { parseModelName, type ModelName } from '../routing/suffixes.js';
 import { planRoute, type ProviderPreferences, type RequestNeeds } from '../routing/planRoute.js';
 import { estimatePromptTokens, likelyFromEstimate } from '../billing/pricing.js';
-import { InferenceCall } from './execute.js';
+import { type CallContext, InferenceCall } from './execute.js';
 import type { InferenceRequest, NativeRequest } from '../core/types.js';
 import { RequestError } from '../core/errors.js';
 
@@ -57,6 +57,8 @@ export interface PrepareInput {
   /** a batch row: its price (basis points of the synchronous one) and its reservation's key */
   priceBps?: number;
   holdKey?: string;
+  /** the request was masked (activities/redaction/): restore the answer, charge the fee */
+  redaction?: CallContext['redaction'];
 }
 
 export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
@@ -108,5 +110,6 @@ export function planCall(p: PrepareInput): InferenceCall {
     forcePaygo: p.forcePaygo,
     priceBps: p.priceBps,
     holdKey: p.holdKey,
+    redaction: p.redaction,
   });
 }

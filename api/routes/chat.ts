@@ -21,6 +21,7 @@ textRoute(
     envelope: 'openai',
     schema: chatRequestSchema,
     surface: 'chat',
+    redaction: true,
     x402: true,
     translate: chatToInternal,
     questions: chatQuestions,

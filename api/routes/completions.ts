@@ -25,6 +25,7 @@ textRoute(
     envelope: 'openai',
     schema: completionsRequestSchema,
     surface: 'completions',
+    redaction: true,
     x402: true,
     translate: completionsToInternal,
   },

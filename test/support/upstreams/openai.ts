@@ -24,6 +24,8 @@ interface WireError {
 interface UpstreamReply {
   /** the answer text (default: derived from the request) */
   text?: string;
+  /** the answer as exactly these content deltas, as a tokenizer may split words ("[EM", "AIL_1]") */
+  pieces?: string[];
   reasoning?: string;
   /** where the reasoning goes: vLLM/DeepSeek say `reasoning_content`, OpenRouter/Groq `reasoning` */
   reasoningField?: 'reasoning_content' | 'reasoning';
@@ -473,11 +475,13 @@ function compose(route: 'chat' | 'completions', body: any, reply: UpstreamReply,
     route === 'chat' && reply.nextTokens && body.logprobs === true
       ? Object.entries(reply.nextTokens).sort((a, b) => b[1] - a[1])
       : [];
-  let tokens = next.length
-    ? [next[0][0], ...tokenize(reply.text ?? '')]
-    : calls.length && reply.text === undefined
-      ? []
-      : tokenize(reply.text ?? derived.text);
+  let tokens =
+    reply.pieces ??
+    (next.length
+      ? [next[0][0], ...tokenize(reply.text ?? '')]
+      : calls.length && reply.text === undefined
+        ? []
+        : tokenize(reply.text ?? derived.text));
   let finish = calls.length ? 'tool_calls' : 'stop';
   if (reasoningTokens.length + tokens.length > cap) {
     tokens = tokens.slice(0, Math.max(0, cap - reasoningTokens.length));
