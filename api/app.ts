@@ -31,6 +31,8 @@ import { teamsRouter } from './routes/teams.js';
 import { depositsRouter } from './routes/deposits.js';
 import { invitationsRouter } from './routes/invitations.js';
 import { x402Router } from './routes/x402.js';
+import { billingRouter } from './routes/billing.js';
+import { teeRouter } from './routes/tee.js';
 import { indexRoutes } from './routeIndex.js';
 import type { AppState } from './state.js';
 
@@ -80,6 +82,8 @@ export function createApp(): Koa {
     depositsRouter,
     invitationsRouter,
     x402Router,
+    billingRouter,
+    teeRouter,
   ]) {
     routes.use(router.routes());
   }

@@ -11,6 +11,7 @@ import { falProvider } from './fal/index.js';
 import { geminiProvider } from './gemini/index.js';
 import { localProvider } from './local/index.js';
 import { openaiProvider } from './openai/index.js';
+import { teeProvider } from './tee/index.js';
 import type { Capability, Provider, ProviderTarget } from './types.js';
 
 const PROVIDERS: readonly Provider[] = [
@@ -20,6 +21,7 @@ const PROVIDERS: readonly Provider[] = [
   localProvider,
   elevenlabsProvider,
   falProvider,
+  teeProvider,
 ];
 
 const byProtocol = new Map(PROVIDERS.map((p) => [p.protocol, p]));

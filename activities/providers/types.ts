@@ -28,9 +28,10 @@ export interface Provider {
   readonly embeddings?: EmbeddingsAdapter;
   readonly images?: ImagesAdapter;
   readonly scoring?: ScoringAdapter;
+  readonly attestation?: AttestationAdapter;
 }
 
-export type Capability = 'chat' | 'speech' | 'video' | 'embeddings' | 'images' | 'scoring';
+export type Capability = 'chat' | 'speech' | 'video' | 'embeddings' | 'images' | 'scoring' | 'attestation';
 
 /** Text generation: the one internal request in, a result or a stream of events out. */
 export interface ChatAdapter {
@@ -302,4 +303,30 @@ export interface ScoringAdapter {
     target: ProviderTarget,
     signal: AbortSignal,
   ): Promise<ScoringResult>;
+}
+
+// --- attestation (TEE models) ---------------------------------------------------------------
+
+/**
+ * A confidential-inference upstream's proofs (wire-details "TEE verification"): the attestation
+ * report of the enclave serving `model` (echoing `nonce`, naming the `signing_address` its key
+ * signs with) and the signature record of one of its answers (`{text, signature,
+ * signing_address}`). Both are the upstream's JSON as it came: the gateway passes them through and
+ * checks them itself (activities/tee/verify.ts). Failures are RequestErrors, as for chat.
+ */
+export interface AttestationAdapter {
+  report(
+    target: ProviderTarget,
+    model: string,
+    nonce: string,
+    signingAlgo: string,
+    signal: AbortSignal,
+  ): Promise<Record<string, unknown>>;
+  signature(
+    target: ProviderTarget,
+    model: string,
+    chatId: string,
+    signingAlgo: string,
+    signal: AbortSignal,
+  ): Promise<Record<string, unknown>>;
 }

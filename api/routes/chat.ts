@@ -11,6 +11,8 @@ import { chatToInternal } from '../../activities/surfaces/chat.js';
 import { ChatChunker, toChatCompletion, type ChatMeta } from '../../activities/surfaces/chatResponse.js';
 import { ChatRelay, chatPassThroughBody, passedThroughCompletion } from '../../activities/surfaces/chatPassthrough.js';
 import type { AppState } from '../state.js';
+import { isTeeModel, verifyAnswer } from '../../activities/tee/tee.js';
+import { clientAbortSignal } from '../clientAbort.js';
 
 export const chatRouter = new Router<AppState>();
 
@@ -72,8 +74,18 @@ textRoute(
       });
     }
     const { result, route, usage, bill } = await completeOnce(ctx, call);
-    ctx.body = result.native
+    const answer: Record<string, unknown> = result.native
       ? passedThroughCompletion(result.native, usage, bill, { model: model.id, provider: route.provider.id })
       : toChatCompletion(result, usage, bill, { ...meta, provider: route.provider.id });
+    // a TEE model's answer says whether the gateway verified its signature against a fresh attestation;
+    // its `id` is the upstream's, the one GET /api/v1/tee/signature/{requestId} takes
+    const chatId = (result.native?.id as string | undefined) ?? result.upstreamId;
+    if (isTeeModel(model.id) && chatId) {
+      const { verification } = await verifyAnswer(route, chatId, clientAbortSignal(ctx));
+      answer.id = chatId;
+      answer.tee_verification = verification;
+      ctx.set('X-TEE-Verified', String(verification.verified));
+    }
+    ctx.body = answer;
   },
 );
