@@ -88,14 +88,18 @@ describe('TEE models', function () {
     assert.equal(body.tee_verification.verified, false);
     assert.match(body.tee_verification.reason, /does not echo the nonce/);
     const nonce = randomBytes(32).toString('base64');
-    const res = await get(`/api/v1/tee/attestation?model=${encodeURIComponent(MODEL)}&nonce=${encodeURIComponent(nonce)}`);
+    const res = await get(
+      `/api/v1/tee/attestation?model=${encodeURIComponent(MODEL)}&nonce=${encodeURIComponent(nonce)}`,
+    );
     assert.equal(res.status, 502);
     assert.equal((await res.json()).error.code, 'tee_attestation_invalid');
   });
 
   it('passes the attestation report through, echoing the nonce', async () => {
     const nonce = randomBytes(32).toString('base64');
-    const res = await get(`/api/v1/tee/attestation?model=${encodeURIComponent(MODEL)}&nonce=${encodeURIComponent(nonce)}`);
+    const res = await get(
+      `/api/v1/tee/attestation?model=${encodeURIComponent(MODEL)}&nonce=${encodeURIComponent(nonce)}`,
+    );
     const report = await res.json();
     assert.equal(res.status, 200, JSON.stringify(report));
     assert.equal(report.request_nonce, nonce);

@@ -7,7 +7,7 @@ import type { Currency } from '../core/money.js';
 import { flushRequestRecords } from '../metering/records.js';
 
 /** how long after it started a request's cost can be looked up */
-export const BILLING_LOOKUP_WINDOW_MS = 24 * 60 * 60 * 1000;
+const BILLING_LOOKUP_WINDOW_MS = 24 * 60 * 60 * 1000;
 
 export interface BilledRequest {
   id: string;

@@ -27,7 +27,10 @@ const schema = {
         additionalProperties: false,
         properties: {
           name: { type: 'string' },
-          protocol: { type: 'string', enum: ['openai', 'anthropic', 'gemini', 'local', 'elevenlabs', 'fal', 'openai-tee'] },
+          protocol: {
+            type: 'string',
+            enum: ['openai', 'anthropic', 'gemini', 'local', 'elevenlabs', 'fal', 'openai-tee'],
+          },
           base_url: { type: 'string' },
           keyless: { type: 'boolean' },
           zero_data_retention: { type: 'boolean' },

@@ -26,7 +26,7 @@ export function attestationReport(route: Route, nonce: string, signingAlgo: stri
   return capability(route, 'attestation').report(targetFor(route), route.upstreamModel, nonce, signingAlgo, signal);
 }
 
-export function answerSignature(route: Route, chatId: string, signingAlgo: string, signal: AbortSignal) {
+function answerSignature(route: Route, chatId: string, signingAlgo: string, signal: AbortSignal) {
   return capability(route, 'attestation').signature(targetFor(route), route.upstreamModel, chatId, signingAlgo, signal);
 }
 

@@ -17,9 +17,14 @@ export const teeRouter = new Router<AppState>();
 function teeRoute(ctx: AppContext) {
   const model = ctx.query.model;
   if (typeof model !== 'string' || !model)
-    throw new RequestError(400, 'missing_required_parameter', "Query parameter 'model' (a TEE/ model id) is required.", {
-      param: 'model',
-    });
+    throw new RequestError(
+      400,
+      'missing_required_parameter',
+      "Query parameter 'model' (a TEE/ model id) is required.",
+      {
+        param: 'model',
+      },
+    );
   const algo = ctx.query.signing_algo ?? 'ecdsa';
   if (algo !== 'ecdsa')
     throw new RequestError(400, 'invalid_parameter_value', "signing_algo must be 'ecdsa' (the only one offered).", {

@@ -20,11 +20,7 @@ async function getJson(target: ProviderTarget, path: string, signal: AbortSignal
 
 const teeAttestation: AttestationAdapter = {
   report: (target, model, nonce, signingAlgo, signal) =>
-    getJson(
-      target,
-      `/attestation/report?${new URLSearchParams({ model, nonce, signing_algo: signingAlgo })}`,
-      signal,
-    ),
+    getJson(target, `/attestation/report?${new URLSearchParams({ model, nonce, signing_algo: signingAlgo })}`, signal),
   signature: (target, model, chatId, signingAlgo, signal) =>
     getJson(
       target,
