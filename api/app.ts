@@ -18,6 +18,7 @@ import { embeddingsRouter } from './routes/embeddings.js';
 import { imagesRouter } from './routes/images.js';
 import { imageModelsRouter } from './routes/imageModels.js';
 import { memoryRouter } from './routes/memory.js';
+import { webRouter } from './routes/web.js';
 import { ttsRouter } from './routes/tts.js';
 import { mediaRouter } from './routes/media.js';
 import { videoRouter } from './routes/video.js';
@@ -61,6 +62,7 @@ export function createApp(): Koa {
     imagesRouter,
     imageModelsRouter,
     memoryRouter,
+    webRouter,
     ttsRouter,
     mediaRouter,
     videoRouter,

@@ -6,7 +6,10 @@
 // reserves the worst case (activities/inference/prepare.ts). A `:memory` suffix compresses the
 // conversation before the latest user turn first (activities/memory/memory.ts; charged on its own,
 // and given back with the rest if the answer never reaches the caller); the compressed request is
-// then translated, never passed through. The handler only answers. Whatever
+// then translated, never passed through. Web search (`:online`, `web_search`, `web_search_options`)
+// then searches for the latest user message and puts the results before it (activities/search/
+// online.ts; charged on its own, given back likewise); the handler gets the results to cite. The
+// handler only answers. Whatever
 // the handler does, an answer the caller never receives is not charged: a failure after the
 // money moved releases or refunds it, and so does a caller gone before the answer was written.
 import type Router from '@koa/router';
@@ -16,9 +19,14 @@ import type { InferenceCall } from '../activities/inference/execute.js';
 import { type PrepareInput, prepareCall, resolveModel } from '../activities/inference/prepare.js';
 import type { ModelName } from '../activities/routing/suffixes.js';
 import { withMemory } from '../activities/memory/memory.js';
+import type { SearchHit } from '../activities/providers/types.js';
+import { bothBalanceError, withWebSearch } from '../activities/search/online.js';
+import { searchFee } from '../activities/search/search.js';
+import { webSearchSettings } from '../activities/search/settings.js';
 import { clientAbortSignal } from './clientAbort.js';
 import type { Envelope } from './errors.js';
 import { chargeOnDelivery } from './inference.js';
+import { billOf } from '../activities/metering/meteredCall.js';
 import { authenticate } from './middleware/auth.js';
 import { billingMode } from './middleware/billingMode.js';
 import { refuseUnofferedFeatures } from './middleware/notOffered.js';
@@ -38,6 +46,10 @@ export interface TextRequest<T extends Translated> {
   body: TextBody;
   model: ModelInfo;
   input: T;
+  /** the web search results put before the model, to cite (undefined: no web search) */
+  sources?: SearchHit[];
+  /** what the web search cost, to show beside the answer's own bill */
+  webSearch?: { provider: string; depth: string; cost: number };
   /** plan and reserve: the caller, request id, surface, model, input and billing mode are filled in */
   prepare(
     extra?: Pick<PrepareInput, 'holdTtlSeconds' | 'passHeaders' | 'native' | 'forcePaygo'>,
@@ -70,6 +82,13 @@ export function textRoute<T extends Translated>(
     const body = ctx.request.body as TextBody;
     const { model, name } = resolveModel(body.model);
     const input = await spec.translate(body, model, name, ctx);
+    const web = webSearchSettings(name, body);
+    // native search: the model's provider searches (routes with `native_web_search`), billed the fee with the call
+    const native = web?.provider === 'native';
+    if (web && native) {
+      input.request.webSearch = { contextSize: web.contextSize };
+      input.needs.nativeWebSearch = true;
+    }
     const provider = ctx.get('x-provider').trim();
     if (provider) input.prefs.explicit = provider;
     let call: InferenceCall | undefined;
@@ -83,12 +102,31 @@ export function textRoute<T extends Translated>(
         )
       : undefined;
     if (memory) input.request.messages = memory.messages;
+    let search: Awaited<ReturnType<typeof withWebSearch>> | undefined;
+    try {
+      search =
+        web && !native
+          ? await withWebSearch(ctx.state.caller, ctx.state.requestId, input.request.messages, web, clientAbortSignal(ctx))
+        : undefined;
+    } catch (err) {
+      await memory?.call.metered.abandon((err as { code?: string }).code ?? 'error');
+      throw err;
+    }
+    if (search) input.request.messages = search.messages;
+    // the caller's own body no longer is what is sent: translate, never pass through
+    const rewritten = !!memory || !!search || native;
     try {
       await answer({
         ctx,
         body,
         model,
         input,
+        sources: search?.hits,
+        webSearch: search && {
+          provider: search.outcome.route.provider.id,
+          depth: search.settings.depth,
+          cost: billOf(search.outcome.charge).cost,
+        },
         prepare: async (extra = {}) => {
           call = await prepareCall({
             caller: ctx.state.caller,
@@ -99,8 +137,9 @@ export function textRoute<T extends Translated>(
             needs: input.needs,
             prefs: input.prefs,
             ...extra,
-            // the caller's own body still holds the whole conversation
-            native: memory ? undefined : extra.native,
+            // the caller's own body still holds the whole conversation, and no search results
+            native: rewritten ? undefined : extra.native,
+            feeNanoUsd: web && native ? searchFee(web.depth) : undefined,
             forcePaygo: extra.forcePaygo || ctx.state.forcePaygo === true,
           });
           return call;
@@ -109,13 +148,14 @@ export function textRoute<T extends Translated>(
     } catch (err) {
       // Whatever failed once the money had moved (storing the answer, shaping it), the caller gets
       // this error instead of the answer: release the reservation or refund the charge.
-      for (const metered of [call?.metered, memory?.call.metered])
+      for (const metered of [call?.metered, memory?.call.metered, search?.call.metered])
         await metered
           ?.abandon((err as { code?: string }).code ?? 'error')
           .catch((e) => console.error(`[api] ${ctx.state.requestId}: could not give back the money:`, e));
-      throw err;
+      throw search ? bothBalanceError(err) : err;
     }
     if (call) chargeOnDelivery(ctx, call.metered);
     if (memory) chargeOnDelivery(ctx, memory.call.metered);
+    if (search) chargeOnDelivery(ctx, search.call.metered);
   });
 }

@@ -48,6 +48,8 @@ export interface CallContext {
   priceBps?: number;
   /** the reservation's idempotency key (a batch row's: its retries find the same hold) */
   holdKey?: string;
+  /** a flat fee on top of the tokens, in nano-USD (native web search: the spec's per-request fee) */
+  feeNanoUsd?: bigint;
 }
 
 export interface OpenedStream {
@@ -85,7 +87,8 @@ export class InferenceCall {
       forcePaygo: ctx.forcePaygo,
       holdKey: ctx.holdKey,
       creditLease: true,
-      worstCase: (route) => this.priced(worstCaseCost(route, promptTokenEstimate, request.maxTokens)),
+      worstCase: (route) =>
+        this.priced(worstCaseCost(route, promptTokenEstimate, request.maxTokens)) + (ctx.feeNanoUsd ?? 0n),
       shortfall: (required, available) =>
         `this request may cost up to $${required} and $${available} is available. Add funds, or lower max_tokens to reserve less.`,
     });
@@ -102,9 +105,9 @@ export class InferenceCall {
     return usage ?? estimatedUsage(this.ctx.promptTokenEstimate, producedText);
   }
 
-  /** What `usage` costs on `route` at this call's price: what settle() charges for it. */
+  /** What `usage` costs on `route` at this call's price, the fee included: what settle() charges for it. */
   costOf(route: Route, usage: Usage): bigint {
-    return this.priced(costOfUsage(route, usage));
+    return this.priced(costOfUsage(route, usage)) + (this.ctx.feeNanoUsd ?? 0n);
   }
 
   reserve(): Promise<unknown> {

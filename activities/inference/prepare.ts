@@ -57,6 +57,8 @@ export interface PrepareInput {
   /** a batch row: its price (basis points of the synchronous one) and its reservation's key */
   priceBps?: number;
   holdKey?: string;
+  /** a flat fee on top of the tokens, in nano-USD (native web search) */
+  feeNanoUsd?: bigint;
 }
 
 export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
@@ -101,6 +103,7 @@ export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
     forcePaygo: p.forcePaygo,
     priceBps: p.priceBps,
     holdKey: p.holdKey,
+    feeNanoUsd: p.feeNanoUsd,
   });
   await call.reserve();
   return call;

@@ -20,6 +20,8 @@ export interface ModelName {
   reasoningEffort?: ReasoningEffort;
   /** compress the conversation before the latest user turn first (":memory", activities/memory/) */
   memory?: boolean;
+  /** web search (":online", ":online/<provider>"; activities/search/settings.ts reads `arg`) */
+  online?: { arg?: string };
   /** the suffixes as written, for messages */
   suffixes: string[];
 }
@@ -43,7 +45,6 @@ const EFFORTS = ['none', 'low', 'medium', 'high', 'xhigh', 'max'];
 
 // Recognized, not offered by this gateway (yet): refuse, naming the feature.
 const NOT_OFFERED: Array<[RegExp, string]> = [
-  [/^online(\/.+)?$/, 'web search'],
   [/^(redaction|redacted|piiredaction|piiredacted)$/, 'PII redaction'],
 ];
 
@@ -54,6 +55,7 @@ function isSuffix(token: string): boolean {
     /^(caching|cache|cached)$/.test(token) ||
     token === 'thinking' ||
     token === 'memory' ||
+    /^online(\/.+)?$/.test(token) ||
     token === 'reasoning-exclude' ||
     token.startsWith('reasoning-effort/') ||
     NOT_OFFERED.some(([re]) => re.test(token))
@@ -86,6 +88,11 @@ export function parseModelName(name: string, exists: (base: string) => boolean):
     else if (s === 'caching' || s === 'cache' || s === 'cached') out.requireCaching = true;
     else if (s === 'thinking') out.thinking = true;
     else if (s === 'memory') out.memory = true;
+    else if (s === 'online' || s.startsWith('online/')) {
+      const arg = s.slice('online/'.length) || undefined;
+      if (out.online && out.online.arg !== arg) throw new SuffixError('Two different :online suffixes in the model name. Use one.');
+      out.online = { arg: s === 'online' ? undefined : arg };
+    }
     else if (s === 'reasoning-exclude') out.reasoningExclude = true;
     else if (s.startsWith('reasoning-effort/')) {
       const effort = s.slice('reasoning-effort/'.length);

@@ -33,6 +33,12 @@ import { cancelJob } from '../../activities/jobs/jobs.js';
 import type { InferenceCall } from '../../activities/inference/execute.js';
 import { RequestError } from '../../activities/core/errors.js';
 import type { AppContext, AppState } from '../state.js';
+import { citationsIn, responsesAnnotations, type UrlCitation } from '../../activities/search/context.js';
+
+function setAnnotations(item: { content?: unknown }, cites: UrlCitation[]): void {
+  for (const part of (item.content ?? []) as Array<{ type: string; annotations?: unknown[] }>)
+    if (part.type === 'output_text') part.annotations = responsesAnnotations(cites);
+}
 
 export const responsesRouter = new Router<AppState>();
 
@@ -89,7 +95,7 @@ textRoute(
     surface: 'responses',
     translate: translateResponses,
   },
-  async ({ ctx, body, model, input, prepare }) => {
+  async ({ ctx, body, model, input, sources, prepare }) => {
     const caller = ctx.state.caller;
     const call = await prepare({ holdTtlSeconds: body.background === true ? BACKGROUND_HOLD_SECONDS : undefined });
     const meta: ResponseMeta = {
@@ -114,6 +120,9 @@ textRoute(
 
     const { result, route, usage, bill } = await completeOnce(ctx, call);
     const response = toResponse(result, usage, { ...meta, provider: route.provider.id });
+    // web search: the answer's [n] markers (or a native search's own citations) as url_citation annotations
+    const cites = sources ? citationsIn(result.content, sources) : result.citations;
+    if (cites) for (const item of response.output) if (item.type === 'message') setAnnotations(item, cites);
     await store(response, assistantTurn(result));
     ctx.body = withBill({ ...response }, bill);
   },

@@ -1,0 +1,74 @@
+// A web search as a metered call (POST /api/web, and the search before a model call on chat,
+// responses and talk-to-gpt): the spec's flat fee per request, standard 0.006 USD or deep 0.06 USD
+// (the catalog's `switchyard/web-search` and `switchyard/web-search-deep`, priced per_request),
+// reserved first, then the search providers tried in the catalog's order (Linkup, Tavily,
+// SearXNG; falling back on a retryable failure, never when the caller named one), then one
+// settlement on the provider that answered. A failed search is not charged.
+import type { Caller } from '../accounts/keys.js';
+import { catalog, type Route } from '../catalog/catalog.js';
+import { RequestError } from '../core/errors.js';
+import { resolveModel } from '../inference/prepare.js';
+import { type Charge, MeteredCall } from '../metering/meteredCall.js';
+import { capability, targetFor } from '../providers/registry.js';
+import type { SearchAnswer, SearchRequest } from '../providers/types.js';
+import { planRoute } from '../routing/planRoute.js';
+
+const MODELS = { standard: 'switchyard/web-search', deep: 'switchyard/web-search-deep' } as const;
+const NO_NEEDS = { tools: false, images: false, structuredOutput: false, caching: false };
+
+export interface SearchOutcome {
+  answer: SearchAnswer;
+  route: Route;
+  charge: Charge;
+}
+
+/** Reserve, search, settle: one charge of the route's per-request price, none for a failure. */
+export class SearchCall {
+  readonly metered: MeteredCall;
+
+  constructor(
+    caller: Caller,
+    requestId: string,
+    readonly req: SearchRequest,
+    /** one search provider, chosen by the caller: no fallback */
+    provider?: string,
+  ) {
+    const { model } = resolveModel(MODELS[req.depth], 'search');
+    this.metered = new MeteredCall({
+      caller,
+      requestId,
+      surface: 'web-search',
+      modelId: model.id,
+      routes: planRoute(catalog(), model, caller, provider ? { explicit: provider } : {}, NO_NEEDS),
+      // the fee is the route's per-request price, whatever the search returns
+      worstCase: (route) => route.price.input,
+      shortfall: (required, available) =>
+        `a ${req.depth} web search costs $${required} and $${available} is available. Add funds.`,
+    });
+  }
+
+  async run(signal: AbortSignal): Promise<SearchOutcome> {
+    await this.metered.reserve();
+    const { value: answer, route } = await this.metered.orRelease(
+      this.metered.attempt(signal, (route) => capability(route, 'search').search(this.req, targetFor(route), signal)),
+    );
+    const charge = await this.metered.settle(route.price.input, { inputUnits: 1, outputUnits: answer.results.length });
+    return { answer, route, charge };
+  }
+}
+
+/** The spec's name for a search that the balance cannot pay for. */
+export function searchBalanceError(err: RequestError, code: string, what: string): RequestError {
+  return new RequestError(
+    402,
+    code,
+    err.message.replace(/^Insufficient balance: /, `Insufficient balance for ${what}: `),
+    err.opts,
+  );
+}
+
+/** The fee of one search at `depth` (the catalog's price of its first route): what native search adds to a model call. */
+export function searchFee(depth: SearchRequest['depth']): bigint {
+  const { model } = resolveModel(MODELS[depth], 'search');
+  return model.routes[0]?.price.input ?? 0n;
+}
