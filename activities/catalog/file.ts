@@ -27,7 +27,7 @@ const schema = {
         additionalProperties: false,
         properties: {
           name: { type: 'string' },
-          protocol: { type: 'string', enum: ['openai', 'anthropic', 'gemini', 'local', 'elevenlabs', 'fal'] },
+          protocol: { type: 'string', enum: ['openai', 'anthropic', 'gemini', 'local', 'elevenlabs', 'fal', 'linkup', 'tavily', 'searxng'] },
           base_url: { type: 'string' },
           keyless: { type: 'boolean' },
           zero_data_retention: { type: 'boolean' },

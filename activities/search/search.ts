@@ -34,12 +34,22 @@ export class SearchCall {
     provider?: string,
   ) {
     const { model } = resolveModel(MODELS[req.depth], 'search');
+    const planned = planRoute(catalog(), model, caller, provider ? { explicit: provider } : {}, NO_NEEDS);
+    // only providers that can give the output type asked for (Tavily has no structured output, SearXNG only results)
+    const routes = planned.filter((r) => capability(r, 'search').outputTypes.includes(req.outputType));
+    if (routes.length === 0)
+      throw new RequestError(
+        400,
+        'invalid_parameter_value',
+        `No search provider here gives outputType '${req.outputType}' (${planned.map((r) => r.provider.id).join(', ')} do not). Pick another outputType.`,
+        { param: 'outputType' },
+      );
     this.metered = new MeteredCall({
       caller,
       requestId,
       surface: 'web-search',
       modelId: model.id,
-      routes: planRoute(catalog(), model, caller, provider ? { explicit: provider } : {}, NO_NEEDS),
+      routes,
       // the fee is the route's per-request price, whatever the search returns
       worstCase: (route) => route.price.input,
       shortfall: (required, available) =>
