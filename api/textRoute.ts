@@ -24,6 +24,7 @@ import { bothBalanceError, withWebSearch } from '../activities/search/online.js'
 import { searchFee } from '../activities/search/search.js';
 import { webSearchSettings } from '../activities/search/settings.js';
 import { clientAbortSignal } from './clientAbort.js';
+import { RequestError } from '../activities/core/errors.js';
 import type { Envelope } from './errors.js';
 import { chargeOnDelivery } from './inference.js';
 import { billOf } from '../activities/metering/meteredCall.js';
@@ -62,6 +63,8 @@ export interface TextRouteSpec<T extends Translated> {
   schema: Schema;
   /** what request records and ledger reasons call it */
   surface: string;
+  /** web search (`:online`, `web_search`) is offered here (chat, responses, talk-to-gpt); elsewhere refused */
+  webSearch?: boolean;
   /** the body in internal form (may look things up, e.g. a stored conversation) */
   translate(body: TextBody, model: ModelInfo, name: ModelName, ctx: AppContext): T | Promise<T>;
 }
@@ -83,6 +86,13 @@ export function textRoute<T extends Translated>(
     const { model, name } = resolveModel(body.model);
     const input = await spec.translate(body, model, name, ctx);
     const web = webSearchSettings(name, body);
+    if (web && !spec.webSearch)
+      throw new RequestError(
+        400,
+        'invalid_parameter_value',
+        `Web search (asked for by ${web.source}) is offered on chat completions, responses and talk-to-gpt, not on this endpoint. Remove it, or use one of those.`,
+        { param: web.source.startsWith('the') ? 'model' : web.source.replace(/'/g, '') },
+      );
     // native search: the model's provider searches (routes with `native_web_search`), billed the fee with the call
     const native = web?.provider === 'native';
     if (web && native) {

@@ -5,7 +5,7 @@
 // SearXNG; falling back on a retryable failure, never when the caller named one), then one
 // settlement on the provider that answered. A failed search is not charged.
 import type { Caller } from '../accounts/keys.js';
-import { catalog, type Route } from '../catalog/catalog.js';
+import { catalog, type ModelInfo, type Route } from '../catalog/catalog.js';
 import { RequestError } from '../core/errors.js';
 import { resolveModel } from '../inference/prepare.js';
 import { type Charge, MeteredCall } from '../metering/meteredCall.js';
@@ -34,7 +34,7 @@ export class SearchCall {
     provider?: string,
   ) {
     const { model } = resolveModel(MODELS[req.depth], 'search');
-    const planned = planRoute(catalog(), model, caller, provider ? { explicit: provider } : {}, NO_NEEDS);
+    const planned = plan(model, caller, provider);
     // only providers that can give the output type asked for (Tavily has no structured output, SearXNG only results)
     const routes = planned.filter((r) => capability(r, 'search').outputTypes.includes(req.outputType));
     if (routes.length === 0)
@@ -64,6 +64,21 @@ export class SearchCall {
     );
     const charge = await this.metered.settle(route.price.input, { inputUnits: 1, outputUnits: answer.results.length });
     return { answer, route, charge };
+  }
+}
+
+/** The search routes; none configured reads as what it is: web search is not set up here. */
+function plan(model: ModelInfo, caller: Caller, provider: string | undefined): Route[] {
+  try {
+    return planRoute(catalog(), model, caller, provider ? { explicit: provider } : {}, NO_NEEDS);
+  } catch (err) {
+    if (!(err instanceof RequestError) || err.code !== 'model_not_available' || err.status !== 503) throw err;
+    throw new RequestError(
+      503,
+      'model_not_available',
+      `Web search is not configured on this gateway: its operator sets LINKUP_API_KEY, TAVILY_API_KEY or SEARXNG_URL to enable it.`,
+      { param: 'web_search' },
+    );
   }
 }
 

@@ -27,6 +27,7 @@ textRoute(
     envelope: 'openai',
     schema: chatRequestSchema,
     surface: 'chat',
+    webSearch: true,
     translate: chatToInternal,
   },
   async ({ ctx, body, model, input, sources, webSearch, prepare }) => {

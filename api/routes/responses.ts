@@ -93,6 +93,7 @@ textRoute(
     envelope: 'openai',
     schema: responsesRequestSchema,
     surface: 'responses',
+    webSearch: true,
     translate: translateResponses,
   },
   async ({ ctx, body, model, input, sources, prepare }) => {
