@@ -116,8 +116,14 @@ export function textRoute<T extends Translated>(
     try {
       search =
         web && !native
-          ? await withWebSearch(ctx.state.caller, ctx.state.requestId, input.request.messages, web, clientAbortSignal(ctx))
-        : undefined;
+          ? await withWebSearch(
+              ctx.state.caller,
+              ctx.state.requestId,
+              input.request.messages,
+              web,
+              clientAbortSignal(ctx),
+            )
+          : undefined;
     } catch (err) {
       await memory?.call.metered.abandon((err as { code?: string }).code ?? 'error');
       throw err;

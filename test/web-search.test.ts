@@ -116,7 +116,9 @@ describe('web search', function () {
 
     it('sourcedAnswer and structured through Linkup; deep costs 0.06 USD', async () => {
       const { key, accountId } = await bench().account('1');
-      const sa: any = await (await web(key, { query: 'Fundy tides', outputType: 'sourcedAnswer', depth: 'deep' })).json();
+      const sa: any = await (
+        await web(key, { query: 'Fundy tides', outputType: 'sourcedAnswer', depth: 'deep' })
+      ).json();
       assert.match(sa.data.answer, /^According to /);
       assert.ok(sa.data.sources.some((s: any) => s.url === 'https://tides.example.org/fundy' && s.name && s.snippet));
       assert.equal(linkup.requests[0].body.depth, 'deep');
@@ -160,7 +162,12 @@ describe('web search', function () {
     it('SearXNG: GET with format=json, domains and exact dates applied by the gateway', async () => {
       const { key } = await bench().account('1');
       const a: any = await (
-        await web(key, { query: 'Fundy tides', provider: 'searxng', excludeDomains: ['example.ca'], fromDate: '1999-01-01' })
+        await web(key, {
+          query: 'Fundy tides',
+          provider: 'searxng',
+          excludeDomains: ['example.ca'],
+          fromDate: '1999-01-01',
+        })
       ).json();
       assert.deepEqual(
         a.data.map((d: any) => d.url),
@@ -173,7 +180,9 @@ describe('web search', function () {
     });
 
     it('SearXNG deep fetches the top pages through the SSRF guard (refused by default, allowed when opened)', async () => {
-      const pages = await startPages({ fundy: '<html><script>x()</script><p>Full page: tides &amp; whales.</p></html>' });
+      const pages = await startPages({
+        fundy: '<html><script>x()</script><p>Full page: tides &amp; whales.</p></html>',
+      });
       const docs: Doc[] = [{ title: 'Fundy page', url: `${pages.url}/fundy`, content: 'snippet about fundy' }];
       const local = await startSearchUpstream('searxng', docs);
       const undo = await useProviderEnv({ SEARXNG_URL: local.url, SWITCHYARD_FETCH_ALLOW_PRIVATE: undefined });
@@ -222,6 +231,7 @@ describe('web search', function () {
       tavily.script({ status: 432 });
       assert.equal((await web(key, { query: 'Fundy tides', provider: 'tavily' })).status, 502);
       assert.equal(await spent(accountId, 1_000_000_000n), 0n);
+      assert.equal((await bench().usd(accountId)).held, 0n, 'every reservation released');
       assert.equal(await charges(accountId), 0);
     });
 
@@ -235,7 +245,10 @@ describe('web search', function () {
         [{ query: 'x', provider: 'nosuch' }, 'provider'],
         [{ query: 'x', fromDate: '2025-02-30x' }, 'fromDate'],
         [{ query: 'x', fromDate: '2025-02-01', toDate: '2024-01-01' }, 'fromDate'],
-        [{ query: 'x', provider: 'tavily', outputType: 'structured', structuredOutputSchema: '{"type":"object"}' }, 'outputType'],
+        [
+          { query: 'x', provider: 'tavily', outputType: 'structured', structuredOutputSchema: '{"type":"object"}' },
+          'outputType',
+        ],
       ];
       for (const [body, param] of cases) {
         const res = await web(key, body);
@@ -327,7 +340,9 @@ describe('web search', function () {
       assert.equal(linkup.requests.length, 1, 'web_search: false does not cancel :online');
       await ask('openai/gpt-4o-mini:online/linkup', { web_search: { provider: 'tavily' } });
       assert.equal(linkup.requests.length, 2, 'without enabled: true the suffix wins');
-      await ask('openai/gpt-4o-mini:online/linkup', { webSearch: { enabled: true, provider: 'tavily', depth: 'deep' } });
+      await ask('openai/gpt-4o-mini:online/linkup', {
+        webSearch: { enabled: true, provider: 'tavily', depth: 'deep' },
+      });
       assert.equal(tavily.requests.length, 1);
       assert.equal(tavily.requests[0].body.search_depth, 'advanced');
       await ask('openai/gpt-4o-mini', { linkup: { enabled: true, depth: 'deep' } });
@@ -392,7 +407,10 @@ describe('web search', function () {
         assert.equal(res.status, 400);
         assert.equal(((await res.json()) as any).error.param, param);
       }
-      const suffix = await bench().post(key, { model: 'openai/gpt-4o-mini:online/brave', messages: [{ role: 'user', content: 'hi' }] });
+      const suffix = await bench().post(key, {
+        model: 'openai/gpt-4o-mini:online/brave',
+        messages: [{ role: 'user', content: 'hi' }],
+      });
       assert.equal(suffix.status, 400);
     });
 
@@ -447,7 +465,12 @@ describe('web search', function () {
         start_index: 6,
         end_index: 9,
       });
-      const t = await bench().post(key, { model: 'openai/gpt-4o-mini:online', prompt: 'Fundy tides?' }, {}, '/api/talk-to-gpt');
+      const t = await bench().post(
+        key,
+        { model: 'openai/gpt-4o-mini:online', prompt: 'Fundy tides?' },
+        {},
+        '/api/talk-to-gpt',
+      );
       assert.equal(t.status, 200);
       assert.equal(linkup.requests.length, 2);
       assert.match(bench().openai.requests.at(-1)!.body.messages[0].content, /A web search was conducted/);

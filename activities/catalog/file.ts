@@ -27,7 +27,10 @@ const schema = {
         additionalProperties: false,
         properties: {
           name: { type: 'string' },
-          protocol: { type: 'string', enum: ['openai', 'anthropic', 'gemini', 'local', 'elevenlabs', 'fal', 'linkup', 'tavily', 'searxng'] },
+          protocol: {
+            type: 'string',
+            enum: ['openai', 'anthropic', 'gemini', 'local', 'elevenlabs', 'fal', 'linkup', 'tavily', 'searxng'],
+          },
           base_url: { type: 'string' },
           keyless: { type: 'boolean' },
           zero_data_retention: { type: 'boolean' },
@@ -90,20 +93,30 @@ const schema = {
                     {
                       required: ['input', 'output'],
                       not: {
-                        anyOf: [{ required: ['per_second'] }, { required: ['per_image'] }, { required: ['per_request'] }],
+                        anyOf: [
+                          { required: ['per_second'] },
+                          { required: ['per_image'] },
+                          { required: ['per_request'] },
+                        ],
                       },
                     },
                     {
                       required: ['per_second'],
-                      not: { anyOf: [{ required: ['input'] }, { required: ['per_image'] }, { required: ['per_request'] }] },
+                      not: {
+                        anyOf: [{ required: ['input'] }, { required: ['per_image'] }, { required: ['per_request'] }],
+                      },
                     },
                     {
                       required: ['per_image'],
-                      not: { anyOf: [{ required: ['input'] }, { required: ['per_second'] }, { required: ['per_request'] }] },
+                      not: {
+                        anyOf: [{ required: ['input'] }, { required: ['per_second'] }, { required: ['per_request'] }],
+                      },
                     },
                     {
                       required: ['per_request'],
-                      not: { anyOf: [{ required: ['input'] }, { required: ['per_second'] }, { required: ['per_image'] }] },
+                      not: {
+                        anyOf: [{ required: ['input'] }, { required: ['per_second'] }, { required: ['per_image'] }],
+                      },
                     },
                   ],
                 },
@@ -244,7 +257,13 @@ export function parseCatalog(text: string, source = 'catalog'): CatalogFile {
         upstreamModel: r.upstream_model,
         position: j,
         inputPrice: parseAmount(
-          perSecond ? r.price.per_second : perImage ? r.price.per_image : perRequest ? r.price.per_request : r.price.input,
+          perSecond
+            ? r.price.per_second
+            : perImage
+              ? r.price.per_image
+              : perRequest
+                ? r.price.per_request
+                : r.price.input,
           'USD',
         ),
         outputPrice: perSecond || perImage || perRequest ? 0n : parseAmount(r.price.output, 'USD'),

@@ -44,7 +44,7 @@ export function checkOutputType(providerId: string, supported: readonly SearchOu
 }
 
 /** `url`'s host is `domain` or one of its subdomains. */
-export function inDomain(url: string, domain: string): boolean {
+function inDomain(url: string, domain: string): boolean {
   let host: string;
   try {
     host = new URL(url).hostname.toLowerCase();

@@ -44,9 +44,7 @@ const SORTS: Record<string, RouteSort> = {
 const EFFORTS = ['none', 'low', 'medium', 'high', 'xhigh', 'max'];
 
 // Recognized, not offered by this gateway (yet): refuse, naming the feature.
-const NOT_OFFERED: Array<[RegExp, string]> = [
-  [/^(redaction|redacted|piiredaction|piiredacted)$/, 'PII redaction'],
-];
+const NOT_OFFERED: Array<[RegExp, string]> = [[/^(redaction|redacted|piiredaction|piiredacted)$/, 'PII redaction']];
 
 function isSuffix(token: string): boolean {
   return (
@@ -90,10 +88,10 @@ export function parseModelName(name: string, exists: (base: string) => boolean):
     else if (s === 'memory') out.memory = true;
     else if (s === 'online' || s.startsWith('online/')) {
       const arg = s.slice('online/'.length) || undefined;
-      if (out.online && out.online.arg !== arg) throw new SuffixError('Two different :online suffixes in the model name. Use one.');
+      if (out.online && out.online.arg !== arg)
+        throw new SuffixError('Two different :online suffixes in the model name. Use one.');
       out.online = { arg: s === 'online' ? undefined : arg };
-    }
-    else if (s === 'reasoning-exclude') out.reasoningExclude = true;
+    } else if (s === 'reasoning-exclude') out.reasoningExclude = true;
     else if (s.startsWith('reasoning-effort/')) {
       const effort = s.slice('reasoning-effort/'.length);
       if (!EFFORTS.includes(effort))

@@ -80,4 +80,5 @@ export const chatAnnotations = (cites: UrlCitation[]) =>
   cites.map((c) => ({ type: 'url_citation' as const, url_citation: c }));
 
 /** The Responses API's annotation shape (flat). */
-export const responsesAnnotations = (cites: UrlCitation[]) => cites.map((c) => ({ type: 'url_citation' as const, ...c }));
+export const responsesAnnotations = (cites: UrlCitation[]) =>
+  cites.map((c) => ({ type: 'url_citation' as const, ...c }));

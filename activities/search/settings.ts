@@ -14,7 +14,7 @@ import type { SearchDepth } from '../providers/types.js';
 import type { ModelName } from '../routing/suffixes.js';
 
 /** The external search providers a request may name (the catalog's providers of `switchyard/web-search`). */
-export const SEARCH_PROVIDERS = ['linkup', 'tavily', 'searxng'] as const;
+const SEARCH_PROVIDERS = ['linkup', 'tavily', 'searxng'] as const;
 /** Providers the spec names that this gateway does not run: refused by name rather than silently replaced. */
 const NOT_RUN = ['exa', 'kagi', 'perplexity', 'valyu', 'brave', 'firecrawl'];
 

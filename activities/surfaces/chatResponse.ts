@@ -112,6 +112,7 @@ export interface WebSearchShown {
  * them) and the search's cost in the pricing extension.
  */
 export function withSearchCitations<T extends object>(body: T, shown: WebSearchShown, part: 'message' | 'delta'): T {
+  // biome-ignore lint/suspicious/noExplicitAny: a completion or chunk just built by this module
   const b = body as Record<string, any>;
   const target = b.choices?.[0]?.[part];
   if (target) target.annotations = chatAnnotations(shown.citations);
@@ -186,11 +187,11 @@ export class ChatChunker {
     // a web search's annotations ride on the finishing chunk's delta, its cost beside the bill
     const finishing = (extra: Record<string, unknown>) => {
       const c = this.chunk({}, reason, extra);
-      return web ? withSearchCitations(c, web, "delta") : c;
+      return web ? withSearchCitations(c, web, 'delta') : c;
     };
     if (!includeUsage) return [finishing(withBill({}, bill))];
     const usageChunk = withBill({ ...this.chunk({}), choices: [], usage: usageJson(usage) }, bill);
-    if (web?.fee) (usageChunk as Record<string, any>)[pricingField()].webSearch = web.fee;
+    if (web?.fee) (usageChunk as Record<string, Record<string, unknown>>)[pricingField()].webSearch = web.fee;
     return [finishing({}), usageChunk];
   }
 }

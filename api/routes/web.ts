@@ -44,7 +44,10 @@ function checked(b: WebBody): WebBody {
   if (b.fromDate && b.toDate && b.fromDate > b.toDate) throw bad("'fromDate' is after 'toDate'.", 'fromDate');
   if (b.outputType === 'structured') {
     if (!b.structuredOutputSchema)
-      throw bad("outputType 'structured' needs 'structuredOutputSchema' (a JSON schema, as text).", 'structuredOutputSchema');
+      throw bad(
+        "outputType 'structured' needs 'structuredOutputSchema' (a JSON schema, as text).",
+        'structuredOutputSchema',
+      );
     let schema: unknown;
     try {
       schema = JSON.parse(b.structuredOutputSchema);
@@ -52,7 +55,10 @@ function checked(b: WebBody): WebBody {
       throw bad("'structuredOutputSchema' is not JSON.", 'structuredOutputSchema');
     }
     if ((schema as { type?: unknown } | null)?.type !== 'object')
-      throw bad("'structuredOutputSchema' must be a JSON schema whose root has type \"object\".", 'structuredOutputSchema');
+      throw bad(
+        '\'structuredOutputSchema\' must be a JSON schema whose root has type "object".',
+        'structuredOutputSchema',
+      );
   }
   if (b.provider && searchProvider(b.provider, 'provider') === 'native')
     throw bad("'native' search belongs to a model's provider: use it through chat (web_search.provider).", 'provider');
@@ -63,7 +69,10 @@ function checked(b: WebBody): WebBody {
 function dataOf(outputType: SearchOutputType, a: SearchAnswer) {
   if (outputType === 'structured') return a.structured;
   if (outputType === 'sourcedAnswer')
-    return { answer: a.answer ?? '', sources: a.results.map((h) => ({ name: h.title, url: h.url, snippet: h.content })) };
+    return {
+      answer: a.answer ?? '',
+      sources: a.results.map((h) => ({ name: h.title, url: h.url, snippet: h.content })),
+    };
   return a.results.map((h) => ({
     type: h.type,
     title: h.title,

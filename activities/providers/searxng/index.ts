@@ -32,7 +32,7 @@ function timeRange(fromDate: string | undefined): string | undefined {
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' };
 
 /** The readable text of an HTML page: scripts, styles and tags removed, entities decoded, spaces collapsed. */
-export function pageText(html: string): string {
+function pageText(html: string): string {
   return html
     .replace(/<(script|style|noscript|template|svg)\b[\s\S]*?<\/\1\s*>/gi, ' ')
     .replace(/<!--[\s\S]*?-->/g, ' ')
@@ -68,7 +68,9 @@ async function withPages(providerId: string, hits: SearchHit[], n: number, signa
         if (content) h.content = content.slice(0, PAGE_MAX_CHARS);
       } catch (err) {
         if (!(err instanceof MediaFetchError)) throw err;
-        console.warn(`[search] ${providerId}: page ${h.url.slice(0, 200)} kept as a snippet: ${err.reason} ${err.detail ?? ''}`);
+        console.warn(
+          `[search] ${providerId}: page ${h.url.slice(0, 200)} kept as a snippet: ${err.reason} ${err.detail ?? ''}`,
+        );
       }
     }),
   );
@@ -88,8 +90,7 @@ const searxngSearch: SearchAdapter = {
     const headers: Record<string, string> = {};
     if (target.apiKey) headers.authorization = `Bearer ${target.apiKey}`;
     const json = await searchJson(target.providerId, url.href, { method: 'GET', headers, signal });
-    if (!Array.isArray(json.results))
-      throw badAnswer(target.providerId, 'has no results array');
+    if (!Array.isArray(json.results)) throw badAnswer(target.providerId, 'has no results array');
     const hits: SearchHit[] = json.results
       .filter((r: any) => typeof r?.url === 'string')
       .map((r: any): SearchHit => {

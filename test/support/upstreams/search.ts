@@ -72,12 +72,19 @@ function byDomainAndDate(docs: Doc[], inc?: string[], exc?: string[], from?: str
 function errorBody(kind: Kind, status: number): string {
   const message = status === 401 ? 'Invalid API key' : status === 429 ? 'Too many requests' : `failure ${status}`;
   if (kind === 'linkup')
-    return JSON.stringify({ statusCode: status, error: { code: status === 401 ? 'UNAUTHORIZED' : 'ERROR', message, details: [] } });
+    return JSON.stringify({
+      statusCode: status,
+      error: { code: status === 401 ? 'UNAUTHORIZED' : 'ERROR', message, details: [] },
+    });
   if (kind === 'tavily') return JSON.stringify({ detail: { error: message } });
   return `<html><body><h1>${status}</h1><p>${message}</p></body></html>`;
 }
 
-export async function startSearchUpstream(kind: Kind, docs: Doc[], apiKey = `${kind}-loopback-key`): Promise<SearchUpstream> {
+export async function startSearchUpstream(
+  kind: Kind,
+  docs: Doc[],
+  apiKey = `${kind}-loopback-key`,
+): Promise<SearchUpstream> {
   const requests: Recorded[] = [];
   const queue: Failure[] = [];
   const server = http.createServer(async (req, res) => {
@@ -99,7 +106,11 @@ export async function startSearchUpstream(kind: Kind, docs: Doc[], apiKey = `${k
     if (fail?.delayMs) await new Promise((r) => setTimeout(r, fail.delayMs));
     if (fail?.drop) return void res.socket?.destroy();
     if (fail?.status)
-      return send(fail.status, fail.raw ?? errorBody(kind, fail.status), kind === 'searxng' ? 'text/html' : 'application/json');
+      return send(
+        fail.status,
+        fail.raw ?? errorBody(kind, fail.status),
+        kind === 'searxng' ? 'text/html' : 'application/json',
+      );
     if (kind !== 'searxng' && req.headers.authorization !== `Bearer ${apiKey}`) return send(401, errorBody(kind, 401));
 
     if (kind === 'linkup') {
@@ -111,8 +122,13 @@ export async function startSearchUpstream(kind: Kind, docs: Doc[], apiKey = `${k
       if (!['searchResults', 'sourcedAnswer', 'structured'].includes(body.outputType)) return bad('invalid outputType');
       if (body.outputType === 'structured' && typeof body.structuredOutputSchema !== 'string')
         return bad('structuredOutputSchema is required');
-      const found = byDomainAndDate(matches(docs, body.q), body.includeDomains, body.excludeDomains, body.fromDate, body.toDate)
-        .slice(0, body.maxResults ?? 10);
+      const found = byDomainAndDate(
+        matches(docs, body.q),
+        body.includeDomains,
+        body.excludeDomains,
+        body.fromDate,
+        body.toDate,
+      ).slice(0, body.maxResults ?? 10);
       if (body.outputType === 'structured') {
         const schema = JSON.parse(body.structuredOutputSchema);
         const out: Record<string, unknown> = {};
@@ -128,7 +144,8 @@ export async function startSearchUpstream(kind: Kind, docs: Doc[], apiKey = `${k
           }),
         );
       const results: any[] = found.map((d) => ({ type: 'text', name: d.title, url: d.url, content: d.content }));
-      if (body.includeImages && found[0]) results.push({ type: 'image', name: found[0].title, url: `${found[0].url}/image.png` });
+      if (body.includeImages && found[0])
+        results.push({ type: 'image', name: found[0].title, url: `${found[0].url}/image.png` });
       return send(200, JSON.stringify({ results }));
     }
 
@@ -151,7 +168,8 @@ export async function startSearchUpstream(kind: Kind, docs: Doc[], apiKey = `${k
           query: body.query,
           follow_up_questions: null,
           answer: body.include_answer ? (found[0] ? `${found[0].title}: ${found[0].content}` : 'Nothing found.') : null,
-          images: body.include_images && found[0] ? [{ url: `${found[0].url}/img.jpg`, description: found[0].title }] : [],
+          images:
+            body.include_images && found[0] ? [{ url: `${found[0].url}/img.jpg`, description: found[0].title }] : [],
           results: found.map((d, i) => ({
             title: d.title,
             url: d.url,
@@ -220,7 +238,9 @@ export async function startSearchUpstream(kind: Kind, docs: Doc[], apiKey = `${k
 }
 
 /** A loopback web server answering each path with an HTML page (`/<name>` → pages[name]). */
-export async function startPages(pages: Record<string, string>): Promise<{ url: string; hits: string[]; close(): Promise<void> }> {
+export async function startPages(
+  pages: Record<string, string>,
+): Promise<{ url: string; hits: string[]; close(): Promise<void> }> {
   const hits: string[] = [];
   const server = http.createServer((req, res) => {
     const name = (req.url ?? '/').slice(1);
