@@ -191,7 +191,8 @@ export class ChatChunker {
     };
     if (!includeUsage) return [finishing(withBill({}, bill))];
     const usageChunk = withBill({ ...this.chunk({}), choices: [], usage: usageJson(usage) }, bill);
-    if (web?.fee) (usageChunk as Record<string, Record<string, unknown>>)[pricingField()].webSearch = web.fee;
+    if (web?.fee)
+      (usageChunk as unknown as Record<string, Record<string, unknown>>)[pricingField()].webSearch = web.fee;
     return [finishing({}), usageChunk];
   }
 }
