@@ -21,7 +21,7 @@ import type { ModelName } from '../activities/routing/suffixes.js';
 import { withMemory } from '../activities/memory/memory.js';
 import type { SearchHit } from '../activities/providers/types.js';
 import { bothBalanceError, withWebSearch } from '../activities/search/online.js';
-import { searchFee } from '../activities/search/search.js';
+import { nativeSearch } from '../activities/search/native.js';
 import { webSearchSettings } from '../activities/search/settings.js';
 import { clientAbortSignal } from './clientAbort.js';
 import { RequestError } from '../activities/core/errors.js';
@@ -93,10 +93,11 @@ export function textRoute<T extends Translated>(
         `Web search (asked for by ${web.source}) is offered on chat completions, responses and talk-to-gpt, not on this endpoint. Remove it, or use one of those.`,
         { param: web.source.startsWith('the') ? 'model' : web.source.replace(/'/g, '') },
       );
-    // native search: the model's provider searches (routes with `native_web_search`), billed the fee with the call
-    const native = web?.provider === 'native';
-    if (web && native) {
-      input.request.webSearch = { contextSize: web.contextSize };
+    // native search: the model's provider searches (routes with `native_web_search`), billed with the call
+    const nativeWeb = web ? nativeSearch(web, model, body.max_tool_calls) : undefined;
+    const native = nativeWeb !== undefined;
+    if (nativeWeb) {
+      input.request.webSearch = nativeWeb.request;
       input.needs.nativeWebSearch = true;
     }
     const provider = ctx.get('x-provider').trim();
@@ -155,7 +156,7 @@ export function textRoute<T extends Translated>(
             ...extra,
             // the caller's own body still holds the whole conversation, and no search results
             native: rewritten ? undefined : extra.native,
-            feeNanoUsd: web && native ? searchFee(web.depth) : undefined,
+            searchFee: nativeWeb?.fee,
             forcePaygo: extra.forcePaygo || ctx.state.forcePaygo === true,
           });
           return call;

@@ -10,7 +10,8 @@ import OpenAI from 'openai';
 import { useChatBench, readSse } from './support/chatEnv.js';
 import { useProviderEnv } from './support/providerEnv.js';
 import { type Doc, type SearchUpstream, startPages, startSearchUpstream } from './support/upstreams/search.js';
-import { GPT_4O_MINI, textCost } from './support/prices.js';
+import { CLAUDE_HAIKU, GPT_4O_MINI, textCost, textPrices } from './support/prices.js';
+import { type AnthropicUpstream, startAnthropicUpstream } from './support/upstreams/anthropic.js';
 import { db } from '../activities/db.js';
 
 const STANDARD = 6_000_000n; // 0.006 USD in nano-USD
@@ -43,13 +44,17 @@ describe('web search', function () {
   let linkup: SearchUpstream;
   let tavily: SearchUpstream;
   let searxng: SearchUpstream;
+  let anthropic: AnthropicUpstream;
   let restore: () => Promise<void>;
 
   before(async () => {
     linkup = await startSearchUpstream('linkup', DOCS);
     tavily = await startSearchUpstream('tavily', DOCS);
     searxng = await startSearchUpstream('searxng', DOCS);
+    anthropic = await startAnthropicUpstream();
     restore = await useProviderEnv({
+      ANTHROPIC_API_KEY: anthropic.apiKey,
+      ANTHROPIC_BASE_URL: anthropic.url,
       LINKUP_API_KEY: linkup.apiKey,
       LINKUP_BASE_URL: linkup.url,
       TAVILY_API_KEY: tavily.apiKey,
@@ -59,7 +64,7 @@ describe('web search', function () {
   });
   after(async () => {
     await restore();
-    await Promise.all([linkup.close(), tavily.close(), searxng.close()]);
+    await Promise.all([linkup.close(), tavily.close(), searxng.close(), anthropic.close()]);
   });
   beforeEach(() => {
     linkup.reset();
@@ -442,6 +447,76 @@ describe('web search', function () {
         assert.equal(res.status, 400);
         assert.equal(((await res.json()) as any).error.code, 'native_web_search_unavailable');
       }
+    });
+  });
+
+  describe('native search on Anthropic (the web_search server tool)', () => {
+    const ask = (key: string, body: Record<string, unknown>) =>
+      bench().post(key, { messages: [{ role: 'user', content: 'Fundy tides?' }], max_tokens: 200, ...body });
+
+    it('max_tool_calls caps the searches; the block citations come back; the fee per search reported', async () => {
+      const { key, accountId } = await bench().account('1');
+      anthropic.script({
+        text: 'The tides there reach 16 metres.',
+        webSearch: { searches: 2, results: [{ url: 'https://tides.example.org/fundy', title: 'Fundy tides' }] },
+      });
+      const res = await ask(key, {
+        model: 'anthropic/claude-3-5-haiku',
+        web_search: { provider: 'native' },
+        max_tool_calls: 3,
+      });
+      assert.equal(res.status, 200, await res.clone().text());
+      const c: any = await res.json();
+      const tool = anthropic.last().body.tools.find((t: any) => t.type === 'web_search_20250305');
+      assert.deepEqual(tool, { type: 'web_search_20250305', name: 'web_search', max_uses: 3 });
+      assert.deepEqual(c.choices[0].message.annotations, [
+        {
+          type: 'url_citation',
+          url_citation: { url: 'https://tides.example.org/fundy', title: 'Fundy tides', start_index: 0, end_index: 32 },
+        },
+      ]);
+      assert.equal(c.choices[0].message.content, 'The tides there reach 16 metres.');
+      assert.equal(linkup.requests.length, 0);
+      const model = textCost(CLAUDE_HAIKU, { input: c.usage.prompt_tokens, output: c.usage.completion_tokens });
+      assert.equal(await spent(accountId, 1_000_000_000n), model + 2n * STANDARD);
+      assert.equal(await charges(accountId), 1);
+    });
+
+    it('streaming: the searches counted at the end of the stream are charged', async () => {
+      const { key, accountId } = await bench().account('1');
+      anthropic.script({ text: 'Sixteen metres.', webSearch: { searches: 3 } });
+      const frames = await readSse(
+        await ask(key, {
+          model: 'anthropic/claude-3-5-haiku',
+          stream: true,
+          stream_options: { include_usage: true },
+          web_search: { enabled: true, provider: 'native' },
+          max_tool_calls: 2,
+        }),
+      );
+      const usage = frames.find((f: any) => f?.usage)!.usage;
+      const text = frames.map((f: any) => f?.choices?.[0]?.delta?.content ?? '').join('');
+      assert.equal(text, 'Sixteen metres.');
+      const model = textCost(CLAUDE_HAIKU, { input: usage.prompt_tokens, output: usage.completion_tokens });
+      // three asked by the script, capped at max_uses 2 by the upstream
+      assert.equal(await spent(accountId, 1_000_000_000n), model + 2n * STANDARD);
+    });
+
+    it('a newer large model searches natively by default; naming a provider uses the external one', async () => {
+      const { key, accountId } = await bench().account('1');
+      const res = await ask(key, { model: 'anthropic/claude-sonnet-4:online' });
+      assert.equal(res.status, 200, await res.clone().text());
+      const c: any = await res.json();
+      assert.ok(anthropic.last().body.tools.some((t: any) => t.type === 'web_search_20250305'));
+      assert.equal(linkup.requests.length, 0);
+      const model = textCost(textPrices('anthropic/claude-sonnet-4'), {
+        input: c.usage.prompt_tokens,
+        output: c.usage.completion_tokens,
+      });
+      assert.equal(await spent(accountId, 1_000_000_000n), model + STANDARD);
+      await ask(key, { model: 'anthropic/claude-sonnet-4:online/linkup' });
+      assert.equal(linkup.requests.length, 1);
+      assert.equal(anthropic.last().body.tools, undefined);
     });
   });
 

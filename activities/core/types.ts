@@ -119,7 +119,7 @@ export interface InferenceRequest {
   prompt?: string;
   user?: string;
   /** the model provider's own web search (`provider: "native"`), for routes that offer it */
-  webSearch?: { contextSize?: 'low' | 'medium' | 'high' };
+  webSearch?: { contextSize?: 'low' | 'medium' | 'high'; maxUses?: number };
 }
 
 /**
@@ -133,6 +133,8 @@ export interface Usage {
   cacheWriteTokens: number;
   completionTokens: number;
   reasoningTokens: number;
+  /** searches a native web search ran, when the upstream counts them (Anthropic's server_tool_use) */
+  webSearchRequests?: number;
 }
 
 export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';

@@ -48,8 +48,12 @@ export interface CallContext {
   priceBps?: number;
   /** the reservation's idempotency key (a batch row's: its retries find the same hold) */
   holdKey?: string;
-  /** a flat fee on top of the tokens, in nano-USD (native web search: the spec's per-request fee) */
-  feeNanoUsd?: bigint;
+  /**
+   * Native web search: the spec's fee per search, on top of the tokens. The reservation covers
+   * `maxSearches`; the charge is the searches the upstream reports (at most that), or one when it
+   * does not count them (OpenAI's search models search once per request).
+   */
+  searchFee?: { perSearch: bigint; maxSearches: number };
 }
 
 export interface OpenedStream {
@@ -88,7 +92,8 @@ export class InferenceCall {
       holdKey: ctx.holdKey,
       creditLease: true,
       worstCase: (route) =>
-        this.priced(worstCaseCost(route, promptTokenEstimate, request.maxTokens)) + (ctx.feeNanoUsd ?? 0n),
+        this.priced(worstCaseCost(route, promptTokenEstimate, request.maxTokens)) +
+        (ctx.searchFee ? ctx.searchFee.perSearch * BigInt(ctx.searchFee.maxSearches) : 0n),
       shortfall: (required, available) =>
         `this request may cost up to $${required} and $${available} is available. Add funds, or lower max_tokens to reserve less.`,
     });
@@ -107,7 +112,15 @@ export class InferenceCall {
 
   /** What `usage` costs on `route` at this call's price, the fee included: what settle() charges for it. */
   costOf(route: Route, usage: Usage): bigint {
-    return this.priced(costOfUsage(route, usage)) + (this.ctx.feeNanoUsd ?? 0n);
+    return this.priced(costOfUsage(route, usage)) + this.searchCost(usage);
+  }
+
+  /** What a native web search adds to `usage`'s cost (see CallContext.searchFee). */
+  private searchCost(usage: Usage): bigint {
+    const fee = this.ctx.searchFee;
+    if (!fee) return 0n;
+    const searches = Math.min(usage.webSearchRequests ?? 1, fee.maxSearches);
+    return fee.perSearch * BigInt(Math.max(0, searches));
   }
 
   reserve(): Promise<unknown> {

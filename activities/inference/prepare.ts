@@ -57,8 +57,8 @@ export interface PrepareInput {
   /** a batch row: its price (basis points of the synchronous one) and its reservation's key */
   priceBps?: number;
   holdKey?: string;
-  /** a flat fee on top of the tokens, in nano-USD (native web search) */
-  feeNanoUsd?: bigint;
+  /** native web search's fee per search (see CallContext.searchFee) */
+  searchFee?: { perSearch: bigint; maxSearches: number };
 }
 
 export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
@@ -103,7 +103,7 @@ export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
     forcePaygo: p.forcePaygo,
     priceBps: p.priceBps,
     holdKey: p.holdKey,
-    feeNanoUsd: p.feeNanoUsd,
+    searchFee: p.searchFee,
   });
   await call.reserve();
   return call;
