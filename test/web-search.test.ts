@@ -540,6 +540,21 @@ describe('web search', function () {
         start_index: 6,
         end_index: 9,
       });
+      // the Responses API's own way to ask: the hosted web_search tool (search_context_size low: 3 results)
+      const hosted = await bench().post(
+        key,
+        {
+          model: 'openai/gpt-4o-mini',
+          input: 'Fundy tides?',
+          store: false,
+          tools: [{ type: 'web_search', search_context_size: 'low' }],
+        },
+        {},
+        '/api/v1/responses',
+      );
+      assert.equal(hosted.status, 200, await hosted.clone().text());
+      assert.equal(linkup.requests.at(-1)!.body.maxResults, 3);
+      assert.equal(bench().openai.requests.at(-1)!.body.tools, undefined, 'the hosted tool is not a function tool');
       const t = await bench().post(
         key,
         { model: 'openai/gpt-4o-mini:online', prompt: 'Fundy tides?' },
@@ -547,7 +562,7 @@ describe('web search', function () {
         '/api/talk-to-gpt',
       );
       assert.equal(t.status, 200);
-      assert.equal(linkup.requests.length, 2);
+      assert.equal(linkup.requests.length, 3);
       assert.match(bench().openai.requests.at(-1)!.body.messages[0].content, /A web search was conducted/);
     });
   });

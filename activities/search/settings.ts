@@ -35,6 +35,13 @@ export interface WebSearchSettings {
 }
 
 const DEFAULT_RESULTS = 5;
+/** OpenAI's hosted web search tools (the Responses API's way to ask for search) */
+export const HOSTED_WEB_SEARCH_TOOLS = [
+  'web_search',
+  'web_search_preview',
+  'web_search_2025_08_26',
+  'web_search_preview_2025_03_11',
+];
 const MAX_RESULTS = 20;
 /** results per OpenAI search_context_size */
 const CONTEXT_RESULTS = { low: 3, medium: 5, high: 8 } as const;
@@ -123,7 +130,12 @@ export function webSearchSettings(name: ModelName, body: Record<string, any>): W
   const raw = field ? body[field] : undefined;
   if (raw !== undefined && typeof raw !== 'boolean' && (typeof raw !== 'object' || Array.isArray(raw)))
     throw bad(`'${field}' must be true, false or an object.`, field!);
-  const options = body.web_search_options;
+  // the Responses API's hosted tool ({type: "web_search", search_context_size}) asks as web_search_options does
+  const hosted = Array.isArray(body.tools)
+    ? body.tools.find((t: any) => HOSTED_WEB_SEARCH_TOOLS.includes(t?.type))
+    : undefined;
+  const options =
+    body.web_search_options ?? (hosted ? { search_context_size: hosted.search_context_size ?? undefined } : undefined);
   if (options !== undefined && options !== null && (typeof options !== 'object' || Array.isArray(options)))
     throw bad("'web_search_options' must be an object.", 'web_search_options');
 
