@@ -19,15 +19,13 @@ import type { InferenceCall } from '../activities/inference/execute.js';
 import { type PrepareInput, prepareCall, resolveModel } from '../activities/inference/prepare.js';
 import type { ModelName } from '../activities/routing/suffixes.js';
 import { withMemory } from '../activities/memory/memory.js';
-import type { SearchHit } from '../activities/providers/types.js';
-import { bothBalanceError, withWebSearch } from '../activities/search/online.js';
+import { bothBalanceError, OnlineSearch } from '../activities/search/online.js';
 import { nativeSearch } from '../activities/search/native.js';
 import { webSearchSettings } from '../activities/search/settings.js';
 import { clientAbortSignal } from './clientAbort.js';
 import { RequestError } from '../activities/core/errors.js';
 import type { Envelope } from './errors.js';
 import { chargeOnDelivery } from './inference.js';
-import { billOf } from '../activities/metering/meteredCall.js';
 import { authenticate } from './middleware/auth.js';
 import { billingMode } from './middleware/billingMode.js';
 import { refuseUnofferedFeatures } from './middleware/notOffered.js';
@@ -47,10 +45,8 @@ export interface TextRequest<T extends Translated> {
   body: TextBody;
   model: ModelInfo;
   input: T;
-  /** the web search results put before the model, to cite (undefined: no web search) */
-  sources?: SearchHit[];
-  /** what the web search cost, to show beside the answer's own bill */
-  webSearch?: { provider: string; depth: string; cost: number };
+  /** the web search before the model call (undefined: none); its `hits` and `fee` are known once prepare() returned */
+  search?: OnlineSearch;
   /** plan and reserve: the caller, request id, surface, model, input and billing mode are filled in */
   prepare(
     extra?: Pick<PrepareInput, 'holdTtlSeconds' | 'passHeaders' | 'native' | 'forcePaygo'>,
@@ -113,23 +109,18 @@ export function textRoute<T extends Translated>(
         )
       : undefined;
     if (memory) input.request.messages = memory.messages;
-    let search: Awaited<ReturnType<typeof withWebSearch>> | undefined;
+    let search: OnlineSearch | undefined;
     try {
+      // the search's fee first: a balance that cannot pay it spends nothing (activities/search/online.ts)
       search =
         web && !native
-          ? await withWebSearch(
-              ctx.state.caller,
-              ctx.state.requestId,
-              input.request.messages,
-              web,
-              clientAbortSignal(ctx),
-            )
+          ? new OnlineSearch(ctx.state.caller, ctx.state.requestId, input.request.messages, web)
           : undefined;
+      await search?.reserve();
     } catch (err) {
       await memory?.call.metered.abandon((err as { code?: string }).code ?? 'error');
       throw err;
     }
-    if (search) input.request.messages = search.messages;
     // the caller's own body no longer is what is sent: translate, never pass through
     const rewritten = !!memory || !!search || native;
     try {
@@ -138,19 +129,15 @@ export function textRoute<T extends Translated>(
         body,
         model,
         input,
-        sources: search?.hits,
-        webSearch: search && {
-          provider: search.outcome.route.provider.id,
-          depth: search.settings.depth,
-          cost: billOf(search.outcome.charge).cost,
-        },
+        search,
         prepare: async (extra = {}) => {
           call = await prepareCall({
             caller: ctx.state.caller,
             requestId: ctx.state.requestId,
             surface: spec.surface,
             model,
-            request: input.request,
+            // with a web search: reserved with room for its results, which are searched for after
+            request: search ? { ...input.request, messages: search.withRoom(input.request.messages) } : input.request,
             needs: input.needs,
             prefs: input.prefs,
             ...extra,
@@ -159,6 +146,7 @@ export function textRoute<T extends Translated>(
             searchFee: nativeWeb?.fee,
             forcePaygo: extra.forcePaygo || ctx.state.forcePaygo === true,
           });
+          if (search) call.ctx.request.messages = await search.run(input.request.messages, clientAbortSignal(ctx));
           return call;
         },
       });
@@ -173,6 +161,8 @@ export function textRoute<T extends Translated>(
     }
     if (call) chargeOnDelivery(ctx, call.metered);
     if (memory) chargeOnDelivery(ctx, memory.call.metered);
+    // a search reserved for an answer that never called the model is released
+    if (search && !search.outcome) await search.call.metered.abandon('unused');
     if (search) chargeOnDelivery(ctx, search.call.metered);
   });
 }

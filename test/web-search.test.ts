@@ -374,6 +374,45 @@ describe('web search', function () {
       assert.equal(await spent(accountId, 1_000_000_000n), 0n);
     });
 
+    it('the search failing: the model is not called, nothing charged, every hold released', async () => {
+      const { key, accountId } = await bench().account('1');
+      linkup.script({ status: 502 });
+      const res = await bench().post(key, {
+        model: 'openai/gpt-4o-mini:online/linkup',
+        messages: [{ role: 'user', content: 'Fundy tides?' }],
+      });
+      assert.equal(res.status, 502);
+      assert.equal(bench().openai.requests.length, 0);
+      assert.equal(await spent(accountId, 1_000_000_000n), 0n);
+      assert.equal((await bench().usd(accountId)).held, 0n);
+    });
+
+    it('a race: concurrent :online requests never overspend; the fee and the model call charged once each', async () => {
+      const { key, accountId } = await bench().account('0.03');
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, () =>
+          bench()
+            .post(key, {
+              model: 'openai/gpt-4o-mini:online',
+              max_tokens: 50,
+              messages: [{ role: 'user', content: 'Fundy tides?' }],
+            })
+            .then(async (r) => ({ status: r.status, body: (await r.json()) as any })),
+        ),
+      );
+      const ok = answers.filter((a) => a.status === 200);
+      assert.equal(ok.length + answers.filter((a) => a.status === 402).length, 10);
+      assert.ok(ok.length >= 1 && ok.length <= 4, `successes: ${ok.length}`);
+      let expected = 0n;
+      for (const a of ok)
+        expected +=
+          STANDARD +
+          textCost(GPT_4O_MINI, { input: a.body.usage.prompt_tokens, output: a.body.usage.completion_tokens });
+      assert.equal(await spent(accountId, 30_000_000n), expected);
+      assert.equal(await charges(accountId), 2 * ok.length);
+      assert.equal((await bench().usd(accountId)).held, 0n);
+    });
+
     it('402 webSearch_balance_required and both_balance_required', async () => {
       const poor = await bench().account('0.001');
       const a = await bench().post(poor.key, {
@@ -392,7 +431,9 @@ describe('web search', function () {
       });
       assert.equal(b.status, 402);
       assert.equal(((await b.json()) as any).error.code, 'both_balance_required');
-      assert.equal(await spent(some.accountId, 6_500_000n), 0n, 'the search is given back');
+      assert.equal(linkup.requests.length, 0, 'checked before the search is made');
+      assert.equal(await spent(some.accountId, 6_500_000n), 0n);
+      assert.equal((await bench().usd(some.accountId)).held, 0n, 'the search fee is released');
     });
 
     it('bad web_search values are 400s naming the field', async () => {

@@ -7,7 +7,7 @@ import type { Message } from '../core/types.js';
 import type { SearchHit } from '../providers/types.js';
 
 /** characters of one result's text put before the model */
-const RESULT_MAX_CHARS = 2_000;
+export const RESULT_MAX_CHARS = 2_000;
 
 export function searchPrompt(query: string, hits: SearchHit[], today = new Date()): string {
   const date = today.toISOString().slice(0, 10);

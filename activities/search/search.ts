@@ -57,8 +57,18 @@ export class SearchCall {
     });
   }
 
+  /** Reserve the fee (a shortfall is a 402), then search(). */
   async run(signal: AbortSignal): Promise<SearchOutcome> {
-    await this.metered.reserve();
+    await this.reserve();
+    return this.search(signal);
+  }
+
+  reserve(): Promise<unknown> {
+    return this.metered.reserve();
+  }
+
+  /** Try the providers and settle the fee on the one that answered; a failure releases the reservation. */
+  async search(signal: AbortSignal): Promise<SearchOutcome> {
     const { value: answer, route } = await this.metered.orRelease(
       this.metered.attempt(signal, (route) => capability(route, 'search').search(this.req, targetFor(route), signal)),
     );

@@ -30,11 +30,11 @@ textRoute(
     webSearch: true,
     translate: chatToInternal,
   },
-  async ({ ctx, body, model, input, sources, webSearch, prepare }) => {
+  async ({ ctx, body, model, input, search, prepare }) => {
     // web search on: citations of the answer's [n] markers (external) or the upstream's own (native)
     const web = (text: string, native?: WebSearchShown['citations']): WebSearchShown | undefined =>
-      sources
-        ? { citations: citationsIn(text, sources), sourceUrls: sources.map((h) => h.url), fee: webSearch }
+      search?.hits
+        ? { citations: citationsIn(text, search.hits), sourceUrls: search.hits.map((h) => h.url), fee: search.fee }
         : input.request.webSearch
           ? { citations: native ?? [], sourceUrls: [] }
           : undefined;

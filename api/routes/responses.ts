@@ -96,7 +96,7 @@ textRoute(
     webSearch: true,
     translate: translateResponses,
   },
-  async ({ ctx, body, model, input, sources, prepare }) => {
+  async ({ ctx, body, model, input, search, prepare }) => {
     const caller = ctx.state.caller;
     const call = await prepare({ holdTtlSeconds: body.background === true ? BACKGROUND_HOLD_SECONDS : undefined });
     const meta: ResponseMeta = {
@@ -122,7 +122,7 @@ textRoute(
     const { result, route, usage, bill } = await completeOnce(ctx, call);
     const response = toResponse(result, usage, { ...meta, provider: route.provider.id });
     // web search: the answer's [n] markers (or a native search's own citations) as url_citation annotations
-    const cites = sources ? citationsIn(result.content, sources) : result.citations;
+    const cites = search?.hits ? citationsIn(result.content, search.hits) : result.citations;
     if (cites) for (const item of response.output) if (item.type === 'message') setAnnotations(item, cites);
     await store(response, assistantTurn(result));
     ctx.body = withBill({ ...response }, bill);
