@@ -159,10 +159,16 @@ export function textRoute<T extends Translated>(
           .catch((e) => console.error(`[api] ${ctx.state.requestId}: could not give back the money:`, e));
       throw search ? bothBalanceError(err) : err;
     }
-    if (call) chargeOnDelivery(ctx, call.metered);
-    if (memory) chargeOnDelivery(ctx, memory.call.metered);
     // a search reserved for an answer that never called the model is released
     if (search && !search.outcome) await search.call.metered.abandon('unused');
-    if (search) chargeOnDelivery(ctx, search.call.metered);
+    if (call) chargeOnDelivery(ctx, call.metered);
+    // The memory and the search were for this answer: a stream that reached the caller delivered
+    // them with it (by now its response may have ended, which chargeOnDelivery would read as
+    // undelivered); a non-streaming answer delivers them when it is written out.
+    for (const addOn of [memory?.call.metered, search?.call.metered]) {
+      if (!addOn) continue;
+      if (call?.metered.wasDelivered) addOn.delivered();
+      else chargeOnDelivery(ctx, addOn);
+    }
   });
 }

@@ -321,8 +321,8 @@ describe('web search', function () {
       assert.equal(await charges(accountId), 2);
     });
 
-    it('streaming: the annotations ride on the finishing chunk', async () => {
-      const { key } = await bench().account('1');
+    it('streaming: the annotations ride on the finishing chunk; the search charge stands', async () => {
+      const { key, accountId } = await bench().account('1');
       bench().openai.script({ text: 'Highest tides [1].' });
       const frames = await readSse(
         await bench().post(key, {
@@ -333,8 +333,17 @@ describe('web search', function () {
       );
       const finishing = frames.find((f: any) => f?.choices?.[0]?.finish_reason);
       assert.equal(finishing.choices[0].delta.annotations[0].url_citation.url, 'https://tides.example.org/fundy');
+      assert.equal(finishing.x_nanogpt_pricing.webSearch.provider, 'tavily');
       assert.equal(tavily.requests.length, 1);
       assert.equal(linkup.requests.length, 0);
+      // the stream reached the caller: the search and the model call stand, once each
+      const model = textCost(GPT_4O_MINI, {
+        input: finishing.x_nanogpt_pricing.inputTokens,
+        output: finishing.x_nanogpt_pricing.outputTokens,
+      });
+      await new Promise((r) => setTimeout(r, 50)); // the response's close event, which must not refund
+      assert.equal(await spent(accountId, 1_000_000_000n), STANDARD + model);
+      assert.equal(await charges(accountId), 2);
     });
 
     it('override rules: false keeps :online; an object with enabled:true overrides the suffix field by field', async () => {
