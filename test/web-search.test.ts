@@ -590,6 +590,21 @@ describe('web search', function () {
         start_index: 6,
         end_index: 9,
       });
+      // streaming: announced with response.output_text.annotation.added, then on the finished part
+      bench().openai.script({ text: 'Tides [2].' });
+      const frames = await readSse(
+        await bench().post(
+          key,
+          { model: 'openai/gpt-4o-mini:online', input: 'Fundy tides?', store: false, stream: true },
+          {},
+          '/api/v1/responses',
+        ),
+      );
+      const added = frames.find((f: any) => f?.type === 'response.output_text.annotation.added');
+      assert.equal(added.annotation.url, 'https://parks.example.ca/fundy');
+      const completed = frames.find((f: any) => f?.type === 'response.completed');
+      const done = completed.response.output.find((o: any) => o.type === 'message').content[0];
+      assert.deepEqual(done.annotations, [added.annotation]);
       // the Responses API's own way to ask: the hosted web_search tool (search_context_size low: 3 results)
       const hosted = await bench().post(
         key,
@@ -612,7 +627,7 @@ describe('web search', function () {
         '/api/talk-to-gpt',
       );
       assert.equal(t.status, 200);
-      assert.equal(linkup.requests.length, 3);
+      assert.equal(linkup.requests.length, 4);
       assert.match(bench().openai.requests.at(-1)!.body.messages[0].content, /A web search was conducted/);
     });
   });

@@ -251,6 +251,8 @@ export interface ResponseMeta {
   showReasoning: boolean;
   /** the request's echoed fields */
   body: Record<string, any>;
+  /** web search: a text's url_citation annotations (streaming; the non-streaming route sets them itself) */
+  annotate?: (text: string) => Array<Record<string, unknown>>;
 }
 
 export type ResponseStatus = 'queued' | 'in_progress' | 'completed' | 'incomplete' | 'failed' | 'cancelled';
@@ -423,7 +425,19 @@ export class ResponseStreamer {
     const item = messageItem(o.id, o.text, 'completed');
     this.res.output[o.index] = item;
     const part = item.content[0];
+    // web search citations are known once the text is whole: each announced, then on the part
+    const annotations = this.meta.annotate?.(o.text) ?? [];
+    (part as { annotations: unknown[] }).annotations = annotations;
     return [
+      ...annotations.map((annotation, i) =>
+        this.frame('response.output_text.annotation.added', {
+          item_id: o.id,
+          output_index: o.index,
+          content_index: 0,
+          annotation_index: i,
+          annotation,
+        }),
+      ),
       this.frame('response.output_text.done', {
         item_id: o.id,
         output_index: o.index,

@@ -106,6 +106,7 @@ textRoute(
       provider: '',
       showReasoning: !call.ctx.request.reasoning?.exclude,
       body,
+      annotate: search?.hits ? (text) => responsesAnnotations(citationsIn(text, search.hits!)) : undefined,
     };
     const store = async (response: ResponseObject, turn: ChatMessage | null) => {
       if (body.store === false) return;
