@@ -500,6 +500,27 @@ describe('web search', function () {
     });
   });
 
+  it('batch rows take no web search (the spec): refused, not run without it', async () => {
+    const { key } = await bench().account('1');
+    const rows = (extra: object) => [
+      { custom_id: 'a', body: { messages: [{ role: 'user', content: 'Fundy tides?' }], max_tokens: 10, ...extra } },
+    ];
+    for (const [model, extra] of [
+      ['openai/gpt-4o-mini', { web_search: true }],
+      ['openai/gpt-4o-mini', { model: 'openai/gpt-4o-mini:online' }],
+      ['openai/gpt-4o-mini:online', {}],
+    ] as const) {
+      const res = await bench().post(
+        key,
+        { endpoint: '/v1/chat/completions', model, requests: rows(extra) },
+        {},
+        '/api/beta/batches',
+      );
+      assert.equal(res.status, 400, `${model} ${JSON.stringify(extra)}: ${await res.clone().text()}`);
+      assert.match(((await res.json()) as any).error.message, /web search/);
+    }
+  });
+
   describe('native search on Anthropic (the web_search server tool)', () => {
     const ask = (key: string, body: Record<string, unknown>) =>
       bench().post(key, { messages: [{ role: 'user', content: 'Fundy tides?' }], max_tokens: 200, ...body });
