@@ -500,6 +500,27 @@ describe('web search', function () {
     });
   });
 
+  it('the message-style API and legacy completions refuse web search with a 400 (not offered there)', async () => {
+    const { key } = await bench().account('1');
+    const m = await bench().post(
+      key,
+      { model: 'openai/gpt-4o-mini:online', max_tokens: 20, messages: [{ role: 'user', content: 'Fundy?' }] },
+      {},
+      '/api/v1/messages',
+    );
+    assert.equal(m.status, 400);
+    assert.match(((await m.json()) as any).error.message, /offered on chat completions, responses and talk-to-gpt/);
+    const c = await bench().post(
+      key,
+      { model: 'openai/gpt-4o-mini', prompt: 'Fundy?', web_search: true },
+      {},
+      '/api/v1/completions',
+    );
+    assert.equal(c.status, 400);
+    assert.equal(((await c.json()) as any).error.param, 'web_search');
+    assert.equal(linkup.requests.length, 0);
+  });
+
   it('batch rows take no web search (the spec): refused, not run without it', async () => {
     const { key } = await bench().account('1');
     const rows = (extra: object) => [
