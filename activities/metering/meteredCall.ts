@@ -419,8 +419,8 @@ export class MeteredCall {
     return this.state === 'settled';
   }
 
-  /** The caller has had the answer (or its first byte): the charge stands for good. */
-  get wasDelivered(): boolean {
+  /** Charged, and known to have reached the caller. */
+  get isDelivered(): boolean {
     return this.state === 'delivered';
   }
 

@@ -2,6 +2,7 @@
 // only translates and streams; planning, money and provider calls are activities.
 import Router from '@koa/router';
 import { textRoute } from '../textRoute.js';
+import { chatQuestions } from '../questionsFormat.js';
 import { v1 } from '../paths.js';
 import { chatRequestSchema } from '../schemas/chat.js';
 import { completeOnce, streamOnce } from '../inference.js';
@@ -28,7 +29,9 @@ textRoute(
     schema: chatRequestSchema,
     surface: 'chat',
     webSearch: true,
+    x402: true,
     translate: chatToInternal,
+    questions: chatQuestions,
   },
   async ({ ctx, body, model, input, search, prepare }) => {
     // web search on: citations of the answer's [n] markers (external) or the upstream's own (native)
