@@ -134,6 +134,10 @@ describe('TEE models', function () {
       assert.equal(res.status, status, path);
       assert.equal((await res.json()).error.code, code, path);
     }
+    // an id the provider does not know: its 404, as ours
+    const unknown = await get(`/api/v1/tee/signature/chatcmpl-unknown?model=${m}&signing_algo=ecdsa`);
+    assert.equal(unknown.status, 404);
+    assert.equal((await unknown.json()).error.code, 'not_found');
     const anon = await fetch(`${api.base}/api/v1/tee/attestation?model=${m}&nonce=${'a'.repeat(16)}`);
     assert.equal(anon.status, 401);
   });

@@ -45,12 +45,15 @@ export interface TeeVerification {
 /**
  * Verify one answer of `route` (its upstream id `chatId`): attestation with a fresh nonce, then the
  * signature. Never throws: an upstream that cannot prove its answer gives `verified: false` and why.
- * `record` is the upstream's signature record, when it gave one.
+ * `record` is the upstream's signature record, when it gave one. With `rethrow`, an upstream that
+ * fails to answer throws its RequestError instead (the proof routes pass its status on: an unknown
+ * chat id is the upstream's 404).
  */
 export async function verifyAnswer(
   route: Route,
   chatId: string,
   signal: AbortSignal,
+  opts: { rethrow?: boolean } = {},
 ): Promise<{ verification: TeeVerification; record?: Record<string, unknown> }> {
   const out: TeeVerification = {
     verified: false,
@@ -74,6 +77,7 @@ export async function verifyAnswer(
     const signed = await checkSignature(record, address);
     return signed.ok ? { verification: { ...out, verified: true }, record } : failed(signed.reason);
   } catch (err) {
+    if (opts.rethrow) throw err;
     return failed(`the upstream's proofs could not be fetched: ${(err as Error).message}`);
   }
 }

@@ -1,7 +1,7 @@
 // GET /api/v1/tee/attestation?model&nonce and GET /api/v1/tee/signature/{requestId}?model&signing_algo:
 // a TEE model's proofs, passed through from its confidential-inference upstream and checked by the
 // gateway first (activities/tee/): a report that does not echo the nonce, or a signature that does
-// not recover to the attested signing address, is refused (502), never passed on as if sound.
+// not recover to the attested signing address, is refused (502), never passed on as if sound. An id the provider does not know is 404.
 import Router from '@koa/router';
 import { RequestError } from '../../activities/core/errors.js';
 import { resolveModel } from '../../activities/inference/prepare.js';
@@ -56,7 +56,18 @@ teeRouter.get('/api/v1/tee/attestation', surface('openai'), authenticate, async 
 
 teeRouter.get('/api/v1/tee/signature/:requestId', surface('openai'), authenticate, async (ctx) => {
   const route = teeRoute(ctx);
-  const { verification, record } = await verifyAnswer(route, ctx.params.requestId, clientAbortSignal(ctx));
+  const { verification, record } = await verifyAnswer(route, ctx.params.requestId, clientAbortSignal(ctx), {
+    rethrow: true,
+  }).catch((err) => {
+    if ((err as RequestError).status === 404)
+      throw new RequestError(
+        404,
+        'not_found',
+        'The TEE provider has no signature for this id (unknown or expired): pass the `id` of a TEE chat completion.',
+        { param: 'requestId' },
+      );
+    throw err;
+  });
   ctx.set('X-TEE-Verified', String(verification.verified));
   if (!verification.verified || !record)
     throw new RequestError(
