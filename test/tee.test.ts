@@ -11,11 +11,14 @@ import { newAccount, startApi } from './support/api.js';
 import { assertBooksBalance } from './support/books.js';
 import { useProviderEnv } from './support/providerEnv.js';
 import { startTeeUpstream, type TeeUpstream } from './support/upstreams/tee.js';
+import { keepConfig } from './support/keepConfig.js';
+import { config } from '../activities/config.js';
 
 const MODEL = 'TEE/llama-3.3-70b-instruct';
 
 describe('TEE models', function () {
   this.timeout(60_000);
+  const saved = keepConfig();
   let api: Awaited<ReturnType<typeof startApi>>;
   let up: TeeUpstream;
   let restoreEnv: () => Promise<void>;
@@ -62,6 +65,20 @@ describe('TEE models', function () {
     assert.match(up.nonces.at(-1)!, /^[0-9a-f]{64}$/);
     assert.equal(up.signatureIds.at(-1), body.id);
     assert.ok(body.cost > 0);
+  });
+
+  it('verifies a translated answer too (pass-through off): the id is still the upstream chat id', async () => {
+    config.passThrough = false;
+    try {
+      const res = await chat();
+      const body = await res.json();
+      assert.equal(res.status, 200, JSON.stringify(body));
+      assert.equal(body.tee_verification.verified, true, body.tee_verification.reason);
+      assert.equal(up.signatureIds.at(-1), body.id);
+      assert.match(body.id, /^chatcmpl-[0-9a-f]{24}$/);
+    } finally {
+      config.passThrough = saved.passThrough;
+    }
   });
 
   it('flags an answer whose signature was tampered with, or signed by a key not attested', async () => {
