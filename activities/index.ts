@@ -15,3 +15,4 @@ export {
   expireTeamInvitation,
 } from './accounts/teamInvitations.js';
 export { deleteExpiredMemories } from './memory/memory.js';
+export { paySubscriptionPeriod, endSubscription, cancelSubscriptionAtPeriodEnd } from './subscriptions/periods.js';

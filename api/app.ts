@@ -27,6 +27,7 @@ import { messageBatchesRouter } from './routes/messageBatches.js';
 import { authRouter } from './routes/auth.js';
 import { keysRouter } from './routes/keys.js';
 import { teamsRouter } from './routes/teams.js';
+import { subscriptionsRouter } from './routes/subscriptions.js';
 import type { AppState } from './state.js';
 
 export function createApp(): Koa {
@@ -70,6 +71,7 @@ export function createApp(): Koa {
     authRouter,
     keysRouter,
     teamsRouter,
+    subscriptionsRouter,
   ]) {
     routes.use(router.routes());
   }

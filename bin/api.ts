@@ -20,6 +20,7 @@ import { flushRequestRecords } from '../activities/metering/records.js';
 import { flushLeases } from '../activities/ledger/leases.js';
 import { forgetKeys } from '../activities/accounts/keys.js';
 import { listenForKeyChanges } from '../activities/accounts/keyChanges.js';
+import { forgetCoverage, SUBSCRIPTION_CHANGES } from '../activities/subscriptions/allowance.js';
 import { openDatabase, type Log } from './boot.js';
 
 const log: Log = (m) => console.log(`[api${cluster.isWorker ? ` ${process.pid}` : ''}] ${m}`);
@@ -116,7 +117,9 @@ async function serve(): Promise<void> {
   );
   startCatalogRefresh();
   // keys revoked elsewhere (the CLI, other API processes) are forgotten here at once
-  const keyChanges = listenForKeyChanges(database.url, forgetKeys);
+  const keyChanges = listenForKeyChanges(database.url, forgetKeys, undefined, {
+    [SUBSCRIPTION_CHANGES]: forgetCoverage,
+  });
   const server = createApp().listen(config.port, config.host, () => {
     log(`listening on ${config.host}:${(server.address() as { port: number }).port}`);
     warmTemporalClient(log);

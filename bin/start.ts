@@ -13,6 +13,7 @@ import { flushRequestRecords } from '../activities/metering/records.js';
 import { flushLeases } from '../activities/ledger/leases.js';
 import { forgetKeys } from '../activities/accounts/keys.js';
 import { listenForKeyChanges } from '../activities/accounts/keyChanges.js';
+import { forgetCoverage, SUBSCRIPTION_CHANGES } from '../activities/subscriptions/allowance.js';
 import { findTemporalCli, startDevServer, ensureSearchAttributes } from '../temporal-dev/index.js';
 import { createWorker, ensureSchedules, SEARCH_ATTRIBUTES, stopWorker } from './worker.js';
 import { ensureBootstrap, openDatabase, prepareCatalog, type Log } from './boot.js';
@@ -33,7 +34,9 @@ async function main() {
   // With DATABASE_URL, keys revoked elsewhere (the CLI) are forgotten at once. The embedded
   // database serves one connection, and the CLI cannot reach it while this runs.
   if (!database.embedded) {
-    const keyChanges = listenForKeyChanges(database.url, forgetKeys);
+    const keyChanges = listenForKeyChanges(database.url, forgetKeys, undefined, {
+      [SUBSCRIPTION_CHANGES]: forgetCoverage,
+    });
     stops.unshift(['key-change listener', () => keyChanges.stop()]);
   }
   const local = await ensureBootstrap(log);

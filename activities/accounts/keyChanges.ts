@@ -5,10 +5,14 @@
 // cached key when it is back (it may have missed announcements); until then, and where nobody
 // listens (the embedded database serves one connection), the cache's TTL
 // (SWITCHYARD_KEY_CACHE_TTL_MS) bounds how long another process trusts a changed key.
+// The same connection carries other caches' announcements (`also`): an account's subscription
+// changing (activities/subscriptions/coverage.ts) is announced and forgotten the same way.
 import pg from 'pg';
 import { db } from '../db.js';
 
 const CHANNEL = 'switchyard_key_changes';
+/** Another cache's channel and what to forget: the announced items, or everything (null). */
+export type ChangeHandler = (items: string[] | null) => void;
 /** NOTIFY payloads are limited to 8000 bytes: 100 hashes of 64 characters (and commas) fit. */
 const HASHES_PER_NOTICE = 100;
 const RECONNECT_MS = 1000;
@@ -17,14 +21,19 @@ const RECONNECT_MS = 1000;
  * Tell every listening process that these keys (by hash) changed. The change itself is already
  * stored: if the announcement fails, other processes still see it when their cache entry expires.
  */
-export async function announceKeyChanges(hashes: string[]): Promise<void> {
+export function announceKeyChanges(hashes: string[]): Promise<void> {
+  return announceChanges(CHANNEL, hashes);
+}
+
+/** Announce changed items (short ids, no commas) on a channel; failures are logged, not thrown. */
+export async function announceChanges(channel: string, items: string[]): Promise<void> {
   try {
-    for (let i = 0; i < hashes.length; i += HASHES_PER_NOTICE) {
-      await db().pool.query('SELECT pg_notify($1, $2)', [CHANNEL, hashes.slice(i, i + HASHES_PER_NOTICE).join(',')]);
+    for (let i = 0; i < items.length; i += HASHES_PER_NOTICE) {
+      await db().pool.query('SELECT pg_notify($1, $2)', [channel, items.slice(i, i + HASHES_PER_NOTICE).join(',')]);
     }
   } catch (err) {
     console.error(
-      `[keys] could not announce a key change (other processes see it within the key cache TTL): ${(err as Error).message}`,
+      `[changes] could not announce a change on ${channel} (other processes see it within their cache's TTL): ${(err as Error).message}`,
     );
   }
 }
@@ -39,9 +48,11 @@ export interface KeyChangeListener {
  */
 export function listenForKeyChanges(
   url: string,
-  forget: (hashes: string[] | null) => void,
+  forget: ChangeHandler,
   log: (m: string) => void = console.error,
+  also: Record<string, ChangeHandler> = {},
 ): KeyChangeListener {
+  const handlers: Record<string, ChangeHandler> = { ...also, [CHANNEL]: forget };
   let client: pg.Client | undefined;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
@@ -50,7 +61,7 @@ export function listenForKeyChanges(
     const c = new pg.Client({ connectionString: url });
     client = c;
     c.on('notification', (n) => {
-      if (n.channel === CHANNEL && n.payload) forget(n.payload.split(','));
+      if (n.payload) handlers[n.channel]?.(n.payload.split(','));
     });
     c.on('error', (err) => {
       log(`[keys] key-change listener lost its connection: ${err.message}; reconnecting`);
@@ -59,9 +70,9 @@ export function listenForKeyChanges(
     c.on('end', () => retry(c));
     try {
       await c.connect();
-      await c.query(`LISTEN ${CHANNEL}`);
+      for (const channel of Object.keys(handlers)) await c.query(`LISTEN ${channel}`);
       // announcements made before now (say, while reconnecting) were missed: trust nothing cached
-      forget(null);
+      for (const handler of Object.values(handlers)) handler(null);
     } catch (err) {
       log(`[keys] key-change listener could not connect: ${(err as Error).message}; retrying`);
       retry(c);

@@ -99,6 +99,7 @@ export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
     passHeaders: p.passHeaders,
     native: p.native,
     forcePaygo: p.forcePaygo,
+    explicitProvider: p.prefs.explicit !== undefined,
     priceBps: p.priceBps,
     holdKey: p.holdKey,
   });
