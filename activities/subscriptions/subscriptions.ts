@@ -126,6 +126,7 @@ export async function subscribe(accountId: string, planId: string) {
       workflow: subscription,
       args: [{ subscriptionId: id }],
       // period 0: nothing paid yet, nothing covered; the workflow's first payment makes it period 1
+      // and copies the plan's terms (its covered models among them) into the row
       row: {
         table: 'subscriptions',
         columns: {
@@ -139,7 +140,6 @@ export async function subscribe(accountId: string, planId: string) {
           price: plan.price.toString(),
           daily_limit: plan.dailyLimit,
           monthly_limit: plan.monthlyLimit,
-          models: plan.models,
         },
       },
       unavailable: {
