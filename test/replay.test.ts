@@ -32,9 +32,11 @@ import {
 import { useProviderEnv } from './support/providerEnv.js';
 import { startOpenAIUpstream, type OpenAIUpstream } from './support/upstreams/openai.js';
 import { config } from '../activities/config.js';
+import { db } from '../activities/db.js';
 import { assertBooksBalance } from './support/books.js';
 import { until } from './support/wait.js';
 import { person, teamEmail, teamFixture } from './support/teams.js';
+import { testPlan, usePlans } from './support/plans.js';
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
 const WORKFLOWS = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -141,6 +143,27 @@ const PATHS: Record<string, Path> = {
     closed: 'COMPLETED',
     result: 'cancelled',
     has: ['EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED', 'EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED'],
+  },
+  // the balance pays the first period only: grace (retried), then the subscription lapses
+  'subscription-lapsed': {
+    activities: ['paySubscriptionPeriod', 'endSubscription'],
+    closed: 'COMPLETED',
+    result: 'lapsed',
+    has: ['EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED', 'EVENT_TYPE_TIMER_FIRED'],
+  },
+  // cancelled (a workflow update running the activity), ended when the period does
+  'subscription-cancelled': {
+    activities: ['paySubscriptionPeriod', 'cancelSubscriptionAtPeriodEnd', 'endSubscription'],
+    closed: 'COMPLETED',
+    result: 'cancelled',
+    has: ['EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED', 'EVENT_TYPE_TIMER_FIRED'],
+  },
+  // the balance does not cover the first period: nothing more happens
+  'subscription-unpaid': {
+    activities: ['paySubscriptionPeriod'],
+    closed: 'COMPLETED',
+    result: 'unpaid',
+    has: ['EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED'],
   },
   'batchChunk-stopped': {
     activities: ['runBatchRows'],
@@ -291,6 +314,52 @@ function recordings() {
     await new Promise((resolve) => setTimeout(resolve, 1000));
     return { t, invitee, inv: r.body.invitation as { id: string; token: string } };
   };
+
+  usePlans([testPlan('recorded-short', { price: '0.10', periodSeconds: 2, daily: 10, monthly: 10 })]);
+  /** Subscribe a new account holding `usd` to the 2-second plan; returns the subscription id. */
+  const subscribed = async (usd: string) => {
+    const { key } = await newAccount(usd);
+    const res = await fetch(`${api.base}/api/subscription/v1/subscribe`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ plan: 'recorded-short' }),
+    });
+    const body = (await res.json()) as any;
+    return { key, status: res.status, id: (body.subscription?.id ?? '') as string };
+  };
+
+  it('subscription-lapsed', async () => {
+    const [grace, retry] = [config.subscriptionGraceSeconds, config.subscriptionRetrySeconds];
+    Object.assign(config, { subscriptionGraceSeconds: 2, subscriptionRetrySeconds: 1 });
+    try {
+      await record('subscription-lapsed', async () => (await subscribed('0.10')).id);
+    } finally {
+      Object.assign(config, { subscriptionGraceSeconds: grace, subscriptionRetrySeconds: retry });
+    }
+  });
+
+  it('subscription-cancelled', () =>
+    record('subscription-cancelled', async () => {
+      const { key, id } = await subscribed('1');
+      const r = await fetch(`${api.base}/api/subscription/v1/cancel`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}` },
+      });
+      assert.equal(r.status, 200);
+      return id;
+    }));
+
+  it('subscription-unpaid', async () => {
+    // the row's id is the workflow's: read it, since the 402 names none
+    const before = Date.now();
+    const { status } = await subscribed('0.01');
+    assert.equal(status, 402);
+    const { rows } = await db().pool.query(
+      `SELECT id FROM subscriptions WHERE created_at >= $1 AND end_reason = 'unpaid' ORDER BY created_at DESC LIMIT 1`,
+      [new Date(before - 1000)],
+    );
+    await record('subscription-unpaid', async () => rows[0].id);
+  });
 
   it('teamInvitation-accepted', () =>
     record('teamInvitation-accepted', async () => {
