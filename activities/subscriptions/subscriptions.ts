@@ -98,6 +98,9 @@ function subscriptionView(s: Row) {
   };
 }
 
+/** How long subscribing waits for the workflow's first payment before answering 503. */
+const FIRST_PAYMENT_WAIT_MS = 30_000;
+
 const newSubscriptionId = () => `sub_${randomBytes(12).toString('hex')}`;
 
 /**
@@ -160,7 +163,13 @@ export async function subscribe(accountId: string, planId: string) {
   }
   let paid: PeriodOutcome;
   try {
-    paid = await (await temporal()).workflow.getHandle(id).executeUpdate(firstPaymentUpdate);
+    // a worker that is down would keep the update (and this request) waiting: give up after a while
+    const handle = (await temporal()).workflow.getHandle(id);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('no answer within 30 s')), FIRST_PAYMENT_WAIT_MS);
+    });
+    paid = await Promise.race([handle.executeUpdate(firstPaymentUpdate), late]).finally(() => clearTimeout(timer));
   } catch (err) {
     // the workflow pays or ends it all the same; the caller reads which from the usage route
     console.error(`[subscriptions] could not hear ${id}'s first payment:`, err);
