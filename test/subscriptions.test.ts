@@ -13,7 +13,9 @@ import { parseAmount } from '../activities/core/money.js';
 import { db } from '../activities/db.js';
 import { balances, credit } from '../activities/ledger/ledger.js';
 import { MeteredCall } from '../activities/metering/meteredCall.js';
-import { claimAllowance, forgetCoverage } from '../activities/subscriptions/allowance.js';
+import { announceChanges, listenForKeyChanges } from '../activities/accounts/keyChanges.js';
+import { forgetKeys } from '../activities/accounts/keys.js';
+import { claimAllowance, forgetCoverage, SUBSCRIPTION_CHANGES } from '../activities/subscriptions/allowance.js';
 import { paySubscriptionPeriod } from '../activities/subscriptions/periods.js';
 import { newAccount, startApi } from './support/api.js';
 import { assertBooksBalance, settledBalances } from './support/books.js';
@@ -333,6 +335,40 @@ describe('subscriptions', function () {
     assert.ok(won.filter((c: any) => c.periodNo === 1).length <= 5);
     assert.equal(rows[0].daily_used, won.length);
     await db().pool.query(`UPDATE subscriptions SET status = 'inactive' WHERE id = $1`, [id]);
+  });
+
+  it('coverage is cached per process and forgotten when another process announces a change', async () => {
+    config.keyCacheTtlMs = 10 * 60_000; // only the announcement can make this process see the change
+    const listener = listenForKeyChanges(config.databaseUrl!, forgetKeys, undefined, {
+      [SUBSCRIPTION_CHANGES]: forgetCoverage,
+    });
+    try {
+      await new Promise((r) => setTimeout(r, 300)); // listening
+      const { accountId } = await newAccount('1');
+      const caller = { accountId, billingMode: 'auto' as const };
+      assert.equal(await claimAllowance({ caller, modelId: LOCAL }), undefined); // no subscription: cached
+      // another process subscribes the account (its row written behind this process's back)
+      const id = `sub_${randomUUID().replace(/-/g, '').slice(0, 24)}`;
+      await db().pool.query(
+        `INSERT INTO subscriptions (id, account_id, plan_id, status, period_no, period_start, period_end, price,
+           daily_limit, monthly_limit, models)
+         VALUES ($1, $2, 'race', 'active', 1, now(), now() + interval '1 hour', 100000000, 7, 100, $3)`,
+        [id, accountId, [LOCAL]],
+      );
+      // the cache answers, not the database: still not covered
+      assert.equal(await claimAllowance({ caller, modelId: LOCAL }), undefined);
+      await announceChanges(SUBSCRIPTION_CHANGES, [accountId]);
+      const claim = await until(
+        () => claimAllowance({ caller, modelId: LOCAL }),
+        (c) => c !== undefined,
+        3000,
+        'the announcement',
+      );
+      assert.equal(claim?.subscriptionId, id);
+      await db().pool.query(`UPDATE subscriptions SET status = 'inactive' WHERE id = $1`, [id]);
+    } finally {
+      await listener.stop();
+    }
   });
 
   it('a period ending with an empty balance moves to grace, then inactive', async () => {
