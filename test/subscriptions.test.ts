@@ -7,7 +7,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { createKey } from '../activities/accounts/keys.js';
+import { readFile } from 'node:fs/promises';
 import { catalog } from '../activities/catalog/catalog.js';
+import { parseCatalog } from '../activities/catalog/file.js';
 import { config } from '../activities/config.js';
 import { parseAmount } from '../activities/core/money.js';
 import { db } from '../activities/db.js';
@@ -87,6 +89,38 @@ describe('subscriptions', function () {
     assert.equal(starter.currency, 'USD');
     assert.ok(starter.price > 0 && starter.limits.daily > 0 && starter.limits.monthly >= starter.limits.daily);
     assert.deepEqual(data.find((p: any) => p.id === 'daily3').limits, { daily: 3, monthly: 10 });
+  });
+
+  it("checks the catalog file's plans: models by id or alias, limits, periods", async () => {
+    const text = await readFile(config.catalogFile, 'utf8');
+    const withPlan = (plan: string) => text.replace(/\nplans:\n/, `\nplans:\n${plan}`);
+    const ok = parseCatalog(
+      withPlan(
+        '  - {id: alias-plan, name: A, price: "2.5", period: 12h, daily_limit: 1, monthly_limit: 2, models: [stories260k]}\n',
+      ),
+    );
+    const plan = ok.plans.find((p) => p.id === 'alias-plan')!;
+    assert.deepEqual(
+      { price: plan.price, periodSeconds: plan.periodSeconds, models: plan.models },
+      { price: usd('2.5'), periodSeconds: 43_200, models: [LOCAL] },
+    );
+    const bad = (plan: string, message: RegExp) => assert.throws(() => parseCatalog(withPlan(plan)), message);
+    bad(
+      '  - {id: x, name: X, price: "1", period: 30d, daily_limit: 1, monthly_limit: 2, models: [no/such]}\n',
+      /plans\/0\/models\/0 names "no\/such", which is not under models/,
+    );
+    bad(
+      '  - {id: x, name: X, price: "1", period: 30d, daily_limit: 5, monthly_limit: 2, models: [local/stories260k]}\n',
+      /daily_limit is above monthly_limit/,
+    );
+    bad(
+      '  - {id: x, name: X, price: "1", period: month, daily_limit: 1, monthly_limit: 2, models: [local/stories260k]}\n',
+      /\/plans\/0\/period must match/,
+    );
+    bad(
+      '  - {id: x, name: X, price: 1, period: 30d, daily_limit: 1, monthly_limit: 2, models: [local/stories260k]}\n',
+      /\/plans\/0\/price must be string/,
+    );
   });
 
   it('answers the usage record of an account without a subscription', async () => {
