@@ -437,8 +437,8 @@ describe('subscriptions', function () {
     assert.equal((await chat(key)).status, 402);
   });
 
-  it('a subscription in grace is renewed once the balance covers it', async () => {
-    config.subscriptionGraceSeconds = 30;
+  it('a subscription in grace is renewed once the balance covers it: on its retry, or at once by subscribing again', async () => {
+    config.subscriptionGraceSeconds = 60;
     config.subscriptionRetrySeconds = 1;
     const { key, accountId } = await newAccount('0.10');
     const res = await subscribe(key, 'short');
@@ -454,14 +454,31 @@ describe('subscriptions', function () {
       () => usage(key),
       (u) => u.state === 'active',
       15_000,
-      'paid again',
+      'paid on a retry',
     );
     assert.equal(back.graceUntil, null);
-    const charges = await periodCharges(id);
     assert.deepEqual(
-      charges.map((c) => c.idempotency_key),
+      (await periodCharges(id)).map((c) => c.idempotency_key),
       [`subscription:${id}:1`, `subscription:${id}:2`],
     );
+    // period 2 ends on an empty balance, and the retries are now far apart
+    config.subscriptionRetrySeconds = 600;
+    await until(
+      () => usage(key),
+      (u) => u.state === 'grace',
+      15_000,
+      'grace again',
+    );
+    const broke = await subscribe(key, 'short');
+    assert.equal(broke.status, 402, JSON.stringify(broke.body));
+    assert.equal((await usage(key)).state, 'grace');
+    await credit({ accountId, currency: 'USD', amount: usd('0.10'), reason: 'top-up', idempotencyKey: `t2:${id}` });
+    const again = await subscribe(key, 'short');
+    assert.equal(again.status, 200, JSON.stringify(again.body));
+    assert.equal(again.body.subscription.id, id);
+    assert.equal(again.body.subscription.state, 'active');
+    assert.equal((await periodCharges(id)).length, 3);
+    assert.equal((await subscribe(key, 'daily3')).status, 409);
     assert.equal((await call(key, 'POST', '/api/subscription/v1/cancel')).status, 200);
     await until(
       () => usage(key),
@@ -469,6 +486,8 @@ describe('subscriptions', function () {
       15_000,
       'cancelled',
     );
+    assert.equal((await periodCharges(id)).length, 3);
+    // 0.10 + 0.15 + 0.10 in, three periods of 0.10 out
     assert.equal((await balances(accountId))!.USD.amount, usd('0.05'));
   });
 

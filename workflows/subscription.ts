@@ -27,6 +27,8 @@ export interface SubscriptionInput {
 
 /** The API's wait for the first period's payment: what it came to. */
 export const firstPaymentUpdate = defineUpdate<PeriodOutcome>('firstPayment');
+/** In grace: try to pay the period now (the balance was topped up); answers what it came to. */
+export const payNowUpdate = defineUpdate<PeriodOutcome>('payNow');
 /** Cancel at the period's end (at once while in grace). */
 export const cancelSubscriptionUpdate = defineUpdate<void>('cancel');
 
@@ -42,10 +44,21 @@ const { paySubscriptionPeriod, endSubscription, cancelSubscriptionAtPeriodEnd } 
 export async function subscription(input: SubscriptionInput): Promise<EndReason> {
   const id = input.subscriptionId;
   let first: PeriodOutcome | undefined;
+  /** what the last payment came to */
+  let outcome: PeriodOutcome | undefined;
   let cancelling = false;
+  let payNow = false;
   setHandler(firstPaymentUpdate, async () => {
     await condition(() => first !== undefined);
     return first!;
+  });
+  setHandler(payNowUpdate, async (): Promise<PeriodOutcome> => {
+    // only in grace; otherwise what the last payment came to (before the first: wait for it)
+    await condition(() => outcome !== undefined);
+    if (!('paid' in outcome!) || outcome!.paid || cancelling) return outcome!;
+    payNow = true;
+    await condition(() => !payNow || cancelling);
+    return outcome!;
   });
   setHandler(cancelSubscriptionUpdate, async () => {
     await cancelSubscriptionAtPeriodEnd(id);
@@ -59,7 +72,7 @@ export async function subscription(input: SubscriptionInput): Promise<EndReason>
   async function run(): Promise<EndReason> {
     /** the period being paid for */
     let due = input.resume ? input.resume.periodNo : 1;
-    let outcome: PeriodOutcome = input.resume ? { paid: true, ...input.resume } : await paySubscriptionPeriod(id, due);
+    outcome = input.resume ? { paid: true, ...input.resume } : await paySubscriptionPeriod(id, due);
     first = outcome;
     const firstDue = due;
     for (;;) {
@@ -74,12 +87,14 @@ export async function subscription(input: SubscriptionInput): Promise<EndReason>
         outcome = await paySubscriptionPeriod(id, due);
         continue;
       }
-      // in grace: try again until graceUntil; a cancel ends it now
+      // in grace: try again until graceUntil, or when asked to; a cancel ends it now
       const { graceUntilMs, retryMs } = outcome;
       const left = graceUntilMs - Date.now();
       if (left <= 0) return end('lapsed');
-      if (await condition(() => cancelling, Math.min(retryMs, left))) return end('cancelled');
+      await condition(() => cancelling || payNow, Math.min(retryMs, left));
+      if (cancelling) return end('cancelled');
       outcome = await paySubscriptionPeriod(id, due);
+      payNow = false;
     }
   }
 

@@ -9,7 +9,12 @@ import { toDisplayNumber } from '../core/money.js';
 import { db, isUniqueViolation } from '../db.js';
 import { startJob } from '../jobs/jobs.js';
 import { temporal } from '../temporalClient.js';
-import { cancelSubscriptionUpdate, firstPaymentUpdate, subscription } from '../../workflows/subscription.js';
+import {
+  cancelSubscriptionUpdate,
+  firstPaymentUpdate,
+  payNowUpdate,
+  subscription,
+} from '../../workflows/subscription.js';
 import { nextUtcMidnight } from './allowance.js';
 import type { PeriodOutcome } from './periods.js';
 
@@ -29,6 +34,7 @@ export function planView(p: PlanInfo) {
 
 interface Row {
   id: string;
+  accountId: string;
   planId: string;
   state: 'active' | 'grace' | 'inactive';
   periodNo: number;
@@ -44,7 +50,7 @@ interface Row {
 }
 
 // The account's subscription: the live one, else the one that ended last. `dailyUsed` is today's.
-const CURRENT_SQL = `SELECT id, plan_id AS "planId", status AS state, period_no AS "periodNo", period_start AS "periodStart",
+const CURRENT_SQL = `SELECT id, account_id AS "accountId", plan_id AS "planId", status AS state, period_no AS "periodNo", period_start AS "periodStart",
     period_end AS "periodEnd", grace_until AS "graceUntil", cancel_at_period_end AS "cancelAtPeriodEnd",
     daily_limit AS "dailyLimit", monthly_limit AS "monthlyLimit",
     CASE WHEN daily_day = (now() AT TIME ZONE 'UTC')::date THEN daily_used ELSE 0 END AS "dailyUsed",
@@ -98,8 +104,8 @@ function subscriptionView(s: Row) {
   };
 }
 
-/** How long subscribing waits for the workflow's first payment before answering 503. */
-const FIRST_PAYMENT_WAIT_MS = 30_000;
+/** How long subscribing waits for the workflow's payment before answering 503. */
+const PAYMENT_WAIT_MS = 30_000;
 
 const newSubscriptionId = () => `sub_${randomBytes(12).toString('hex')}`;
 
@@ -154,6 +160,8 @@ export async function subscribe(accountId: string, planId: string) {
   } catch (err) {
     if (!isUniqueViolation(err)) throw err;
     const live = await current(accountId);
+    // the same plan again while in grace: pay the overdue period now
+    if (live?.state === 'grace' && live.planId === plan.id) return payOverdue(live, plan);
     throw new RequestError(
       409,
       'subscription_exists',
@@ -161,39 +169,56 @@ export async function subscribe(accountId: string, planId: string) {
         'Cancel it and subscribe again when it has ended.',
     );
   }
-  let paid: PeriodOutcome;
+  const paid = await hear(id, firstPaymentUpdate);
+  if ('ended' in paid && paid.ended !== 'unpaid')
+    throw new RequestError(409, 'plan_unavailable', `The plan '${plan.id}' is no longer offered.`, { param: 'plan' });
+  if (!('paid' in paid && paid.paid)) throw unpaid(plan, paid);
+  const row = await current(accountId);
+  return { subscription: row ? subscriptionView(row) : undefined, plan: planView(plan) };
+}
+
+/** In grace: ask the workflow to pay the overdue period now (the balance may have been topped up). */
+async function payOverdue(live: Row, plan: PlanInfo) {
+  const paid = await hear(live.id, payNowUpdate);
+  if (!('paid' in paid && paid.paid)) throw unpaid(plan, paid);
+  const row = await current(live.accountId);
+  return { subscription: row ? subscriptionView(row) : undefined, plan: planView(plan) };
+}
+
+/** What a payment update came to; a worker that is down would keep it (and the request) waiting. */
+async function hear(id: string, update: typeof firstPaymentUpdate): Promise<PeriodOutcome> {
+  const handle = (await temporal()).workflow.getHandle(id);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${PAYMENT_WAIT_MS} ms`)), PAYMENT_WAIT_MS);
+  });
   try {
-    // a worker that is down would keep the update (and this request) waiting: give up after a while
-    const handle = (await temporal()).workflow.getHandle(id);
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('no answer within 30 s')), FIRST_PAYMENT_WAIT_MS);
-    });
-    paid = await Promise.race([handle.executeUpdate(firstPaymentUpdate), late]).finally(() => clearTimeout(timer));
+    return await Promise.race([handle.executeUpdate(update), late]);
   } catch (err) {
     // the workflow pays or ends it all the same; the caller reads which from the usage route
-    console.error(`[subscriptions] could not hear ${id}'s first payment:`, err);
+    console.error(`[subscriptions] could not hear ${id}'s payment:`, err);
     throw new RequestError(
       503,
       'subscription_unavailable',
-      'The subscription was started but its first payment could not be confirmed just now. ' +
-        'GET /api/subscription/v1/usage shows whether it is active; do not subscribe again before checking.',
+      'The subscription payment could not be confirmed just now. GET /api/subscription/v1/usage shows ' +
+        'whether it is active; do not subscribe again before checking.',
       { retryAfterSeconds: 5 },
     );
+  } finally {
+    clearTimeout(timer);
   }
-  if ('ended' in paid) {
-    if (paid.ended !== 'unpaid')
-      throw new RequestError(409, 'plan_unavailable', `The plan '${plan.id}' is no longer offered.`, { param: 'plan' });
-    throw new RequestError(
-      402,
-      'insufficient_balance',
-      `Insufficient balance: the plan '${plan.id}' costs $${paid.requiredUsd} per period and ` +
-        `$${paid.availableUsd} is available. Add funds and subscribe again.`,
-      { details: { requiredBalance: Number(paid.requiredUsd), availableBalance: Number(paid.availableUsd) } },
-    );
-  }
-  const row = await current(accountId);
-  return { subscription: row ? subscriptionView(row) : undefined, plan: planView(plan) };
+}
+
+/** The balance did not cover the period: 402, saying what was needed. */
+function unpaid(plan: PlanInfo, paid: PeriodOutcome): RequestError {
+  const { requiredUsd, availableUsd } = paid as { requiredUsd?: string; availableUsd?: string };
+  return new RequestError(
+    402,
+    'insufficient_balance',
+    `Insufficient balance: the plan '${plan.id}' costs $${requiredUsd} per period and ` +
+      `$${availableUsd} is available. Add funds and subscribe again.`,
+    { details: { requiredBalance: Number(requiredUsd), availableBalance: Number(availableUsd) } },
+  );
 }
 
 /** Cancel the account's subscription at the end of its period (in grace: at once). */
