@@ -33,6 +33,8 @@ import { useProviderEnv } from './support/providerEnv.js';
 import { startOpenAIUpstream, type OpenAIUpstream } from './support/upstreams/openai.js';
 import { config } from '../activities/config.js';
 import { db } from '../activities/db.js';
+import { credit } from '../activities/ledger/ledger.js';
+import { parseAmount } from '../activities/core/money.js';
 import { assertBooksBalance } from './support/books.js';
 import { until } from './support/wait.js';
 import { person, teamEmail, teamFixture } from './support/teams.js';
@@ -153,6 +155,13 @@ const PATHS: Record<string, Path> = {
   },
   // cancelled (a workflow update running the activity), ended when the period does
   'subscription-cancelled': {
+    activities: ['paySubscriptionPeriod', 'cancelSubscriptionAtPeriodEnd', 'endSubscription'],
+    closed: 'COMPLETED',
+    result: 'cancelled',
+    has: ['EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED', 'EVENT_TYPE_TIMER_FIRED'],
+  },
+  // grace, then the caller tops up and subscribes again (update payNow): paid; then cancelled
+  'subscription-grace-paid': {
     activities: ['paySubscriptionPeriod', 'cancelSubscriptionAtPeriodEnd', 'endSubscription'],
     closed: 'COMPLETED',
     result: 'cancelled',
@@ -348,6 +357,41 @@ function recordings() {
       assert.equal(r.status, 200);
       return id;
     }));
+
+  it('subscription-grace-paid', async () => {
+    const [grace, retry] = [config.subscriptionGraceSeconds, config.subscriptionRetrySeconds];
+    Object.assign(config, { subscriptionGraceSeconds: 60, subscriptionRetrySeconds: 600 });
+    try {
+      await record('subscription-grace-paid', async () => {
+        const { key, id } = await subscribed('0.10');
+        const post = (path: string, body?: unknown) =>
+          fetch(`${api.base}/api/subscription/v1/${path}`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+            body: body === undefined ? undefined : JSON.stringify(body),
+          });
+        await until(
+          async () => (await db().pool.query(`SELECT status FROM subscriptions WHERE id = $1`, [id])).rows[0].status,
+          (st) => st === 'grace',
+          15_000,
+          'grace',
+        );
+        const { rows } = await db().pool.query(`SELECT account_id FROM subscriptions WHERE id = $1`, [id]);
+        await credit({
+          accountId: rows[0].account_id,
+          currency: 'USD',
+          amount: parseAmount('0.10', 'USD'),
+          reason: 'recorded top-up',
+          idempotencyKey: `recorded:${id}`,
+        });
+        assert.equal((await post('subscribe', { plan: 'recorded-short' })).status, 200);
+        assert.equal((await post('cancel')).status, 200);
+        return id;
+      });
+    } finally {
+      Object.assign(config, { subscriptionGraceSeconds: grace, subscriptionRetrySeconds: retry });
+    }
+  });
 
   it('subscription-unpaid', async () => {
     // the row's id is the workflow's: read it, since the 402 names none
