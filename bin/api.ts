@@ -20,7 +20,7 @@ import { flushRequestRecords } from '../activities/metering/records.js';
 import { flushLeases } from '../activities/ledger/leases.js';
 import { forgetKeys } from '../activities/accounts/keys.js';
 import { listenForKeyChanges } from '../activities/accounts/keyChanges.js';
-import { forgetCoverage, SUBSCRIPTION_CHANGES } from '../activities/subscriptions/allowance.js';
+import { forgetCoverage, SUBSCRIPTION_CHANGES } from '../activities/ledger/allowance.js';
 import { openDatabase, type Log } from './boot.js';
 
 const log: Log = (m) => console.log(`[api${cluster.isWorker ? ` ${process.pid}` : ''}] ${m}`);

@@ -13,7 +13,7 @@ import { flushRequestRecords } from '../activities/metering/records.js';
 import { flushLeases } from '../activities/ledger/leases.js';
 import { forgetKeys } from '../activities/accounts/keys.js';
 import { listenForKeyChanges } from '../activities/accounts/keyChanges.js';
-import { forgetCoverage, SUBSCRIPTION_CHANGES } from '../activities/subscriptions/allowance.js';
+import { forgetCoverage, SUBSCRIPTION_CHANGES } from '../activities/ledger/allowance.js';
 import { findTemporalCli, startDevServer, ensureSearchAttributes } from '../temporal-dev/index.js';
 import { createWorker, ensureSchedules, SEARCH_ATTRIBUTES, stopWorker } from './worker.js';
 import { ensureBootstrap, openDatabase, prepareCatalog, type Log } from './boot.js';

@@ -17,7 +17,7 @@ import { balances, credit } from '../activities/ledger/ledger.js';
 import { MeteredCall } from '../activities/metering/meteredCall.js';
 import { announceChanges, listenForKeyChanges } from '../activities/accounts/keyChanges.js';
 import { forgetKeys } from '../activities/accounts/keys.js';
-import { claimAllowance, forgetCoverage, SUBSCRIPTION_CHANGES } from '../activities/subscriptions/allowance.js';
+import { claimAllowance, forgetCoverage, SUBSCRIPTION_CHANGES } from '../activities/ledger/allowance.js';
 import { paySubscriptionPeriod } from '../activities/subscriptions/periods.js';
 import { newAccount, startApi } from './support/api.js';
 import { assertBooksBalance, settledBalances } from './support/books.js';

@@ -2,8 +2,8 @@
 // activity (chat, messages, responses, completions, talk-to-gpt, speech, speech jobs, video jobs;
 // next batch rows, images, embeddings, decisions). Its steps, in order:
 //   cover    a synchronous call of a covered model is paid by the caller's subscription when it
-//            can be: one operation of its allowance is spent instead of money (subscriptions/
-//            allowance.ts), given back if the call fails or never reaches the caller;
+//            can be: one operation of its allowance is spent instead of money
+//            (ledger/allowance.ts), given back if the call fails or never reaches the caller;
 //   reserve  otherwise the worst case over every route the call may end up on: a share of this process's
 //            credit lease (synchronous text calls of keys without a daily USD cap), else one
 //            exact hold (jobs, whose money must outlive the request, hold for `holdTtlSeconds`);
@@ -25,7 +25,7 @@ import type { Route } from '../catalog/catalog.js';
 import { isCallersOwn, RequestError, UPSTREAM_ERROR } from '../core/errors.js';
 import { type Currency, formatAmount, toDisplayNumber } from '../core/money.js';
 import { recordRequest } from './records.js';
-import { type AllowanceClaim, type Bypass, claimAllowance, giveBack } from '../subscriptions/allowance.js';
+import { type AllowanceClaim, type Bypass, claimAllowance, giveBack } from '../ledger/allowance.js';
 import { releaseLeased, reserveFromLease, settleLeased, unchargeLeased, type LeasedFunds } from '../ledger/leases.js';
 import { InsufficientFunds, refundCharges, release, reserve, settle, type Settlement } from '../ledger/ledger.js';
 import {

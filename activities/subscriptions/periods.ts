@@ -3,13 +3,13 @@
 // subscription's row, safe to retry: a period is paid through the ledger with the idempotency key
 // `subscription:<id>:<period>`, so however often the engine retries, or a renewal races the
 // requests spending the allowance, a period is charged at most once. Every change is announced so
-// API processes forget the account's cached coverage (allowance.ts).
+// API processes forget the account's cached coverage (ledger/allowance.ts).
 import { announceChanges } from '../accounts/keyChanges.js';
 import { config } from '../config.js';
 import { formatAmount } from '../core/money.js';
 import { db } from '../db.js';
 import { debit, InsufficientFunds } from '../ledger/ledger.js';
-import { forgetCoverage, SUBSCRIPTION_CHANGES } from './allowance.js';
+import { forgetCoverage, SUBSCRIPTION_CHANGES } from '../ledger/allowance.js';
 
 /** Why a subscription ended. */
 export type EndReason = 'cancelled' | 'lapsed' | 'plan_withdrawn' | 'unpaid';

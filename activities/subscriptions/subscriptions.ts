@@ -15,7 +15,7 @@ import {
   payNowUpdate,
   subscription,
 } from '../../workflows/subscription.js';
-import { nextUtcMidnight } from './allowance.js';
+import { nextUtcMidnight } from '../ledger/allowance.js';
 import type { PeriodOutcome } from './periods.js';
 
 /** A plan as `GET /api/subscription/v1/plans` shows it. */

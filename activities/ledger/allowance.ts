@@ -1,6 +1,7 @@
 // The subscription allowance on the request path: does the caller's subscription pay for this
 // call, and if so, spend one of its operations. Called from one place, the metered call's
-// reserve() (activities/metering/meteredCall.ts), before any money is held.
+// reserve() (activities/metering/meteredCall.ts), before any money is held. It lives with the
+// ledger: like teamBudget.ts, a limit kept by atomic conditional updates (ARCHITECTURE.md).
 //
 // Cheap by design. Which accounts have a live subscription, and which models it covers, is kept
 // in memory per process (`coverage`), so a caller without one costs no query after its first
