@@ -113,6 +113,15 @@ export interface Config {
   subscriptionGraceSeconds: number;
   /** how often a subscription in grace tries to charge the balance again */
   subscriptionRetrySeconds: number;
+  /** a credit invitation not redeemed within this long expires and its hold is released (its workflow's timer) */
+  creditInvitationTtlSeconds: number;
+  /** x402: the facilitator that verifies and settles payments, where they go, on which network, and for how long a quote stands */
+  x402FacilitatorUrl: string | undefined;
+  x402PayTo: string | undefined;
+  x402Network: string;
+  x402QuoteTtlSeconds: number;
+  /** how long one facilitator call (verify, settle, supported) may take */
+  x402FacilitatorTimeoutMs: number;
 }
 
 type SignupPolicy = 'open' | 'invite' | 'closed';
@@ -180,6 +189,12 @@ function loadConfig(): Config {
     teamInvitationTtlSeconds: Math.max(1, int('SWITCHYARD_TEAM_INVITATION_TTL_SECONDS', 7 * 24 * 3600)),
     subscriptionGraceSeconds: Math.max(0, int('SWITCHYARD_SUBSCRIPTION_GRACE_SECONDS', 3 * 24 * 3600)),
     subscriptionRetrySeconds: Math.max(1, int('SWITCHYARD_SUBSCRIPTION_RETRY_SECONDS', 6 * 3600)),
+    creditInvitationTtlSeconds: Math.max(1, int('SWITCHYARD_CREDIT_INVITATION_TTL_SECONDS', 30 * 24 * 3600)),
+    x402FacilitatorUrl: str('X402_FACILITATOR_URL'),
+    x402PayTo: str('X402_PAY_TO'),
+    x402Network: str('X402_NETWORK') ?? 'eip155:8453',
+    x402QuoteTtlSeconds: Math.max(10, int('X402_QUOTE_TTL_SECONDS', 300)),
+    x402FacilitatorTimeoutMs: Math.max(100, int('X402_FACILITATOR_TIMEOUT_MS', 30_000)),
   };
 }
 

@@ -16,3 +16,4 @@ export {
 } from './accounts/teamInvitations.js';
 export { deleteExpiredMemories } from './memory/memory.js';
 export { paySubscriptionPeriod, endSubscription, cancelSubscriptionAtPeriodEnd } from './subscriptions/periods.js';
+export { closeCreditInvitation, expireCreditInvitation } from './invitations/creditInvitations.js';

@@ -15,6 +15,7 @@ import { messagesRouter } from './routes/messages.js';
 import { responsesRouter } from './routes/responses.js';
 import { speechRouter } from './routes/speech.js';
 import { embeddingsRouter } from './routes/embeddings.js';
+import { decisionsRouter } from './routes/decisions.js';
 import { imagesRouter } from './routes/images.js';
 import { imageModelsRouter } from './routes/imageModels.js';
 import { memoryRouter } from './routes/memory.js';
@@ -28,6 +29,8 @@ import { authRouter } from './routes/auth.js';
 import { keysRouter } from './routes/keys.js';
 import { teamsRouter } from './routes/teams.js';
 import { subscriptionsRouter } from './routes/subscriptions.js';
+import { invitationsRouter } from './routes/invitations.js';
+import { x402Router } from './routes/x402.js';
 import type { AppState } from './state.js';
 
 export function createApp(): Koa {
@@ -59,6 +62,7 @@ export function createApp(): Koa {
     talkToGptRouter,
     speechRouter,
     embeddingsRouter,
+    decisionsRouter,
     imagesRouter,
     imageModelsRouter,
     memoryRouter,
@@ -72,6 +76,8 @@ export function createApp(): Koa {
     keysRouter,
     teamsRouter,
     subscriptionsRouter,
+    invitationsRouter,
+    x402Router,
   ]) {
     routes.use(router.routes());
   }

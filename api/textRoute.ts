@@ -1,7 +1,8 @@
 // The one preamble of every billed text route (chat, messages, responses, completions,
 // talk-to-gpt), so they cannot drift apart: the surface's envelope and body, the refusal of
 // features not offered yet (middleware/notOffered.ts), the API key,
-// X-Billing-Mode, the Ajv schema; then the model (suffixes included), the surface's translation
+// X-Billing-Mode, the Ajv schema; then, unless the body asks for the `questions` format (a decision
+// model answers instead: questionsFormat.ts), the model (suffixes included), the surface's translation
 // into the one internal request, the X-Provider header, and a `prepare()` that plans the routes and
 // reserves the worst case (activities/inference/prepare.ts). A `:memory` suffix compresses the
 // conversation before the latest user turn first (activities/memory/memory.ts; charged on its own,
@@ -13,7 +14,7 @@ import type Router from '@koa/router';
 import type { Schema } from 'ajv';
 import type { ModelInfo } from '../activities/catalog/catalog.js';
 import type { InferenceCall } from '../activities/inference/execute.js';
-import { type PrepareInput, prepareCall, resolveModel } from '../activities/inference/prepare.js';
+import { type PrepareInput, planCall, prepareCall, resolveModel } from '../activities/inference/prepare.js';
 import type { ModelName } from '../activities/routing/suffixes.js';
 import { withMemory } from '../activities/memory/memory.js';
 import { clientAbortSignal } from './clientAbort.js';
@@ -25,6 +26,11 @@ import { refuseUnofferedFeatures } from './middleware/notOffered.js';
 import { surface } from './middleware/surface.js';
 import type { AppContext, AppState } from './state.js';
 import { validateBody } from './validate.js';
+import compose from 'koa-compose';
+import type { Middleware } from 'koa';
+import { RequestError } from '../activities/core/errors.js';
+import { admitX402, authenticateOrX402, finishPaid, unclaimPaid } from './x402.js';
+import type { QuestionsFormat } from './questionsFormat.js';
 
 /** A text request body once its schema has passed: wire JSON, read field by field by its surface. */
 // biome-ignore lint/suspicious/noExplicitAny: the surface's translation checks every field it reads
@@ -52,7 +58,17 @@ export interface TextRouteSpec<T extends Translated> {
   surface: string;
   /** the body in internal form (may look things up, e.g. a stored conversation) */
   translate(body: TextBody, model: ModelInfo, name: ModelName, ctx: AppContext): T | Promise<T>;
+  /** accountless x402 payment is offered (non-streaming requests; api/x402.ts) */
+  x402?: boolean;
+  /** the surface's form of a decision request (questionsFormat.ts): answered by a decision model instead */
+  questions?: QuestionsFormat;
 }
+
+/**
+ * The x402 routes by surface (the payment's `route`), each as validation + handler: POST
+ * /api/x402/complete/{id} runs the quoted request through it with the stored body.
+ */
+export const x402Routes = new Map<string, Middleware<AppState>>();
 
 export function textRoute<T extends Translated>(
   router: Router<AppState>,
@@ -62,16 +78,36 @@ export function textRoute<T extends Translated>(
   const preamble = [
     surface(spec.envelope),
     refuseUnofferedFeatures,
-    authenticate,
+    spec.x402 ? authenticateOrX402 : authenticate,
     billingMode,
-    validateBody(spec.schema),
   ];
-  router.post(spec.paths, ...preamble, async (ctx) => {
+  const handler: Middleware<AppState> = async (ctx) => {
     const body = ctx.request.body as TextBody;
+    const questions = spec.questions?.find(body);
+    if (questions !== undefined) return spec.questions?.answer(ctx, body, questions);
     const { model, name } = resolveModel(body.model);
     const input = await spec.translate(body, model, name, ctx);
     const provider = ctx.get('x-provider').trim();
     if (provider) input.prefs.explicit = provider;
+    let paid: string | undefined;
+    if (ctx.state.x402) {
+      if (name.memory)
+        throw new RequestError(400, 'invalid_parameter_value', 'x402 payments do not cover the :memory suffix.', {
+          param: 'model',
+        });
+      // priced as it would be reserved: the dearest route's worst case
+      const worst = () =>
+        planCall({
+          caller: ctx.state.caller,
+          requestId: ctx.state.requestId,
+          surface: spec.surface,
+          model,
+          request: input.request,
+          needs: input.needs,
+          prefs: input.prefs,
+        }).metered.worstCase();
+      paid = await admitX402(ctx, spec.surface, body, worst);
+    }
     let call: InferenceCall | undefined;
     const memory = name.memory
       ? await withMemory(
@@ -113,9 +149,20 @@ export function textRoute<T extends Translated>(
         await metered
           ?.abandon((err as { code?: string }).code ?? 'error')
           .catch((e) => console.error(`[api] ${ctx.state.requestId}: could not give back the money:`, e));
+      // a paid x402 request that failed stays paid, to be completed again
+      if (paid) await unclaimPaid(paid);
       throw err;
     }
     if (call) chargeOnDelivery(ctx, call.metered);
-    if (memory) chargeOnDelivery(ctx, memory.call.metered);
-  });
+    // The memory went into the answer, so it is charged when the answer is: a stream has already
+    // delivered (and ended the response) by now, so the memory is delivered with it; a whole answer
+    // is delivered once written out, with the same check as the answer's own charge.
+    if (memory) {
+      if (call?.metered.isDelivered) memory.call.metered.delivered();
+      else chargeOnDelivery(ctx, memory.call.metered);
+    }
+    if (paid) await finishPaid(paid);
+  };
+  router.post(spec.paths, ...preamble, validateBody(spec.schema), handler);
+  if (spec.x402) x402Routes.set(spec.surface, compose([validateBody(spec.schema), handler]));
 }

@@ -76,6 +76,26 @@ const PATHS: Record<string, Path> = {
     result: 'expired',
     has: ['EVENT_TYPE_TIMER_FIRED'],
   },
+  // a credit invitation redeemed (the API signals its end), revoked (the hold released once more
+  // by the workflow's activity), or left to its timer (expired, the hold released)
+  'creditInvitation-redeemed': {
+    activities: [],
+    closed: 'COMPLETED',
+    result: 'redeemed',
+    has: ['EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED'],
+  },
+  'creditInvitation-revoked': {
+    activities: ['closeCreditInvitation'],
+    closed: 'COMPLETED',
+    result: 'revoked',
+    has: ['EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED'],
+  },
+  'creditInvitation-expired': {
+    activities: ['expireCreditInvitation'],
+    closed: 'COMPLETED',
+    result: 'expired',
+    has: ['EVENT_TYPE_TIMER_FIRED'],
+  },
   // the provider's queue watched by one heartbeating activity (patch `video-watch-activity`)
   'videoJob-completed': {
     activities: ['submitVideoJob', 'watchVideoJob', 'finishVideoJob'],
@@ -428,6 +448,37 @@ function recordings() {
       await record('teamInvitation-expired', async () => (await invitation()).inv.id);
     } finally {
       config.teamInvitationTtlSeconds = ttl;
+    }
+  });
+
+  /** A credit invitation of 1 USD from a fresh account, and a key of another to redeem it with. */
+  const creditInvitation = async () => {
+    const issuer = await newAccount('5');
+    const created = await post(issuer.key, '/api/invitations/create', { amount: 1, currency: 'USD' });
+    return { issuer, created: created as { insertId: string; redeemCode: string } };
+  };
+
+  it('creditInvitation-redeemed', () =>
+    record('creditInvitation-redeemed', async () => {
+      const { created } = await creditInvitation();
+      await post((await newAccount('0')).key, '/api/invitations/redeem', { code: created.redeemCode });
+      return created.insertId;
+    }));
+
+  it('creditInvitation-revoked', () =>
+    record('creditInvitation-revoked', async () => {
+      const { issuer, created } = await creditInvitation();
+      await post(issuer.key, '/api/invitations/revoke', { code: created.redeemCode });
+      return created.insertId;
+    }));
+
+  it('creditInvitation-expired', async () => {
+    const ttl = config.creditInvitationTtlSeconds;
+    config.creditInvitationTtlSeconds = 2;
+    try {
+      await record('creditInvitation-expired', async () => (await creditInvitation()).created.insertId);
+    } finally {
+      config.creditInvitationTtlSeconds = ttl;
     }
   });
 

@@ -10,3 +10,4 @@ export { batchJob, batchChunk } from './batch.js';
 export { teamInvitation } from './teamInvitation.js';
 export { sweepMemories } from './memorySweeper.js';
 export { subscription } from './subscription.js';
+export { creditInvitation } from './creditInvitation.js';

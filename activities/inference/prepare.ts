@@ -60,6 +60,13 @@ export interface PrepareInput {
 }
 
 export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
+  const call = planCall(p);
+  await call.reserve();
+  return call;
+}
+
+/** Everything prepareCall does but the reservation: what a quote (x402) needs to price the worst case. */
+export function planCall(p: PrepareInput): InferenceCall {
   const routes = planRoute(catalog(), p.model, p.caller, p.prefs, p.needs);
   const promptTokens = estimatePromptTokens(p.request);
   const likely = likelyFromEstimate(promptTokens);
@@ -87,7 +94,7 @@ export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
     );
   }
   const request: InferenceRequest = { ...p.request, model: '', maxTokens: p.request.maxTokens ?? ceiling };
-  const call = new InferenceCall({
+  return new InferenceCall({
     caller: p.caller,
     requestId: p.requestId,
     surface: p.surface,
@@ -103,6 +110,4 @@ export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
     priceBps: p.priceBps,
     holdKey: p.holdKey,
   });
-  await call.reserve();
-  return call;
 }

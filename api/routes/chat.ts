@@ -2,6 +2,7 @@
 // only translates and streams; planning, money and provider calls are activities.
 import Router from '@koa/router';
 import { textRoute } from '../textRoute.js';
+import { chatQuestions } from '../questionsFormat.js';
 import { v1 } from '../paths.js';
 import { chatRequestSchema } from '../schemas/chat.js';
 import { completeOnce, streamOnce } from '../inference.js';
@@ -21,7 +22,9 @@ textRoute(
     envelope: 'openai',
     schema: chatRequestSchema,
     surface: 'chat',
+    x402: true,
     translate: chatToInternal,
+    questions: chatQuestions,
   },
   async ({ ctx, body, model, input, prepare }) => {
     // routes to an OpenAI-compatible upstream get the caller's own body (pass-through); others the translation

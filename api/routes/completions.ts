@@ -25,6 +25,7 @@ textRoute(
     envelope: 'openai',
     schema: completionsRequestSchema,
     surface: 'completions',
+    x402: true,
     translate: completionsToInternal,
   },
   async ({ ctx, body, model, input, prepare }) => {

@@ -9,6 +9,7 @@ import Router from '@koa/router';
 import type { ModelInfo } from '../../activities/catalog/catalog.js';
 import type { ModelName } from '../../activities/routing/suffixes.js';
 import { type TextBody, textRoute } from '../textRoute.js';
+import { responsesQuestions } from '../questionsFormat.js';
 import type { Context } from 'koa';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
@@ -88,6 +89,7 @@ textRoute(
     schema: responsesRequestSchema,
     surface: 'responses',
     translate: translateResponses,
+    questions: responsesQuestions,
   },
   async ({ ctx, body, model, input, prepare }) => {
     const caller = ctx.state.caller;

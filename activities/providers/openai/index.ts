@@ -9,6 +9,7 @@ import type { ChatAdapter, Provider, ProviderTarget } from '../types.js';
 import { openaiEmbeddings } from './embeddings.js';
 import { openaiImages } from './images.js';
 import { openaiPassThrough } from './native.js';
+import { openaiScoring } from './scoring.js';
 import { openaiSpeech } from './speech.js';
 import { quirksFor } from './quirks.js';
 import { endpointUrl, requestHeaders, toChatBody, toCompletionBody, usesCompletionsEndpoint } from './request.js';
@@ -74,4 +75,5 @@ export const openaiProvider: Provider = {
   speech: openaiSpeech,
   embeddings: openaiEmbeddings,
   images: openaiImages,
+  scoring: openaiScoring,
 };
