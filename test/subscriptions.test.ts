@@ -368,6 +368,18 @@ describe('subscriptions', function () {
     assert.equal(rows[0].monthly_used, won.filter((c: any) => c.periodNo === 2).length);
     assert.ok(won.filter((c: any) => c.periodNo === 1).length <= 5);
     assert.equal(rows[0].daily_used, won.length);
+
+    // the activity died between the charge and the row, and the plan's price changed before its retry
+    await db().pool.query(`UPDATE subscriptions SET period_no = 1 WHERE id = $1`, [id]);
+    await db().pool.query(`UPDATE subscription_plans SET price = 200000000 WHERE id = 'race'`);
+    try {
+      const retried = await paySubscriptionPeriod(id, 2);
+      assert.ok('paid' in retried && retried.paid && retried.periodNo === 2);
+    } finally {
+      await db().pool.query(`UPDATE subscription_plans SET price = 100000000 WHERE id = 'race'`);
+    }
+    assert.equal((await periodCharges(id)).length, 1);
+    assert.equal(await usdOf(accountId), usd('0.90'));
     await db().pool.query(`UPDATE subscriptions SET status = 'inactive' WHERE id = $1`, [id]);
   });
 

@@ -8,7 +8,7 @@ import { announceChanges } from '../accounts/keyChanges.js';
 import { config } from '../config.js';
 import { formatAmount } from '../core/money.js';
 import { db } from '../db.js';
-import { debit, InsufficientFunds } from '../ledger/ledger.js';
+import { debit, InsufficientFunds, LedgerError } from '../ledger/ledger.js';
 import { forgetCoverage, SUBSCRIPTION_CHANGES } from '../ledger/allowance.js';
 
 /** Why a subscription ended. */
@@ -92,6 +92,9 @@ export async function paySubscriptionPeriod(subscriptionId: string, periodNo: nu
       });
     }
   } catch (err) {
+    // a retry after the plan's price changed: the period's entry stands under its key, so it is paid
+    if (err instanceof LedgerError && /idempotency key/.test(err.message))
+      return periodPaid(s.accountId, subscriptionId, periodNo);
     if (!(err instanceof InsufficientFunds)) throw err;
     const shortfall = {
       requiredUsd: formatAmount(err.requiredUsd, 'USD'),
@@ -113,8 +116,13 @@ export async function paySubscriptionPeriod(subscriptionId: string, periodNo: nu
       ...shortfall,
     };
   }
+  return periodPaid(s.accountId, subscriptionId, periodNo);
+}
+
+/** The period's money is in: begin it (a retry finds it begun and reads it again). */
+async function periodPaid(accountId: string, subscriptionId: string, periodNo: number): Promise<PeriodOutcome> {
   const paid = await db().pool.query<{ periodEnd: Date }>(PAID_SQL, [subscriptionId, periodNo]);
-  await announce(s.accountId);
+  await announce(accountId);
   const end = paid.rows[0]?.periodEnd;
   if (!end) return paySubscriptionPeriod(subscriptionId, periodNo); // changed meanwhile: read it again
   return { paid: true, periodNo, periodEndMs: end.getTime() };
