@@ -50,8 +50,8 @@ interface Row {
 }
 
 // The account's subscription: the live one, else the one that ended last. `dailyUsed` is today's.
-const CURRENT_SQL = `SELECT id, account_id AS "accountId", plan_id AS "planId", status AS state, period_no AS "periodNo", period_start AS "periodStart",
-    period_end AS "periodEnd", grace_until AS "graceUntil", cancel_at_period_end AS "cancelAtPeriodEnd",
+const CURRENT_SQL = `SELECT id, account_id AS "accountId", plan_id AS "planId", status AS state,
+    period_no AS "periodNo", period_start AS "periodStart", period_end AS "periodEnd", grace_until AS "graceUntil", cancel_at_period_end AS "cancelAtPeriodEnd",
     daily_limit AS "dailyLimit", monthly_limit AS "monthlyLimit",
     CASE WHEN daily_day = (now() AT TIME ZONE 'UTC')::date THEN daily_used ELSE 0 END AS "dailyUsed",
     monthly_used AS "monthlyUsed", end_reason AS "endReason"
@@ -63,7 +63,7 @@ async function current(accountId: string): Promise<Row | undefined> {
   return rows[0];
 }
 
-const window = (used: number, limit: number, resetAt: number) => ({
+const usageWindow = (used: number, limit: number, resetAt: number) => ({
   used,
   remaining: Math.max(0, limit - used),
   percentUsed: limit > 0 ? Math.min(1, used / limit) : 0,
@@ -83,8 +83,8 @@ export async function subscriptionUsage(accountId: string) {
     active: live,
     limits,
     enforceDailyLimit: true,
-    daily: window(live ? s.dailyUsed : 0, limits.daily, nextUtcMidnight(now)),
-    monthly: window(live ? s.monthlyUsed : 0, limits.monthly, live ? s.periodEnd.getTime() : now),
+    daily: usageWindow(live ? s.dailyUsed : 0, limits.daily, nextUtcMidnight(now)),
+    monthly: usageWindow(live ? s.monthlyUsed : 0, limits.monthly, live ? s.periodEnd.getTime() : now),
     period: { currentPeriodEnd: live ? s.periodEnd.toISOString() : null },
     state: s?.state ?? 'inactive',
     graceUntil: s?.graceUntil?.toISOString() ?? null,
