@@ -232,7 +232,7 @@ describe('subscriptions', function () {
     assert.equal(next.monthly.used, 4);
   });
 
-  it('an explicit provider and keys in paygo mode pay as they go; subscription-only keys are refused what it does not cover', async () => {
+  it('explicit providers and paygo keys pay as they go; subscription-only keys get what it covers', async () => {
     const { key, accountId } = await newAccount('1');
     assert.equal((await subscribe(key, 'daily3')).status, 200);
     const before = await usdOf(accountId);
@@ -449,7 +449,7 @@ describe('subscriptions', function () {
     assert.equal((await chat(key)).status, 402);
   });
 
-  it('a subscription in grace is renewed once the balance covers it: on its retry, or at once by subscribing again', async () => {
+  it('grace ends when the balance pays: on a retry, or at once by subscribing again', async () => {
     config.subscriptionGraceSeconds = 60;
     config.subscriptionRetrySeconds = 1;
     const { key, accountId } = await newAccount('0.10');

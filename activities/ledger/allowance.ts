@@ -55,7 +55,8 @@ export function forgetCoverage(accountIds: string[] | null): void {
   else for (const id of accountIds) cache.delete(id);
 }
 
-const COVERAGE_SQL = `SELECT id, models FROM subscriptions WHERE account_id = $1 AND status <> 'inactive' AND period_no > 0`;
+const COVERAGE_SQL = `SELECT id, models FROM subscriptions
+  WHERE account_id = $1 AND status <> 'inactive' AND period_no > 0`;
 
 async function coverageOf(accountId: string): Promise<Coverage | null> {
   const now = Date.now();
@@ -85,9 +86,11 @@ const SPEND_SQL = `UPDATE subscriptions s SET
     AND (CASE WHEN s.daily_day = ${TODAY} THEN s.daily_used ELSE 0 END) < s.daily_limit
     AND s.monthly_used < s.monthly_limit
   RETURNING s.period_no AS "periodNo", s.daily_day::text AS day,
-    (SELECT (b.amount - b.held)::text FROM balances b WHERE b.account_id = s.account_id AND b.currency = 'USD') AS available`;
+    (SELECT (b.amount - b.held)::text FROM balances b
+      WHERE b.account_id = s.account_id AND b.currency = 'USD') AS available`;
 
-const WHY_SQL = `SELECT status AS state, $2 = ANY(models) AS covered, daily_limit AS "dailyLimit", monthly_limit AS "monthlyLimit",
+const WHY_SQL = `SELECT status AS state, $2 = ANY(models) AS covered,
+    daily_limit AS "dailyLimit", monthly_limit AS "monthlyLimit",
     CASE WHEN daily_day = ${TODAY} THEN daily_used ELSE 0 END AS "dailyUsed", monthly_used AS "monthlyUsed",
     period_end AS "periodEnd"
   FROM subscriptions WHERE id = $1`;

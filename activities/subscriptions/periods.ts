@@ -35,7 +35,8 @@ interface Due {
   price: string;
 }
 
-const DUE_SQL = `SELECT s.account_id AS "accountId", s.status AS state, s.period_no AS "periodNo", s.period_end AS "periodEnd",
+const DUE_SQL = `SELECT s.account_id AS "accountId", s.status AS state, s.period_no AS "periodNo",
+    s.period_end AS "periodEnd",
     s.grace_until AS "graceUntil", s.end_reason AS "endReason", p.id AS "planId", p.name AS "planName",
     p.active AS "planActive", p.price::text AS price
   FROM subscriptions s JOIN subscription_plans p ON p.id = s.plan_id WHERE s.id = $1`;

@@ -51,7 +51,8 @@ interface Row {
 
 // The account's subscription: the live one, else the one that ended last. `dailyUsed` is today's.
 const CURRENT_SQL = `SELECT id, account_id AS "accountId", plan_id AS "planId", status AS state,
-    period_no AS "periodNo", period_start AS "periodStart", period_end AS "periodEnd", grace_until AS "graceUntil", cancel_at_period_end AS "cancelAtPeriodEnd",
+    period_no AS "periodNo", period_start AS "periodStart", period_end AS "periodEnd",
+    grace_until AS "graceUntil", cancel_at_period_end AS "cancelAtPeriodEnd",
     daily_limit AS "dailyLimit", monthly_limit AS "monthlyLimit",
     CASE WHEN daily_day = (now() AT TIME ZONE 'UTC')::date THEN daily_used ELSE 0 END AS "dailyUsed",
     monthly_used AS "monthlyUsed", end_reason AS "endReason"
