@@ -113,6 +113,10 @@ export interface Config {
   subscriptionGraceSeconds: number;
   /** how often a subscription in grace tries to charge the balance again */
   subscriptionRetrySeconds: number;
+  /** BTCPay Server (Greenfield API), the payment processor of crypto deposits; unset url: no deposits */
+  btcpay: { url?: string; apiKey?: string; storeId?: string; webhookSecret?: string };
+  /** how often a deposit's workflow asks BTCPay about its invoice when no webhook has come */
+  depositPollSeconds: number;
   /** a credit invitation not redeemed within this long expires and its hold is released (its workflow's timer) */
   creditInvitationTtlSeconds: number;
   /** x402: the facilitator that verifies and settles payments, where they go, on which network, and for how long a quote stands */
@@ -189,6 +193,13 @@ function loadConfig(): Config {
     teamInvitationTtlSeconds: Math.max(1, int('SWITCHYARD_TEAM_INVITATION_TTL_SECONDS', 7 * 24 * 3600)),
     subscriptionGraceSeconds: Math.max(0, int('SWITCHYARD_SUBSCRIPTION_GRACE_SECONDS', 3 * 24 * 3600)),
     subscriptionRetrySeconds: Math.max(1, int('SWITCHYARD_SUBSCRIPTION_RETRY_SECONDS', 6 * 3600)),
+    btcpay: {
+      url: str('BTCPAY_URL'),
+      apiKey: str('BTCPAY_API_KEY'),
+      storeId: str('BTCPAY_STORE_ID'),
+      webhookSecret: str('BTCPAY_WEBHOOK_SECRET'),
+    },
+    depositPollSeconds: Math.max(1, int('SWITCHYARD_DEPOSIT_POLL_SECONDS', 60)),
     creditInvitationTtlSeconds: Math.max(1, int('SWITCHYARD_CREDIT_INVITATION_TTL_SECONDS', 30 * 24 * 3600)),
     x402FacilitatorUrl: str('X402_FACILITATOR_URL'),
     x402PayTo: str('X402_PAY_TO'),

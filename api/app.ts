@@ -29,8 +29,10 @@ import { authRouter } from './routes/auth.js';
 import { keysRouter } from './routes/keys.js';
 import { teamsRouter } from './routes/teams.js';
 import { subscriptionsRouter } from './routes/subscriptions.js';
+import { depositsRouter } from './routes/deposits.js';
 import { invitationsRouter } from './routes/invitations.js';
 import { x402Router } from './routes/x402.js';
+import { indexRoutes } from './routeIndex.js';
 import type { AppState } from './state.js';
 
 export function createApp(): Koa {
@@ -49,8 +51,9 @@ export function createApp(): Koa {
   // One router for every route: each surface's router is flattened into it, so a request is
   // matched once (not once per surface, with an allowedMethods pass after each). Route files
   // therefore must not use router-level middleware (`router.use`): flattened, it would run for
-  // every route mounted after it.
-  const routes = new Router<AppState>();
+  // every route mounted after it. It finds a request's routes by their leading path segments
+  // instead of testing every route's pattern (routeIndex.ts).
+  const routes = indexRoutes(new Router<AppState>());
   for (const router of [
     health,
     modelsRouter,
@@ -76,6 +79,7 @@ export function createApp(): Koa {
     keysRouter,
     teamsRouter,
     subscriptionsRouter,
+    depositsRouter,
     invitationsRouter,
     x402Router,
   ]) {

@@ -19,7 +19,8 @@ import { closeLocalModels } from '../activities/providers/local/index.js';
 import { flushRequestRecords } from '../activities/metering/records.js';
 import { flushLeases } from '../activities/ledger/leases.js';
 import { forgetKeys } from '../activities/accounts/keys.js';
-import { listenForKeyChanges } from '../activities/accounts/keyChanges.js';
+import { KEY_CHANGES, TEAM_BILLING_CHANGES, listenForChanges } from '../activities/accounts/cacheChanges.js';
+import { forgetTeamBilling } from '../activities/ledger/teamBudget.js';
 import { forgetCoverage, SUBSCRIPTION_CHANGES } from '../activities/ledger/allowance.js';
 import { openDatabase, type Log } from './boot.js';
 
@@ -116,8 +117,11 @@ async function serve(): Promise<void> {
     }`,
   );
   startCatalogRefresh();
-  // keys revoked elsewhere (the CLI, other API processes) are forgotten here at once
-  const keyChanges = listenForKeyChanges(database.url, forgetKeys, undefined, {
+  // keys revoked and team billing changed elsewhere (the CLI, other API processes, the worker) are
+  // forgotten here at once
+  const cacheChanges = listenForChanges(database.url, {
+    [KEY_CHANGES]: forgetKeys,
+    [TEAM_BILLING_CHANGES]: forgetTeamBilling,
     [SUBSCRIPTION_CHANGES]: forgetCoverage,
   });
   const server = createApp().listen(config.port, config.host, () => {
@@ -130,7 +134,7 @@ async function serve(): Promise<void> {
     stopping = true;
     server.close(
       () =>
-        void keyChanges
+        void cacheChanges
           .stop()
           .then(() => flushLeases({ close: true }))
           .then(() => flushRequestRecords())

@@ -39,6 +39,7 @@ import { assertBooksBalance } from './support/books.js';
 import { until } from './support/wait.js';
 import { person, teamEmail, teamFixture } from './support/teams.js';
 import { testPlan, usePlans } from './support/plans.js';
+import { startBtcpayUpstream, type BtcpayUpstream } from './support/upstreams/btcpay.js';
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
 const WORKFLOWS = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -194,6 +195,20 @@ const PATHS: Record<string, Path> = {
     result: 'unpaid',
     has: ['EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED'],
   },
+  // a deposit paid and settled: BTCPay's webhooks arrive as signals, the invoice is read again, credited
+  'cryptoDeposit-completed': {
+    activities: ['observeDeposit', 'completeDeposit'],
+    closed: 'COMPLETED',
+    result: 'Completed',
+    has: ['EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED'],
+  },
+  // never paid: the workflow's timer wakes it when BTCPay stops watching, and it closes uncredited
+  'cryptoDeposit-expired': {
+    activities: ['observeDeposit', 'closeDeposit'],
+    closed: 'COMPLETED',
+    result: 'Expired',
+    has: ['EVENT_TYPE_TIMER_FIRED'],
+  },
   'batchChunk-stopped': {
     activities: ['runBatchRows'],
     closed: 'COMPLETED',
@@ -262,11 +277,20 @@ function recordings() {
   let openai: SpeechUpstream;
   let eleven: SpeechUpstream;
   let chat: OpenAIUpstream;
+  let btcpay: BtcpayUpstream;
   let restoreEnv: () => Promise<void>;
+  const savedBtcpay = config.btcpay;
 
   before(async () => {
     await useTemporal();
     chat = await startOpenAIUpstream();
+    btcpay = await startBtcpayUpstream();
+    config.btcpay = {
+      url: btcpay.url,
+      apiKey: btcpay.apiKey,
+      storeId: btcpay.storeId,
+      webhookSecret: btcpay.webhookSecret,
+    };
     fal = await startFalUpstream();
     openai = await startOpenAISpeechUpstream();
     eleven = await startElevenLabsUpstream();
@@ -280,8 +304,11 @@ function recordings() {
       OPENAI_BASE_URL: chat.url,
     });
     api = await startApi();
+    btcpay.webhookTo(`${api.base}/api/transaction/webhook/btcpay`);
   });
   after(async () => {
+    config.btcpay = savedBtcpay;
+    await btcpay?.close();
     await api?.close();
     await fal?.close();
     await openai?.close();
@@ -423,6 +450,30 @@ function recordings() {
       [new Date(before - 1000)],
     );
     await record('subscription-unpaid', async () => rows[0].id);
+  });
+
+  /** A BTC deposit of `usd` dollars; returns its txId and invoice id. */
+  const deposit = async (usd: number) => {
+    const { txId } = await post((await newAccount('0')).key, '/api/transaction/create/btc', { amount: usd });
+    return { txId: txId as string, invoiceId: btcpay.invoiceOf(txId)!.id };
+  };
+
+  it('cryptoDeposit-completed', () =>
+    record('cryptoDeposit-completed', async () => {
+      const { txId, invoiceId } = await deposit(5);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await btcpay.pay(invoiceId);
+      await btcpay.confirm(invoiceId);
+      return txId;
+    }));
+
+  it('cryptoDeposit-expired', async () => {
+    btcpay.timing({ expirationSeconds: 1, monitoringSeconds: 1 });
+    try {
+      await record('cryptoDeposit-expired', async () => (await deposit(5)).txId);
+    } finally {
+      btcpay.timing({ expirationSeconds: 900, monitoringSeconds: 3600 });
+    }
   });
 
   it('teamInvitation-accepted', () =>

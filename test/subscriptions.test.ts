@@ -15,8 +15,7 @@ import { parseAmount } from '../activities/core/money.js';
 import { db } from '../activities/db.js';
 import { balances, credit } from '../activities/ledger/ledger.js';
 import { MeteredCall } from '../activities/metering/meteredCall.js';
-import { announceChanges, listenForKeyChanges } from '../activities/accounts/keyChanges.js';
-import { forgetKeys } from '../activities/accounts/keys.js';
+import { listenForChanges } from '../activities/accounts/cacheChanges.js';
 import { claimAllowance, forgetCoverage, SUBSCRIPTION_CHANGES } from '../activities/ledger/allowance.js';
 import { paySubscriptionPeriod } from '../activities/subscriptions/periods.js';
 import { newAccount, startApi } from './support/api.js';
@@ -385,9 +384,7 @@ describe('subscriptions', function () {
 
   it('coverage is cached per process and forgotten when another process announces a change', async () => {
     config.keyCacheTtlMs = 10 * 60_000; // only the announcement can make this process see the change
-    const listener = listenForKeyChanges(config.databaseUrl!, forgetKeys, undefined, {
-      [SUBSCRIPTION_CHANGES]: forgetCoverage,
-    });
+    const listener = listenForChanges(config.databaseUrl!, { [SUBSCRIPTION_CHANGES]: forgetCoverage });
     try {
       await new Promise((r) => setTimeout(r, 300)); // listening
       const { accountId } = await newAccount('1');
@@ -403,7 +400,7 @@ describe('subscriptions', function () {
       );
       // the cache answers, not the database: still not covered
       assert.equal(await claimAllowance({ caller, modelId: LOCAL }), undefined);
-      await announceChanges(SUBSCRIPTION_CHANGES, [accountId]);
+      await db().pool.query('SELECT pg_notify($1, $2)', [SUBSCRIPTION_CHANGES, accountId]);
       const claim = await until(
         () => claimAllowance({ caller, modelId: LOCAL }),
         (c) => c !== undefined,

@@ -1,11 +1,11 @@
 // API keys: `sk-<service>-<uuid>` (and legacy bare UUIDs). Only a sha256 of the key and a short
 // display prefix are stored. Resolution is on every request's path, so resolved keys are kept
 // in memory for a few seconds (config.keyCacheTtlMs); changing a key through this module evicts
-// it here at once and announces it to the other processes (keyChanges.ts), which evict it too.
+// it here at once and announces it to the other processes (cacheChanges.ts), which evict it too.
 import { createHash, randomUUID } from 'node:crypto';
 import { db } from '../db.js';
 import { config } from '../config.js';
-import { announceKeyChanges } from './keyChanges.js';
+import { announceKeyChanges } from './cacheChanges.js';
 import type { BillingMode, KeyStatus } from '../../prisma/generated/client.js';
 
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
@@ -260,7 +260,7 @@ function intersectAllowLists(...lists: string[][]): string[] | null {
   return result;
 }
 
-/** Forget these keys' cached resolutions (by hash), or all of them (null): see keyChanges.ts. */
+/** Forget these keys' cached resolutions (by hash), or all of them (null): see cacheChanges.ts. */
 export function forgetKeys(hashes: string[] | null): void {
   if (hashes === null) cache.clear();
   else for (const h of hashes) cache.delete(h);

@@ -4,7 +4,6 @@
 // `subscription:<id>:<period>`, so however often the engine retries, or a renewal races the
 // requests spending the allowance, a period is charged at most once. Every change is announced so
 // API processes forget the account's cached coverage (ledger/allowance.ts).
-import { announceChanges } from '../accounts/keyChanges.js';
 import { config } from '../config.js';
 import { formatAmount } from '../core/money.js';
 import { db } from '../db.js';
@@ -60,10 +59,18 @@ const GRACE_SQL = `UPDATE subscriptions SET status = 'grace',
 const END_SQL = `UPDATE subscriptions SET status = 'inactive', end_reason = $2, ended_at = now(), grace_until = NULL
   WHERE id = $1 AND status <> 'inactive' RETURNING account_id AS "accountId"`;
 
-/** Tell every API process (this one at once) that the account's subscription changed. */
+/**
+ * Tell every API process (this one at once) that the account's subscription changed
+ * (accounts/cacheChanges.ts). The change is stored already: if the announcement fails, other
+ * processes see it when their cache entry expires.
+ */
 async function announce(accountId: string): Promise<void> {
   forgetCoverage([accountId]);
-  await announceChanges(SUBSCRIPTION_CHANGES, [accountId]);
+  try {
+    await db().pool.query('SELECT pg_notify($1, $2)', [SUBSCRIPTION_CHANGES, accountId]);
+  } catch (err) {
+    console.error(`[subscriptions] could not announce a change of ${accountId}: ${(err as Error).message}`);
+  }
 }
 
 /**
