@@ -7,8 +7,8 @@
 // in memory per process (`coverage`), so a caller without one costs no query after its first
 // request (a miss is one indexed query, then trusted for SWITCHYARD_KEY_CACHE_TTL_MS). Every
 // change to a subscription is announced on PostgreSQL's LISTEN/NOTIFY channel
-// `switchyard_subscription_changes` and forgotten by every API process at once (the key-change
-// listener's connection carries it: activities/accounts/keyChanges.ts). A stale entry can only
+// `switchyard_subscription_changes` and forgotten by every API process at once (the cache-change
+// listener's connection carries it: activities/accounts/cacheChanges.ts). A stale entry can only
 // send a request down the wrong path for that long; it cannot overspend, because the spend itself
 // checks the row.
 //
@@ -48,7 +48,7 @@ const CACHE_MAX = 100_000;
 /** bumped by every forget: a lookup that started before one does not store its (maybe stale) answer */
 let generation = 0;
 
-/** Forget these accounts' coverage (or every account's: null). See keyChanges.ts. */
+/** Forget these accounts' coverage (or every account's: null). See accounts/cacheChanges.ts. */
 export function forgetCoverage(accountIds: string[] | null): void {
   generation++;
   if (accountIds === null) cache.clear();
