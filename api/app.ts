@@ -29,6 +29,7 @@ import { messageBatchesRouter } from './routes/messageBatches.js';
 import { authRouter } from './routes/auth.js';
 import { keysRouter } from './routes/keys.js';
 import { teamsRouter } from './routes/teams.js';
+import { subscriptionsRouter } from './routes/subscriptions.js';
 import { depositsRouter } from './routes/deposits.js';
 import { invitationsRouter } from './routes/invitations.js';
 import { x402Router } from './routes/x402.js';
@@ -81,6 +82,7 @@ export function createApp(): Koa {
     authRouter,
     keysRouter,
     teamsRouter,
+    subscriptionsRouter,
     depositsRouter,
     invitationsRouter,
     x402Router,
