@@ -10,7 +10,10 @@
 // then translated, never passed through. PII redaction (on the routes that offer it: the `redaction`
 // header, a `:redaction` suffix, or the key's or account's default) masks the request after that,
 // before anything is reserved or sent, and refuses it if masking fails (activities/redaction/); a
-// redacted request is translated too, and its answer restored. The handler only answers. Whatever
+// redacted request is translated too, and its answer restored. On chat completions the `moderation`
+// header then runs the paid input-safety preflight (api/moderationPreflight.ts): charged whatever it
+// finds, and a flagged request is refused (`content_policy_violation`) before the answer's money
+// is reserved. The handler only answers. Whatever
 // the handler does, an answer the caller never receives is not charged: a failure after the
 // money moved releases or refunds it, and so does a caller gone before the answer was written.
 import type Router from '@koa/router';
@@ -25,7 +28,8 @@ import type { Envelope } from './errors.js';
 import { chargeOnDelivery } from './inference.js';
 import { authenticate } from './middleware/auth.js';
 import { billingMode } from './middleware/billingMode.js';
-import { refuseUnofferedBesideRedaction, refuseUnofferedFeatures } from './middleware/notOffered.js';
+import { refuseUnofferedBeside } from './middleware/notOffered.js';
+import { moderationPreflight } from './moderationPreflight.js';
 import { config } from '../activities/config.js';
 import { redactRequest } from '../activities/redaction/mask.js';
 import { REDACTION_FEE_NANO_USD, redactionWanted } from '../activities/redaction/policy.js';
@@ -66,6 +70,8 @@ export interface TextRouteSpec<T extends Translated> {
   surface: string;
   /** the route offers PII redaction (chat, completions, responses); elsewhere asking for it is refused */
   redaction?: boolean;
+  /** the route offers the `moderation` header's paid preflight (chat completions); elsewhere it is refused */
+  moderation?: boolean;
   /** the body in internal form (may look things up, e.g. a stored conversation) */
   translate(body: TextBody, model: ModelInfo, name: ModelName, ctx: AppContext): T | Promise<T>;
   /** accountless x402 payment is offered (non-streaming requests; api/x402.ts) */
@@ -87,7 +93,7 @@ export function textRoute<T extends Translated>(
 ): void {
   const preamble = [
     surface(spec.envelope),
-    spec.redaction ? refuseUnofferedBesideRedaction : refuseUnofferedFeatures,
+    refuseUnofferedBeside(spec),
     spec.x402 ? authenticateOrX402 : authenticate,
     billingMode,
   ];
@@ -153,6 +159,8 @@ export function textRoute<T extends Translated>(
         const count = Object.values(byCategory).reduce((n, c) => n + c, 0);
         ctx.set('X-Redaction', `applied; pii=${count}; credentials=${credentials}`);
       }
+      // after masking: the preflight's upstream sees no more personal data than the answer's
+      if (spec.moderation) await moderationPreflight(ctx, input.request);
       await answer({
         ctx,
         body,

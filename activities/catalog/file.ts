@@ -48,7 +48,7 @@ const schema = {
           owned_by: { type: 'string' },
           category: {
             type: 'string',
-            enum: ['chat', 'embedding', 'image', 'video', 'speech', 'music', 'decision', 'memory'],
+            enum: ['chat', 'embedding', 'image', 'video', 'speech', 'music', 'decision', 'memory', 'moderation'],
           },
           description: { type: 'string' },
           context_length: { type: 'integer', minimum: 1 },

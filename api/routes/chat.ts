@@ -22,6 +22,7 @@ textRoute(
     schema: chatRequestSchema,
     surface: 'chat',
     redaction: true,
+    moderation: true,
     x402: true,
     translate: chatToInternal,
     questions: chatQuestions,
