@@ -11,19 +11,28 @@ import { ModerationCall, moderationModelOf, preflightInputOf } from '../activiti
 import { clientAbortSignal } from './clientAbort.js';
 import type { AppContext } from './state.js';
 
-export async function moderationPreflight(
-  ctx: AppContext,
-  request: Pick<InferenceRequest, 'messages' | 'prompt'>,
-): Promise<void> {
+/**
+ * The moderation model the request's header asks for, undefined for none. Checked before anything
+ * else happens to the request (an x402 quote included): a refusal here costs the caller nothing.
+ */
+export function moderationWanted(ctx: AppContext): string | undefined {
   const modelName = moderationModelOf(ctx.headers.moderation);
-  if (!modelName) return;
-  if (ctx.state.x402 || ctx.state.caller.keyId === null)
+  if (modelName && (ctx.state.x402 || ctx.state.caller.keyId === null))
     throw new RequestError(
       400,
       'inline_moderation_requires_api_key',
       "The 'moderation' preflight is billed to an API key: send the request with 'Authorization: Bearer <key>' (not a session or an x402 payment), or without the header.",
       { param: 'moderation' },
     );
+  return modelName;
+}
+
+/** Runs the preflight with `modelName` on the request's text; throws `content_policy_violation` when flagged. */
+export async function moderationPreflight(
+  ctx: AppContext,
+  modelName: string,
+  request: Pick<InferenceRequest, 'messages' | 'prompt'>,
+): Promise<void> {
   const input = preflightInputOf(request.messages, request.prompt);
   const call = new ModerationCall(ctx.state.caller, ctx.state.requestId, modelName, input, {
     surface: 'moderation_preflight',

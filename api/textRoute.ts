@@ -29,7 +29,7 @@ import { chargeOnDelivery } from './inference.js';
 import { authenticate } from './middleware/auth.js';
 import { billingMode } from './middleware/billingMode.js';
 import { refuseUnofferedBeside } from './middleware/notOffered.js';
-import { moderationPreflight } from './moderationPreflight.js';
+import { moderationPreflight, moderationWanted } from './moderationPreflight.js';
 import { config } from '../activities/config.js';
 import { redactRequest } from '../activities/redaction/mask.js';
 import { REDACTION_FEE_NANO_USD, redactionWanted } from '../activities/redaction/policy.js';
@@ -116,6 +116,7 @@ export function textRoute<T extends Translated>(
         suffix: name.redaction === true,
         callerDefault: ctx.state.caller.redaction,
       });
+    const moderation = spec.moderation ? moderationWanted(ctx) : undefined;
     const input = await spec.translate(body, model, name, ctx);
     const provider = ctx.get('x-provider').trim();
     if (provider) input.prefs.explicit = provider;
@@ -160,7 +161,7 @@ export function textRoute<T extends Translated>(
         ctx.set('X-Redaction', `applied; pii=${count}; credentials=${credentials}`);
       }
       // after masking: the preflight's upstream sees no more personal data than the answer's
-      if (spec.moderation) await moderationPreflight(ctx, input.request);
+      if (moderation) await moderationPreflight(ctx, moderation, input.request);
       await answer({
         ctx,
         body,

@@ -214,11 +214,19 @@ describe('moderation (POST /api/v1/moderations and the moderation header)', func
       assert.equal(await spent(accountId), 0n);
     });
 
-    it('inline_moderation_requires_api_key: a session may not ask for the preflight', async () => {
+    it('inline_moderation_requires_api_key: a session or an x402 payment may not ask for the preflight', async () => {
       const p = await person(b.base);
       const res = await p.b.post('/api/v1/chat/completions', chat(CLEAN), { moderation: 'true' });
       assert.equal(res.status, 400, JSON.stringify(res.body));
       assert.equal(res.body.error.code, 'inline_moderation_requires_api_key');
+      // an accountless x402 request is refused before it is quoted
+      const quote = await fetch(`${b.base}/api/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-x402': 'true', moderation: 'true' },
+        body: JSON.stringify(chat(CLEAN)),
+      });
+      assert.equal(quote.status, 400, await quote.clone().text());
+      assert.equal((await errorOf(quote)).code, 'inline_moderation_requires_api_key');
       assert.equal(b.openai.requests.length, 0);
     });
 
