@@ -20,6 +20,7 @@ import { decisionsRouter } from './routes/decisions.js';
 import { imagesRouter } from './routes/images.js';
 import { imageModelsRouter } from './routes/imageModels.js';
 import { memoryRouter } from './routes/memory.js';
+import { webRouter } from './routes/web.js';
 import { ttsRouter } from './routes/tts.js';
 import { mediaRouter } from './routes/media.js';
 import { videoRouter } from './routes/video.js';
@@ -29,6 +30,7 @@ import { messageBatchesRouter } from './routes/messageBatches.js';
 import { authRouter } from './routes/auth.js';
 import { keysRouter } from './routes/keys.js';
 import { teamsRouter } from './routes/teams.js';
+import { subscriptionsRouter } from './routes/subscriptions.js';
 import { depositsRouter } from './routes/deposits.js';
 import { invitationsRouter } from './routes/invitations.js';
 import { x402Router } from './routes/x402.js';
@@ -70,6 +72,7 @@ export function createApp(): Koa {
     imagesRouter,
     imageModelsRouter,
     memoryRouter,
+    webRouter,
     ttsRouter,
     mediaRouter,
     videoRouter,
@@ -79,6 +82,7 @@ export function createApp(): Koa {
     authRouter,
     keysRouter,
     teamsRouter,
+    subscriptionsRouter,
     depositsRouter,
     invitationsRouter,
     x402Router,

@@ -7,13 +7,16 @@
 // reserves the worst case (activities/inference/prepare.ts). A `:memory` suffix compresses the
 // conversation before the latest user turn first (activities/memory/memory.ts; charged on its own,
 // and given back with the rest if the answer never reaches the caller); the compressed request is
-// then translated, never passed through. PII redaction (on the routes that offer it: the `redaction`
-// header, a `:redaction` suffix, or the key's or account's default) masks the request after that,
-// before anything is reserved or sent, and refuses it if masking fails (activities/redaction/); a
-// redacted request is translated too, and its answer restored. On chat completions the `moderation`
-// header then runs the paid input-safety preflight (api/moderationPreflight.ts): charged whatever it
-// finds, and a flagged request is refused (`content_policy_violation`) before the answer's money
-// is reserved. The handler only answers. Whatever
+// then translated, never passed through. Web search (`:online`, `web_search`, `web_search_options`)
+// then searches for the latest user message and puts the results before it (activities/search/
+// online.ts; charged on its own, given back likewise); the handler gets the results to cite. PII
+// redaction (on the routes that offer it: the `redaction` header, a `:redaction` suffix, or the
+// key's or account's default) masks the request before anything is reserved or sent, and refuses
+// it if masking fails (activities/redaction/); a redacted request is translated too, and its
+// answer restored. On chat completions the `moderation` header then runs the paid input-safety
+// preflight (api/moderationPreflight.ts): charged whatever it finds, and a flagged request is
+// refused (`content_policy_violation`) before the answer's money is reserved. The handler only
+// answers. Whatever
 // the handler does, an answer the caller never receives is not charged: a failure after the
 // money moved releases or refunds it, and so does a caller gone before the answer was written.
 import type Router from '@koa/router';
@@ -23,7 +26,11 @@ import type { InferenceCall } from '../activities/inference/execute.js';
 import { type PrepareInput, planCall, prepareCall, resolveModel } from '../activities/inference/prepare.js';
 import type { ModelName } from '../activities/routing/suffixes.js';
 import { withMemory } from '../activities/memory/memory.js';
+import { bothBalanceError, OnlineSearch } from '../activities/search/online.js';
+import { nativeSearch } from '../activities/search/native.js';
+import { webSearchSettings } from '../activities/search/settings.js';
 import { clientAbortSignal } from './clientAbort.js';
+import { RequestError } from '../activities/core/errors.js';
 import type { Envelope } from './errors.js';
 import { chargeOnDelivery } from './inference.js';
 import { authenticate } from './middleware/auth.js';
@@ -38,7 +45,6 @@ import type { AppContext, AppState } from './state.js';
 import { validateBody } from './validate.js';
 import compose from 'koa-compose';
 import type { Middleware } from 'koa';
-import { RequestError } from '../activities/core/errors.js';
 import { admitX402, authenticateOrX402, finishPaid, unclaimPaid } from './x402.js';
 import type { QuestionsFormat } from './questionsFormat.js';
 
@@ -56,6 +62,8 @@ export interface TextRequest<T extends Translated> {
   input: T;
   /** the request was masked before it leaves (PII redaction); its answer is restored */
   redacted: boolean;
+  /** the web search before the model call (undefined: none); its `hits` and `fee` are known once prepare() returned */
+  search?: OnlineSearch;
   /** plan and reserve: the caller, request id, surface, model, input and billing mode are filled in */
   prepare(
     extra?: Pick<PrepareInput, 'holdTtlSeconds' | 'passHeaders' | 'native' | 'forcePaygo'>,
@@ -72,6 +80,8 @@ export interface TextRouteSpec<T extends Translated> {
   redaction?: boolean;
   /** the route offers the `moderation` header's paid preflight (chat completions); elsewhere it is refused */
   moderation?: boolean;
+  /** web search (`:online`, `web_search`) is offered here (chat, responses, talk-to-gpt); elsewhere refused */
+  webSearch?: boolean;
   /** the body in internal form (may look things up, e.g. a stored conversation) */
   translate(body: TextBody, model: ModelInfo, name: ModelName, ctx: AppContext): T | Promise<T>;
   /** accountless x402 payment is offered (non-streaming requests; api/x402.ts) */
@@ -118,6 +128,21 @@ export function textRoute<T extends Translated>(
       });
     const moderation = spec.moderation ? moderationWanted(ctx) : undefined;
     const input = await spec.translate(body, model, name, ctx);
+    const web = webSearchSettings(name, body);
+    if (web && !spec.webSearch)
+      throw new RequestError(
+        400,
+        'invalid_parameter_value',
+        `Web search (asked for by ${web.source}) is offered on chat completions, responses and talk-to-gpt, not on this endpoint. Remove it, or use one of those.`,
+        { param: web.source.startsWith('the') ? 'model' : web.source.replace(/'/g, '') },
+      );
+    // native search: the model's provider searches (routes with `native_web_search`), billed with the call
+    const nativeWeb = web ? nativeSearch(web, model, body.max_tool_calls) : undefined;
+    const native = nativeWeb !== undefined;
+    if (nativeWeb) {
+      input.request.webSearch = nativeWeb.request;
+      input.needs.nativeWebSearch = true;
+    }
     const provider = ctx.get('x-provider').trim();
     if (provider) input.prefs.explicit = provider;
     let paid: string | undefined;
@@ -125,6 +150,10 @@ export function textRoute<T extends Translated>(
       if (name.memory)
         throw new RequestError(400, 'invalid_parameter_value', 'x402 payments do not cover the :memory suffix.', {
           param: 'model',
+        });
+      if (web)
+        throw new RequestError(400, 'invalid_parameter_value', 'x402 payments do not cover web search.', {
+          param: web.source.startsWith('the') ? 'model' : web.source.replace(/'/g, ''),
         });
       // priced as it would be reserved: the dearest route's worst case
       const worst = () =>
@@ -151,6 +180,20 @@ export function textRoute<T extends Translated>(
       : undefined;
     if (memory) input.request.messages = memory.messages;
     let redaction: PrepareInput['redaction'];
+    let search: OnlineSearch | undefined;
+    try {
+      // the search's fee first: a balance that cannot pay it spends nothing (activities/search/online.ts)
+      search =
+        web && !native
+          ? new OnlineSearch(ctx.state.caller, ctx.state.requestId, input.request.messages, web)
+          : undefined;
+      await search?.reserve();
+    } catch (err) {
+      await memory?.call.metered.abandon((err as { code?: string }).code ?? 'error');
+      throw err;
+    }
+    // the caller's own body no longer is what is sent: translate, never pass through
+    const rewritten = !!memory || !!search || native;
     try {
       if (redact) {
         const masked = await redactRequest(input.request, config.redactionTimeoutMs);
@@ -168,42 +211,49 @@ export function textRoute<T extends Translated>(
         model,
         input,
         redacted: redaction !== undefined,
+        search,
         prepare: async (extra = {}) => {
           call = await prepareCall({
             caller: ctx.state.caller,
             requestId: ctx.state.requestId,
             surface: spec.surface,
             model,
-            request: input.request,
+            // with a web search: reserved with room for its results, which are searched for after
+            request: search ? { ...input.request, messages: search.withRoom(input.request.messages) } : input.request,
             needs: input.needs,
             prefs: input.prefs,
             ...extra,
-            // the caller's own body still holds the whole conversation, and the personal data
-            native: memory || redaction ? undefined : extra.native,
+            // the caller's own body still holds the whole conversation, no search results, and the personal data
+            native: rewritten || redaction ? undefined : extra.native,
             redaction,
+            searchFee: nativeWeb?.fee,
             forcePaygo: extra.forcePaygo || ctx.state.forcePaygo === true,
           });
+          if (search) call.ctx.request.messages = await search.run(input.request.messages, clientAbortSignal(ctx));
           return call;
         },
       });
     } catch (err) {
       // Whatever failed once the money had moved (storing the answer, shaping it), the caller gets
       // this error instead of the answer: release the reservation or refund the charge.
-      for (const metered of [call?.metered, memory?.call.metered])
+      for (const metered of [call?.metered, memory?.call.metered, search?.call.metered])
         await metered
           ?.abandon((err as { code?: string }).code ?? 'error')
           .catch((e) => console.error(`[api] ${ctx.state.requestId}: could not give back the money:`, e));
       // a paid x402 request that failed stays paid, to be completed again
       if (paid) await unclaimPaid(paid);
-      throw err;
+      throw search ? bothBalanceError(err) : err;
     }
+    // a search reserved for an answer that never called the model is released
+    if (search && !search.outcome) await search.call.metered.abandon('unused');
     if (call) chargeOnDelivery(ctx, call.metered);
-    // The memory went into the answer, so it is charged when the answer is: a stream has already
-    // delivered (and ended the response) by now, so the memory is delivered with it; a whole answer
-    // is delivered once written out, with the same check as the answer's own charge.
-    if (memory) {
-      if (call?.metered.isDelivered) memory.call.metered.delivered();
-      else chargeOnDelivery(ctx, memory.call.metered);
+    // The memory and the search went into the answer, so they are charged when the answer is: a
+    // stream has already delivered (and ended the response) by now, so they are delivered with it;
+    // a whole answer is delivered once written out, with the same check as the answer's own charge.
+    for (const addOn of [memory?.call.metered, search?.call.metered]) {
+      if (!addOn) continue;
+      if (call?.metered.isDelivered) addOn.delivered();
+      else chargeOnDelivery(ctx, addOn);
     }
     if (paid) await finishPaid(paid);
   };

@@ -59,6 +59,8 @@ export interface PrepareInput {
   holdKey?: string;
   /** the request was masked (activities/redaction/): restore the answer, charge the fee */
   redaction?: CallContext['redaction'];
+  /** native web search's fee per search (see CallContext.searchFee) */
+  searchFee?: { perSearch: bigint; maxSearches: number };
 }
 
 export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
@@ -108,8 +110,10 @@ export function planCall(p: PrepareInput): InferenceCall {
     passHeaders: p.passHeaders,
     native: p.native,
     forcePaygo: p.forcePaygo,
+    explicitProvider: p.prefs.explicit !== undefined,
     priceBps: p.priceBps,
     holdKey: p.holdKey,
     redaction: p.redaction,
+    searchFee: p.searchFee,
   });
 }
