@@ -15,6 +15,7 @@ import { messagesRouter } from './routes/messages.js';
 import { responsesRouter } from './routes/responses.js';
 import { speechRouter } from './routes/speech.js';
 import { embeddingsRouter } from './routes/embeddings.js';
+import { moderationsRouter } from './routes/moderations.js';
 import { decisionsRouter } from './routes/decisions.js';
 import { imagesRouter } from './routes/images.js';
 import { imageModelsRouter } from './routes/imageModels.js';
@@ -68,6 +69,7 @@ export function createApp(): Koa {
     talkToGptRouter,
     speechRouter,
     embeddingsRouter,
+    moderationsRouter,
     decisionsRouter,
     imagesRouter,
     imageModelsRouter,

@@ -1,6 +1,6 @@
 // The fixed shape of a provider (one folder per upstream protocol under activities/providers/,
 // one entry per protocol in registry.ts). A provider declares what it can do through typed
-// capabilities (chat, speech, video, embeddings, images, web search; later moderation, attestation).
+// capabilities (chat, speech, video, embeddings, images, web search, moderation; later attestation).
 // Routing, billing and streaming never special-case a vendor: they only see these interfaces and
 // RequestError (made by `upstreamError` for an upstream's failures, core/errors.ts).
 import type { RequestError } from '../core/errors.js';
@@ -30,9 +30,19 @@ export interface Provider {
   readonly search?: SearchAdapter;
   readonly scoring?: ScoringAdapter;
   readonly attestation?: AttestationAdapter;
+  readonly moderation?: ModerationAdapter;
 }
 
-export type Capability = 'chat' | 'speech' | 'video' | 'embeddings' | 'images' | 'search' | 'scoring' | 'attestation';
+export type Capability =
+  | 'chat'
+  | 'speech'
+  | 'video'
+  | 'embeddings'
+  | 'images'
+  | 'search'
+  | 'scoring'
+  | 'attestation'
+  | 'moderation';
 
 /** Text generation: the one internal request in, a result or a stream of events out. */
 export interface ChatAdapter {
@@ -220,6 +230,29 @@ export interface EmbeddingResult {
  */
 export interface EmbeddingsAdapter {
   embed(req: EmbeddingRequest, target: ProviderTarget, signal: AbortSignal): Promise<EmbeddingResult>;
+}
+
+// --- moderation ---------------------------------------------------------------------------
+
+/** One input's verdict, as OpenAI's moderations API words it (category names are the upstream's). */
+export interface ModerationVerdict {
+  flagged: boolean;
+  categories: Record<string, boolean>;
+  category_scores: Record<string, number>;
+  /** which input types each category was judged on (omni models); passed through when present */
+  category_applied_input_types?: Record<string, string[]>;
+}
+
+/**
+ * Texts in, one verdict per text out, in order. A partial or malformed answer is the route's
+ * failure (retryable: the next route is tried), never a verdict of "not flagged".
+ */
+export interface ModerationAdapter {
+  classify(
+    req: { model: string; input: string[] },
+    target: ProviderTarget,
+    signal: AbortSignal,
+  ): Promise<ModerationVerdict[]>;
 }
 
 // --- images -------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ textRoute(
     schema: chatRequestSchema,
     surface: 'chat',
     redaction: true,
+    moderation: true,
     webSearch: true,
     x402: true,
     translate: chatToInternal,
