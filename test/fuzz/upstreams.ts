@@ -125,9 +125,9 @@ export async function startUpstreams(): Promise<Upstreams> {
     SWITCHYARD_FETCH_ALLOW_PRIVATE: '127.0.0.1/32',
     SWITCHYARD_VIDEO_POLL_MS: '200',
   };
-  // every OpenAI-protocol vendor (hosted or self-hosted) is the loopback OpenAI host
+  // every OpenAI-protocol vendor (hosted or self-hosted, confidential or not) is the loopback OpenAI host
   for (const p of (await readCatalogFile(config.catalogFile)).providers) {
-    if (p.protocol !== 'openai') continue;
+    if (p.protocol !== 'openai' && p.protocol !== 'openai-tee') continue;
     const prefix = p.id.toUpperCase().replace(/[^A-Z0-9]/g, '_');
     env[`${prefix}_API_KEY`] = chat.apiKey!;
     env[`${prefix}_BASE_URL`] = openai.url;
