@@ -6,6 +6,7 @@ import Router from '@koa/router';
 import { requestId } from './middleware/requestId.js';
 import { handleErrors } from './middleware/errors.js';
 import { writeJsonBody } from './middleware/jsonBody.js';
+import { thinkingPath } from './middleware/thinkingPath.js';
 import { modelsRouter } from './routes/models.js';
 import { balanceRouter } from './routes/balance.js';
 import { chatRouter } from './routes/chat.js';
@@ -36,6 +37,7 @@ export function createApp(): Koa {
   app.use(requestId);
   app.use(writeJsonBody);
   app.use(handleErrors);
+  app.use(thinkingPath);
 
   const health = new Router<AppState>();
   health.get('/health', (ctx) => {

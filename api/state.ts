@@ -16,6 +16,8 @@ export interface AppState {
   envelope?: Envelope;
   /** `X-Billing-Mode` asked for pay-as-you-go (middleware/billingMode.ts) */
   forcePaygo?: boolean;
+  /** reached through the `/api/v1thinking/` base path: reasoning on where the model can (middleware/thinkingPath.ts) */
+  thinkingPath?: boolean;
   /** the validated, coerced query string (validate.ts validateQuery) */
   query: Record<string, unknown>;
 }

@@ -38,9 +38,13 @@ export interface TextRequest<T extends Translated> {
   body: TextBody;
   model: ModelInfo;
   input: T;
-  /** plan and reserve: the caller, request id, surface, model, input and billing mode are filled in */
+  /**
+   * plan and reserve: the caller, request id, surface, model, input and billing mode are filled in.
+   * A request answered by several calls (chat's `n`) prepares each with its `part` (1, 2, ...): its
+   * own request id (`<id>:<part>`), reservation and charge; the first call keeps the plain id.
+   */
   prepare(
-    extra?: Pick<PrepareInput, 'holdTtlSeconds' | 'passHeaders' | 'native' | 'forcePaygo'>,
+    extra?: Pick<PrepareInput, 'holdTtlSeconds' | 'passHeaders' | 'native' | 'forcePaygo'> & { part?: number },
   ): Promise<InferenceCall>;
 }
 
@@ -69,10 +73,12 @@ export function textRoute<T extends Translated>(
   router.post(spec.paths, ...preamble, async (ctx) => {
     const body = ctx.request.body as TextBody;
     const { model, name } = resolveModel(body.model);
+    // the /api/v1thinking/ base path asks what `:thinking` asks, unless the name turns reasoning off
+    if (ctx.state.thinkingPath && name.reasoningEffort !== 'none') name.thinking = true;
     const input = await spec.translate(body, model, name, ctx);
     const provider = ctx.get('x-provider').trim();
     if (provider) input.prefs.explicit = provider;
-    let call: InferenceCall | undefined;
+    const calls: InferenceCall[] = [];
     const memory = name.memory
       ? await withMemory(
           ctx.state.caller,
@@ -89,10 +95,10 @@ export function textRoute<T extends Translated>(
         body,
         model,
         input,
-        prepare: async (extra = {}) => {
-          call = await prepareCall({
+        prepare: async ({ part, ...extra } = {}) => {
+          const call = await prepareCall({
             caller: ctx.state.caller,
-            requestId: ctx.state.requestId,
+            requestId: part ? `${ctx.state.requestId}:${part}` : ctx.state.requestId,
             surface: spec.surface,
             model,
             request: input.request,
@@ -103,19 +109,20 @@ export function textRoute<T extends Translated>(
             native: memory ? undefined : extra.native,
             forcePaygo: extra.forcePaygo || ctx.state.forcePaygo === true,
           });
+          calls.push(call);
           return call;
         },
       });
     } catch (err) {
       // Whatever failed once the money had moved (storing the answer, shaping it), the caller gets
       // this error instead of the answer: release the reservation or refund the charge.
-      for (const metered of [call?.metered, memory?.call.metered])
+      for (const metered of [...calls.map((c) => c.metered), memory?.call.metered])
         await metered
           ?.abandon((err as { code?: string }).code ?? 'error')
           .catch((e) => console.error(`[api] ${ctx.state.requestId}: could not give back the money:`, e));
       throw err;
     }
-    if (call) chargeOnDelivery(ctx, call.metered);
+    for (const call of calls) chargeOnDelivery(ctx, call.metered);
     if (memory) chargeOnDelivery(ctx, memory.call.metered);
   });
 }

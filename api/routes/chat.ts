@@ -7,9 +7,18 @@ import { chatRequestSchema } from '../schemas/chat.js';
 import { completeOnce, streamOnce } from '../inference.js';
 import { asRequestError, renderError } from '../errors.js';
 import { chatToInternal } from '../../activities/surfaces/chat.js';
-import { ChatChunker, toChatCompletion, type ChatMeta } from '../../activities/surfaces/chatResponse.js';
+import {
+  ChatChunker,
+  mergeCompletions,
+  toChatCompletion,
+  type ChatMeta,
+} from '../../activities/surfaces/chatResponse.js';
 import { ChatRelay, chatPassThroughBody, passedThroughCompletion } from '../../activities/surfaces/chatPassthrough.js';
-import type { AppState } from '../state.js';
+import type { ModelInfo } from '../../activities/catalog/catalog.js';
+import type { InferenceCall } from '../../activities/inference/execute.js';
+import { RequestError } from '../../activities/core/errors.js';
+import type { TextBody, TextRequest } from '../textRoute.js';
+import type { AppContext, AppState } from '../state.js';
 
 export const chatRouter = new Router<AppState>();
 
@@ -23,6 +32,7 @@ textRoute(
     translate: chatToInternal,
   },
   async ({ ctx, body, model, input, prepare }) => {
+    if (body.n > 1) return answerChoices(ctx, body, model, input, prepare);
     // routes to an OpenAI-compatible upstream get the caller's own body (pass-through); others the translation
     const call = await prepare({ native: chatPassThroughBody(body) });
     const meta: ChatMeta = {
@@ -73,3 +83,49 @@ textRoute(
       : toChatCompletion(result, usage, bill, { ...meta, provider: route.provider.id });
   },
 );
+
+/**
+ * Chat's `n` > 1: n calls, one per choice, each planned, reserved, charged and given back on its
+ * own (request ids `<id>:1` ... `<id>:n-1` beside the plain one), answered as one completion with n
+ * choices. Every reservation is made before any call runs, so an account that can pay for fewer
+ * than n is refused up front; if any call fails the request fails and the calls that did answer
+ * are given back (textRoute abandons every prepared call), so a caller is charged for n choices
+ * or none. Not streamed: interleaving n streams' chunks is left out (the request says so).
+ */
+async function answerChoices(
+  ctx: AppContext,
+  body: TextBody,
+  model: ModelInfo,
+  input: ReturnType<typeof chatToInternal>,
+  prepare: TextRequest<ReturnType<typeof chatToInternal>>['prepare'],
+): Promise<void> {
+  if (body.stream)
+    throw new RequestError(400, 'invalid_parameter_value', 'n > 1 is answered without streaming: send stream: false.', {
+      param: 'n',
+    });
+  const { n: _n, ...one } = body;
+  const calls: InferenceCall[] = [];
+  for (let part = 0; part < body.n; part++) calls.push(await prepare({ native: chatPassThroughBody(one), part }));
+  const created = Math.floor(Date.now() / 1000);
+  // every call ends (answered or given back) before the request answers or fails
+  const settled = await Promise.allSettled(
+    calls.map(async (call) => {
+      const { result, route, usage, bill } = await completeOnce(ctx, call);
+      const meta: ChatMeta = {
+        id: `chatcmpl-${String(ctx.state.requestId).slice(4)}`,
+        created,
+        model: model.id,
+        provider: route.provider.id,
+        showReasoning: !call.ctx.request.reasoning?.exclude,
+        maxToolCalls: input.maxToolCalls,
+      };
+      const out = result.native
+        ? passedThroughCompletion(result.native, usage, bill, { model: model.id, provider: route.provider.id })
+        : toChatCompletion(result, usage, bill, meta);
+      return { body: out as Record<string, any>, usage, bill };
+    }),
+  );
+  const failed = settled.find((s) => s.status === 'rejected');
+  if (failed) throw failed.reason;
+  ctx.body = mergeCompletions(settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : [])));
+}

@@ -10,7 +10,7 @@ import { v1 } from '../paths.js';
 import { catalog, type ModelInfo, type Route } from '../../activities/catalog/catalog.js';
 import { formatAmount } from '../../activities/core/money.js';
 import { billingUnit } from '../../activities/media/speech.js';
-import type { AppState } from '../state.js';
+import type { AppContext, AppState } from '../state.js';
 
 const CAPABILITIES = [
   'vision',
@@ -77,6 +77,9 @@ function pricingOf(m: ModelInfo, r: Route | undefined) {
   };
 }
 
+/** A model's icon, from the catalog file's model `options.icon_url` (null when none is set). */
+const iconOf = (m: ModelInfo): string | null => (typeof m.options.icon_url === 'string' ? m.options.icon_url : null);
+
 function summary(m: ModelInfo) {
   return { id: m.id, object: 'model', created: Math.floor(m.createdAt.getTime() / 1000), owned_by: m.ownedBy };
 }
@@ -96,22 +99,86 @@ function detailed(m: ModelInfo) {
     supported_batch_endpoints: m.supportedBatchEndpoints,
     supported_service_tiers: m.supportedServiceTiers,
     category: m.category,
+    icon_url: iconOf(m),
+    // whether a subscription plan covers the model (no plans yet: never)
+    subscription: { included: false },
   };
 }
 
 export const modelsRouter = new Router<AppState>();
 
-modelsRouter.get(
-  v1('/models'),
-  surface('openai'),
-  validateQuery({ type: 'object', properties: { detailed: { type: 'boolean', default: false } } }),
-  (ctx) => {
-    const models = catalog()
-      .usable()
-      .filter((m) => m.category !== 'embedding' && m.category !== 'memory');
-    ctx.body = { object: 'list', data: models.map(ctx.state.query.detailed ? detailed : summary) };
+/** What GET /v1/models lists: every usable model but those only other lists show. */
+const listed = () =>
+  catalog()
+    .usable()
+    .filter((m) => m.category !== 'embedding' && m.category !== 'memory');
+
+/**
+ * The Anthropic SDK sends `anthropic-version` on every call and reads its own model shape
+ * (`type: "model"`, `display_name`, `created_at` as RFC 3339); the OpenAI SDK never sends it.
+ * So the header picks the dialect, as on Anthropic's own /v1/models.
+ */
+const wantsAnthropic = (ctx: AppContext) => ctx.get('anthropic-version') !== '';
+
+function anthropicModel(m: ModelInfo) {
+  return { type: 'model', id: m.id, display_name: m.name, created_at: m.createdAt.toISOString() };
+}
+
+const LIST_QUERY = {
+  type: 'object',
+  properties: {
+    detailed: { type: 'boolean', default: false },
+    // Anthropic's list pagination: a page of `limit` models after / before an id
+    limit: { type: 'integer', minimum: 1, maximum: 1000, default: 20 },
+    after_id: { type: 'string', maxLength: 300 },
+    before_id: { type: 'string', maxLength: 300 },
   },
-);
+};
+
+modelsRouter.get(v1('/models'), surface('openai'), validateQuery(LIST_QUERY), (ctx) => {
+  const models = listed();
+  if (!wantsAnthropic(ctx)) {
+    ctx.body = { object: 'list', data: models.map(ctx.state.query.detailed ? detailed : summary) };
+    return;
+  }
+  ctx.state.envelope = 'message';
+  const {
+    limit,
+    after_id: after,
+    before_id: before,
+  } = ctx.state.query as {
+    limit: number;
+    after_id?: string;
+    before_id?: string;
+  };
+  const at = (id: string) => {
+    const i = models.findIndex((m) => m.id === id);
+    if (i < 0) throw notFound('model_not_found', `No model '${id}' to page from: GET /v1/models lists the models.`);
+    return i;
+  };
+  // before_id pages backwards (the `limit` models just before it), as Anthropic's API does
+  const end = before ? at(before) : models.length;
+  const start = before ? Math.max(0, end - limit) : after ? at(after) + 1 : 0;
+  const page = models.slice(start, before ? end : start + limit);
+  ctx.body = {
+    data: page.map(anthropicModel),
+    has_more: before ? start > 0 : start + page.length < models.length,
+    first_id: page[0]?.id ?? null,
+    last_id: page.at(-1)?.id ?? null,
+  };
+});
+
+// GET /v1/models/{id}: the SDKs' models.retrieve. Ids contain "/" (sent as %2F by the SDKs, which
+// the router decodes, or raw); aliases resolve to the model they name.
+modelsRouter.get(v1('/models/*id'), surface('openai'), validateQuery(LIST_QUERY), (ctx) => {
+  const raw = ctx.params.id as unknown as string | string[];
+  const id = Array.isArray(raw) ? raw.join('/') : raw;
+  if (wantsAnthropic(ctx)) ctx.state.envelope = 'message';
+  const m = catalog().model(id);
+  if (!m || !listed().includes(m))
+    throw notFound('model_not_found', `Model '${id}' is not available here. GET /v1/models lists the models.`);
+  ctx.body = wantsAnthropic(ctx) ? anthropicModel(m) : ctx.state.query.detailed ? detailed(m) : summary(m);
+});
 
 modelsRouter.get(v1('/embedding-models'), surface('openai'), (ctx) => {
   ctx.body = {
@@ -132,6 +199,53 @@ modelsRouter.get(v1('/embedding-models'), surface('openai'), (ctx) => {
         };
       }),
   };
+});
+
+// The older catalogue, GET /api/models (and /api/models/{group}): no key, every usable model
+// grouped the way NanoGPT's clients still unwrap it, `{models: {text: {<id>: {...}}, image: {...}},
+// meta}`, each entry keyed by id and carrying `model` (its id), `name`, `description` and `cost`
+// (the detailed list's pricing object).
+const OLD_GROUPS: Record<string, string> = {
+  chat: 'text',
+  decision: 'text',
+  image: 'image',
+  video: 'video',
+  speech: 'audio',
+  music: 'audio',
+  embedding: 'embedding',
+};
+
+function oldCatalogue(group?: string) {
+  const models: Record<string, Record<string, unknown>> = {};
+  for (const m of catalog().usable()) {
+    const g = OLD_GROUPS[m.category];
+    if (!g || (group && g !== group)) continue;
+    models[g] ??= {};
+    models[g][m.id] = {
+      model: m.id,
+      name: m.name,
+      description: m.description,
+      owned_by: m.ownedBy,
+      context_length: m.contextLength,
+      cost: pricingOf(m, defaultRoute(m)),
+      icon_url: iconOf(m),
+    };
+  }
+  return { models, meta: { count: Object.values(models).reduce((n, g) => n + Object.keys(g).length, 0) } };
+}
+
+modelsRouter.get('/api/models', surface('openai'), (ctx) => {
+  ctx.body = oldCatalogue();
+});
+
+modelsRouter.get('/api/models/:group', surface('openai'), (ctx) => {
+  const group = ctx.params.group;
+  if (!Object.values(OLD_GROUPS).includes(group))
+    throw notFound(
+      'not_found',
+      `No model group '${group}': the groups are ${[...new Set(Object.values(OLD_GROUPS))].join(', ')}.`,
+    );
+  ctx.body = oldCatalogue(group);
 });
 
 // Ids contain "/": clients send it encoded (%2F), and a raw "/" is accepted as well.
