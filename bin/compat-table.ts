@@ -51,7 +51,9 @@ async function main() {
   if (start < 0 || end < start) throw new Error(`README.md has no ${BEGIN} ... ${END} section`);
   const table = renderTable(rows);
   await writeFile('README.md', `${readme.slice(0, start + BEGIN.length)}\n${table}\n${readme.slice(end)}`);
-  console.log(`compatibility table: ${rows.length} checks, ${rows.filter((r) => r.outcome === 'fails').length} failing`);
+  console.log(
+    `compatibility table: ${rows.length} checks, ${rows.filter((r) => r.outcome === 'fails').length} failing`,
+  );
 }
 
 await main();
