@@ -123,6 +123,12 @@ export function textRoute<T extends Translated>(
       throw err;
     }
     for (const call of calls) chargeOnDelivery(ctx, call.metered);
-    if (memory) chargeOnDelivery(ctx, memory.call.metered);
+    // The memory went into the answer, so it is charged when the answer is: a stream has already
+    // delivered (and ended the response) by now, so the memory is delivered with it; a whole answer
+    // is delivered once written out, with the same check as the answer's own charge.
+    if (memory) {
+      if (calls.some((c) => c.metered.isDelivered)) memory.call.metered.delivered();
+      else chargeOnDelivery(ctx, memory.call.metered);
+    }
   });
 }

@@ -51,7 +51,11 @@ async function main() {
       searchAttributes: SEARCH_ATTRIBUTES,
       port: Number(process.env.TEMPORAL_DEV_PORT ?? 7233),
       uiPort: Number(process.env.TEMPORAL_DEV_UI_PORT ?? 8233),
-      log: (m) => log(`temporal: ${m}`),
+      // While stopping, the server cancels the tasks it was processing and warns about each
+      // ("context canceled"): that is the stop itself, not a problem worth printing.
+      log: (m) => {
+        if (!(stopping && m.includes('context canceled'))) log(`temporal: ${m}`);
+      },
       // Ctrl-C reaches only this process, which stops the worker before the server (see shutdown()).
       ownProcessGroup: true,
     });

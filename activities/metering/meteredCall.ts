@@ -419,6 +419,11 @@ export class MeteredCall {
     return this.state === 'settled';
   }
 
+  /** Charged, and known to have reached the caller. */
+  get isDelivered(): boolean {
+    return this.state === 'delivered';
+  }
+
   /** The caller has the answer (or its first byte): the charge stands, abandon() no longer undoes it. */
   delivered(): void {
     if (this.state === 'settled') this.state = 'delivered';
