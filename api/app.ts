@@ -16,6 +16,7 @@ import { messagesRouter } from './routes/messages.js';
 import { responsesRouter } from './routes/responses.js';
 import { speechRouter } from './routes/speech.js';
 import { embeddingsRouter } from './routes/embeddings.js';
+import { transcriptionsRouter } from './routes/transcriptions.js';
 import { imagesRouter } from './routes/images.js';
 import { imageModelsRouter } from './routes/imageModels.js';
 import { memoryRouter } from './routes/memory.js';
@@ -60,6 +61,7 @@ export function createApp(): Koa {
     talkToGptRouter,
     speechRouter,
     embeddingsRouter,
+    transcriptionsRouter,
     imagesRouter,
     imageModelsRouter,
     memoryRouter,

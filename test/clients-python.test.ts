@@ -11,7 +11,7 @@ import { newAccount, startApi } from './support/api.js';
 import { assertBooksBalance } from './support/books.js';
 import { compat, saveCompatReport } from './support/compat.js';
 import { useProviderEnv } from './support/providerEnv.js';
-import { type ImagesUpstream, startImagesUpstream } from './support/upstreams/images.js';
+import { type OpenAIMediaUpstream, startOpenAIMediaUpstream } from './support/upstreams/openaiMedia.js';
 
 const run = promisify(execFile);
 const PYTHON = path.resolve('.venv/bin/python');
@@ -23,6 +23,7 @@ const CHECKS: Array<[string, string]> = [
   ['openai (Python)', 'embeddings'],
   ['openai (Python)', 'images'],
   ['openai (Python)', 'speech'],
+  ['openai (Python)', 'transcription'],
   ['openai (Python)', 'model discovery'],
   ['openai (Python)', 'responses'],
   ['anthropic (Python)', 'chat'],
@@ -55,14 +56,14 @@ async function ensurePackages(): Promise<void> {
 describe('third-party Python clients, by base URL only', function () {
   this.timeout(180_000);
   let api: Awaited<ReturnType<typeof startApi>>;
-  let up: ImagesUpstream;
+  let up: OpenAIMediaUpstream;
   let restoreEnv: () => Promise<void>;
   const rows = new Map<string, Row>();
 
   before(async function () {
     this.timeout(900_000);
     await ensurePackages();
-    up = await startImagesUpstream();
+    up = await startOpenAIMediaUpstream();
     restoreEnv = await useProviderEnv({ OPENAI_API_KEY: up.apiKey, OPENAI_BASE_URL: up.url }, ['OPENROUTER_API_KEY']);
     api = await startApi();
     const { key } = await newAccount('10');

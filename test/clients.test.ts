@@ -10,13 +10,21 @@ import OpenAI from 'openai';
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { embed, experimental_generateSpeech, generateImage, generateText, streamText } from 'ai';
+import {
+  embed,
+  experimental_generateSpeech,
+  experimental_transcribe,
+  generateImage,
+  generateText,
+  streamText,
+} from 'ai';
 import { NanoGPT } from 'nanogpt';
 import { newAccount, startApi } from './support/api.js';
 import { assertBooksBalance, settledBalances } from './support/books.js';
 import { compat, saveCompatReport } from './support/compat.js';
 import { useProviderEnv } from './support/providerEnv.js';
-import { type ImagesUpstream, startImagesUpstream } from './support/upstreams/images.js';
+import { type OpenAIMediaUpstream, startOpenAIMediaUpstream } from './support/upstreams/openaiMedia.js';
+import { toneWav } from './support/upstreams/transcription.js';
 import { parseAmount } from '../activities/core/money.js';
 
 const LOCAL = 'local/stories260k';
@@ -27,13 +35,13 @@ const IMAGE = 'openai/gpt-image-1';
 describe('third-party JavaScript clients, by base URL only', function () {
   this.timeout(120_000);
   let api: Awaited<ReturnType<typeof startApi>>;
-  let up: ImagesUpstream;
+  let up: OpenAIMediaUpstream;
   let restoreEnv: () => Promise<void>;
   let key: string;
   let accountId: string;
 
   before(async () => {
-    up = await startImagesUpstream();
+    up = await startOpenAIMediaUpstream();
     restoreEnv = await useProviderEnv({ OPENAI_API_KEY: up.apiKey, OPENAI_BASE_URL: up.url }, ['OPENROUTER_API_KEY']);
     api = await startApi();
     ({ key, accountId } = await newAccount('10'));
@@ -84,7 +92,7 @@ describe('third-party JavaScript clients, by base URL only', function () {
     compat('ai + @ai-sdk/openai-compatible', 'images', async () => {
       const r = await generateImage({ model: compatible().imageModel(IMAGE), prompt: 'a red square', n: 1 });
       assert.equal(r.images.length, 1);
-      assert.deepEqual(Buffer.from(r.images[0]!.uint8Array), up.imageFor('a red square', 0));
+      assert.deepEqual(Buffer.from(r.images[0]!.uint8Array), up.images.imageFor('a red square', 0));
     });
 
     compat('ai + @ai-sdk/openai', 'chat (Responses API)', async () => {
@@ -127,9 +135,29 @@ describe('third-party JavaScript clients, by base URL only', function () {
     compat('ai + @ai-sdk/openai', 'images', async () => {
       // by the alias the SDK knows: it sends up to 10 images per call to gpt-image-1, one per call to ids it does not know
       const r = await generateImage({ model: openai().image('gpt-image-1'), prompt: 'a blue square', n: 2 });
-      assert.equal(up.requests.at(-1)!.body.n, 2);
+      assert.equal(up.images.requests.at(-1)!.body.n, 2);
       assert.equal(r.images.length, 2);
-      assert.deepEqual(Buffer.from(r.images[1]!.uint8Array), up.imageFor('a blue square', 1));
+      assert.deepEqual(Buffer.from(r.images[1]!.uint8Array), up.images.imageFor('a blue square', 1));
+    });
+
+    compat('ai + @ai-sdk/openai', 'transcription', async () => {
+      up.transcription.script({ text: 'testing one two' });
+      // by default the SDK asks for json: the text and the seconds billed (whole, as OpenAI reports them)
+      const plain = await experimental_transcribe({ model: openai().transcription('whisper-1'), audio: toneWav(2.2) });
+      assert.equal(plain.text, 'testing one two');
+      assert.equal(plain.durationInSeconds, 3);
+      // with provider options it asks for verbose_json: the measured length and the segments
+      up.transcription.script({ text: 'testing one two' });
+      const r = await experimental_transcribe({
+        model: openai().transcription('whisper-1'),
+        audio: toneWav(2.2),
+        providerOptions: { openai: { timestampGranularities: ['segment'] } },
+      });
+      assert.equal(r.durationInSeconds, 2.2);
+      assert.deepEqual(
+        r.segments.map((s) => s.text.trim()),
+        ['testing one', 'two'],
+      );
     });
 
     compat('ai + @ai-sdk/anthropic', 'chat (Messages API)', async () => {
@@ -175,7 +203,7 @@ describe('third-party JavaScript clients, by base URL only', function () {
 
     compat('nanogpt (npm)', 'images', async () => {
       const r = await client().image({ prompt: 'a green square', model: IMAGE, width: 1024, height: 1024 });
-      assert.deepEqual(Buffer.from(r.base64, 'base64'), up.imageFor('a green square', 0));
+      assert.deepEqual(Buffer.from(r.base64, 'base64'), up.images.imageFor('a green square', 0));
       assert.equal(typeof r.metadata.cost, 'number');
     });
 

@@ -61,11 +61,12 @@ function pricingOf(m: ModelInfo, r: Route | undefined) {
     // the default size and quality; GET /api/v1/images/models/{id}/endpoints has every price
     return { per_image: r ? perMillion(r.price.input) : null, currency: 'USD', unit: 'per_image', billed_by: 'image' };
   }
-  if (m.category === 'video') {
+  if (m.category === 'video' || m.category === 'transcription') {
     return {
       per_second: r ? perMillion(r.price.input) : null,
       currency: 'USD',
       unit: 'per_second',
+      // video: seconds of output; transcription: seconds of audio in
       billed_by: 'second',
     };
   }
@@ -212,6 +213,7 @@ const OLD_GROUPS: Record<string, string> = {
   video: 'video',
   speech: 'audio',
   music: 'audio',
+  transcription: 'audio',
   embedding: 'embedding',
 };
 

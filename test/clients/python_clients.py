@@ -81,6 +81,24 @@ def _():
     return len(audio)
 
 
+@check("openai (Python)", "transcription")
+def _():
+    import io
+    import struct
+
+    rate, seconds = 8000, 1.5
+    samples = int(rate * seconds)
+    wav = io.BytesIO()
+    wav.write(b"RIFF" + struct.pack("<I", 36 + samples * 2) + b"WAVEfmt ")
+    wav.write(struct.pack("<IHHIIHH", 16, 1, 1, rate, rate * 2, 2, 16))
+    wav.write(b"data" + struct.pack("<I", samples * 2) + b"\x00\x00" * samples)
+    r = oa.audio.transcriptions.create(model="whisper-1", file=("speech.wav", wav.getvalue(), "audio/wav"))
+    assert r.text == "hello from the loopback", r
+    srt = oa.audio.transcriptions.create(model="whisper-1", file=("speech.wav", wav.getvalue(), "audio/wav"), response_format="srt")
+    assert srt.startswith("1\n00:00:00,000 --> "), srt
+    return r.text
+
+
 @check("openai (Python)", "model discovery")
 def _():
     ids = [m.id for m in oa.models.list()]

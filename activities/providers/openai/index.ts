@@ -10,6 +10,7 @@ import { openaiEmbeddings } from './embeddings.js';
 import { openaiImages } from './images.js';
 import { openaiPassThrough } from './native.js';
 import { openaiSpeech } from './speech.js';
+import { openaiTranscription } from './transcription.js';
 import { quirksFor } from './quirks.js';
 import { endpointUrl, requestHeaders, toChatBody, toCompletionBody, usesCompletionsEndpoint } from './request.js';
 import { fromChatResponse, fromCompletionResponse } from './response.js';
@@ -74,4 +75,5 @@ export const openaiProvider: Provider = {
   speech: openaiSpeech,
   embeddings: openaiEmbeddings,
   images: openaiImages,
+  transcription: openaiTranscription,
 };
