@@ -15,3 +15,5 @@ export {
   expireTeamInvitation,
 } from './accounts/teamInvitations.js';
 export { deleteExpiredMemories } from './memory/memory.js';
+export { observeDeposit, completeDeposit, closeDeposit } from './payments/depositRun.js';
+export { closeCreditInvitation, expireCreditInvitation } from './invitations/creditInvitations.js';

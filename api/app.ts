@@ -17,6 +17,7 @@ import { responsesRouter } from './routes/responses.js';
 import { speechRouter } from './routes/speech.js';
 import { embeddingsRouter } from './routes/embeddings.js';
 import { transcriptionsRouter } from './routes/transcriptions.js';
+import { decisionsRouter } from './routes/decisions.js';
 import { imagesRouter } from './routes/images.js';
 import { imageModelsRouter } from './routes/imageModels.js';
 import { memoryRouter } from './routes/memory.js';
@@ -29,6 +30,10 @@ import { messageBatchesRouter } from './routes/messageBatches.js';
 import { authRouter } from './routes/auth.js';
 import { keysRouter } from './routes/keys.js';
 import { teamsRouter } from './routes/teams.js';
+import { depositsRouter } from './routes/deposits.js';
+import { invitationsRouter } from './routes/invitations.js';
+import { x402Router } from './routes/x402.js';
+import { indexRoutes } from './routeIndex.js';
 import type { AppState } from './state.js';
 
 export function createApp(): Koa {
@@ -48,8 +53,9 @@ export function createApp(): Koa {
   // One router for every route: each surface's router is flattened into it, so a request is
   // matched once (not once per surface, with an allowedMethods pass after each). Route files
   // therefore must not use router-level middleware (`router.use`): flattened, it would run for
-  // every route mounted after it.
-  const routes = new Router<AppState>();
+  // every route mounted after it. It finds a request's routes by their leading path segments
+  // instead of testing every route's pattern (routeIndex.ts).
+  const routes = indexRoutes(new Router<AppState>());
   for (const router of [
     health,
     modelsRouter,
@@ -62,6 +68,7 @@ export function createApp(): Koa {
     speechRouter,
     embeddingsRouter,
     transcriptionsRouter,
+    decisionsRouter,
     imagesRouter,
     imageModelsRouter,
     memoryRouter,
@@ -74,6 +81,9 @@ export function createApp(): Koa {
     authRouter,
     keysRouter,
     teamsRouter,
+    depositsRouter,
+    invitationsRouter,
+    x402Router,
   ]) {
     routes.use(router.routes());
   }

@@ -4,6 +4,7 @@ import type { ParameterizedContext } from 'koa';
 import type { Caller } from '../activities/accounts/keys.js';
 import type { SessionView } from '../activities/accounts/sessions.js';
 import type { Envelope } from './errors.js';
+import type { X402State } from './x402.js';
 
 export interface AppState {
   /** `req_<hex>`, also the X-Request-ID header (middleware/requestId.ts) */
@@ -18,6 +19,8 @@ export interface AppState {
   forcePaygo?: boolean;
   /** reached through the `/api/v1thinking/` base path: reasoning on where the model can (middleware/thinkingPath.ts) */
   thinkingPath?: boolean;
+  /** an accountless request paying with x402 (x402.ts); the caller is then the x402 house account */
+  x402?: X402State;
   /** the validated, coerced query string (validate.ts validateQuery) */
   query: Record<string, unknown>;
 }

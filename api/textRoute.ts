@@ -1,19 +1,23 @@
 // The one preamble of every billed text route (chat, messages, responses, completions,
 // talk-to-gpt), so they cannot drift apart: the surface's envelope and body, the refusal of
 // features not offered yet (middleware/notOffered.ts), the API key,
-// X-Billing-Mode, the Ajv schema; then the model (suffixes included), the surface's translation
+// X-Billing-Mode, the Ajv schema; then, unless the body asks for the `questions` format (a decision
+// model answers instead: questionsFormat.ts), the model (suffixes included), the surface's translation
 // into the one internal request, the X-Provider header, and a `prepare()` that plans the routes and
 // reserves the worst case (activities/inference/prepare.ts). A `:memory` suffix compresses the
 // conversation before the latest user turn first (activities/memory/memory.ts; charged on its own,
 // and given back with the rest if the answer never reaches the caller); the compressed request is
-// then translated, never passed through. The handler only answers. Whatever
+// then translated, never passed through. PII redaction (on the routes that offer it: the `redaction`
+// header, a `:redaction` suffix, or the key's or account's default) masks the request after that,
+// before anything is reserved or sent, and refuses it if masking fails (activities/redaction/); a
+// redacted request is translated too, and its answer restored. The handler only answers. Whatever
 // the handler does, an answer the caller never receives is not charged: a failure after the
 // money moved releases or refunds it, and so does a caller gone before the answer was written.
 import type Router from '@koa/router';
 import type { Schema } from 'ajv';
 import type { ModelInfo } from '../activities/catalog/catalog.js';
 import type { InferenceCall } from '../activities/inference/execute.js';
-import { type PrepareInput, prepareCall, resolveModel } from '../activities/inference/prepare.js';
+import { type PrepareInput, planCall, prepareCall, resolveModel } from '../activities/inference/prepare.js';
 import type { ModelName } from '../activities/routing/suffixes.js';
 import { withMemory } from '../activities/memory/memory.js';
 import { clientAbortSignal } from './clientAbort.js';
@@ -21,10 +25,18 @@ import type { Envelope } from './errors.js';
 import { chargeOnDelivery } from './inference.js';
 import { authenticate } from './middleware/auth.js';
 import { billingMode } from './middleware/billingMode.js';
-import { refuseUnofferedFeatures } from './middleware/notOffered.js';
+import { refuseUnofferedBesideRedaction, refuseUnofferedFeatures } from './middleware/notOffered.js';
+import { config } from '../activities/config.js';
+import { redactRequest } from '../activities/redaction/mask.js';
+import { REDACTION_FEE_NANO_USD, redactionWanted } from '../activities/redaction/policy.js';
 import { surface } from './middleware/surface.js';
 import type { AppContext, AppState } from './state.js';
 import { validateBody } from './validate.js';
+import compose from 'koa-compose';
+import type { Middleware } from 'koa';
+import { RequestError } from '../activities/core/errors.js';
+import { admitX402, authenticateOrX402, finishPaid, unclaimPaid } from './x402.js';
+import type { QuestionsFormat } from './questionsFormat.js';
 
 /** A text request body once its schema has passed: wire JSON, read field by field by its surface. */
 // biome-ignore lint/suspicious/noExplicitAny: the surface's translation checks every field it reads
@@ -38,6 +50,8 @@ export interface TextRequest<T extends Translated> {
   body: TextBody;
   model: ModelInfo;
   input: T;
+  /** the request was masked before it leaves (PII redaction); its answer is restored */
+  redacted: boolean;
   /**
    * plan and reserve: the caller, request id, surface, model, input and billing mode are filled in.
    * A request answered by several calls (chat's `n`) prepares each with its `part` (1, 2, ...): its
@@ -54,9 +68,21 @@ export interface TextRouteSpec<T extends Translated> {
   schema: Schema;
   /** what request records and ledger reasons call it */
   surface: string;
+  /** the route offers PII redaction (chat, completions, responses); elsewhere asking for it is refused */
+  redaction?: boolean;
   /** the body in internal form (may look things up, e.g. a stored conversation) */
   translate(body: TextBody, model: ModelInfo, name: ModelName, ctx: AppContext): T | Promise<T>;
+  /** accountless x402 payment is offered (non-streaming requests; api/x402.ts) */
+  x402?: boolean;
+  /** the surface's form of a decision request (questionsFormat.ts): answered by a decision model instead */
+  questions?: QuestionsFormat;
 }
+
+/**
+ * The x402 routes by surface (the payment's `route`), each as validation + handler: POST
+ * /api/x402/complete/{id} runs the quoted request through it with the stored body.
+ */
+export const x402Routes = new Map<string, Middleware<AppState>>();
 
 export function textRoute<T extends Translated>(
   router: Router<AppState>,
@@ -65,19 +91,53 @@ export function textRoute<T extends Translated>(
 ): void {
   const preamble = [
     surface(spec.envelope),
-    refuseUnofferedFeatures,
-    authenticate,
+    spec.redaction ? refuseUnofferedBesideRedaction : refuseUnofferedFeatures,
+    spec.x402 ? authenticateOrX402 : authenticate,
     billingMode,
-    validateBody(spec.schema),
   ];
-  router.post(spec.paths, ...preamble, async (ctx) => {
+  const handler: Middleware<AppState> = async (ctx) => {
     const body = ctx.request.body as TextBody;
+    const questions = spec.questions?.find(body);
+    if (questions !== undefined) return spec.questions?.answer(ctx, body, questions);
     const { model, name } = resolveModel(body.model);
+    if (name.redaction && !spec.redaction)
+      throw new RequestError(
+        400,
+        'invalid_parameter_value',
+        `The '${name.suffixes.find((s) => /redact/.test(s))}' suffix asks for PII redaction, which this route does not offer (chat completions, completions and responses do). The request was refused rather than sent without it.`,
+        { param: 'model' },
+      );
+    const redact =
+      spec.redaction === true &&
+      redactionWanted({
+        headers: ctx.headers,
+        suffix: name.redaction === true,
+        callerDefault: ctx.state.caller.redaction,
+      });
     // the /api/v1thinking/ base path asks what `:thinking` asks, unless the name turns reasoning off
     if (ctx.state.thinkingPath && name.reasoningEffort !== 'none') name.thinking = true;
     const input = await spec.translate(body, model, name, ctx);
     const provider = ctx.get('x-provider').trim();
     if (provider) input.prefs.explicit = provider;
+    let paid: string | undefined;
+    if (ctx.state.x402) {
+      if (name.memory)
+        throw new RequestError(400, 'invalid_parameter_value', 'x402 payments do not cover the :memory suffix.', {
+          param: 'model',
+        });
+      // priced as it would be reserved: the dearest route's worst case
+      const worst = () =>
+        planCall({
+          caller: ctx.state.caller,
+          requestId: ctx.state.requestId,
+          surface: spec.surface,
+          model,
+          request: input.request,
+          needs: input.needs,
+          prefs: input.prefs,
+        }).metered.worstCase() + (redact ? REDACTION_FEE_NANO_USD : 0n);
+      paid = await admitX402(ctx, spec.surface, body, worst);
+    }
     const calls: InferenceCall[] = [];
     const memory = name.memory
       ? await withMemory(
@@ -89,12 +149,22 @@ export function textRoute<T extends Translated>(
         )
       : undefined;
     if (memory) input.request.messages = memory.messages;
+    let redaction: PrepareInput['redaction'];
     try {
+      if (redact) {
+        const masked = await redactRequest(input.request, config.redactionTimeoutMs);
+        input.request = masked.request;
+        redaction = { redactor: masked.redactor, feeUsd: REDACTION_FEE_NANO_USD };
+        const { masked: byCategory, credentials } = masked.redactor.counts;
+        const count = Object.values(byCategory).reduce((n, c) => n + c, 0);
+        ctx.set('X-Redaction', `applied; pii=${count}; credentials=${credentials}`);
+      }
       await answer({
         ctx,
         body,
         model,
         input,
+        redacted: redaction !== undefined,
         prepare: async ({ part, ...extra } = {}) => {
           const call = await prepareCall({
             caller: ctx.state.caller,
@@ -105,8 +175,9 @@ export function textRoute<T extends Translated>(
             needs: input.needs,
             prefs: input.prefs,
             ...extra,
-            // the caller's own body still holds the whole conversation
-            native: memory ? undefined : extra.native,
+            // the caller's own body still holds the whole conversation, and the personal data
+            native: memory || redaction ? undefined : extra.native,
+            redaction,
             forcePaygo: extra.forcePaygo || ctx.state.forcePaygo === true,
           });
           calls.push(call);
@@ -120,6 +191,8 @@ export function textRoute<T extends Translated>(
         await metered
           ?.abandon((err as { code?: string }).code ?? 'error')
           .catch((e) => console.error(`[api] ${ctx.state.requestId}: could not give back the money:`, e));
+      // a paid x402 request that failed stays paid, to be completed again
+      if (paid) await unclaimPaid(paid);
       throw err;
     }
     for (const call of calls) chargeOnDelivery(ctx, call.metered);
@@ -130,5 +203,8 @@ export function textRoute<T extends Translated>(
       if (calls.some((c) => c.metered.isDelivered)) memory.call.metered.delivered();
       else chargeOnDelivery(ctx, memory.call.metered);
     }
-  });
+    if (paid) await finishPaid(paid);
+  };
+  router.post(spec.paths, ...preamble, validateBody(spec.schema), handler);
+  if (spec.x402) x402Routes.set(spec.surface, compose([validateBody(spec.schema), handler]));
 }

@@ -35,6 +35,7 @@ import { config } from '../activities/config.js';
 import { assertBooksBalance } from './support/books.js';
 import { until } from './support/wait.js';
 import { person, teamEmail, teamFixture } from './support/teams.js';
+import { startBtcpayUpstream, type BtcpayUpstream } from './support/upstreams/btcpay.js';
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
 const WORKFLOWS = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -68,6 +69,26 @@ const PATHS: Record<string, Path> = {
   // nobody answered: the workflow's timer fired and the expiry was recorded
   'teamInvitation-expired': {
     activities: ['sendTeamInvitationMail', 'expireTeamInvitation'],
+    closed: 'COMPLETED',
+    result: 'expired',
+    has: ['EVENT_TYPE_TIMER_FIRED'],
+  },
+  // a credit invitation redeemed (the API signals its end), revoked (the hold released once more
+  // by the workflow's activity), or left to its timer (expired, the hold released)
+  'creditInvitation-redeemed': {
+    activities: [],
+    closed: 'COMPLETED',
+    result: 'redeemed',
+    has: ['EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED'],
+  },
+  'creditInvitation-revoked': {
+    activities: ['closeCreditInvitation'],
+    closed: 'COMPLETED',
+    result: 'revoked',
+    has: ['EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED'],
+  },
+  'creditInvitation-expired': {
+    activities: ['expireCreditInvitation'],
     closed: 'COMPLETED',
     result: 'expired',
     has: ['EVENT_TYPE_TIMER_FIRED'],
@@ -142,6 +163,20 @@ const PATHS: Record<string, Path> = {
     result: 'cancelled',
     has: ['EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED', 'EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED'],
   },
+  // a deposit paid and settled: BTCPay's webhooks arrive as signals, the invoice is read again, credited
+  'cryptoDeposit-completed': {
+    activities: ['observeDeposit', 'completeDeposit'],
+    closed: 'COMPLETED',
+    result: 'Completed',
+    has: ['EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED'],
+  },
+  // never paid: the workflow's timer wakes it when BTCPay stops watching, and it closes uncredited
+  'cryptoDeposit-expired': {
+    activities: ['observeDeposit', 'closeDeposit'],
+    closed: 'COMPLETED',
+    result: 'Expired',
+    has: ['EVENT_TYPE_TIMER_FIRED'],
+  },
   'batchChunk-stopped': {
     activities: ['runBatchRows'],
     closed: 'COMPLETED',
@@ -210,11 +245,20 @@ function recordings() {
   let openai: SpeechUpstream;
   let eleven: SpeechUpstream;
   let chat: OpenAIUpstream;
+  let btcpay: BtcpayUpstream;
   let restoreEnv: () => Promise<void>;
+  const savedBtcpay = config.btcpay;
 
   before(async () => {
     await useTemporal();
     chat = await startOpenAIUpstream();
+    btcpay = await startBtcpayUpstream();
+    config.btcpay = {
+      url: btcpay.url,
+      apiKey: btcpay.apiKey,
+      storeId: btcpay.storeId,
+      webhookSecret: btcpay.webhookSecret,
+    };
     fal = await startFalUpstream();
     openai = await startOpenAISpeechUpstream();
     eleven = await startElevenLabsUpstream();
@@ -228,8 +272,11 @@ function recordings() {
       OPENAI_BASE_URL: chat.url,
     });
     api = await startApi();
+    btcpay.webhookTo(`${api.base}/api/transaction/webhook/btcpay`);
   });
   after(async () => {
+    config.btcpay = savedBtcpay;
+    await btcpay?.close();
     await api?.close();
     await fal?.close();
     await openai?.close();
@@ -292,6 +339,30 @@ function recordings() {
     return { t, invitee, inv: r.body.invitation as { id: string; token: string } };
   };
 
+  /** A BTC deposit of `usd` dollars; returns its txId and invoice id. */
+  const deposit = async (usd: number) => {
+    const { txId } = await post((await newAccount('0')).key, '/api/transaction/create/btc', { amount: usd });
+    return { txId: txId as string, invoiceId: btcpay.invoiceOf(txId)!.id };
+  };
+
+  it('cryptoDeposit-completed', () =>
+    record('cryptoDeposit-completed', async () => {
+      const { txId, invoiceId } = await deposit(5);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await btcpay.pay(invoiceId);
+      await btcpay.confirm(invoiceId);
+      return txId;
+    }));
+
+  it('cryptoDeposit-expired', async () => {
+    btcpay.timing({ expirationSeconds: 1, monitoringSeconds: 1 });
+    try {
+      await record('cryptoDeposit-expired', async () => (await deposit(5)).txId);
+    } finally {
+      btcpay.timing({ expirationSeconds: 900, monitoringSeconds: 3600 });
+    }
+  });
+
   it('teamInvitation-accepted', () =>
     record('teamInvitation-accepted', async () => {
       const { invitee, inv } = await invitation();
@@ -315,6 +386,37 @@ function recordings() {
       await record('teamInvitation-expired', async () => (await invitation()).inv.id);
     } finally {
       config.teamInvitationTtlSeconds = ttl;
+    }
+  });
+
+  /** A credit invitation of 1 USD from a fresh account, and a key of another to redeem it with. */
+  const creditInvitation = async () => {
+    const issuer = await newAccount('5');
+    const created = await post(issuer.key, '/api/invitations/create', { amount: 1, currency: 'USD' });
+    return { issuer, created: created as { insertId: string; redeemCode: string } };
+  };
+
+  it('creditInvitation-redeemed', () =>
+    record('creditInvitation-redeemed', async () => {
+      const { created } = await creditInvitation();
+      await post((await newAccount('0')).key, '/api/invitations/redeem', { code: created.redeemCode });
+      return created.insertId;
+    }));
+
+  it('creditInvitation-revoked', () =>
+    record('creditInvitation-revoked', async () => {
+      const { issuer, created } = await creditInvitation();
+      await post(issuer.key, '/api/invitations/revoke', { code: created.redeemCode });
+      return created.insertId;
+    }));
+
+  it('creditInvitation-expired', async () => {
+    const ttl = config.creditInvitationTtlSeconds;
+    config.creditInvitationTtlSeconds = 2;
+    try {
+      await record('creditInvitation-expired', async () => (await creditInvitation()).created.insertId);
+    } finally {
+      config.creditInvitationTtlSeconds = ttl;
     }
   });
 

@@ -13,6 +13,7 @@ import { type Bill as MeteredBill, billOf, MeteredCall } from '../metering/meter
 import { capability, targetFor } from '../providers/registry.js';
 import type { NativePassThrough, ProviderTarget } from '../providers/types.js';
 import { recordLatency, recordThroughput } from '../routing/stats.js';
+import type { Redactor } from '../redaction/mask.js';
 
 /** A text answer's bill: the charge, and the tokens it was for. */
 export interface Bill extends MeteredBill {
@@ -48,6 +49,12 @@ export interface CallContext {
   priceBps?: number;
   /** the reservation's idempotency key (a batch row's: its retries find the same hold) */
   holdKey?: string;
+  /**
+   * PII redaction: the request was masked by this redactor, whose placeholders the answer gets back
+   * (whole, or as the stream goes); its fee is part of the worst case and of the charge, so it is
+   * reserved, charged once and given back with the rest (README, PII redaction).
+   */
+  redaction?: { redactor: Redactor; feeUsd: bigint };
 }
 
 export interface OpenedStream {
@@ -85,7 +92,8 @@ export class InferenceCall {
       forcePaygo: ctx.forcePaygo,
       holdKey: ctx.holdKey,
       creditLease: true,
-      worstCase: (route) => this.priced(worstCaseCost(route, promptTokenEstimate, request.maxTokens)),
+      worstCase: (route) =>
+        this.priced(worstCaseCost(route, promptTokenEstimate, request.maxTokens)) + (ctx.redaction?.feeUsd ?? 0n),
       shortfall: (required, available) =>
         `this request may cost up to $${required} and $${available} is available. Add funds, or lower max_tokens to reserve less.`,
     });
@@ -104,7 +112,7 @@ export class InferenceCall {
 
   /** What `usage` costs on `route` at this call's price: what settle() charges for it. */
   costOf(route: Route, usage: Usage): bigint {
-    return this.priced(costOfUsage(route, usage));
+    return this.priced(costOfUsage(route, usage)) + (this.ctx.redaction?.feeUsd ?? 0n);
   }
 
   reserve(): Promise<unknown> {
@@ -145,7 +153,7 @@ export class InferenceCall {
         : await capability(route, 'chat').complete(req, target, signal);
       recordLatency(route.id, Date.now() - t0);
       if (result.usage) recordThroughput(route.id, result.usage.completionTokens, Date.now() - t0);
-      return result;
+      return this.ctx.redaction ? this.ctx.redaction.redactor.restoreResult(result) : result;
     });
     return { result: value, route };
   }
@@ -160,11 +168,13 @@ export class InferenceCall {
       const req = { ...this.ctx.request, model: route.upstreamModel };
       const target = targetFor(route, this.ctx.passHeaders);
       const native = this.passThroughFor(route, req, target);
-      const rest = (
-        native
-          ? native.stream(this.ctx.native!, req, target, signal)
-          : capability(route, 'chat').stream(req, target, signal)
-      )[Symbol.asyncIterator]();
+      const events = native
+        ? native.stream(this.ctx.native!, req, target, signal)
+        : capability(route, 'chat').stream(req, target, signal);
+      // a redacted request's placeholders come back as values, even split across chunks
+      const rest = (this.ctx.redaction ? this.ctx.redaction.redactor.restoreStream(events) : events)[
+        Symbol.asyncIterator
+      ]();
       const first = await rest.next();
       recordLatency(route.id, Date.now() - t0);
       // an upstream that ignored `stream` and answered in one piece is replayed as events, not frames

@@ -7,7 +7,7 @@ import type { Caller } from '../accounts/keys.js';
 import { parseModelName, type ModelName } from '../routing/suffixes.js';
 import { planRoute, type ProviderPreferences, type RequestNeeds } from '../routing/planRoute.js';
 import { estimatePromptTokens, likelyFromEstimate } from '../billing/pricing.js';
-import { InferenceCall } from './execute.js';
+import { type CallContext, InferenceCall } from './execute.js';
 import type { InferenceRequest, NativeRequest } from '../core/types.js';
 import { RequestError } from '../core/errors.js';
 
@@ -57,9 +57,18 @@ export interface PrepareInput {
   /** a batch row: its price (basis points of the synchronous one) and its reservation's key */
   priceBps?: number;
   holdKey?: string;
+  /** the request was masked (activities/redaction/): restore the answer, charge the fee */
+  redaction?: CallContext['redaction'];
 }
 
 export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
+  const call = planCall(p);
+  await call.reserve();
+  return call;
+}
+
+/** Everything prepareCall does but the reservation: what a quote (x402) needs to price the worst case. */
+export function planCall(p: PrepareInput): InferenceCall {
   const routes = planRoute(catalog(), p.model, p.caller, p.prefs, p.needs);
   const promptTokens = estimatePromptTokens(p.request);
   const likely = likelyFromEstimate(promptTokens);
@@ -87,7 +96,7 @@ export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
     );
   }
   const request: InferenceRequest = { ...p.request, model: '', maxTokens: p.request.maxTokens ?? ceiling };
-  const call = new InferenceCall({
+  return new InferenceCall({
     caller: p.caller,
     requestId: p.requestId,
     surface: p.surface,
@@ -101,7 +110,6 @@ export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
     forcePaygo: p.forcePaygo,
     priceBps: p.priceBps,
     holdKey: p.holdKey,
+    redaction: p.redaction,
   });
-  await call.reserve();
-  return call;
 }

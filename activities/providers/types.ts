@@ -28,9 +28,10 @@ export interface Provider {
   readonly embeddings?: EmbeddingsAdapter;
   readonly images?: ImagesAdapter;
   readonly transcription?: TranscriptionAdapter;
+  readonly scoring?: ScoringAdapter;
 }
 
-export type Capability = 'chat' | 'speech' | 'video' | 'embeddings' | 'images' | 'transcription';
+export type Capability = 'chat' | 'speech' | 'video' | 'embeddings' | 'images' | 'transcription' | 'scoring';
 
 /** Text generation: the one internal request in, a result or a stream of events out. */
 export interface ChatAdapter {
@@ -307,4 +308,37 @@ export interface Transcript {
 /** Audio in, text out, in one call. Failures are RequestErrors, as for chat; nothing is billed for them. */
 export interface TranscriptionAdapter {
   transcribe(req: TranscriptionRequest, target: ProviderTarget, signal: AbortSignal): Promise<Transcript>;
+}
+
+// --- scoring (decision models, family A) ---------------------------------------------------
+
+/** One scoring row: its whole prompt (ending as the adapter's `slot` says) and its option letters. */
+export interface ScoringRow {
+  prompt: string;
+  /** the valid answers, in option order: 'A', 'B', … */
+  letters: string[];
+}
+
+export interface ScoringResult {
+  /** per row, the next-token log probability of each letter, in option order */
+  scores: number[][];
+  /** the prompt tokens evaluated (every row's whole prompt, as an upstream would bill them) */
+  inputTokens: number;
+  /** tokens generated: 0 from a model read in-process, 1 a row from an upstream that must sample one */
+  outputTokens: number;
+}
+
+/**
+ * Next-token scores of option letters, nothing generated (wire-details "Decisions"). `slot`: how
+ * the rows' prompts must end for this protocol: 'completion' at the letter itself (`Answer: (`),
+ * 'chat' with an instruction to answer with the letter (the reply's first token is read).
+ * The whole request answers or fails together; failures are RequestErrors, as for chat.
+ */
+export interface ScoringAdapter {
+  readonly slot: 'completion' | 'chat';
+  score(
+    req: { model: string; rows: ScoringRow[] },
+    target: ProviderTarget,
+    signal: AbortSignal,
+  ): Promise<ScoringResult>;
 }

@@ -2,6 +2,7 @@
 // only translates and streams; planning, money and provider calls are activities.
 import Router from '@koa/router';
 import { textRoute } from '../textRoute.js';
+import { chatQuestions } from '../questionsFormat.js';
 import { v1 } from '../paths.js';
 import { chatRequestSchema } from '../schemas/chat.js';
 import { completeOnce, streamOnce } from '../inference.js';
@@ -29,7 +30,10 @@ textRoute(
     envelope: 'openai',
     schema: chatRequestSchema,
     surface: 'chat',
+    redaction: true,
+    x402: true,
     translate: chatToInternal,
+    questions: chatQuestions,
   },
   async ({ ctx, body, model, input, prepare }) => {
     if (body.n > 1) return answerChoices(ctx, body, model, input, prepare);

@@ -5,6 +5,7 @@
 // `anthropic-beta` headers are accepted and not required.
 import Router from '@koa/router';
 import { textRoute } from '../textRoute.js';
+import { messagesQuestions } from '../questionsFormat.js';
 import { surface } from '../middleware/surface.js';
 import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { authenticate } from '../middleware/auth.js';
@@ -48,6 +49,7 @@ textRoute(
     schema: messagesRequestSchema,
     surface: 'messages',
     translate: messagesToInternal,
+    questions: messagesQuestions,
   },
   async ({ ctx, body, model, input, prepare }) => {
     // `anthropic-beta` is passed on to Anthropic upstreams (others would not understand it)

@@ -9,6 +9,7 @@ import Router from '@koa/router';
 import type { ModelInfo } from '../../activities/catalog/catalog.js';
 import type { ModelName } from '../../activities/routing/suffixes.js';
 import { type TextBody, textRoute } from '../textRoute.js';
+import { responsesQuestions } from '../questionsFormat.js';
 import type { Context } from 'koa';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
@@ -89,10 +90,21 @@ textRoute(
     envelope: 'openai',
     schema: responsesRequestSchema,
     surface: 'responses',
+    redaction: true,
     translate: translateResponses,
+    questions: responsesQuestions,
   },
-  async ({ ctx, body, model, input, prepare }) => {
+  async ({ ctx, body, model, input, redacted, prepare }) => {
     const caller = ctx.state.caller;
+    if (redacted && body.background === true)
+      // the answer is made by a worker, and restoring it there would put the personal data into the
+      // workflow's history: refused rather than answered with placeholders
+      throw new RequestError(
+        400,
+        'invalid_parameter_value',
+        'PII redaction is not offered for background responses. Send the request without background, or turn redaction off (header redaction: false) to send it as it is.',
+        { param: 'background' },
+      );
     const call = await prepare({ holdTtlSeconds: body.background === true ? BACKGROUND_HOLD_SECONDS : undefined });
     const meta: ResponseMeta = {
       id: newId('resp'),

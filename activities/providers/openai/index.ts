@@ -9,6 +9,7 @@ import type { ChatAdapter, Provider, ProviderTarget } from '../types.js';
 import { openaiEmbeddings } from './embeddings.js';
 import { openaiImages } from './images.js';
 import { openaiPassThrough } from './native.js';
+import { openaiScoring } from './scoring.js';
 import { openaiSpeech } from './speech.js';
 import { openaiTranscription } from './transcription.js';
 import { quirksFor } from './quirks.js';
@@ -76,4 +77,5 @@ export const openaiProvider: Provider = {
   embeddings: openaiEmbeddings,
   images: openaiImages,
   transcription: openaiTranscription,
+  scoring: openaiScoring,
 };
