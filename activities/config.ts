@@ -212,12 +212,17 @@ export const config: Config = loadConfig();
 // Read on every call (operators and tests may change them while running); only the names are kept.
 const envNames = new Map<string, { apiKey: string; baseUrl: string }>();
 
-/** The names of a provider's settings: `<PROVIDER>_API_KEY`, `<PROVIDER>_BASE_URL`. */
+/** Providers whose settings are not named by the convention: SearXNG's URL is `SEARXNG_URL`, as its own docs name it. */
+const ENV_NAME_EXCEPTIONS: Record<string, Partial<{ apiKey: string; baseUrl: string }>> = {
+  searxng: { baseUrl: 'SEARXNG_URL' },
+};
+
+/** The names of a provider's settings: `<PROVIDER>_API_KEY`, `<PROVIDER>_BASE_URL` (but see ENV_NAME_EXCEPTIONS). */
 export function providerEnvNames(providerId: string): { apiKey: string; baseUrl: string } {
   let names = envNames.get(providerId);
   if (!names) {
     const prefix = providerId.toUpperCase().replace(/[^A-Z0-9]/g, '_');
-    names = { apiKey: `${prefix}_API_KEY`, baseUrl: `${prefix}_BASE_URL` };
+    names = { apiKey: `${prefix}_API_KEY`, baseUrl: `${prefix}_BASE_URL`, ...ENV_NAME_EXCEPTIONS[providerId] };
     envNames.set(providerId, names);
   }
   return names;

@@ -21,6 +21,7 @@ import { decisionsRouter } from './routes/decisions.js';
 import { imagesRouter } from './routes/images.js';
 import { imageModelsRouter } from './routes/imageModels.js';
 import { memoryRouter } from './routes/memory.js';
+import { webRouter } from './routes/web.js';
 import { ttsRouter } from './routes/tts.js';
 import { mediaRouter } from './routes/media.js';
 import { videoRouter } from './routes/video.js';
@@ -72,6 +73,7 @@ export function createApp(): Koa {
     imagesRouter,
     imageModelsRouter,
     memoryRouter,
+    webRouter,
     ttsRouter,
     mediaRouter,
     videoRouter,

@@ -7,20 +7,28 @@
 // reserves the worst case (activities/inference/prepare.ts). A `:memory` suffix compresses the
 // conversation before the latest user turn first (activities/memory/memory.ts; charged on its own,
 // and given back with the rest if the answer never reaches the caller); the compressed request is
-// then translated, never passed through. PII redaction (on the routes that offer it: the `redaction`
-// header, a `:redaction` suffix, or the key's or account's default) masks the request after that,
-// before anything is reserved or sent, and refuses it if masking fails (activities/redaction/); a
-// redacted request is translated too, and its answer restored. The handler only answers. Whatever
+// then translated, never passed through. Web search (`:online`, `web_search`, `web_search_options`)
+// then searches for the latest user message and puts the results before it (activities/search/
+// online.ts; charged on its own, given back likewise); the handler gets the results to cite. PII
+// redaction (on the routes that offer it: the `redaction` header, a `:redaction` suffix, or the
+// key's or account's default) masks the request before anything is reserved or sent, and refuses
+// it if masking fails (activities/redaction/); a redacted request is translated too, and its
+// answer restored. The handler only answers. Whatever
 // the handler does, an answer the caller never receives is not charged: a failure after the
 // money moved releases or refunds it, and so does a caller gone before the answer was written.
 import type Router from '@koa/router';
 import type { Schema } from 'ajv';
 import type { ModelInfo } from '../activities/catalog/catalog.js';
 import type { InferenceCall } from '../activities/inference/execute.js';
+import type { InferenceRequest } from '../activities/core/types.js';
 import { type PrepareInput, planCall, prepareCall, resolveModel } from '../activities/inference/prepare.js';
 import type { ModelName } from '../activities/routing/suffixes.js';
 import { withMemory } from '../activities/memory/memory.js';
+import { bothBalanceError, OnlineSearch } from '../activities/search/online.js';
+import { nativeSearch } from '../activities/search/native.js';
+import { webSearchSettings } from '../activities/search/settings.js';
 import { clientAbortSignal } from './clientAbort.js';
+import { RequestError } from '../activities/core/errors.js';
 import type { Envelope } from './errors.js';
 import { chargeOnDelivery } from './inference.js';
 import { authenticate } from './middleware/auth.js';
@@ -34,7 +42,6 @@ import type { AppContext, AppState } from './state.js';
 import { validateBody } from './validate.js';
 import compose from 'koa-compose';
 import type { Middleware } from 'koa';
-import { RequestError } from '../activities/core/errors.js';
 import { admitX402, authenticateOrX402, finishPaid, unclaimPaid } from './x402.js';
 import type { QuestionsFormat } from './questionsFormat.js';
 
@@ -52,6 +59,8 @@ export interface TextRequest<T extends Translated> {
   input: T;
   /** the request was masked before it leaves (PII redaction); its answer is restored */
   redacted: boolean;
+  /** the web search before the model call (undefined: none); its `hits` and `fee` are known once prepare() returned */
+  search?: OnlineSearch;
   /**
    * plan and reserve: the caller, request id, surface, model, input and billing mode are filled in.
    * A request answered by several calls (chat's `n`) prepares each with its `part` (1, 2, ...): its
@@ -70,6 +79,8 @@ export interface TextRouteSpec<T extends Translated> {
   surface: string;
   /** the route offers PII redaction (chat, completions, responses); elsewhere asking for it is refused */
   redaction?: boolean;
+  /** web search (`:online`, `web_search`) is offered here (chat, responses, talk-to-gpt); elsewhere refused */
+  webSearch?: boolean;
   /** the body in internal form (may look things up, e.g. a stored conversation) */
   translate(body: TextBody, model: ModelInfo, name: ModelName, ctx: AppContext): T | Promise<T>;
   /** accountless x402 payment is offered (non-streaming requests; api/x402.ts) */
@@ -117,6 +128,21 @@ export function textRoute<T extends Translated>(
     // the /api/v1thinking/ base path asks what `:thinking` asks, unless the name turns reasoning off
     if (ctx.state.thinkingPath && name.reasoningEffort !== 'none') name.thinking = true;
     const input = await spec.translate(body, model, name, ctx);
+    const web = webSearchSettings(name, body);
+    if (web && !spec.webSearch)
+      throw new RequestError(
+        400,
+        'invalid_parameter_value',
+        `Web search (asked for by ${web.source}) is offered on chat completions, responses and talk-to-gpt, not on this endpoint. Remove it, or use one of those.`,
+        { param: web.source.startsWith('the') ? 'model' : web.source.replace(/'/g, '') },
+      );
+    // native search: the model's provider searches (routes with `native_web_search`), billed with the call
+    const nativeWeb = web ? nativeSearch(web, model, body.max_tool_calls) : undefined;
+    const native = nativeWeb !== undefined;
+    if (nativeWeb) {
+      input.request.webSearch = nativeWeb.request;
+      input.needs.nativeWebSearch = true;
+    }
     const provider = ctx.get('x-provider').trim();
     if (provider) input.prefs.explicit = provider;
     let paid: string | undefined;
@@ -124,6 +150,10 @@ export function textRoute<T extends Translated>(
       if (name.memory)
         throw new RequestError(400, 'invalid_parameter_value', 'x402 payments do not cover the :memory suffix.', {
           param: 'model',
+        });
+      if (web)
+        throw new RequestError(400, 'invalid_parameter_value', 'x402 payments do not cover web search.', {
+          param: web.source.startsWith('the') ? 'model' : web.source.replace(/'/g, ''),
         });
       // priced as it would be reserved: the dearest route's worst case
       const worst = () =>
@@ -139,6 +169,7 @@ export function textRoute<T extends Translated>(
       paid = await admitX402(ctx, spec.surface, body, worst);
     }
     const calls: InferenceCall[] = [];
+    let searched: Promise<InferenceRequest['messages']> | undefined;
     const memory = name.memory
       ? await withMemory(
           ctx.state.caller,
@@ -150,6 +181,20 @@ export function textRoute<T extends Translated>(
       : undefined;
     if (memory) input.request.messages = memory.messages;
     let redaction: PrepareInput['redaction'];
+    let search: OnlineSearch | undefined;
+    try {
+      // the search's fee first: a balance that cannot pay it spends nothing (activities/search/online.ts)
+      search =
+        web && !native
+          ? new OnlineSearch(ctx.state.caller, ctx.state.requestId, input.request.messages, web)
+          : undefined;
+      await search?.reserve();
+    } catch (err) {
+      await memory?.call.metered.abandon((err as { code?: string }).code ?? 'error');
+      throw err;
+    }
+    // the caller's own body no longer is what is sent: translate, never pass through
+    const rewritten = !!memory || !!search || native;
     try {
       if (redact) {
         const masked = await redactRequest(input.request, config.redactionTimeoutMs);
@@ -165,43 +210,54 @@ export function textRoute<T extends Translated>(
         model,
         input,
         redacted: redaction !== undefined,
+        search,
         prepare: async ({ part, ...extra } = {}) => {
           const call = await prepareCall({
             caller: ctx.state.caller,
             requestId: part ? `${ctx.state.requestId}:${part}` : ctx.state.requestId,
             surface: spec.surface,
             model,
-            request: input.request,
+            // with a web search: reserved with room for its results, which are searched for after
+            request: search ? { ...input.request, messages: search.withRoom(input.request.messages) } : input.request,
             needs: input.needs,
             prefs: input.prefs,
             ...extra,
-            // the caller's own body still holds the whole conversation, and the personal data
-            native: memory || redaction ? undefined : extra.native,
+            // the caller's own body still holds the whole conversation, no search results, and the personal data
+            native: rewritten || redaction ? undefined : extra.native,
             redaction,
+            searchFee: nativeWeb?.fee,
             forcePaygo: extra.forcePaygo || ctx.state.forcePaygo === true,
           });
           calls.push(call);
+          // one search for the request, however many calls answer it (chat's `n`)
+          if (search) {
+            searched ??= search.run(input.request.messages, clientAbortSignal(ctx));
+            call.ctx.request.messages = await searched;
+          }
           return call;
         },
       });
     } catch (err) {
       // Whatever failed once the money had moved (storing the answer, shaping it), the caller gets
       // this error instead of the answer: release the reservation or refund the charge.
-      for (const metered of [...calls.map((c) => c.metered), memory?.call.metered])
+      for (const metered of [...calls.map((c) => c.metered), memory?.call.metered, search?.call.metered])
         await metered
           ?.abandon((err as { code?: string }).code ?? 'error')
           .catch((e) => console.error(`[api] ${ctx.state.requestId}: could not give back the money:`, e));
       // a paid x402 request that failed stays paid, to be completed again
       if (paid) await unclaimPaid(paid);
-      throw err;
+      throw search ? bothBalanceError(err) : err;
     }
+    // a search reserved for an answer that never called the model is released
+    if (search && !search.outcome) await search.call.metered.abandon('unused');
     for (const call of calls) chargeOnDelivery(ctx, call.metered);
-    // The memory went into the answer, so it is charged when the answer is: a stream has already
-    // delivered (and ended the response) by now, so the memory is delivered with it; a whole answer
-    // is delivered once written out, with the same check as the answer's own charge.
-    if (memory) {
-      if (calls.some((c) => c.metered.isDelivered)) memory.call.metered.delivered();
-      else chargeOnDelivery(ctx, memory.call.metered);
+    // The memory and the search went into the answer, so they are charged when the answer is: a
+    // stream has already delivered (and ended the response) by now, so they are delivered with it;
+    // a whole answer is delivered once written out, with the same check as the answer's own charge.
+    for (const addOn of [memory?.call.metered, search?.call.metered]) {
+      if (!addOn) continue;
+      if (calls.some((c) => c.metered.isDelivered)) addOn.delivered();
+      else chargeOnDelivery(ctx, addOn);
     }
     if (paid) await finishPaid(paid);
   };

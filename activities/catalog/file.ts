@@ -27,7 +27,10 @@ const schema = {
         additionalProperties: false,
         properties: {
           name: { type: 'string' },
-          protocol: { type: 'string', enum: ['openai', 'anthropic', 'gemini', 'local', 'elevenlabs', 'fal'] },
+          protocol: {
+            type: 'string',
+            enum: ['openai', 'anthropic', 'gemini', 'local', 'elevenlabs', 'fal', 'linkup', 'tavily', 'searxng'],
+          },
           base_url: { type: 'string' },
           keyless: { type: 'boolean' },
           zero_data_retention: { type: 'boolean' },
@@ -48,7 +51,18 @@ const schema = {
           owned_by: { type: 'string' },
           category: {
             type: 'string',
-            enum: ['chat', 'embedding', 'image', 'video', 'speech', 'music', 'decision', 'memory', 'transcription'],
+            enum: [
+              'chat',
+              'embedding',
+              'image',
+              'video',
+              'speech',
+              'music',
+              'decision',
+              'memory',
+              'search',
+              'transcription',
+            ],
           },
           description: { type: 'string' },
           context_length: { type: 'integer', minimum: 1 },
@@ -73,23 +87,47 @@ const schema = {
                 provider: { type: 'string' },
                 upstream_model: { type: 'string' },
                 // token-priced routes state input/output (per 1M); video routes state per_second;
-                // image routes per_image (and route option `image_prices` by size and quality)
+                // image routes per_image (and route option `image_prices` by size and quality);
+                // web search routes per_request
                 price: {
                   type: 'object',
                   additionalProperties: false,
-                  properties: { input: price, output: price, cached_input: price, per_second: price, per_image: price },
+                  properties: {
+                    input: price,
+                    output: price,
+                    cached_input: price,
+                    per_second: price,
+                    per_image: price,
+                    per_request: price,
+                  },
                   oneOf: [
                     {
                       required: ['input', 'output'],
-                      not: { anyOf: [{ required: ['per_second'] }, { required: ['per_image'] }] },
+                      not: {
+                        anyOf: [
+                          { required: ['per_second'] },
+                          { required: ['per_image'] },
+                          { required: ['per_request'] },
+                        ],
+                      },
                     },
                     {
                       required: ['per_second'],
-                      not: { anyOf: [{ required: ['input'] }, { required: ['per_image'] }] },
+                      not: {
+                        anyOf: [{ required: ['input'] }, { required: ['per_image'] }, { required: ['per_request'] }],
+                      },
                     },
                     {
                       required: ['per_image'],
-                      not: { anyOf: [{ required: ['input'] }, { required: ['per_second'] }] },
+                      not: {
+                        anyOf: [{ required: ['input'] }, { required: ['per_second'] }, { required: ['per_request'] }],
+                      },
+                    },
+                    {
+                      required: ['per_request'],
+                      not: {
+                        anyOf: [{ required: ['input'] }, { required: ['per_second'] }, { required: ['per_image'] }],
+                      },
                     },
                   ],
                 },
@@ -125,7 +163,7 @@ export interface CatalogFileRoute {
   providerId: string;
   upstreamModel: string;
   position: number;
-  /** nano-USD per 1M tokens, upstream list price (for video routes: nano-USD per second of output) */
+  /** nano-USD per 1M tokens, upstream list price (video: per second of output; images: per image; search: per request) */
   inputPrice: bigint;
   outputPrice: bigint;
   cachedInputPrice: bigint | null;
@@ -205,7 +243,7 @@ export function parseCatalog(text: string, source = 'catalog'): CatalogFile {
       // Video is billed per second of output and transcription per second of audio in: for those
       // categories the route's `input` price holds the per-second price (nano-USD per second) and
       // `output` is 0. Images likewise per image (`per_image`: the default size and quality;
-      // `image_prices` for the others).
+      // `image_prices` for the others), and web search per request (`per_request`, category `search`).
       const perSecond = r.price.per_second !== undefined;
       const bySecond = m.category === 'video' || m.category === 'transcription';
       if (perSecond !== bySecond) {
@@ -219,13 +257,28 @@ export function parseCatalog(text: string, source = 'catalog'): CatalogFile {
           `${source}: /models/${i}/providers/${j}: ${m.category === 'image' ? 'an image route states its price as per_image' : 'only image routes are priced per_image'}`,
         );
       }
+      const perRequest = r.price.per_request !== undefined;
+      if (perRequest !== (m.category === 'search')) {
+        throw new CatalogFileError(
+          `${source}: /models/${i}/providers/${j}: ${m.category === 'search' ? 'a web search route states its price as per_request' : 'only web search routes are priced per_request'}`,
+        );
+      }
       checkImagePrices(r.options?.image_prices, `${source}: /models/${i}/providers/${j}/options/image_prices`);
       return {
         providerId: r.provider,
         upstreamModel: r.upstream_model,
         position: j,
-        inputPrice: parseAmount(perSecond ? r.price.per_second : perImage ? r.price.per_image : r.price.input, 'USD'),
-        outputPrice: perSecond || perImage ? 0n : parseAmount(r.price.output, 'USD'),
+        inputPrice: parseAmount(
+          perSecond
+            ? r.price.per_second
+            : perImage
+              ? r.price.per_image
+              : perRequest
+                ? r.price.per_request
+                : r.price.input,
+          'USD',
+        ),
+        outputPrice: perSecond || perImage || perRequest ? 0n : parseAmount(r.price.output, 'USD'),
         cachedInputPrice: r.price.cached_input === undefined ? null : parseAmount(r.price.cached_input, 'USD'),
         markupBps: r.markup_bps ?? defaultMarkup,
         quantization: r.quantization ?? null,

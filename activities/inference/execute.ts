@@ -55,6 +55,12 @@ export interface CallContext {
    * reserved, charged once and given back with the rest (README, PII redaction).
    */
   redaction?: { redactor: Redactor; feeUsd: bigint };
+  /**
+   * Native web search: the spec's fee per search, on top of the tokens. The reservation covers
+   * `maxSearches`; the charge is the searches the upstream reports (at most that), or one when it
+   * does not count them (OpenAI's search models search once per request).
+   */
+  searchFee?: { perSearch: bigint; maxSearches: number };
 }
 
 export interface OpenedStream {
@@ -93,7 +99,9 @@ export class InferenceCall {
       holdKey: ctx.holdKey,
       creditLease: true,
       worstCase: (route) =>
-        this.priced(worstCaseCost(route, promptTokenEstimate, request.maxTokens)) + (ctx.redaction?.feeUsd ?? 0n),
+        this.priced(worstCaseCost(route, promptTokenEstimate, request.maxTokens)) +
+        (ctx.redaction?.feeUsd ?? 0n) +
+        (ctx.searchFee ? ctx.searchFee.perSearch * BigInt(ctx.searchFee.maxSearches) : 0n),
       shortfall: (required, available) =>
         `this request may cost up to $${required} and $${available} is available. Add funds, or lower max_tokens to reserve less.`,
     });
@@ -110,9 +118,17 @@ export class InferenceCall {
     return usage ?? estimatedUsage(this.ctx.promptTokenEstimate, producedText);
   }
 
-  /** What `usage` costs on `route` at this call's price: what settle() charges for it. */
+  /** What `usage` costs on `route` at this call's price, the fee included: what settle() charges for it. */
   costOf(route: Route, usage: Usage): bigint {
-    return this.priced(costOfUsage(route, usage)) + (this.ctx.redaction?.feeUsd ?? 0n);
+    return this.priced(costOfUsage(route, usage)) + (this.ctx.redaction?.feeUsd ?? 0n) + this.searchCost(usage);
+  }
+
+  /** What a native web search adds to `usage`'s cost (see CallContext.searchFee). */
+  private searchCost(usage: Usage): bigint {
+    const fee = this.ctx.searchFee;
+    if (!fee) return 0n;
+    const searches = Math.min(usage.webSearchRequests ?? 1, fee.maxSearches);
+    return fee.perSearch * BigInt(Math.max(0, searches));
   }
 
   reserve(): Promise<unknown> {

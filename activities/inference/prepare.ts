@@ -59,6 +59,8 @@ export interface PrepareInput {
   holdKey?: string;
   /** the request was masked (activities/redaction/): restore the answer, charge the fee */
   redaction?: CallContext['redaction'];
+  /** native web search's fee per search (see CallContext.searchFee) */
+  searchFee?: { perSearch: bigint; maxSearches: number };
 }
 
 export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
@@ -111,5 +113,6 @@ export function planCall(p: PrepareInput): InferenceCall {
     priceBps: p.priceBps,
     holdKey: p.holdKey,
     redaction: p.redaction,
+    searchFee: p.searchFee,
   });
 }

@@ -1,6 +1,6 @@
 // The fixed shape of a provider (one folder per upstream protocol under activities/providers/,
 // one entry per protocol in registry.ts). A provider declares what it can do through typed
-// capabilities (chat, speech, video, embeddings, images; later search, moderation, attestation).
+// capabilities (chat, speech, video, embeddings, images, web search; later moderation, attestation).
 // Routing, billing and streaming never special-case a vendor: they only see these interfaces and
 // RequestError (made by `upstreamError` for an upstream's failures, core/errors.ts).
 import type { RequestError } from '../core/errors.js';
@@ -28,10 +28,19 @@ export interface Provider {
   readonly embeddings?: EmbeddingsAdapter;
   readonly images?: ImagesAdapter;
   readonly transcription?: TranscriptionAdapter;
+  readonly search?: SearchAdapter;
   readonly scoring?: ScoringAdapter;
 }
 
-export type Capability = 'chat' | 'speech' | 'video' | 'embeddings' | 'images' | 'transcription' | 'scoring';
+export type Capability =
+  | 'chat'
+  | 'speech'
+  | 'video'
+  | 'embeddings'
+  | 'images'
+  | 'transcription'
+  | 'search'
+  | 'scoring';
 
 /** Text generation: the one internal request in, a result or a stream of events out. */
 export interface ChatAdapter {
@@ -308,6 +317,61 @@ export interface Transcript {
 /** Audio in, text out, in one call. Failures are RequestErrors, as for chat; nothing is billed for them. */
 export interface TranscriptionAdapter {
   transcribe(req: TranscriptionRequest, target: ProviderTarget, signal: AbortSignal): Promise<Transcript>;
+}
+
+// --- web search ---------------------------------------------------------------------------
+
+export type SearchDepth = 'standard' | 'deep';
+export type SearchOutputType = 'searchResults' | 'sourcedAnswer' | 'structured';
+
+/** A web search as every search protocol gets it; the adapter maps it to its own field names. */
+export interface SearchRequest {
+  query: string;
+  depth: SearchDepth;
+  outputType: SearchOutputType;
+  /** a JSON schema (as text, root of type object) for `structured` */
+  structuredOutputSchema?: string;
+  includeImages?: boolean;
+  /** YYYY-MM-DD, inclusive */
+  fromDate?: string;
+  toDate?: string;
+  /** bare host names (`example.com` also admits its subdomains) */
+  includeDomains?: string[];
+  excludeDomains?: string[];
+  /** results wanted (an upstream may give fewer) */
+  maxResults: number;
+}
+
+/** One result, in the spec's `searchResults` shape. */
+export interface SearchHit {
+  type: 'text' | 'image';
+  title: string;
+  url: string;
+  /** the text the provider returned for it (a snippet, or the page's text for a fetched page) */
+  content: string;
+  imageUrl?: string;
+  /** YYYY-MM-DD or an ISO timestamp, when the provider says */
+  publishedDate?: string;
+}
+
+export interface SearchAnswer {
+  /** what was found, best first */
+  results: SearchHit[];
+  /** `sourcedAnswer`: the provider's answer (its sources are `results`) */
+  answer?: string;
+  /** `structured`: the object the provider filled in */
+  structured?: unknown;
+}
+
+/**
+ * Query in, results out, in one call. A provider that cannot give the output type asked for (an
+ * answer, a structured object) refuses with a RequestError (400, not retried) before calling its
+ * upstream; other failures are RequestErrors, as for chat. Nothing is billed for a failure.
+ */
+export interface SearchAdapter {
+  /** the output types this protocol can give */
+  readonly outputTypes: readonly SearchOutputType[];
+  search(req: SearchRequest, target: ProviderTarget, signal: AbortSignal): Promise<SearchAnswer>;
 }
 
 // --- scoring (decision models, family A) ---------------------------------------------------

@@ -13,7 +13,10 @@ import {
   mergeCompletions,
   toChatCompletion,
   type ChatMeta,
+  type WebSearchShown,
+  withSearchCitations,
 } from '../../activities/surfaces/chatResponse.js';
+import { citationsIn } from '../../activities/search/context.js';
 import { ChatRelay, chatPassThroughBody, passedThroughCompletion } from '../../activities/surfaces/chatPassthrough.js';
 import type { ModelInfo } from '../../activities/catalog/catalog.js';
 import type { InferenceCall } from '../../activities/inference/execute.js';
@@ -31,12 +34,20 @@ textRoute(
     schema: chatRequestSchema,
     surface: 'chat',
     redaction: true,
+    webSearch: true,
     x402: true,
     translate: chatToInternal,
     questions: chatQuestions,
   },
-  async ({ ctx, body, model, input, prepare }) => {
-    if (body.n > 1) return answerChoices(ctx, body, model, input, prepare);
+  async ({ ctx, body, model, input, search, prepare }) => {
+    if (body.n > 1) return answerChoices(ctx, body, model, input, prepare, !!search || !!input.request.webSearch);
+    // web search on: citations of the answer's [n] markers (external) or the upstream's own (native)
+    const web = (text: string, native?: WebSearchShown['citations']): WebSearchShown | undefined =>
+      search?.hits
+        ? { citations: citationsIn(text, search.hits), sourceUrls: search.hits.map((h) => h.url), fee: search.fee }
+        : input.request.webSearch
+          ? { citations: native ?? [], sourceUrls: [] }
+          : undefined;
     // routes to an OpenAI-compatible upstream get the caller's own body (pass-through); others the translation
     const call = await prepare({ native: chatPassThroughBody(body) });
     const meta: ChatMeta = {
@@ -75,16 +86,21 @@ textRoute(
           empty: (err) => sse.data(renderError(asRequestError(err), 'openai')),
           async end({ finish, usage, bill, failure }) {
             if (failure) await sse.data(renderError(asRequestError(failure), 'openai'));
-            for (const frame of chunker.final(finish, usage, bill, input.includeUsage)) await sse.data(frame);
+            const shown = web(chunker.content);
+            for (const frame of chunker.final(finish, usage, bill, input.includeUsage, shown)) await sse.data(frame);
             await sse.data('[DONE]');
           },
         };
       });
     }
     const { result, route, usage, bill } = await completeOnce(ctx, call);
-    ctx.body = result.native
-      ? passedThroughCompletion(result.native, usage, bill, { model: model.id, provider: route.provider.id })
-      : toChatCompletion(result, usage, bill, { ...meta, provider: route.provider.id });
+    if (result.native) {
+      ctx.body = passedThroughCompletion(result.native, usage, bill, { model: model.id, provider: route.provider.id });
+      return;
+    }
+    const completion = toChatCompletion(result, usage, bill, { ...meta, provider: route.provider.id });
+    const shown = web(result.content, result.citations);
+    ctx.body = shown ? withSearchCitations(completion, shown, 'message') : completion;
   },
 );
 
@@ -102,9 +118,15 @@ async function answerChoices(
   model: ModelInfo,
   input: ReturnType<typeof chatToInternal>,
   prepare: TextRequest<ReturnType<typeof chatToInternal>>['prepare'],
+  searching: boolean,
 ): Promise<void> {
   if (body.stream)
     throw new RequestError(400, 'invalid_parameter_value', 'n > 1 is answered without streaming: send stream: false.', {
+      param: 'n',
+    });
+  // one search, n answers citing it: not offered yet (the citations are per answer)
+  if (searching)
+    throw new RequestError(400, 'invalid_parameter_value', 'n > 1 is not combined with web search here: send n: 1.', {
       param: 'n',
     });
   const { n: _n, ...one } = body;

@@ -112,7 +112,7 @@ export const modelsRouter = new Router<AppState>();
 const listed = () =>
   catalog()
     .usable()
-    .filter((m) => m.category !== 'embedding' && m.category !== 'memory');
+    .filter((m) => m.category !== 'embedding' && m.category !== 'memory' && m.category !== 'search');
 
 /**
  * The Anthropic SDK sends `anthropic-version` on every call and reads its own model shape

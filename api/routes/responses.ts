@@ -36,6 +36,12 @@ import { cancelJob } from '../../activities/jobs/jobs.js';
 import type { InferenceCall } from '../../activities/inference/execute.js';
 import { RequestError } from '../../activities/core/errors.js';
 import type { AppContext, AppState } from '../state.js';
+import { citationsIn, responsesAnnotations, type UrlCitation } from '../../activities/search/context.js';
+
+function setAnnotations(item: { content?: unknown }, cites: UrlCitation[]): void {
+  for (const part of (item.content ?? []) as Array<{ type: string; annotations?: unknown[] }>)
+    if (part.type === 'output_text') part.annotations = responsesAnnotations(cites);
+}
 
 export const responsesRouter = new Router<AppState>();
 
@@ -91,10 +97,11 @@ textRoute(
     schema: responsesRequestSchema,
     surface: 'responses',
     redaction: true,
+    webSearch: true,
     translate: translateResponses,
     questions: responsesQuestions,
   },
-  async ({ ctx, body, model, input, redacted, prepare }) => {
+  async ({ ctx, body, model, input, redacted, search, prepare }) => {
     const caller = ctx.state.caller;
     if (redacted && body.background === true)
       // the answer is made by a worker, and restoring it there would put the personal data into the
@@ -113,6 +120,7 @@ textRoute(
       provider: '',
       showReasoning: !call.ctx.request.reasoning?.exclude,
       body,
+      annotate: search?.hits ? (text) => responsesAnnotations(citationsIn(text, search.hits!)) : undefined,
     };
     const store = async (response: ResponseObject, turn: ChatMessage | null) => {
       if (body.store === false) return;
@@ -129,6 +137,9 @@ textRoute(
 
     const { result, route, usage, bill } = await completeOnce(ctx, call);
     const response = toResponse(result, usage, { ...meta, provider: route.provider.id });
+    // web search: the answer's [n] markers (or a native search's own citations) as url_citation annotations
+    const cites = search?.hits ? citationsIn(result.content, search.hits) : result.citations;
+    if (cites) for (const item of response.output) if (item.type === 'message') setAnnotations(item, cites);
     await store(response, assistantTurn(result));
     ctx.body = withBill({ ...response }, bill);
   },
