@@ -111,6 +111,10 @@ export interface Config {
   mailFrom: string;
   /** a team invitation not accepted within this long expires (its workflow's timer) */
   teamInvitationTtlSeconds: number;
+  /** a subscription whose renewal the balance cannot pay stays usable in `grace` this long */
+  subscriptionGraceSeconds: number;
+  /** how often a subscription in grace tries to charge the balance again */
+  subscriptionRetrySeconds: number;
   /** BTCPay Server (Greenfield API), the payment processor of crypto deposits; unset url: no deposits */
   btcpay: { url?: string; apiKey?: string; storeId?: string; webhookSecret?: string };
   /** how often a deposit's workflow asks BTCPay about its invoice when no webhook has come */
@@ -190,6 +194,8 @@ function loadConfig(): Config {
     smtpUrl: str('SMTP_URL'),
     mailFrom: str('MAIL_FROM') ?? 'Switchyard <switchyard@localhost>',
     teamInvitationTtlSeconds: Math.max(1, int('SWITCHYARD_TEAM_INVITATION_TTL_SECONDS', 7 * 24 * 3600)),
+    subscriptionGraceSeconds: Math.max(0, int('SWITCHYARD_SUBSCRIPTION_GRACE_SECONDS', 3 * 24 * 3600)),
+    subscriptionRetrySeconds: Math.max(1, int('SWITCHYARD_SUBSCRIPTION_RETRY_SECONDS', 6 * 3600)),
     btcpay: {
       url: str('BTCPAY_URL'),
       apiKey: str('BTCPAY_API_KEY'),

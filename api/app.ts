@@ -31,6 +31,7 @@ import { messageBatchesRouter } from './routes/messageBatches.js';
 import { authRouter } from './routes/auth.js';
 import { keysRouter } from './routes/keys.js';
 import { teamsRouter } from './routes/teams.js';
+import { subscriptionsRouter } from './routes/subscriptions.js';
 import { depositsRouter } from './routes/deposits.js';
 import { invitationsRouter } from './routes/invitations.js';
 import { x402Router } from './routes/x402.js';
@@ -83,6 +84,7 @@ export function createApp(): Koa {
     authRouter,
     keysRouter,
     teamsRouter,
+    subscriptionsRouter,
     depositsRouter,
     invitationsRouter,
     x402Router,

@@ -21,6 +21,7 @@ import { flushLeases } from '../activities/ledger/leases.js';
 import { forgetKeys } from '../activities/accounts/keys.js';
 import { KEY_CHANGES, TEAM_BILLING_CHANGES, listenForChanges } from '../activities/accounts/cacheChanges.js';
 import { forgetTeamBilling } from '../activities/ledger/teamBudget.js';
+import { forgetCoverage, SUBSCRIPTION_CHANGES } from '../activities/ledger/allowance.js';
 import { openDatabase, type Log } from './boot.js';
 
 const log: Log = (m) => console.log(`[api${cluster.isWorker ? ` ${process.pid}` : ''}] ${m}`);
@@ -121,6 +122,7 @@ async function serve(): Promise<void> {
   const cacheChanges = listenForChanges(database.url, {
     [KEY_CHANGES]: forgetKeys,
     [TEAM_BILLING_CHANGES]: forgetTeamBilling,
+    [SUBSCRIPTION_CHANGES]: forgetCoverage,
   });
   const server = createApp().listen(config.port, config.host, () => {
     log(`listening on ${config.host}:${(server.address() as { port: number }).port}`);

@@ -14,6 +14,7 @@ import { flushLeases } from '../activities/ledger/leases.js';
 import { forgetKeys } from '../activities/accounts/keys.js';
 import { KEY_CHANGES, TEAM_BILLING_CHANGES, listenForChanges } from '../activities/accounts/cacheChanges.js';
 import { forgetTeamBilling } from '../activities/ledger/teamBudget.js';
+import { forgetCoverage, SUBSCRIPTION_CHANGES } from '../activities/ledger/allowance.js';
 import { findTemporalCli, startDevServer, ensureSearchAttributes } from '../temporal-dev/index.js';
 import { createWorker, ensureSchedules, SEARCH_ATTRIBUTES, stopWorker } from './worker.js';
 import { ensureBootstrap, openDatabase, prepareCatalog, type Log } from './boot.js';
@@ -37,6 +38,7 @@ async function main() {
     const cacheChanges = listenForChanges(database.url, {
       [KEY_CHANGES]: forgetKeys,
       [TEAM_BILLING_CHANGES]: forgetTeamBilling,
+      [SUBSCRIPTION_CHANGES]: forgetCoverage,
     });
     stops.unshift(['cache-change listener', () => cacheChanges.stop()]);
   }

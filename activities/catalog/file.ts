@@ -38,6 +38,28 @@ const schema = {
         },
       },
     },
+    // subscription plans: a price per period buys daily and per-period allowances of operations on
+    // the covered models (activities/subscriptions/)
+    plans: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['id', 'name', 'price', 'period', 'daily_limit', 'monthly_limit', 'models'],
+        additionalProperties: false,
+        properties: {
+          id: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' },
+          name: { type: 'string', minLength: 1 },
+          description: { type: 'string' },
+          // USD per period, quoted decimal text
+          price,
+          // "30d", "12h", "90m", "45s"
+          period: { type: 'string', pattern: '^[1-9][0-9]*[dhms]$' },
+          daily_limit: { type: 'integer', minimum: 1 },
+          monthly_limit: { type: 'integer', minimum: 1 },
+          models: { ...strings, minItems: 1 },
+        },
+      },
+    },
     models: {
       type: 'array',
       items: {
@@ -198,9 +220,25 @@ export interface CatalogFileModel {
   routes: CatalogFileRoute[];
 }
 
+/** A subscription plan as the file states it. */
+export interface CatalogFilePlan {
+  id: string;
+  name: string;
+  description: string;
+  /** nano-USD per period */
+  price: bigint;
+  periodSeconds: number;
+  /** operations per UTC day, and per period */
+  dailyLimit: number;
+  monthlyLimit: number;
+  /** catalog model ids (not aliases) */
+  models: string[];
+}
+
 export interface CatalogFile {
   providers: CatalogFileProvider[];
   models: CatalogFileModel[];
+  plans: CatalogFilePlan[];
 }
 
 export class CatalogFileError extends Error {}
@@ -313,7 +351,39 @@ export function parseCatalog(text: string, source = 'catalog'): CatalogFile {
       routes,
     };
   });
-  return { providers, models };
+  return { providers, models, plans: parsePlans(doc.plans ?? [], models, source) };
+}
+
+const PERIOD_UNIT_SECONDS: Record<string, number> = { d: 86_400, h: 3600, m: 60, s: 1 };
+
+/** Plans name models by id or alias; each is stored under the model's id. */
+function parsePlans(plans: any[], models: CatalogFileModel[], source: string): CatalogFilePlan[] {
+  const byName = new Map<string, string>();
+  for (const m of models) for (const n of [m.id, ...m.aliases]) byName.set(n.toLowerCase(), m.id);
+  const ids = new Set<string>();
+  return plans.map((p, i) => {
+    if (ids.has(p.id)) throw new CatalogFileError(`${source}: /plans/${i} uses the id "${p.id}" twice`);
+    ids.add(p.id);
+    if (p.daily_limit > p.monthly_limit)
+      throw new CatalogFileError(`${source}: /plans/${i}: daily_limit is above monthly_limit`);
+    const covered = (p.models as string[]).map((name, j) => {
+      const id = byName.get(name.toLowerCase());
+      if (!id)
+        throw new CatalogFileError(`${source}: /plans/${i}/models/${j} names "${name}", which is not under models:`);
+      return id;
+    });
+    const period = p.period as string;
+    return {
+      id: p.id,
+      name: p.name,
+      description: p.description ?? '',
+      price: parseAmount(p.price, 'USD'),
+      periodSeconds: Number(period.slice(0, -1)) * PERIOD_UNIT_SECONDS[period.slice(-1)],
+      dailyLimit: p.daily_limit,
+      monthlyLimit: p.monthly_limit,
+      models: [...new Set(covered)],
+    };
+  });
 }
 
 /** `image_prices`: an object of size (`1024x1024`, or `quality/size`) to a USD price as decimal text. */

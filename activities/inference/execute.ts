@@ -45,6 +45,8 @@ export interface CallContext {
   native?: NativeRequest;
   /** the caller asked for pay-as-you-go (`X-Billing-Mode`, completions' `billing_mode`) */
   forcePaygo?: boolean;
+  /** the caller chose the provider (billed pay-as-you-go, never by a subscription) */
+  explicitProvider?: boolean;
   /** the price in basis points of the route's (a batch row pays its batch price); default 10,000 */
   priceBps?: number;
   /** the reservation's idempotency key (a batch row's: its retries find the same hold) */
@@ -96,6 +98,7 @@ export class InferenceCall {
       routes: ctx.routes,
       holdTtlSeconds: ctx.holdTtlSeconds,
       forcePaygo: ctx.forcePaygo,
+      explicitProvider: ctx.explicitProvider,
       holdKey: ctx.holdKey,
       creditLease: true,
       worstCase: (route) =>

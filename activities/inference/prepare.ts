@@ -110,6 +110,7 @@ export function planCall(p: PrepareInput): InferenceCall {
     passHeaders: p.passHeaders,
     native: p.native,
     forcePaygo: p.forcePaygo,
+    explicitProvider: p.prefs.explicit !== undefined,
     priceBps: p.priceBps,
     holdKey: p.holdKey,
     redaction: p.redaction,

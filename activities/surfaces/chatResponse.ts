@@ -29,6 +29,8 @@ function pricingJson(b: Bill) {
     outputTokens: b.outputTokens,
     // the spec's team fields, when a team paid (clients ignore keys they do not know)
     ...(b.billedToTeam ? { billedToTeam: true, billedTeamId: b.billedTeamId, billedTeamName: b.billedTeamName } : {}),
+    // an extension of ours: the subscription's allowance paid (cost 0, one operation spent)
+    ...(b.billedToSubscription ? { billedToSubscription: true } : {}),
   };
 }
 

@@ -29,7 +29,8 @@ export const chatRouter = new Router<AppState>();
 textRoute(
   chatRouter,
   {
-    paths: v1('/chat/completions'),
+    // the subscription's path is the same route: the allowance applies on both (README, Subscriptions)
+    paths: [...v1('/chat/completions'), '/api/subscription/v1/chat/completions'],
     envelope: 'openai',
     schema: chatRequestSchema,
     surface: 'chat',
