@@ -19,6 +19,7 @@ import {
   streamText,
 } from 'ai';
 import { NanoGPT } from 'nanogpt';
+import { choice, noul, score, TypeSafeClient } from '@typesafe-ai/sdk';
 import { newAccount, startApi } from './support/api.js';
 import { assertBooksBalance, settledBalances } from './support/books.js';
 import { compat, saveCompatReport } from './support/compat.js';
@@ -172,6 +173,40 @@ describe('third-party JavaScript clients, by base URL only', function () {
       for await (const t of r.textStream) text += t;
       assert.ok(text.length > 0);
       assert.ok(((await r.usage).outputTokens ?? 0) > 0);
+    });
+  });
+
+  describe('TypeSafe decision SDK', () => {
+    const client = () =>
+      new TypeSafeClient({ apiKey: key, baseURL: `${api.base}/api`, defaultModel: 'decider-latest' });
+
+    compat('@typesafe-ai/sdk', 'decisions', async () => {
+      const before = await spent();
+      const r = await client().systemOne({
+        state: { document: 'I was charged twice. Please fix this.' },
+        questions: {
+          category: choice('What is this ticket about?', { billing: null, technical: null, other: null }),
+          urgent: noul('Is it urgent?'),
+          mood: score('How upset is the customer?', ['calm', 'annoyed', 'furious']),
+        },
+      });
+      assert.equal(r.model, 'local/decider-260k');
+      const probs = Object.values(r.answers.category.probabilities) as number[];
+      assert.ok(Math.abs(probs.reduce((a, b) => a + b, 0) - 1) < 1e-9);
+      assert.ok(['billing', 'technical', 'other'].includes(r.answers.category.choice));
+      assert.ok(r.answers.urgent.noul >= 0 && r.answers.urgent.noul <= 1);
+      assert.ok(r.answers.mood.score >= 0 && r.answers.mood.score <= 2);
+      assert.ok(r.usage.input_tokens > 0);
+      assert.ok((await spent()) > before, 'charged');
+    });
+
+    compat('@typesafe-ai/sdk', 'model discovery', async () => {
+      const models = await client().models.list();
+      assert.ok(models.some((m) => m.name === 'local/decider-260k'));
+      for (const m of models) assert.match(m.release_date, /^\d{4}-\d{2}-\d{2}$/);
+      // the OpenAI-style list on the same path is unchanged for everyone else
+      const plain = (await (await fetch(`${api.base}/api/v1/models`)).json()) as any;
+      assert.equal(plain.object, 'list');
     });
   });
 

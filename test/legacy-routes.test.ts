@@ -82,6 +82,29 @@ describe('legacy routes and what older clients read', function () {
     assert.match(((await none.json()) as any).error.message, /groups are text, image/);
   });
 
+  it('the subscription, paid and personalized text-model lists split by the plans; detailed records say which a plan covers', async () => {
+    const ids = async (path: string, headers: Record<string, string> = {}) =>
+      (((await (await fetch(`${api.base}${path}`, { headers })).json()) as any).data as any[]).map((m) => m.id);
+    const covered = await ids('/api/subscription/v1/models');
+    const paid = await ids('/api/paid/v1/models');
+    // the default catalog's plan covers the built-in model; Claude is only paid for
+    assert.ok(covered.includes(LOCAL));
+    assert.ok(!paid.includes(LOCAL));
+    assert.ok(paid.includes('anthropic/claude-sonnet-4'));
+    assert.deepEqual(
+      covered.filter((id) => paid.includes(id)),
+      [],
+    );
+    const personal = await ids('/api/personalized/v1/models', { authorization: `Bearer ${key}` });
+    assert.deepEqual([...personal].sort(), [...covered, ...paid].sort());
+    const anon = await fetch(`${api.base}/api/personalized/v1/models`);
+    assert.equal(anon.status, 401);
+    const detailed = ((await (await fetch(`${api.base}/api/v1/models?detailed=true`)).json()) as any).data as any[];
+    assert.equal(detailed.find((m) => m.id === LOCAL).subscription.included, true);
+    assert.equal(detailed.find((m) => m.id === 'anthropic/claude-sonnet-4').subscription.included, false);
+    assert.ok(detailed.every((m) => 'icon_url' in m));
+  });
+
   it('/api/v1thinking turns reasoning on for a reasoning model, as :thinking does; other models answer as usual', async () => {
     const res = await post('/api/v1thinking/chat/completions', {
       model: SONNET,

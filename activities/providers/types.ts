@@ -32,15 +32,7 @@ export interface Provider {
   readonly scoring?: ScoringAdapter;
 }
 
-export type Capability =
-  | 'chat'
-  | 'speech'
-  | 'video'
-  | 'embeddings'
-  | 'images'
-  | 'transcription'
-  | 'search'
-  | 'scoring';
+export type Capability = 'chat' | 'speech' | 'video' | 'embeddings' | 'images' | 'transcription' | 'search' | 'scoring';
 
 /** Text generation: the one internal request in, a result or a stream of events out. */
 export interface ChatAdapter {

@@ -105,7 +105,7 @@ export function toChatCompletion(r: InferenceResult, usage: Usage, bill: Bill, m
  * their choices in order, indexed 0..n-1, usage and bill summed (exactly: in the currency's
  * units), the balance left after the last charge.
  */
-export function mergeCompletions(parts: Array<{ body: Record<string, any>; usage: Usage; bill: Bill }>) {
+export function mergeCompletions(parts: Array<{ body: Record<string, unknown>; usage: Usage; bill: Bill }>) {
   const first = parts[0]!.body;
   const sum = (pick: (b: Bill) => number, currency: Currency) =>
     toDisplayNumber(

@@ -149,7 +149,7 @@ async function answerChoices(
       const out = result.native
         ? passedThroughCompletion(result.native, usage, bill, { model: model.id, provider: route.provider.id })
         : toChatCompletion(result, usage, bill, meta);
-      return { body: out as Record<string, any>, usage, bill };
+      return { body: out as Record<string, unknown>, usage, bill };
     }),
   );
   const failed = settled.find((s) => s.status === 'rejected');

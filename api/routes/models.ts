@@ -4,6 +4,7 @@
 // are all unconfigured would only fail with model_not_available).
 import Router from '@koa/router';
 import { surface } from '../middleware/surface.js';
+import { authenticate } from '../middleware/auth.js';
 import { validateQuery } from '../validate.js';
 import { notFound } from '../errors.js';
 import { v1 } from '../paths.js';
@@ -78,6 +79,9 @@ function pricingOf(m: ModelInfo, r: Route | undefined) {
   };
 }
 
+/** Whether any subscription plan of the catalog covers the model. */
+const covered = (m: ModelInfo) => catalog().plans.some((p) => p.models.includes(m.id));
+
 /** A model's icon, from the catalog file's model `options.icon_url` (null when none is set). */
 const iconOf = (m: ModelInfo): string | null => (typeof m.options.icon_url === 'string' ? m.options.icon_url : null);
 
@@ -101,8 +105,8 @@ function detailed(m: ModelInfo) {
     supported_service_tiers: m.supportedServiceTiers,
     category: m.category,
     icon_url: iconOf(m),
-    // whether a subscription plan covers the model (no plans yet: never)
-    subscription: { included: false },
+    // whether a subscription plan of the catalog covers the model
+    subscription: { included: covered(m) },
   };
 }
 
@@ -136,8 +140,23 @@ const LIST_QUERY = {
   },
 };
 
+/**
+ * The TypeSafe decision SDK (`@typesafe-ai/sdk`) lists models from the same path and reads
+ * `{models: [{name, description, release_date}]}`: the decision models, which are what it can call.
+ * It says who it is in `X-TypeSafe-SDK` on every request, so that header picks its dialect.
+ */
+const wantsTypeSafe = (ctx: AppContext) => ctx.get('x-typesafe-sdk') !== '';
+
 modelsRouter.get(v1('/models'), surface('openai'), validateQuery(LIST_QUERY), (ctx) => {
   const models = listed();
+  if (wantsTypeSafe(ctx)) {
+    ctx.body = {
+      models: models
+        .filter((m) => m.category === 'decision')
+        .map((m) => ({ name: m.id, description: m.description, release_date: m.createdAt.toISOString().slice(0, 10) })),
+    };
+    return;
+  }
   if (!wantsAnthropic(ctx)) {
     ctx.body = { object: 'list', data: models.map(ctx.state.query.detailed ? detailed : summary) };
     return;
@@ -168,6 +187,29 @@ modelsRouter.get(v1('/models'), surface('openai'), validateQuery(LIST_QUERY), (c
     last_id: page.at(-1)?.id ?? null,
   };
 });
+
+// The text-model lists NanoGPT clients read beside the main one: `/api/subscription/v1/models`
+// (what a subscription plan covers), `/api/paid/v1/models` (what only the balance pays for) and
+// `/api/personalized/v1/models` (the caller's visible models; there are no per-account visibility
+// settings here, so every text model, and it takes a key as NanoGPT's does). Same shapes and
+// `detailed` as /v1/models.
+const TEXT_LISTS: Array<[string, (m: ModelInfo) => boolean]> = [
+  ['/api/subscription/v1/models', covered],
+  ['/api/paid/v1/models', (m) => !covered(m)],
+  ['/api/personalized/v1/models', () => true],
+];
+for (const [path, keep] of TEXT_LISTS) {
+  modelsRouter.get(
+    path,
+    surface('openai'),
+    ...(path.startsWith('/api/personalized') ? [authenticate] : []),
+    validateQuery({ type: 'object', properties: { detailed: { type: 'boolean', default: false } } }),
+    (ctx) => {
+      const models = listed().filter((m) => m.category === 'chat' && keep(m));
+      ctx.body = { object: 'list', data: models.map(ctx.state.query.detailed ? detailed : summary) };
+    },
+  );
+}
 
 // GET /v1/models/{id}: the SDKs' models.retrieve. Ids contain "/" (sent as %2F by the SDKs, which
 // the router decodes, or raw); aliases resolve to the model they name.

@@ -12,14 +12,7 @@
 import { upstreamError } from '../../core/errors.js';
 import { readJson, send, statusError } from '../http.js';
 import { type FilePart, multipart } from '../multipart.js';
-import type {
-  ImageReference,
-  ImageRequest,
-  ImageResult,
-  ImagesAdapter,
-  OutputImage,
-  ProviderTarget,
-} from '../types.js';
+import type { ImageRequest, ImageResult, ImagesAdapter, OutputImage, ProviderTarget } from '../types.js';
 import { quirksFor } from './quirks.js';
 import { requestHeaders } from './request.js';
 import { deadlineOr } from './stream.js';

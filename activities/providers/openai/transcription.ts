@@ -6,7 +6,7 @@
 import { upstreamError } from '../../core/errors.js';
 import { readJson, send, statusError } from '../http.js';
 import { multipart } from '../multipart.js';
-import type { Transcript, TranscriptionAdapter } from '../types.js';
+import type { Transcript, TranscriptionAdapter, TranscriptSegment } from '../types.js';
 import { quirksFor } from './quirks.js';
 import { requestHeaders } from './request.js';
 import { deadlineOr } from './stream.js';
@@ -52,9 +52,16 @@ export const openaiTranscription: TranscriptionAdapter = {
     if (seconds !== undefined && Number.isFinite(seconds) && seconds >= 0) out.durationSeconds = seconds;
     if (typeof json.language === 'string') out.language = json.language;
     if (Array.isArray(json.segments))
-      out.segments = json.segments
-        .filter((s: any) => typeof s?.start === 'number' && typeof s?.end === 'number' && typeof s?.text === 'string')
-        .map((s: any) => ({ ...s }));
+      out.segments = (json.segments as unknown[])
+        .filter(
+          (s): s is TranscriptSegment =>
+            typeof s === 'object' &&
+            s !== null &&
+            typeof (s as TranscriptSegment).start === 'number' &&
+            typeof (s as TranscriptSegment).end === 'number' &&
+            typeof (s as TranscriptSegment).text === 'string',
+        )
+        .map((s) => ({ ...s }));
     return out;
   },
 };
