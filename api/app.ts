@@ -17,6 +17,7 @@ import { responsesRouter } from './routes/responses.js';
 import { speechRouter } from './routes/speech.js';
 import { embeddingsRouter } from './routes/embeddings.js';
 import { transcriptionsRouter } from './routes/transcriptions.js';
+import { moderationsRouter } from './routes/moderations.js';
 import { decisionsRouter } from './routes/decisions.js';
 import { imagesRouter } from './routes/images.js';
 import { imageModelsRouter } from './routes/imageModels.js';
@@ -35,6 +36,8 @@ import { subscriptionsRouter } from './routes/subscriptions.js';
 import { depositsRouter } from './routes/deposits.js';
 import { invitationsRouter } from './routes/invitations.js';
 import { x402Router } from './routes/x402.js';
+import { billingRouter } from './routes/billing.js';
+import { teeRouter } from './routes/tee.js';
 import { indexRoutes } from './routeIndex.js';
 import type { AppState } from './state.js';
 
@@ -70,6 +73,7 @@ export function createApp(): Koa {
     speechRouter,
     embeddingsRouter,
     transcriptionsRouter,
+    moderationsRouter,
     decisionsRouter,
     imagesRouter,
     imageModelsRouter,
@@ -88,6 +92,8 @@ export function createApp(): Koa {
     depositsRouter,
     invitationsRouter,
     x402Router,
+    billingRouter,
+    teeRouter,
   ]) {
     routes.use(router.routes());
   }

@@ -13,7 +13,10 @@
 // redaction (on the routes that offer it: the `redaction` header, a `:redaction` suffix, or the
 // key's or account's default) masks the request before anything is reserved or sent, and refuses
 // it if masking fails (activities/redaction/); a redacted request is translated too, and its
-// answer restored. The handler only answers. Whatever
+// answer restored. On chat completions the `moderation` header then runs the paid input-safety
+// preflight (api/moderationPreflight.ts): charged whatever it finds, and a flagged request is
+// refused (`content_policy_violation`) before the answer's money is reserved. The handler only
+// answers. Whatever
 // the handler does, an answer the caller never receives is not charged: a failure after the
 // money moved releases or refunds it, and so does a caller gone before the answer was written.
 import type Router from '@koa/router';
@@ -33,7 +36,8 @@ import type { Envelope } from './errors.js';
 import { chargeOnDelivery } from './inference.js';
 import { authenticate } from './middleware/auth.js';
 import { billingMode } from './middleware/billingMode.js';
-import { refuseUnofferedBesideRedaction, refuseUnofferedFeatures } from './middleware/notOffered.js';
+import { refuseUnofferedBeside } from './middleware/notOffered.js';
+import { moderationPreflight, moderationWanted } from './moderationPreflight.js';
 import { config } from '../activities/config.js';
 import { redactRequest } from '../activities/redaction/mask.js';
 import { REDACTION_FEE_NANO_USD, redactionWanted } from '../activities/redaction/policy.js';
@@ -79,6 +83,8 @@ export interface TextRouteSpec<T extends Translated> {
   surface: string;
   /** the route offers PII redaction (chat, completions, responses); elsewhere asking for it is refused */
   redaction?: boolean;
+  /** the route offers the `moderation` header's paid preflight (chat completions); elsewhere it is refused */
+  moderation?: boolean;
   /** web search (`:online`, `web_search`) is offered here (chat, responses, talk-to-gpt); elsewhere refused */
   webSearch?: boolean;
   /** the body in internal form (may look things up, e.g. a stored conversation) */
@@ -102,7 +108,7 @@ export function textRoute<T extends Translated>(
 ): void {
   const preamble = [
     surface(spec.envelope),
-    spec.redaction ? refuseUnofferedBesideRedaction : refuseUnofferedFeatures,
+    refuseUnofferedBeside(spec),
     spec.x402 ? authenticateOrX402 : authenticate,
     billingMode,
   ];
@@ -127,6 +133,7 @@ export function textRoute<T extends Translated>(
       });
     // the /api/v1thinking/ base path asks what `:thinking` asks, unless the name turns reasoning off
     if (ctx.state.thinkingPath && name.reasoningEffort !== 'none') name.thinking = true;
+    const moderation = spec.moderation ? moderationWanted(ctx) : undefined;
     const input = await spec.translate(body, model, name, ctx);
     const web = webSearchSettings(name, body);
     if (web && !spec.webSearch)
@@ -204,6 +211,8 @@ export function textRoute<T extends Translated>(
         const count = Object.values(byCategory).reduce((n, c) => n + c, 0);
         ctx.set('X-Redaction', `applied; pii=${count}; credentials=${credentials}`);
       }
+      // after masking: the preflight's upstream sees no more personal data than the answer's
+      if (moderation) await moderationPreflight(ctx, moderation, input.request);
       await answer({
         ctx,
         body,

@@ -46,6 +46,7 @@ function bodyFor(endpoint: string, m: ModelInfo): Record<string, unknown> | null
     case '/v1/audio/speech':
       return { model: m.id, input: 'Once upon a time', voice: voices?.[0] ?? 'alloy' };
     case '/v1/embeddings':
+    case '/v1/moderations':
       return { model: m.id, input: 'Once upon a time' };
     case '/api/tts':
       return { model: m.id, text: 'Once upon a time' };

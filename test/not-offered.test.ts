@@ -1,5 +1,6 @@
-// Headers asking for features this gateway does not offer yet on a route (input moderation anywhere,
-// PII redaction outside chat, completions and responses: test/redaction.test.ts) are refused with a
+// Headers asking for features this gateway does not offer yet on a route (input moderation outside
+// chat completions: test/moderation.test.ts; PII redaction outside chat, completions and responses:
+// test/redaction.test.ts) are refused with a
 // 400 before anything is reserved or sent upstream: a caller who asked for redaction must never have
 // the request sent unredacted (fail-closed).
 import assert from 'node:assert/strict';
@@ -8,9 +9,8 @@ import { useChatBench, type ChatBench } from './support/chatEnv.js';
 const MODEL = 'openai/gpt-4o-mini';
 const messages = [{ role: 'user', content: 'My SSN is 078-05-1120' }];
 /** the routes that offer PII redaction come first: only `moderation` is refused there */
-const OFFER_REDACTION = 3;
+const OFFER_REDACTION = 2;
 const ROUTES: Array<[path: string, body: Record<string, unknown>]> = [
-  ['/api/v1/chat/completions', { model: MODEL, messages }],
   ['/v1/completions', { model: MODEL, prompt: 'My SSN is 078-05-1120' }],
   ['/api/v1/responses', { model: MODEL, input: 'My SSN is 078-05-1120' }],
   ['/api/v1/messages', { model: MODEL, max_tokens: 50, messages }],
@@ -32,7 +32,7 @@ describe('features not offered yet are refused, not ignored (redaction, moderati
   let b: ChatBench;
   before(() => (b = bench()));
 
-  it('400 on every generation route for moderation, and where it is not offered for the redaction header and its aliases', async () => {
+  it('400 on every generation route but chat completions for moderation, and where it is not offered for the redaction header and its aliases', async () => {
     const { key, accountId } = await b.account('1');
     const before = await b.usd(accountId);
     const upstreamCalls = b.openai.requests.length;
@@ -59,7 +59,7 @@ describe('features not offered yet are refused, not ignored (redaction, moderati
   it('a value that turns the feature off sends the request as it is', async () => {
     const { key } = await b.account('1');
     for (const value of ['false', '0', 'no', 'OFF', 'never']) {
-      const res = await b.post(key, ROUTES[0][1], { redaction: value, moderation: value });
+      const res = await b.post(key, { model: MODEL, messages }, { redaction: value, moderation: value });
       assert.equal(res.status, 200, `${value}: ${await res.clone().text()}`);
     }
   });

@@ -12,6 +12,7 @@ import { geminiProvider } from './gemini/index.js';
 import { linkupProvider } from './linkup/index.js';
 import { localProvider } from './local/index.js';
 import { openaiProvider } from './openai/index.js';
+import { teeProvider } from './tee/index.js';
 import { searxngProvider } from './searxng/index.js';
 import { tavilyProvider } from './tavily/index.js';
 import type { Capability, Provider, ProviderTarget } from './types.js';
@@ -23,6 +24,7 @@ const PROVIDERS: readonly Provider[] = [
   localProvider,
   elevenlabsProvider,
   falProvider,
+  teeProvider,
   linkupProvider,
   tavilyProvider,
   searxngProvider,

@@ -1,6 +1,6 @@
 // The fixed shape of a provider (one folder per upstream protocol under activities/providers/,
 // one entry per protocol in registry.ts). A provider declares what it can do through typed
-// capabilities (chat, speech, video, embeddings, images, web search; later moderation, attestation).
+// capabilities (chat, speech, video, embeddings, images, web search, moderation; later attestation).
 // Routing, billing and streaming never special-case a vendor: they only see these interfaces and
 // RequestError (made by `upstreamError` for an upstream's failures, core/errors.ts).
 import type { RequestError } from '../core/errors.js';
@@ -30,9 +30,21 @@ export interface Provider {
   readonly transcription?: TranscriptionAdapter;
   readonly search?: SearchAdapter;
   readonly scoring?: ScoringAdapter;
+  readonly attestation?: AttestationAdapter;
+  readonly moderation?: ModerationAdapter;
 }
 
-export type Capability = 'chat' | 'speech' | 'video' | 'embeddings' | 'images' | 'transcription' | 'search' | 'scoring';
+export type Capability =
+  | 'chat'
+  | 'speech'
+  | 'video'
+  | 'embeddings'
+  | 'images'
+  | 'transcription'
+  | 'search'
+  | 'scoring'
+  | 'attestation'
+  | 'moderation';
 
 /** Text generation: the one internal request in, a result or a stream of events out. */
 export interface ChatAdapter {
@@ -222,6 +234,29 @@ export interface EmbeddingsAdapter {
   embed(req: EmbeddingRequest, target: ProviderTarget, signal: AbortSignal): Promise<EmbeddingResult>;
 }
 
+// --- moderation ---------------------------------------------------------------------------
+
+/** One input's verdict, as OpenAI's moderations API words it (category names are the upstream's). */
+export interface ModerationVerdict {
+  flagged: boolean;
+  categories: Record<string, boolean>;
+  category_scores: Record<string, number>;
+  /** which input types each category was judged on (omni models); passed through when present */
+  category_applied_input_types?: Record<string, string[]>;
+}
+
+/**
+ * Texts in, one verdict per text out, in order. A partial or malformed answer is the route's
+ * failure (retryable: the next route is tried), never a verdict of "not flagged".
+ */
+export interface ModerationAdapter {
+  classify(
+    req: { model: string; input: string[] },
+    target: ProviderTarget,
+    signal: AbortSignal,
+  ): Promise<ModerationVerdict[]>;
+}
+
 // --- images -------------------------------------------------------------------------------
 
 /** A reference image, already fetched and checked by the gateway (never a caller's URL). */
@@ -397,4 +432,30 @@ export interface ScoringAdapter {
     target: ProviderTarget,
     signal: AbortSignal,
   ): Promise<ScoringResult>;
+}
+
+// --- attestation (TEE models) ---------------------------------------------------------------
+
+/**
+ * A confidential-inference upstream's proofs (wire-details "TEE verification"): the attestation
+ * report of the enclave serving `model` (echoing `nonce`, naming the `signing_address` its key
+ * signs with) and the signature record of one of its answers (`{text, signature,
+ * signing_address}`). Both are the upstream's JSON as it came: the gateway passes them through and
+ * checks them itself (activities/tee/verify.ts). Failures are RequestErrors, as for chat.
+ */
+export interface AttestationAdapter {
+  report(
+    target: ProviderTarget,
+    model: string,
+    nonce: string,
+    signingAlgo: string,
+    signal: AbortSignal,
+  ): Promise<Record<string, unknown>>;
+  signature(
+    target: ProviderTarget,
+    model: string,
+    chatId: string,
+    signingAlgo: string,
+    signal: AbortSignal,
+  ): Promise<Record<string, unknown>>;
 }

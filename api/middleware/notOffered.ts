@@ -1,5 +1,5 @@
 // Request headers that ask for features this gateway does not offer (yet) on the route called: the
-// paid input-safety preflight (`moderation`) everywhere, and PII redaction (`redaction`, recommended,
+// paid input-safety preflight (`moderation`) outside chat completions (activities/moderation/), and PII redaction (`redaction`, recommended,
 // and its aliases `redacted`, `piiredaction`, `piiredacted`) outside the routes that offer it (chat,
 // completions and responses: activities/redaction/). Ignoring them would fail open: a caller who
 // asked for redaction would have their request sent unredacted. So a request carrying one is refused
@@ -34,5 +34,8 @@ function refuse(features: Array<[header: string, feature: string]>): Middleware 
 
 /** Every route that offers neither feature. */
 export const refuseUnofferedFeatures = refuse([...REDACTION, ...MODERATION]);
-/** The routes that offer PII redaction (the header is theirs to read): only moderation is refused. */
-export const refuseUnofferedBesideRedaction = refuse(MODERATION);
+
+/** The text routes: each refuses the features it does not offer (the headers of those it does are its own to read). */
+export function refuseUnofferedBeside(offers: { redaction?: boolean; moderation?: boolean }): Middleware {
+  return refuse([...(offers.redaction ? [] : REDACTION), ...(offers.moderation ? [] : MODERATION)]);
+}

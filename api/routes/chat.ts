@@ -23,6 +23,8 @@ import type { InferenceCall } from '../../activities/inference/execute.js';
 import { RequestError } from '../../activities/core/errors.js';
 import type { TextBody, TextRequest } from '../textRoute.js';
 import type { AppContext, AppState } from '../state.js';
+import { isTeeModel, verifyAnswer } from '../../activities/tee/tee.js';
+import { clientAbortSignal } from '../clientAbort.js';
 
 export const chatRouter = new Router<AppState>();
 
@@ -35,6 +37,7 @@ textRoute(
     schema: chatRequestSchema,
     surface: 'chat',
     redaction: true,
+    moderation: true,
     webSearch: true,
     x402: true,
     translate: chatToInternal,
@@ -95,13 +98,24 @@ textRoute(
       });
     }
     const { result, route, usage, bill } = await completeOnce(ctx, call);
+    let answer: Record<string, unknown>;
     if (result.native) {
-      ctx.body = passedThroughCompletion(result.native, usage, bill, { model: model.id, provider: route.provider.id });
-      return;
+      answer = passedThroughCompletion(result.native, usage, bill, { model: model.id, provider: route.provider.id });
+    } else {
+      const completion = toChatCompletion(result, usage, bill, { ...meta, provider: route.provider.id });
+      const shown = web(result.content, result.citations);
+      answer = shown ? withSearchCitations(completion, shown, 'message') : completion;
     }
-    const completion = toChatCompletion(result, usage, bill, { ...meta, provider: route.provider.id });
-    const shown = web(result.content, result.citations);
-    ctx.body = shown ? withSearchCitations(completion, shown, 'message') : completion;
+    // a TEE model's answer says whether the gateway verified its signature against a fresh attestation;
+    // its `id` is the upstream's, the one GET /api/v1/tee/signature/{requestId} takes
+    const chatId = (result.native?.id as string | undefined) ?? result.upstreamId;
+    if (isTeeModel(model.id) && chatId) {
+      const { verification } = await verifyAnswer(route, chatId, clientAbortSignal(ctx));
+      answer.id = chatId;
+      answer.tee_verification = verification;
+      ctx.set('X-TEE-Verified', String(verification.verified));
+    }
+    ctx.body = answer;
   },
 );
 

@@ -402,6 +402,17 @@ export function hintsFor(route: ServedRoute): RouteHints {
           dimensions: fc.oneof(fc.integer({ min: 0, max: 4000 }), fc.constant(384)),
         },
       };
+    case '/moderations':
+      return {
+        body: {
+          model: modelName(ids('/v1/moderations')),
+          input: fc.oneof(
+            fuzzText({ minLength: 0, maxLength: 40, nul: true }),
+            fc.array(text(), { maxLength: 3 }),
+            fc.array(fc.record({ type: fc.constantFrom('text', 'image_url'), text: text() }), { maxLength: 2 }),
+          ),
+        },
+      };
     case '/decisions':
     case '/systemone':
       return {

@@ -5,6 +5,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readCatalogFile } from '../../activities/catalog/file.js';
+import { startSearchUpstream } from '../support/upstreams/search.js';
 import { config } from '../../activities/config.js';
 import { type AnthropicUpstream, startAnthropicUpstream } from '../support/upstreams/anthropic.js';
 import { type FalUpstream, startFalUpstream } from '../support/upstreams/fal.js';
@@ -97,7 +98,19 @@ export async function startUpstreams(): Promise<Upstreams> {
   const gemini: GeminiUpstream = await startGeminiUpstream();
   const eleven = await startElevenLabsUpstream();
   const fal = await startFalUpstream();
+  // web search: every search provider the gateway speaks, over a few documents
+  const docs = [
+    { title: 'Tides', url: 'https://tides.example.org/fundy', content: 'The highest tides.', date: '2025-03-01' },
+  ];
+  const linkup = await startSearchUpstream('linkup', docs);
+  const tavily = await startSearchUpstream('tavily', docs);
+  const searxng = await startSearchUpstream('searxng', docs);
   const env: Record<string, string> = {
+    LINKUP_API_KEY: linkup.apiKey,
+    LINKUP_BASE_URL: linkup.url,
+    TAVILY_API_KEY: tavily.apiKey,
+    TAVILY_BASE_URL: tavily.url,
+    SEARXNG_URL: searxng.url,
     ANTHROPIC_API_KEY: anthropic.apiKey,
     ANTHROPIC_BASE_URL: anthropic.url,
     GEMINI_API_KEY: gemini.apiKey,
@@ -133,6 +146,8 @@ export async function startUpstreams(): Promise<Upstreams> {
       gemini.apiKey,
       eleven.apiKey,
       fal.apiKey,
+      linkup.apiKey,
+      tavily.apiKey,
       ...ports,
     ],
     fal,
@@ -176,7 +191,8 @@ export async function startUpstreams(): Promise<Upstreams> {
     },
     async close() {
       await openai.close();
-      for (const u of [chat, speech, embeddings, anthropic, gemini, eleven, fal]) await u.close();
+      for (const u of [chat, speech, embeddings, anthropic, gemini, eleven, fal, linkup, tavily, searxng])
+        await u.close();
     },
   };
 }

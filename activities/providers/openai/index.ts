@@ -7,6 +7,7 @@ import { readJson, send, statusError } from '../http.js';
 import type { UpstreamResponse } from '../http.js';
 import type { ChatAdapter, Provider, ProviderTarget } from '../types.js';
 import { openaiEmbeddings } from './embeddings.js';
+import { openaiModeration } from './moderation.js';
 import { openaiImages } from './images.js';
 import { openaiPassThrough } from './native.js';
 import { openaiScoring } from './scoring.js';
@@ -78,4 +79,5 @@ export const openaiProvider: Provider = {
   images: openaiImages,
   transcription: openaiTranscription,
   scoring: openaiScoring,
+  moderation: openaiModeration,
 };

@@ -1,6 +1,8 @@
 // biome-ignore-all lint/suspicious/noExplicitAny: request bodies are arbitrary JSON
 // A loopback OpenAI-compatible upstream for tests: POST {base}/chat/completions and
-// POST {base}/completions, JSON and SSE, with OpenAI's real framing, auth check and error bodies.
+// POST {base}/completions, JSON and SSE, with OpenAI's real framing, auth check and error bodies,
+// and POST {base}/moderations (OpenAI's moderations protocol: `results`, one verdict per input; the
+// loopback's classifier is a small word list per category, see moderate()).
 // It answers deterministically from the request ("Echo: <last user text>", or {"echo": ...} when
 // JSON output was asked for), honours the output cap, and can be scripted per request: the reply's
 // text, reasoning, tool calls, usage and finish reason, or a delay, an error status, a hang, a
@@ -75,6 +77,8 @@ interface UpstreamReply {
   nextTokens?: Record<string, number>;
   /** leave log probabilities out even when asked for (as servers that ignore `logprobs` do) */
   omitLogprobs?: boolean;
+  /** moderations: answer with exactly this `results` value (a malformed or short answer) */
+  moderationResults?: unknown;
 }
 
 type ScriptedReply = UpstreamReply | ((req: RecordedRequest) => UpstreamReply);
@@ -337,7 +341,9 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
         ? 'chat'
         : rec.path === `${basePath}/completions`
           ? 'completions'
-          : undefined;
+          : rec.path === `${basePath}/moderations`
+            ? 'moderations'
+            : undefined;
     if (rec.method !== 'POST' || !route) {
       return send(res, 404, errorBody(404, { message: `Invalid URL (${rec.method} ${rec.path})`, code: null }));
     }
@@ -374,6 +380,7 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
         }),
       );
     }
+    if (route === 'moderations') return moderations(rec, res);
     if (typeof rec.body.model !== 'string')
       return send(res, 400, errorBody(400, { message: 'you must provide a model parameter' }));
     if (route === 'chat' && !Array.isArray(rec.body.messages))
@@ -421,6 +428,36 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
     send(res, 200, route === 'chat' ? answer.chatJson() : answer.completionJson(), reply.headers);
   }
 
+  /** OpenAI's moderations: `input` a string or a list of strings or text parts; `model` optional. */
+  async function moderations(rec: RecordedRequest, res: http.ServerResponse): Promise<void> {
+    const { input, model, ...rest } = rec.body;
+    const unknown = Object.keys(rest)[0];
+    if (opts.strict && unknown)
+      return send(res, 400, errorBody(400, { message: `Unrecognized request argument supplied: ${unknown}` }));
+    const items = typeof input === 'string' ? [input] : input;
+    const texts = Array.isArray(items)
+      ? items.map((x: any) => (typeof x === 'string' ? x : x?.type === 'text' ? x.text : undefined))
+      : undefined;
+    if (!texts?.length || texts.some((t: unknown) => typeof t !== 'string'))
+      return send(
+        res,
+        400,
+        errorBody(400, { message: "Invalid value for 'input'.", param: 'input', code: 'invalid_value' }),
+      );
+    const next = queue.shift();
+    const reply: UpstreamReply = { ...base, ...(typeof next === 'function' ? next(rec) : next) };
+    if (reply.hang) return;
+    if (reply.drop) return void res.socket?.destroy();
+    if (reply.delayMs) await sleep(reply.delayMs);
+    if (reply.status && reply.status >= 400)
+      return send(res, reply.status, errorBody(reply.status, reply.error), reply.headers);
+    send(res, 200, {
+      id: `modr-${++serial}`,
+      model: model ?? 'omni-moderation-latest',
+      results: reply.moderationResults ?? texts.map(moderate),
+    });
+  }
+
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const { port } = server.address() as AddressInfo;
 
@@ -449,6 +486,33 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
         server.closeAllConnections();
         server.close(() => resolve());
       }),
+  };
+}
+
+/** The loopback's classifier: a category is flagged when the text has one of its words. */
+const MODERATION_WORDS: Record<string, RegExp> = {
+  harassment: /\b(idiot|loser)\b/i,
+  hate: /\b(subhuman|vermin)\b/i,
+  'self-harm': /\b(hurt myself|end my life)\b/i,
+  sexual: /\b(explicit sex)\b/i,
+  violence: /\b(kill|murder|stab)\b/i,
+  illicit: /\b(make a bomb|cook meth)\b/i,
+};
+
+function moderate(text: string) {
+  const categories: Record<string, boolean> = {};
+  const category_scores: Record<string, number> = {};
+  const category_applied_input_types: Record<string, string[]> = {};
+  for (const [name, re] of Object.entries(MODERATION_WORDS)) {
+    categories[name] = re.test(text);
+    category_scores[name] = categories[name] ? 0.97 : 0.0004;
+    category_applied_input_types[name] = ['text'];
+  }
+  return {
+    flagged: Object.values(categories).some(Boolean),
+    categories,
+    category_scores,
+    category_applied_input_types,
   };
 }
 
