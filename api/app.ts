@@ -6,6 +6,7 @@ import Router from '@koa/router';
 import { requestId } from './middleware/requestId.js';
 import { handleErrors } from './middleware/errors.js';
 import { writeJsonBody } from './middleware/jsonBody.js';
+import { thinkingPath } from './middleware/thinkingPath.js';
 import { modelsRouter } from './routes/models.js';
 import { balanceRouter } from './routes/balance.js';
 import { chatRouter } from './routes/chat.js';
@@ -15,6 +16,7 @@ import { messagesRouter } from './routes/messages.js';
 import { responsesRouter } from './routes/responses.js';
 import { speechRouter } from './routes/speech.js';
 import { embeddingsRouter } from './routes/embeddings.js';
+import { transcriptionsRouter } from './routes/transcriptions.js';
 import { moderationsRouter } from './routes/moderations.js';
 import { decisionsRouter } from './routes/decisions.js';
 import { imagesRouter } from './routes/images.js';
@@ -46,6 +48,7 @@ export function createApp(): Koa {
   app.use(requestId);
   app.use(writeJsonBody);
   app.use(handleErrors);
+  app.use(thinkingPath);
 
   const health = new Router<AppState>();
   health.get('/health', (ctx) => {
@@ -69,6 +72,7 @@ export function createApp(): Koa {
     talkToGptRouter,
     speechRouter,
     embeddingsRouter,
+    transcriptionsRouter,
     moderationsRouter,
     decisionsRouter,
     imagesRouter,

@@ -17,6 +17,8 @@ export interface AppState {
   envelope?: Envelope;
   /** `X-Billing-Mode` asked for pay-as-you-go (middleware/billingMode.ts) */
   forcePaygo?: boolean;
+  /** reached through the `/api/v1thinking/` base path: reasoning on where the model can (middleware/thinkingPath.ts) */
+  thinkingPath?: boolean;
   /** an accountless request paying with x402 (x402.ts); the caller is then the x402 house account */
   x402?: X402State;
   /** the validated, coerced query string (validate.ts validateQuery) */

@@ -23,6 +23,7 @@ import type Router from '@koa/router';
 import type { Schema } from 'ajv';
 import type { ModelInfo } from '../activities/catalog/catalog.js';
 import type { InferenceCall } from '../activities/inference/execute.js';
+import type { InferenceRequest } from '../activities/core/types.js';
 import { type PrepareInput, planCall, prepareCall, resolveModel } from '../activities/inference/prepare.js';
 import type { ModelName } from '../activities/routing/suffixes.js';
 import { withMemory } from '../activities/memory/memory.js';
@@ -64,9 +65,13 @@ export interface TextRequest<T extends Translated> {
   redacted: boolean;
   /** the web search before the model call (undefined: none); its `hits` and `fee` are known once prepare() returned */
   search?: OnlineSearch;
-  /** plan and reserve: the caller, request id, surface, model, input and billing mode are filled in */
+  /**
+   * plan and reserve: the caller, request id, surface, model, input and billing mode are filled in.
+   * A request answered by several calls (chat's `n`) prepares each with its `part` (1, 2, ...): its
+   * own request id (`<id>:<part>`), reservation and charge; the first call keeps the plain id.
+   */
   prepare(
-    extra?: Pick<PrepareInput, 'holdTtlSeconds' | 'passHeaders' | 'native' | 'forcePaygo'>,
+    extra?: Pick<PrepareInput, 'holdTtlSeconds' | 'passHeaders' | 'native' | 'forcePaygo'> & { part?: number },
   ): Promise<InferenceCall>;
 }
 
@@ -126,6 +131,8 @@ export function textRoute<T extends Translated>(
         suffix: name.redaction === true,
         callerDefault: ctx.state.caller.redaction,
       });
+    // the /api/v1thinking/ base path asks what `:thinking` asks, unless the name turns reasoning off
+    if (ctx.state.thinkingPath && name.reasoningEffort !== 'none') name.thinking = true;
     const moderation = spec.moderation ? moderationWanted(ctx) : undefined;
     const input = await spec.translate(body, model, name, ctx);
     const web = webSearchSettings(name, body);
@@ -168,7 +175,8 @@ export function textRoute<T extends Translated>(
         }).metered.worstCase() + (redact ? REDACTION_FEE_NANO_USD : 0n);
       paid = await admitX402(ctx, spec.surface, body, worst);
     }
-    let call: InferenceCall | undefined;
+    const calls: InferenceCall[] = [];
+    let searched: Promise<InferenceRequest['messages']> | undefined;
     const memory = name.memory
       ? await withMemory(
           ctx.state.caller,
@@ -212,10 +220,10 @@ export function textRoute<T extends Translated>(
         input,
         redacted: redaction !== undefined,
         search,
-        prepare: async (extra = {}) => {
-          call = await prepareCall({
+        prepare: async ({ part, ...extra } = {}) => {
+          const call = await prepareCall({
             caller: ctx.state.caller,
-            requestId: ctx.state.requestId,
+            requestId: part ? `${ctx.state.requestId}:${part}` : ctx.state.requestId,
             surface: spec.surface,
             model,
             // with a web search: reserved with room for its results, which are searched for after
@@ -229,14 +237,19 @@ export function textRoute<T extends Translated>(
             searchFee: nativeWeb?.fee,
             forcePaygo: extra.forcePaygo || ctx.state.forcePaygo === true,
           });
-          if (search) call.ctx.request.messages = await search.run(input.request.messages, clientAbortSignal(ctx));
+          calls.push(call);
+          // one search for the request, however many calls answer it (chat's `n`)
+          if (search) {
+            searched ??= search.run(input.request.messages, clientAbortSignal(ctx));
+            call.ctx.request.messages = await searched;
+          }
           return call;
         },
       });
     } catch (err) {
       // Whatever failed once the money had moved (storing the answer, shaping it), the caller gets
       // this error instead of the answer: release the reservation or refund the charge.
-      for (const metered of [call?.metered, memory?.call.metered, search?.call.metered])
+      for (const metered of [...calls.map((c) => c.metered), memory?.call.metered, search?.call.metered])
         await metered
           ?.abandon((err as { code?: string }).code ?? 'error')
           .catch((e) => console.error(`[api] ${ctx.state.requestId}: could not give back the money:`, e));
@@ -246,13 +259,13 @@ export function textRoute<T extends Translated>(
     }
     // a search reserved for an answer that never called the model is released
     if (search && !search.outcome) await search.call.metered.abandon('unused');
-    if (call) chargeOnDelivery(ctx, call.metered);
+    for (const call of calls) chargeOnDelivery(ctx, call.metered);
     // The memory and the search went into the answer, so they are charged when the answer is: a
     // stream has already delivered (and ended the response) by now, so they are delivered with it;
     // a whole answer is delivered once written out, with the same check as the answer's own charge.
     for (const addOn of [memory?.call.metered, search?.call.metered]) {
       if (!addOn) continue;
-      if (call?.metered.isDelivered) addOn.delivered();
+      if (calls.some((c) => c.metered.isDelivered)) addOn.delivered();
       else chargeOnDelivery(ctx, addOn);
     }
     if (paid) await finishPaid(paid);

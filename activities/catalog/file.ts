@@ -94,6 +94,7 @@ const schema = {
               'decision',
               'memory',
               'search',
+              'transcription',
               'moderation',
             ],
           },
@@ -289,14 +290,15 @@ export function parseCatalog(text: string, source = 'catalog'): CatalogFile {
           `${source}: /models/${i}/providers/${j} names provider "${r.provider}", which is not under providers:`,
         );
       }
-      // Video is billed per second of output: for category `video` the route's `input` price
-      // holds the per-second price (nano-USD per second) and `output` is 0. Images likewise per
-      // image (`per_image`: the default size and quality; `image_prices` for the others), and web
-      // search per request (`per_request`, category `search`).
+      // Video is billed per second of output and transcription per second of audio in: for those
+      // categories the route's `input` price holds the per-second price (nano-USD per second) and
+      // `output` is 0. Images likewise per image (`per_image`: the default size and quality;
+      // `image_prices` for the others), and web search per request (`per_request`, category `search`).
       const perSecond = r.price.per_second !== undefined;
-      if (perSecond !== (m.category === 'video')) {
+      const bySecond = m.category === 'video' || m.category === 'transcription';
+      if (perSecond !== bySecond) {
         throw new CatalogFileError(
-          `${source}: /models/${i}/providers/${j}: ${m.category === 'video' ? 'a video route states its price as per_second' : 'only video routes are priced per_second'}`,
+          `${source}: /models/${i}/providers/${j}: ${bySecond ? `a ${m.category} route states its price as per_second` : 'only video and transcription routes are priced per_second'}`,
         );
       }
       const perImage = r.price.per_image !== undefined;

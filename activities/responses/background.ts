@@ -11,6 +11,7 @@ import { hasOutput, InferenceCall, producedText } from '../inference/execute.js'
 import type { InferenceRequest } from '../core/types.js';
 import {
   assistantTurn,
+  inputItemsOf,
   responseShell,
   toResponse,
   type ChatMessage,
@@ -37,7 +38,7 @@ interface BackgroundJob {
 
 interface Row {
   status: string;
-  request: { conversation: ChatMessage[]; job: BackgroundJob };
+  request: { conversation: ChatMessage[]; job: BackgroundJob; inputItems: Array<Record<string, unknown>> };
   response: ResponseObject;
 }
 
@@ -101,7 +102,7 @@ export async function startBackgroundResponse(
         id: meta.id,
         account_id: caller.accountId,
         status: 'queued',
-        request: { conversation, job },
+        request: { conversation, job, inputItems: inputItemsOf(meta.body.input) },
         response: queued,
         expires_at: new Date(Date.now() + Math.max(1, retentionDays()) * 86_400_000),
       },

@@ -4,6 +4,7 @@
 import type { Bill } from '../inference/execute.js';
 import type { FinishReason, InferenceResult, StreamEvent, TokenLogprob, ToolCall, Usage } from '../core/types.js';
 import { config } from '../config.js';
+import { type Currency, parseAmount, toDisplayNumber } from '../core/money.js';
 import { chatAnnotations, type UrlCitation } from '../search/context.js';
 
 const pricingField = () => `x_${config.serviceName}_pricing`;
@@ -97,6 +98,39 @@ export function toChatCompletion(r: InferenceResult, usage: Usage, bill: Bill, m
     },
     bill,
   );
+}
+
+/**
+ * One `chat.completion` from the completions of several calls made for one request (chat's `n`):
+ * their choices in order, indexed 0..n-1, usage and bill summed (exactly: in the currency's
+ * units), the balance left after the last charge.
+ */
+export function mergeCompletions(parts: Array<{ body: Record<string, unknown>; usage: Usage; bill: Bill }>) {
+  const first = parts[0]!.body;
+  const sum = (pick: (b: Bill) => number, currency: Currency) =>
+    toDisplayNumber(
+      parts.reduce((a, p) => a + parseAmount(pick(p.bill), currency), 0n),
+      currency,
+    );
+  const currency = parts[0]!.bill.currency;
+  const bill: Bill = {
+    ...parts[0]!.bill,
+    amount: sum((b) => b.amount, currency),
+    cost: sum((b) => b.cost, 'USD'),
+    remainingBalance: Math.min(...parts.map((p) => p.bill.remainingBalance)),
+    inputTokens: parts.reduce((a, p) => a + p.bill.inputTokens, 0),
+    outputTokens: parts.reduce((a, p) => a + p.bill.outputTokens, 0),
+  };
+  const usage: Usage = {
+    ...parts[0]!.usage,
+    promptTokens: parts.reduce((a, p) => a + p.usage.promptTokens, 0),
+    completionTokens: parts.reduce((a, p) => a + p.usage.completionTokens, 0),
+    cachedTokens: parts.reduce((a, p) => a + p.usage.cachedTokens, 0),
+    cacheWriteTokens: parts.reduce((a, p) => a + p.usage.cacheWriteTokens, 0),
+    reasoningTokens: parts.reduce((a, p) => a + p.usage.reasoningTokens, 0),
+  };
+  const choices = parts.flatMap((p) => p.body.choices as Array<Record<string, unknown>>);
+  return withBill({ ...first, choices: choices.map((c, index) => ({ ...c, index })), usage: usageJson(usage) }, bill);
 }
 
 /** What a web search adds to an answer: its citations, the sources' URLs, and what the search cost. */

@@ -226,6 +226,23 @@ export function responsesToInternal(
   return { ...chatToInternal(chatBody, model, name), conversation, chatBody };
 }
 
+/**
+ * The caller's `input` as the Responses API lists it back (GET /v1/responses/{id}/input_items):
+ * each item in its item form with an id. A string is one user message; a message's string content
+ * becomes one text part (`input_text`, or `output_text` for an assistant turn). Ids the caller gave
+ * are kept, so an item reads back as it was sent.
+ */
+export function inputItemsOf(input: string | any[]): Array<Record<string, unknown>> {
+  const items = typeof input === 'string' ? [{ role: 'user', content: input }] : input;
+  return items.map((item: any) => {
+    const type = item.type ?? (item.role ? 'message' : undefined);
+    if (type !== 'message') return { id: item.id ?? newId(type === 'function_call' ? 'fc' : 'item'), ...item };
+    const partType = item.role === 'assistant' ? 'output_text' : 'input_text';
+    const content = typeof item.content === 'string' ? [{ type: partType, text: item.content }] : item.content;
+    return { id: item.id ?? newId('msg'), type: 'message', role: item.role, status: 'completed', content };
+  });
+}
+
 /** The assistant turn a result adds to the conversation (chat form), for chaining. */
 export function assistantTurn(r: {
   content: string;

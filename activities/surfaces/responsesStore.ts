@@ -8,6 +8,8 @@ import type { ChatMessage, ResponseObject } from './responses.js';
 export interface StoredRequest {
   /** the conversation after this response (chat form, no instructions): what previous_response_id continues */
   conversation: ChatMessage[];
+  /** the caller's own input to this response, as GET /v1/responses/{id}/input_items lists it */
+  inputItems?: Array<Record<string, unknown>>;
 }
 
 export interface StoredResponseRow {

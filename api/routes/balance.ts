@@ -1,4 +1,8 @@
 // POST /api/check-balance (GET too): the account's balances, as some existing clients read them.
+// POST /api/check-nano-balance (GET too): the same, plus the top-level `balance` (the Nano balance,
+// as a decimal string like the others: 30 decimal places do not fit a JSON number) that older
+// NanoGPT clients read. They also read `nanoDepositAddress` when the account has one; accounts
+// here have no standing Nano address (deposits get an address per invoice), so it is absent.
 import Router from '@koa/router';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
@@ -9,12 +13,13 @@ import type { AppState } from '../state.js';
 
 export const balanceRouter = new Router<AppState>();
 
-balanceRouter.all('/api/check-balance', surface('legacy'), authenticate, async (ctx) => {
+balanceRouter.all(['/api/check-balance', '/api/check-nano-balance'], surface('legacy'), authenticate, async (ctx) => {
   if (ctx.method !== 'GET' && ctx.method !== 'POST')
     throw new RequestError(405, 'method_not_allowed', 'Use GET or POST.');
   const caller = ctx.state.caller;
   const b = (await balances(caller.accountId))!;
   ctx.body = {
+    ...(ctx.path === '/api/check-nano-balance' ? { balance: formatAmount(b.XNO.amount, 'XNO') } : {}),
     usd_balance: formatAmount(b.USD.amount, 'USD'),
     nano_balance: formatAmount(b.XNO.amount, 'XNO'),
     // held = reserved by requests still running; available = what new requests can use

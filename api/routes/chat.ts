@@ -10,6 +10,7 @@ import { asRequestError, renderError } from '../errors.js';
 import { chatToInternal } from '../../activities/surfaces/chat.js';
 import {
   ChatChunker,
+  mergeCompletions,
   toChatCompletion,
   type ChatMeta,
   type WebSearchShown,
@@ -17,7 +18,11 @@ import {
 } from '../../activities/surfaces/chatResponse.js';
 import { citationsIn } from '../../activities/search/context.js';
 import { ChatRelay, chatPassThroughBody, passedThroughCompletion } from '../../activities/surfaces/chatPassthrough.js';
-import type { AppState } from '../state.js';
+import type { ModelInfo } from '../../activities/catalog/catalog.js';
+import type { InferenceCall } from '../../activities/inference/execute.js';
+import { RequestError } from '../../activities/core/errors.js';
+import type { TextBody, TextRequest } from '../textRoute.js';
+import type { AppContext, AppState } from '../state.js';
 import { isTeeModel, verifyAnswer } from '../../activities/tee/tee.js';
 import { clientAbortSignal } from '../clientAbort.js';
 
@@ -39,6 +44,7 @@ textRoute(
     questions: chatQuestions,
   },
   async ({ ctx, body, model, input, search, prepare }) => {
+    if (body.n > 1) return answerChoices(ctx, body, model, input, prepare, !!search || !!input.request.webSearch);
     // web search on: citations of the answer's [n] markers (external) or the upstream's own (native)
     const web = (text: string, native?: WebSearchShown['citations']): WebSearchShown | undefined =>
       search?.hits
@@ -112,3 +118,55 @@ textRoute(
     ctx.body = answer;
   },
 );
+
+/**
+ * Chat's `n` > 1: n calls, one per choice, each planned, reserved, charged and given back on its
+ * own (request ids `<id>:1` ... `<id>:n-1` beside the plain one), answered as one completion with n
+ * choices. Every reservation is made before any call runs, so an account that can pay for fewer
+ * than n is refused up front; if any call fails the request fails and the calls that did answer
+ * are given back (textRoute abandons every prepared call), so a caller is charged for n choices
+ * or none. Not streamed: interleaving n streams' chunks is left out (the request says so).
+ */
+async function answerChoices(
+  ctx: AppContext,
+  body: TextBody,
+  model: ModelInfo,
+  input: ReturnType<typeof chatToInternal>,
+  prepare: TextRequest<ReturnType<typeof chatToInternal>>['prepare'],
+  searching: boolean,
+): Promise<void> {
+  if (body.stream)
+    throw new RequestError(400, 'invalid_parameter_value', 'n > 1 is answered without streaming: send stream: false.', {
+      param: 'n',
+    });
+  // one search, n answers citing it: not offered yet (the citations are per answer)
+  if (searching)
+    throw new RequestError(400, 'invalid_parameter_value', 'n > 1 is not combined with web search here: send n: 1.', {
+      param: 'n',
+    });
+  const { n: _n, ...one } = body;
+  const calls: InferenceCall[] = [];
+  for (let part = 0; part < body.n; part++) calls.push(await prepare({ native: chatPassThroughBody(one), part }));
+  const created = Math.floor(Date.now() / 1000);
+  // every call ends (answered or given back) before the request answers or fails
+  const settled = await Promise.allSettled(
+    calls.map(async (call) => {
+      const { result, route, usage, bill } = await completeOnce(ctx, call);
+      const meta: ChatMeta = {
+        id: `chatcmpl-${String(ctx.state.requestId).slice(4)}`,
+        created,
+        model: model.id,
+        provider: route.provider.id,
+        showReasoning: !call.ctx.request.reasoning?.exclude,
+        maxToolCalls: input.maxToolCalls,
+      };
+      const out = result.native
+        ? passedThroughCompletion(result.native, usage, bill, { model: model.id, provider: route.provider.id })
+        : toChatCompletion(result, usage, bill, meta);
+      return { body: out as Record<string, unknown>, usage, bill };
+    }),
+  );
+  const failed = settled.find((s) => s.status === 'rejected');
+  if (failed) throw failed.reason;
+  ctx.body = mergeCompletions(settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : [])));
+}

@@ -4,13 +4,14 @@
 // are all unconfigured would only fail with model_not_available).
 import Router from '@koa/router';
 import { surface } from '../middleware/surface.js';
+import { authenticate } from '../middleware/auth.js';
 import { validateQuery } from '../validate.js';
 import { notFound } from '../errors.js';
 import { v1 } from '../paths.js';
 import { catalog, type ModelInfo, type Route } from '../../activities/catalog/catalog.js';
 import { formatAmount } from '../../activities/core/money.js';
 import { billingUnit } from '../../activities/media/speech.js';
-import type { AppState } from '../state.js';
+import type { AppContext, AppState } from '../state.js';
 
 const CAPABILITIES = [
   'vision',
@@ -61,11 +62,12 @@ function pricingOf(m: ModelInfo, r: Route | undefined) {
     // the default size and quality; GET /api/v1/images/models/{id}/endpoints has every price
     return { per_image: r ? perMillion(r.price.input) : null, currency: 'USD', unit: 'per_image', billed_by: 'image' };
   }
-  if (m.category === 'video') {
+  if (m.category === 'video' || m.category === 'transcription') {
     return {
       per_second: r ? perMillion(r.price.input) : null,
       currency: 'USD',
       unit: 'per_second',
+      // video: seconds of output; transcription: seconds of audio in
       billed_by: 'second',
     };
   }
@@ -76,6 +78,12 @@ function pricingOf(m: ModelInfo, r: Route | undefined) {
     unit: 'per_million_tokens',
   };
 }
+
+/** Whether any subscription plan of the catalog covers the model. */
+const covered = (m: ModelInfo) => catalog().plans.some((p) => p.models.includes(m.id));
+
+/** A model's icon, from the catalog file's model `options.icon_url` (null when none is set). */
+const iconOf = (m: ModelInfo): string | null => (typeof m.options.icon_url === 'string' ? m.options.icon_url : null);
 
 function summary(m: ModelInfo) {
   return { id: m.id, object: 'model', created: Math.floor(m.createdAt.getTime() / 1000), owned_by: m.ownedBy };
@@ -96,22 +104,124 @@ function detailed(m: ModelInfo) {
     supported_batch_endpoints: m.supportedBatchEndpoints,
     supported_service_tiers: m.supportedServiceTiers,
     category: m.category,
+    icon_url: iconOf(m),
+    // whether a subscription plan of the catalog covers the model
+    subscription: { included: covered(m) },
   };
 }
 
 export const modelsRouter = new Router<AppState>();
 
-modelsRouter.get(
-  v1('/models'),
-  surface('openai'),
-  validateQuery({ type: 'object', properties: { detailed: { type: 'boolean', default: false } } }),
-  (ctx) => {
-    const models = catalog()
-      .usable()
-      .filter((m) => m.category !== 'embedding' && m.category !== 'memory' && m.category !== 'search');
-    ctx.body = { object: 'list', data: models.map(ctx.state.query.detailed ? detailed : summary) };
+/** What GET /v1/models lists: every usable model but those only other lists show. */
+const listed = () =>
+  catalog()
+    .usable()
+    .filter((m) => m.category !== 'embedding' && m.category !== 'memory' && m.category !== 'search');
+
+/**
+ * The Anthropic SDK sends `anthropic-version` on every call and reads its own model shape
+ * (`type: "model"`, `display_name`, `created_at` as RFC 3339); the OpenAI SDK never sends it.
+ * So the header picks the dialect, as on Anthropic's own /v1/models.
+ */
+const wantsAnthropic = (ctx: AppContext) => ctx.get('anthropic-version') !== '';
+
+function anthropicModel(m: ModelInfo) {
+  return { type: 'model', id: m.id, display_name: m.name, created_at: m.createdAt.toISOString() };
+}
+
+const LIST_QUERY = {
+  type: 'object',
+  properties: {
+    detailed: { type: 'boolean', default: false },
+    // Anthropic's list pagination: a page of `limit` models after / before an id
+    limit: { type: 'integer', minimum: 1, maximum: 1000, default: 20 },
+    after_id: { type: 'string', maxLength: 300 },
+    before_id: { type: 'string', maxLength: 300 },
   },
-);
+};
+
+/**
+ * The TypeSafe decision SDK (`@typesafe-ai/sdk`) lists models from the same path and reads
+ * `{models: [{name, description, release_date}]}`: the decision models, which are what it can call.
+ * It says who it is in `X-TypeSafe-SDK` on every request, so that header picks its dialect.
+ */
+const wantsTypeSafe = (ctx: AppContext) => ctx.get('x-typesafe-sdk') !== '';
+
+modelsRouter.get(v1('/models'), surface('openai'), validateQuery(LIST_QUERY), (ctx) => {
+  const models = listed();
+  if (wantsTypeSafe(ctx)) {
+    ctx.body = {
+      models: models
+        .filter((m) => m.category === 'decision')
+        .map((m) => ({ name: m.id, description: m.description, release_date: m.createdAt.toISOString().slice(0, 10) })),
+    };
+    return;
+  }
+  if (!wantsAnthropic(ctx)) {
+    ctx.body = { object: 'list', data: models.map(ctx.state.query.detailed ? detailed : summary) };
+    return;
+  }
+  ctx.state.envelope = 'message';
+  const {
+    limit,
+    after_id: after,
+    before_id: before,
+  } = ctx.state.query as {
+    limit: number;
+    after_id?: string;
+    before_id?: string;
+  };
+  const at = (id: string) => {
+    const i = models.findIndex((m) => m.id === id);
+    if (i < 0) throw notFound('model_not_found', `No model '${id}' to page from: GET /v1/models lists the models.`);
+    return i;
+  };
+  // before_id pages backwards (the `limit` models just before it), as Anthropic's API does
+  const end = before ? at(before) : models.length;
+  const start = before ? Math.max(0, end - limit) : after ? at(after) + 1 : 0;
+  const page = models.slice(start, before ? end : start + limit);
+  ctx.body = {
+    data: page.map(anthropicModel),
+    has_more: before ? start > 0 : start + page.length < models.length,
+    first_id: page[0]?.id ?? null,
+    last_id: page.at(-1)?.id ?? null,
+  };
+});
+
+// The text-model lists NanoGPT clients read beside the main one: `/api/subscription/v1/models`
+// (what a subscription plan covers), `/api/paid/v1/models` (what only the balance pays for) and
+// `/api/personalized/v1/models` (the caller's visible models; there are no per-account visibility
+// settings here, so every text model, and it takes a key as NanoGPT's does). Same shapes and
+// `detailed` as /v1/models.
+const TEXT_LISTS: Array<[string, (m: ModelInfo) => boolean]> = [
+  ['/api/subscription/v1/models', covered],
+  ['/api/paid/v1/models', (m) => !covered(m)],
+  ['/api/personalized/v1/models', () => true],
+];
+for (const [path, keep] of TEXT_LISTS) {
+  modelsRouter.get(
+    path,
+    surface('openai'),
+    ...(path.startsWith('/api/personalized') ? [authenticate] : []),
+    validateQuery({ type: 'object', properties: { detailed: { type: 'boolean', default: false } } }),
+    (ctx) => {
+      const models = listed().filter((m) => m.category === 'chat' && keep(m));
+      ctx.body = { object: 'list', data: models.map(ctx.state.query.detailed ? detailed : summary) };
+    },
+  );
+}
+
+// GET /v1/models/{id}: the SDKs' models.retrieve. Ids contain "/" (sent as %2F by the SDKs, which
+// the router decodes, or raw); aliases resolve to the model they name.
+modelsRouter.get(v1('/models/*id'), surface('openai'), validateQuery(LIST_QUERY), (ctx) => {
+  const raw = ctx.params.id as unknown as string | string[];
+  const id = Array.isArray(raw) ? raw.join('/') : raw;
+  if (wantsAnthropic(ctx)) ctx.state.envelope = 'message';
+  const m = catalog().model(id);
+  if (!m || !listed().includes(m))
+    throw notFound('model_not_found', `Model '${id}' is not available here. GET /v1/models lists the models.`);
+  ctx.body = wantsAnthropic(ctx) ? anthropicModel(m) : ctx.state.query.detailed ? detailed(m) : summary(m);
+});
 
 modelsRouter.get(v1('/embedding-models'), surface('openai'), (ctx) => {
   ctx.body = {
@@ -132,6 +242,54 @@ modelsRouter.get(v1('/embedding-models'), surface('openai'), (ctx) => {
         };
       }),
   };
+});
+
+// The older catalogue, GET /api/models (and /api/models/{group}): no key, every usable model
+// grouped the way NanoGPT's clients still unwrap it, `{models: {text: {<id>: {...}}, image: {...}},
+// meta}`, each entry keyed by id and carrying `model` (its id), `name`, `description` and `cost`
+// (the detailed list's pricing object).
+const OLD_GROUPS: Record<string, string> = {
+  chat: 'text',
+  decision: 'text',
+  image: 'image',
+  video: 'video',
+  speech: 'audio',
+  music: 'audio',
+  transcription: 'audio',
+  embedding: 'embedding',
+};
+
+function oldCatalogue(group?: string) {
+  const models: Record<string, Record<string, unknown>> = {};
+  for (const m of catalog().usable()) {
+    const g = OLD_GROUPS[m.category];
+    if (!g || (group && g !== group)) continue;
+    models[g] ??= {};
+    models[g][m.id] = {
+      model: m.id,
+      name: m.name,
+      description: m.description,
+      owned_by: m.ownedBy,
+      context_length: m.contextLength,
+      cost: pricingOf(m, defaultRoute(m)),
+      icon_url: iconOf(m),
+    };
+  }
+  return { models, meta: { count: Object.values(models).reduce((n, g) => n + Object.keys(g).length, 0) } };
+}
+
+modelsRouter.get('/api/models', surface('openai'), (ctx) => {
+  ctx.body = oldCatalogue();
+});
+
+modelsRouter.get('/api/models/:group', surface('openai'), (ctx) => {
+  const group = ctx.params.group;
+  if (!Object.values(OLD_GROUPS).includes(group))
+    throw notFound(
+      'not_found',
+      `No model group '${group}': the groups are ${[...new Set(Object.values(OLD_GROUPS))].join(', ')}.`,
+    );
+  ctx.body = oldCatalogue(group);
 });
 
 // Ids contain "/": clients send it encoded (%2F), and a raw "/" is accepted as well.

@@ -14,10 +14,12 @@ import type { Context } from 'koa';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
 import { v1 } from '../paths.js';
+import { validateQuery } from '../validate.js';
 import { responsesRequestSchema } from '../schemas/responses.js';
 import { completeOnce, streamOnce } from '../inference.js';
 import {
   assistantTurn,
+  inputItemsOf,
   newId,
   responsesToInternal,
   ResponseStreamer,
@@ -124,6 +126,7 @@ textRoute(
       if (body.store === false) return;
       await saveResponse(caller.accountId, response, {
         conversation: turn ? [...input.conversation, turn] : input.conversation,
+        inputItems: inputItemsOf(body.input),
       });
     };
     if (body.stream) return streamResponse(ctx, call, meta, store);
@@ -223,6 +226,51 @@ responsesRouter.get(v1('/responses/:id'), surface('openai'), authenticate, async
   if (!row) throw notFound(ctx.params.id);
   ctx.body = row.response;
 });
+
+// The caller's input to a stored response, a page at a time, as OpenAI lists it: `order` desc
+// (newest first) by default, `after` an item id, `limit` 1-100.
+responsesRouter.get(
+  v1('/responses/:id/input_items'),
+  surface('openai'),
+  validateQuery({
+    type: 'object',
+    properties: {
+      limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+      order: { enum: ['asc', 'desc'], default: 'desc' },
+      after: { type: 'string', maxLength: 200 },
+      before: { type: 'string', maxLength: 200 },
+    },
+  }),
+  authenticate,
+  async (ctx) => {
+    const row = await loadResponse(ctx.state.caller.accountId, ctx.params.id);
+    if (!row) throw notFound(ctx.params.id);
+    const { limit, order, after, before } = ctx.state.query as {
+      limit: number;
+      order: 'asc' | 'desc';
+      after?: string;
+      before?: string;
+    };
+    const all = row.request.inputItems ?? [];
+    const items = order === 'desc' ? [...all].reverse() : all;
+    const at = (id: string, param: string) => {
+      const i = items.findIndex((x) => x.id === id);
+      if (i < 0)
+        throw new RequestError(400, 'invalid_parameter_value', `No input item '${id}' in this response.`, { param });
+      return i;
+    };
+    const end = before ? at(before, 'before') : items.length;
+    const start = after ? at(after, 'after') + 1 : 0;
+    const page = items.slice(start, Math.min(end, start + limit));
+    ctx.body = {
+      object: 'list',
+      data: page,
+      first_id: page[0]?.id ?? null,
+      last_id: page.at(-1)?.id ?? null,
+      has_more: start + page.length < end,
+    };
+  },
+);
 
 responsesRouter.delete(v1('/responses/:id'), surface('openai'), authenticate, async (ctx) => {
   const caller = ctx.state.caller;

@@ -1,4 +1,5 @@
-// POST /api/talk-to-gpt: the legacy text endpoint. Key in `x-api-key` (Bearer works too), errors in
+// POST /api/talk-to-gpt (and /api/talk-to-gemini, its twin that older clients call for Gemini
+// models: the same endpoint, any model): the legacy text endpoint. Key in `x-api-key` (Bearer works too), errors in
 // the legacy envelope. A chat request underneath (chat's translation, planner and money path);
 // the answer is text/plain: the reply, then `<NanoGPT>{"cost",...}</NanoGPT>` (tag per service name).
 import Router from '@koa/router';
@@ -13,7 +14,7 @@ export const talkToGptRouter = new Router<AppState>();
 textRoute(
   talkToGptRouter,
   {
-    paths: '/api/talk-to-gpt',
+    paths: ['/api/talk-to-gpt', '/api/talk-to-gemini'],
     envelope: 'legacy',
     schema: talkToGptRequestSchema,
     surface: 'talk-to-gpt',

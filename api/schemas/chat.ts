@@ -95,7 +95,8 @@ export const chatRequestSchema = {
     },
     max_tokens: { type: 'integer', minimum: 1 },
     max_completion_tokens: { type: 'integer', minimum: 1 },
-    n: { type: 'integer', minimum: 1, maximum: 1 },
+    // n > 1: one metered call per choice (api/routes/chat.ts); the cap keeps one request's fan-out small
+    n: { type: 'integer', minimum: 1, maximum: 8 },
     tool_choice: {
       anyOf: [
         { type: 'string', enum: ['auto', 'none', 'required'] },

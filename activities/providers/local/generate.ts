@@ -18,6 +18,8 @@ import { RequestError, upstreamError } from '../../core/errors.js';
 
 export interface GenerationEnd {
   finishReason: FinishReason;
+  /** the request's stop sequence that ended the answer (not the chat template's own end markers) */
+  stopSequence?: string;
   usage: Usage;
 }
 
@@ -117,6 +119,7 @@ export async function generate(
   let completionTokens = 0;
   let finishReason: FinishReason = 'stop';
   let stoppedByText = false;
+  let matched: string | null = null;
 
   const release = (pieces: Piece[]) => {
     for (const p of pieces) {
@@ -192,8 +195,9 @@ export async function generate(
           const { release: out, stopped } = stops.push({ text, logprobs: pendingLogprobs });
           pendingLogprobs = [];
           release(out);
-          if (stopped) {
+          if (stopped !== null) {
             stoppedByText = true;
+            matched = stopped;
             break;
           }
         }
@@ -212,7 +216,10 @@ export async function generate(
           logprobs: pendingLogprobs,
         });
         release(out);
-        if (stopped) finishReason = 'stop';
+        if (stopped !== null) {
+          finishReason = 'stop';
+          matched = stopped;
+        }
       }
       release(stops.flush());
     }
@@ -225,8 +232,10 @@ export async function generate(
     void busy.catch(() => {}).finally(() => lm.pool.release(seq));
   }
 
+  const requested = matched !== null && (req.sampling.stop ?? []).includes(matched);
   return {
     finishReason,
+    ...(requested ? { stopSequence: matched! } : {}),
     usage: {
       promptTokens: prompt.tokens.length,
       cachedTokens: cached,

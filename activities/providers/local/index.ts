@@ -47,6 +47,7 @@ async function complete(req: InferenceRequest, target: ProviderTarget, signal: A
     content: text.join(''),
     toolCalls: [],
     finishReason: end.finishReason,
+    ...(end.stopSequence !== undefined ? { stopSequence: end.stopSequence } : {}),
     usage: end.usage,
     ...(req.sampling.logprobs ? { logprobs } : {}),
   };
@@ -80,7 +81,11 @@ async function* stream(
           : { type: 'text', text: piece.text },
       ),
     );
-    queue.push({ type: 'finish', reason: end.finishReason });
+    queue.push({
+      type: 'finish',
+      reason: end.finishReason,
+      ...(end.stopSequence !== undefined ? { stopSequence: end.stopSequence } : {}),
+    });
     queue.push({ type: 'usage', usage: end.usage });
   })().then(
     () => queue.end(),

@@ -14,18 +14,25 @@ export class StopMatcher {
 
   constructor(private readonly stops: string[]) {}
 
-  /** Add a piece; returns what is safe to release, and whether a stop sequence ended the text. */
-  push(piece: Piece): { release: Piece[]; stopped: boolean } {
-    if (this.stops.length === 0) return { release: [piece], stopped: false };
+  /**
+   * Add a piece; returns what is safe to release, and the stop sequence that ended the text (the
+   * one starting first; null while none has).
+   */
+  push(piece: Piece): { release: Piece[]; stopped: string | null } {
+    if (this.stops.length === 0) return { release: [piece], stopped: null };
     this.pending.push(piece);
     const text = this.pending.map((p) => p.text).join('');
     let at = -1;
+    let matched: string | null = null;
     for (const s of this.stops) {
       const i = text.indexOf(s);
-      if (i >= 0 && (at < 0 || i < at)) at = i;
+      if (i >= 0 && (at < 0 || i < at)) {
+        at = i;
+        matched = s;
+      }
     }
-    if (at >= 0) return { release: this.cut(at), stopped: true };
-    return { release: this.cut(text.length - this.heldBack(text), false), stopped: false };
+    if (matched !== null) return { release: this.cut(at), stopped: matched };
+    return { release: this.cut(text.length - this.heldBack(text), false), stopped: null };
   }
 
   /** The end of generation: whatever was held back is just text. */

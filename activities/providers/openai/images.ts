@@ -9,17 +9,10 @@
 // reach OpenAI's short-lived blob URLs. A refusal on safety grounds is a 400 with
 // `code: content_policy_violation` (or `moderation_blocked` on gpt-image): the caller's own, not
 // retried, and never billed.
-import { randomBytes } from 'node:crypto';
 import { upstreamError } from '../../core/errors.js';
 import { readJson, send, statusError } from '../http.js';
-import type {
-  ImageReference,
-  ImageRequest,
-  ImageResult,
-  ImagesAdapter,
-  OutputImage,
-  ProviderTarget,
-} from '../types.js';
+import { type FilePart, multipart } from '../multipart.js';
+import type { ImageRequest, ImageResult, ImagesAdapter, OutputImage, ProviderTarget } from '../types.js';
 import { quirksFor } from './quirks.js';
 import { requestHeaders } from './request.js';
 import { deadlineOr } from './stream.js';
@@ -42,30 +35,6 @@ function fields(req: ImageRequest, target: ProviderTarget): Record<string, strin
   if (target.options.response_format !== false) f.response_format = 'b64_json';
   for (const [k, v] of Object.entries(req.params)) if (typeof v === 'string' || typeof v === 'number') f[k] = v;
   return f;
-}
-
-/** A multipart/form-data body (RFC 7578) of text fields and image parts. */
-function multipart(
-  text: Record<string, string | number>,
-  files: Array<{ name: string; image: ImageReference; filename: string }>,
-): { body: Buffer; contentType: string } {
-  const boundary = `----switchyard${randomBytes(12).toString('hex')}`;
-  const parts: Buffer[] = [];
-  for (const [name, value] of Object.entries(text)) {
-    parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
-  }
-  for (const f of files) {
-    parts.push(
-      Buffer.from(
-        `--${boundary}\r\nContent-Disposition: form-data; name="${f.name}"; filename="${f.filename}"\r\n` +
-          `Content-Type: ${f.image.mediaType}\r\n\r\n`,
-      ),
-      f.image.data,
-      Buffer.from('\r\n'),
-    );
-  }
-  parts.push(Buffer.from(`--${boundary}--\r\n`));
-  return { body: Buffer.concat(parts), contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
 function outputsOf(providerId: string, json: any): OutputImage[] {
@@ -93,12 +62,14 @@ export const openaiImages: ImagesAdapter = {
     if (req.references.length > 0) {
       url = `${base}/images/edits`;
       const name = req.references.length > 1 ? 'image[]' : 'image';
-      const files = req.references.map((image, i) => ({
+      const files: FilePart[] = req.references.map((image, i) => ({
         name,
-        image,
+        data: image.data,
+        mediaType: image.mediaType,
         filename: `image-${i}.${EXTENSIONS[image.mediaType] ?? 'png'}`,
       }));
-      if (req.mask) files.push({ name: 'mask', image: req.mask, filename: 'mask.png' });
+      if (req.mask)
+        files.push({ name: 'mask', data: req.mask.data, mediaType: req.mask.mediaType, filename: 'mask.png' });
       const form = multipart(f, files);
       body = form.body;
       headers['content-type'] = form.contentType;

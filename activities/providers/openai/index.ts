@@ -12,6 +12,7 @@ import { openaiImages } from './images.js';
 import { openaiPassThrough } from './native.js';
 import { openaiScoring } from './scoring.js';
 import { openaiSpeech } from './speech.js';
+import { openaiTranscription } from './transcription.js';
 import { quirksFor } from './quirks.js';
 import { endpointUrl, requestHeaders, toChatBody, toCompletionBody, usesCompletionsEndpoint } from './request.js';
 import { fromChatResponse, fromCompletionResponse } from './response.js';
@@ -76,6 +77,7 @@ export const openaiProvider: Provider = {
   speech: openaiSpeech,
   embeddings: openaiEmbeddings,
   images: openaiImages,
+  transcription: openaiTranscription,
   scoring: openaiScoring,
   moderation: openaiModeration,
 };

@@ -41,8 +41,7 @@ export interface ImagesUpstream {
 
 const imageFor = (prompt: string, i: number) => solidPng(8, 8, [prompt.length % 256, i * 40, 99]);
 
-export async function startImagesUpstream(): Promise<ImagesUpstream> {
-  const apiKey = 'sk-images-loopback';
+export async function startImagesUpstream(apiKey = 'sk-images-loopback'): Promise<ImagesUpstream> {
   let scripted: ImagesReply[] = [];
   const requests: RecordedRequest[] = [];
   let base = '';
