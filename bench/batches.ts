@@ -77,6 +77,18 @@ async function books(batchId: string): Promise<string[]> {
   return lines;
 }
 
+/**
+ * Transactions committed in the bench database so far (every statement outside BEGIN is one). The
+ * server's counters lag until each connection flushes them (at most 10 s after it goes idle).
+ */
+async function commits(): Promise<number> {
+  await new Promise((r) => setTimeout(r, 11_000));
+  const { rows } = await db().pool.query(
+    `SELECT (xact_commit + xact_rollback)::int AS n FROM pg_stat_database WHERE datname = current_database()`,
+  );
+  return rows[0].n;
+}
+
 async function main() {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-batches-'));
   const temporal = await startDevServer({
@@ -116,6 +128,7 @@ async function main() {
       for (let i = 0; i < 50; i++) await send(pool, 'POST', '/v1/chat/completions', key, rowBody(i));
 
       // the synchronous route, SYNC_CONCURRENCY at a time
+      const x0 = await commits();
       let next = 0;
       const c0 = cpu();
       const t0 = performance.now();
@@ -127,6 +140,7 @@ async function main() {
       const syncMs = performance.now() - t0;
       const syncCpu = share(c0, cpu(), syncMs);
 
+      const x1 = await commits();
       // the same requests as one inline batch
       const requests = Array.from({ length: ROWS }, (_, i) => ({ custom_id: `row-${i}`, body: rowBody(i) }));
       const c1 = cpu();
@@ -146,6 +160,8 @@ async function main() {
       }
       const batchMs = performance.now() - t1;
       const batchCpu = share(c1, cpu(), batchMs);
+      const workerUsPerRow = ((cpuMs(worker) - c1[1]) * 1000) / ROWS;
+      const x2 = await commits();
       await pool.close();
       if (process.env.BENCH_BATCH_DEBUG) {
         const { Client, Connection } = await import('@temporalio/client');
@@ -199,7 +215,11 @@ async function main() {
           ],
         ],
       );
-      console.log(`\nbatch / synchronous: ${((batchRate / syncRate) * 100).toFixed(0)}%\n\nbooks:`);
+      console.log(`\nbatch / synchronous: ${((batchRate / syncRate) * 100).toFixed(0)}%`);
+      console.log(
+        `database transactions per row: synchronous ${((x1 - x0) / ROWS).toFixed(2)}, batch ${((x2 - x1) / ROWS).toFixed(2)}`,
+      );
+      console.log(`worker CPU per batch row: ${workerUsPerRow.toFixed(0)} µs\n\nbooks:`);
       for (const l of await books(made.id)) console.log(`  ${l}`);
     });
   } finally {

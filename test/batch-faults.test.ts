@@ -13,6 +13,10 @@ import { useTemporal } from './support/temporal.js';
 import { onOwnWorkers } from './support/ownWorkers.js';
 import { assertBooksBalance } from './support/books.js';
 import { until } from './support/wait.js';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { runBatchRows } from '../activities/batches/run.js';
+import { storedCaller } from '../activities/batches/store.js';
+import { resolveKey } from '../activities/accounts/keys.js';
 
 const MODEL = 'openai/gpt-4o-mini';
 
@@ -132,5 +136,58 @@ describe('batches when their worker is killed', function () {
       }
       assert.ok(retried <= 8, `${retried} rows asked twice: at most the 8 in flight when the worker died`);
     });
+  });
+
+  it('two attempts of the same rows at once (a worker presumed dead still running): each row stored, counted and charged once', async () => {
+    const { key, keyId, accountId } = await b.account('5');
+    const resolved = await resolveKey(key);
+    assert.ok(resolved.caller);
+    const id = `batch_race_${Date.now()}`;
+    const N = 48;
+    await db().pool.query(
+      `INSERT INTO batches (id, kind, account_id, api_key_id, endpoint, model, status, payer, total, in_progress_at, expires_at)
+       VALUES ($1, 'inline', $2, $3, '/v1/chat/completions', $4, 'in_progress', $5, $6, now(), now() + interval '1 hour')`,
+      [id, accountId, keyId, MODEL, storedCaller(resolved.caller), N],
+    );
+    await db().pool.query(
+      `INSERT INTO batch_rows (batch_id, idx, custom_id, body)
+       SELECT $1, g, 'r' || g, jsonb_build_object('messages', jsonb_build_array(jsonb_build_object('role', 'user',
+         'content', 'race ' || g)), 'max_tokens', 20) FROM generate_series(0, $2 - 1) g`,
+      [id, N],
+    );
+    // answers at uneven speeds, so the two attempts' rows finish interleaved and share statements
+    b.openai.script(...Array.from({ length: N * 2 }, (_, i) => ({ delayMs: (i * 7) % 40 })));
+    const attempt = () =>
+      new MockActivityEnvironment().run(runBatchRows, id, 0, N, 6, Date.now() + 60_000) as Promise<string>;
+    assert.deepEqual(await Promise.all([attempt(), attempt(), attempt()]), ['done', 'done', 'done']);
+
+    const { rows: batch } = await db().pool.query(`SELECT completed, failed, cost::text FROM batches WHERE id = $1`, [
+      id,
+    ]);
+    assert.equal(batch[0].completed, N, 'each row counted once');
+    assert.equal(batch[0].failed, 0);
+    const { rows: stored } = await db().pool.query(
+      `SELECT idx, status, cost::text, hold_id FROM batch_rows WHERE batch_id = $1 ORDER BY idx`,
+      [id],
+    );
+    assert.ok(stored.every((r) => r.status === 'succeeded'));
+    const { rows: charges } = await db().pool.query(
+      `SELECT request_id, hold_id, amount FROM ledger_entries WHERE account_id = $1 AND kind = 'charge'`,
+      [accountId],
+    );
+    assert.equal(charges.length, N, 'one charge per row');
+    let total = 0n;
+    for (const r of stored) {
+      const c = charges.filter((x) => x.request_id === `${id}:${r.idx}`);
+      assert.equal(c.length, 1, `row ${r.idx} charged once`);
+      assert.equal(c[0].hold_id, r.hold_id, `row ${r.idx} charged on its own hold`);
+      assert.equal(-BigInt(c[0].amount), BigInt(r.cost), `row ${r.idx} charged its stored cost`);
+      total += BigInt(r.cost);
+    }
+    assert.equal(BigInt(batch[0].cost), total, "the batch's cost is the sum of its rows'");
+    const usd = await b.usd(accountId);
+    assert.equal(usd.held, 0n, 'every hold settled or released');
+    assert.equal(usd.amount, 5_000_000_000n - total);
+    await assertBooksBalance(accountId);
   });
 });

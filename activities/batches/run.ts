@@ -10,6 +10,10 @@
 // answer (the provider is not asked again). A retryable failure (429, 5xx, timeouts) is thrown
 // while attempts remain, keeping the hold, so Temporal retries the row with backoff; a failure for
 // good (or the last attempt's) releases the hold and stores the row as an error line, uncharged.
+// Rows finishing at once on a worker's lanes share statements (core/groupCommit.ts): their holds
+// are reserved together (ledger/holdGroups.ts), their answers stored and counted together
+// (store.ts), their holds settled together. Each lane still waits for its own row's statement
+// before it moves on, so the order above, and what a kill can cost, is the same row by row.
 import { Context } from '@temporalio/activity';
 import { catalog } from '../catalog/catalog.js';
 import { batchPriceBps } from '../billing/pricing.js';
@@ -18,6 +22,7 @@ import { RequestError } from '../core/errors.js';
 import { toDisplayNumber } from '../core/money.js';
 import { hasOutput, type InferenceCall, producedText } from '../inference/execute.js';
 import { prepareCall } from '../inference/prepare.js';
+import { groupedHolds } from '../ledger/holdGroups.js';
 import { MeteredCall } from '../metering/meteredCall.js';
 import { parseModelName } from '../routing/suffixes.js';
 import { finishBatchFiles, readRowsFromFile } from './fileRows.js';
@@ -186,6 +191,8 @@ async function runRow(batchId: string, idx: number, row: RowToRun, ctx: Context)
       holdTtlSeconds: config.batchWindowSeconds + 3600,
       priceBps: batchPriceBps(model),
       holdKey: `hold:${requestId}`,
+      // reserved and settled with the rows of the account finishing at once in this worker
+      holds: groupedHolds,
     });
     const { result, route } = await call.complete(ctx.cancellationSignal);
     if (!hasOutput(result))

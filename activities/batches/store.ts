@@ -4,6 +4,7 @@
 // and progress is visible to the status routes while the batch runs.
 import type { Caller } from '../accounts/keys.js';
 import { db } from '../db.js';
+import { GroupCommit } from '../core/groupCommit.js';
 
 /** The batch as its columns hold it (SQL names). */
 export interface BatchRecord {
@@ -191,24 +192,61 @@ export interface RowSuccess {
 /**
  * The row's answer, stored BEFORE its charge is settled (so a retry after a crash settles the
  * stored answer instead of asking the provider again) and counted. False if the row had already
- * left `pending` (another attempt stored it first).
+ * left `pending` (another attempt stored it first). Rows of one batch finishing at once in this
+ * process are stored together, one statement for all of them (core/groupCommit.ts); each still
+ * waits for its own.
  */
-export async function recordSuccess(batchId: string, idx: number, s: RowSuccess): Promise<boolean> {
-  const { rows } = await db().requestPool.query({
-    name: 'batch_row_success',
-    text: `WITH r AS (
-        UPDATE batch_rows SET status = 'succeeded', status_code = 200, result = $3, input_tokens = $4::int,
-          output_tokens = $5::int, cost = $6::numeric, hold_id = $7, provider_id = $8, finished_at = now()
-        WHERE batch_id = $1 AND idx = $2 AND status = 'pending' RETURNING 1
-      ), b AS (
-        UPDATE batches SET completed = completed + 1, input_tokens = input_tokens + $4::int,
-          output_tokens = output_tokens + $5::int, cost = cost + $6::numeric
-        FROM r WHERE id = $1 RETURNING 1
-      ) SELECT count(*)::int AS n FROM b`,
-    values: [batchId, idx, s.result, s.inputTokens, s.outputTokens, s.cost.toString(), s.holdId, s.providerId],
-  });
-  return rows[0].n === 1;
+export function recordSuccess(batchId: string, idx: number, s: RowSuccess): Promise<boolean> {
+  return successes.submit(batchId, { idx, ...s });
 }
+
+// The rows that leave `pending` in the UPDATE, and only they, are counted in the batch, in the same
+// statement: a row stored twice (two attempts racing) is neither overwritten nor counted twice.
+const RECORD_SUCCESSES = `
+  WITH s AS (
+    SELECT * FROM jsonb_to_recordset($2::jsonb) AS s(idx int, result jsonb, input_tokens int, output_tokens int,
+                                                      cost numeric, hold_id uuid, provider_id text)
+  ), r AS (
+    UPDATE batch_rows SET status = 'succeeded', status_code = 200, result = s.result, input_tokens = s.input_tokens,
+      output_tokens = s.output_tokens, cost = s.cost, hold_id = s.hold_id, provider_id = s.provider_id, finished_at = now()
+    FROM s WHERE batch_rows.batch_id = $1 AND batch_rows.idx = s.idx AND batch_rows.status = 'pending'
+    RETURNING batch_rows.idx, s.input_tokens, s.output_tokens, s.cost
+  ), t AS (
+    SELECT count(*)::int AS n, COALESCE(sum(input_tokens), 0) AS i, COALESCE(sum(output_tokens), 0) AS o,
+           COALESCE(sum(cost), 0) AS c FROM r
+  ), b AS (
+    UPDATE batches SET completed = completed + t.n, input_tokens = input_tokens + t.i,
+      output_tokens = output_tokens + t.o, cost = cost + t.c
+    FROM t WHERE id = $1 AND t.n > 0
+  )
+  SELECT idx FROM r`;
+
+const successes = new GroupCommit<RowSuccess & { idx: number }, boolean>(async (batchId, rows) => {
+  // a row twice in one group (two attempts of it in this process) is written once: the first wins
+  const byIdx = new Map<number, RowSuccess & { idx: number }>();
+  for (const s of rows) if (!byIdx.has(s.idx)) byIdx.set(s.idx, s);
+  const firsts = [...byIdx.values()];
+  const { rows: stored } = await db().requestPool.query<{ idx: number }>({
+    name: 'batch_rows_success',
+    text: RECORD_SUCCESSES,
+    values: [
+      batchId,
+      JSON.stringify(
+        firsts.map((s) => ({
+          idx: s.idx,
+          result: s.result,
+          input_tokens: s.inputTokens,
+          output_tokens: s.outputTokens,
+          cost: s.cost.toString(),
+          hold_id: s.holdId,
+          provider_id: s.providerId,
+        })),
+      ),
+    ],
+  });
+  const done = new Set(stored.map((r) => r.idx));
+  return rows.map((s) => ({ status: 'fulfilled' as const, value: done.has(s.idx) && byIdx.get(s.idx) === s }));
+});
 
 /** The row failed for good: stored as an error line, counted, never charged. */
 export async function recordFailure(

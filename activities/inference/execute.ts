@@ -9,6 +9,7 @@ import { atPriceBps, costOfUsage, worstCaseCost } from '../billing/pricing.js';
 import type { Route } from '../catalog/catalog.js';
 import { config } from '../config.js';
 import type { InferenceRequest, InferenceResult, NativeRequest, StreamEvent, Usage } from '../core/types.js';
+import type { HoldBook } from '../ledger/holdGroups.js';
 import { type Bill as MeteredBill, billOf, MeteredCall } from '../metering/meteredCall.js';
 import { capability, targetFor } from '../providers/registry.js';
 import type { NativePassThrough, ProviderTarget } from '../providers/types.js';
@@ -48,6 +49,8 @@ export interface CallContext {
   priceBps?: number;
   /** the reservation's idempotency key (a batch row's: its retries find the same hold) */
   holdKey?: string;
+  /** how the hold is reserved and settled (a batch row's: grouped with its neighbours') */
+  holds?: HoldBook;
 }
 
 export interface OpenedStream {
@@ -84,6 +87,7 @@ export class InferenceCall {
       holdTtlSeconds: ctx.holdTtlSeconds,
       forcePaygo: ctx.forcePaygo,
       holdKey: ctx.holdKey,
+      holds: ctx.holds,
       creditLease: true,
       worstCase: (route) => this.priced(worstCaseCost(route, promptTokenEstimate, request.maxTokens)),
       shortfall: (required, available) =>

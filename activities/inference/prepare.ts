@@ -8,6 +8,7 @@ import { parseModelName, type ModelName } from '../routing/suffixes.js';
 import { planRoute, type ProviderPreferences, type RequestNeeds } from '../routing/planRoute.js';
 import { estimatePromptTokens, likelyFromEstimate } from '../billing/pricing.js';
 import { InferenceCall } from './execute.js';
+import type { HoldBook } from '../ledger/holdGroups.js';
 import type { InferenceRequest, NativeRequest } from '../core/types.js';
 import { RequestError } from '../core/errors.js';
 
@@ -57,6 +58,8 @@ export interface PrepareInput {
   /** a batch row: its price (basis points of the synchronous one) and its reservation's key */
   priceBps?: number;
   holdKey?: string;
+  /** how the hold is reserved and settled (a batch row's: grouped with its neighbours') */
+  holds?: HoldBook;
 }
 
 export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
@@ -101,6 +104,7 @@ export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
     forcePaygo: p.forcePaygo,
     priceBps: p.priceBps,
     holdKey: p.holdKey,
+    holds: p.holds,
   });
   await call.reserve();
   return call;

@@ -23,7 +23,8 @@ import { isCallersOwn, RequestError, UPSTREAM_ERROR } from '../core/errors.js';
 import { type Currency, formatAmount, toDisplayNumber } from '../core/money.js';
 import { recordRequest } from './records.js';
 import { releaseLeased, reserveFromLease, settleLeased, unchargeLeased, type LeasedFunds } from '../ledger/leases.js';
-import { InsufficientFunds, refundCharges, release, reserve, settle, type Settlement } from '../ledger/ledger.js';
+import { InsufficientFunds, refundCharges, release, reserve, type Settlement } from '../ledger/ledger.js';
+import { type HoldBook, singleHolds } from '../ledger/holdGroups.js';
 import {
   refundTeamBudget,
   releaseTeamBudget,
@@ -71,6 +72,11 @@ export interface MeteredCallSpec {
   holdKey?: string;
   /** the caller asked for pay-as-you-go (`X-Billing-Mode`, completions' `billing_mode`) */
   forcePaygo?: boolean;
+  /**
+   * How the exact hold is reserved and settled: one statement each (default), or grouped with the
+   * other calls of the account in flight in this process (batch rows: ledger/holdGroups.ts).
+   */
+  holds?: HoldBook;
 }
 
 /** What a settlement charged, exactly and as shown to callers. */
@@ -209,7 +215,7 @@ export class MeteredCall {
       if (this.leased) return { currency: 'USD', amount: worst, available: 0n };
     }
     try {
-      const hold = await reserve({
+      const hold = await (this.spec.holds ?? singleHolds).reserve({
         accountId: caller.accountId,
         usd: worst,
         idempotencyKey: this.spec.holdKey ?? `hold:${requestId}`,
@@ -395,7 +401,11 @@ export class MeteredCall {
       : `${surface} ${modelId} via ${providerId}`;
     let s: Settlement | undefined;
     if (this.leased) s = settleLeased(this.leased, { usd: costUsd, requestId, apiKeyId: caller.keyId, reason });
-    else if (this.holdId) s = await settle({ holdId: this.holdId, usd: costUsd, reason });
+    else if (this.holdId) {
+      // a team-billed hold is on its owner's account
+      const accountId = this.team?.ownerAccountId ?? caller.accountId;
+      s = await (this.spec.holds ?? singleHolds).settle({ accountId, holdId: this.holdId, usd: costUsd, reason });
+    }
     const charge: Charge = {
       currency: s?.currency ?? 'USD',
       charged: s?.charged ?? 0n,
