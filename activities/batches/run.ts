@@ -95,6 +95,7 @@ export async function runBatchRows(
   const ctx = Context.current();
   let beats = 0;
   let account: string | undefined;
+  let status: ReturnType<typeof recentStatus> | undefined;
   const beat = setInterval(() => {
     ctx.heartbeat();
     // the lanes' account slots outlive SLOT_TTL only if renewed
@@ -104,7 +105,8 @@ export async function runBatchRows(
   try {
     const rows = await rowsToRun(batchId, from, to);
     account = rows.values().next().value?.payer.accountId;
-    const inProgress = recentStatus(batchId);
+    status = recentStatus(batchId);
+    const inProgress = status.inProgress;
     let next = from;
     let stop = false;
     const failures: unknown[] = [];
@@ -152,23 +154,38 @@ export async function runBatchRows(
     return stop ? 'stop' : 'done';
   } finally {
     clearInterval(beat);
+    status?.done();
   }
 }
 
-/** Whether the batch is still in progress, asked at most every 100 ms (shared by an activity's lanes). */
-function recentStatus(batchId: string): () => Promise<boolean> {
-  let checkedAt = 0;
-  let running = true;
-  let asking: Promise<boolean> | undefined;
-  return () => {
-    if (Date.now() - checkedAt < 100) return Promise.resolve(running);
-    asking ??= batchInProgress(batchId).then((r) => {
-      running = r;
-      checkedAt = Date.now();
-      asking = undefined;
-      return r;
-    });
-    return asking;
+/**
+ * Whether the batch is still in progress, asked at most every 100 ms per batch, whichever of this
+ * worker's activities and lanes asks (a cancel is seen by all of them within that).
+ */
+const statuses = new Map<string, { checkedAt: number; running: boolean; asking?: Promise<boolean>; users: number }>();
+
+function recentStatus(batchId: string): { inProgress: () => Promise<boolean>; done: () => void } {
+  let s = statuses.get(batchId);
+  if (!s) statuses.set(batchId, (s = { checkedAt: 0, running: true, users: 0 }));
+  const status = s;
+  status.users++;
+  return {
+    inProgress() {
+      if (Date.now() - status.checkedAt < 100) return Promise.resolve(status.running);
+      status.asking ??= batchInProgress(batchId)
+        .then((r) => {
+          status.running = r;
+          status.checkedAt = Date.now();
+          return r;
+        })
+        .finally(() => {
+          status.asking = undefined;
+        });
+      return status.asking;
+    },
+    done() {
+      if (--status.users === 0 && statuses.get(batchId) === status) statuses.delete(batchId);
+    },
   };
 }
 
