@@ -111,10 +111,12 @@ describe('holds reserved and settled in groups', () => {
     );
     assert.deepEqual((await balances(id))!.USD, { amount: usd('1') - spent, held: 0n, available: usd('1') - spent });
     const { rows } = await db().pool.query(
-      `SELECT hold_id, amount, reason, idempotency_key FROM ledger_entries WHERE account_id = $1 AND kind = 'charge'`,
+      `SELECT hold_id, amount, reason, idempotency_key, created_at FROM ledger_entries WHERE account_id = $1 AND kind = 'charge'`,
       [id],
     );
     assert.equal(rows.length, 29, 'one entry per charged hold (the free one has none)');
+    // the first went out alone, the others together (a statement's entries share its start time)
+    assert.ok(new Set(rows.map((r) => r.created_at.getTime())).size <= 2, 'settled in at most two statements');
     for (const [i, h] of holds.entries()) {
       const e = rows.find((r) => r.hold_id === h.id);
       if (i === 0) assert.equal(e, undefined);
