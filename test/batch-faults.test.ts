@@ -14,8 +14,9 @@ import { onOwnWorkers } from './support/ownWorkers.js';
 import { assertBooksBalance } from './support/books.js';
 import { until } from './support/wait.js';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { runBatchRows } from '../activities/batches/run.js';
-import { storedCaller } from '../activities/batches/store.js';
+import { finishBatch, runBatchRows } from '../activities/batches/run.js';
+import { recordSuccess, storedCaller } from '../activities/batches/store.js';
+import { reserve, settle } from '../activities/ledger/ledger.js';
 import { resolveKey } from '../activities/accounts/keys.js';
 
 const MODEL = 'openai/gpt-4o-mini';
@@ -188,6 +189,67 @@ describe('batches when their worker is killed', function () {
     const usd = await b.usd(accountId);
     assert.equal(usd.held, 0n, 'every hold settled or released');
     assert.equal(usd.amount, 5_000_000_000n - total);
+    await assertBooksBalance(accountId);
+  });
+  it('a batch that ends with holds still open: a stored answer is charged once at its cost, any other hold given back', async () => {
+    const { key, keyId, accountId } = await b.account('5');
+    const resolved = await resolveKey(key);
+    assert.ok(resolved.caller);
+    const id = `batch_open_${Date.now()}`;
+    await db().pool.query(
+      `INSERT INTO batches (id, kind, account_id, api_key_id, endpoint, model, status, payer, total, in_progress_at, expires_at)
+       VALUES ($1, 'inline', $2, $3, '/v1/chat/completions', $4, 'in_progress', $5, 3, now(), now() + interval '1 hour')`,
+      [id, accountId, keyId, MODEL, storedCaller(resolved.caller)],
+    );
+    await db().pool.query(
+      `INSERT INTO batch_rows (batch_id, idx, custom_id, body) SELECT $1, g, 'o' || g, '{}' FROM generate_series(0, 2) g`,
+      [id],
+    );
+    // row 0: answered and stored, and its activity ran out of attempts before the charge; row 1:
+    // its last attempt died holding; row 2: settled as usual
+    const hold = (idx: number) =>
+      reserve({ accountId, usd: 2_000_000n, idempotencyKey: `hold:${id}:${idx}`, requestId: `${id}:${idx}` });
+    const [h0, h1, h2] = await Promise.all([hold(0), hold(1), hold(2)]);
+    const stored = (idx: number, holdId: string, cost: bigint) =>
+      recordSuccess(id, idx, {
+        result: { ok: idx },
+        inputTokens: 5,
+        outputTokens: 7,
+        cost,
+        holdId,
+        providerId: 'openai',
+      });
+    assert.ok(await stored(0, h0.id, 700_000n));
+    assert.ok(await stored(2, h2.id, 300_000n));
+    await settle({ holdId: h2.id, usd: 300_000n });
+
+    const finish = () =>
+      new MockActivityEnvironment().run(finishBatch, id, { cancelled: false, expired: false }) as Promise<string>;
+    assert.equal(await finish(), 'completed');
+    assert.equal(await finish(), 'completed', 'a retried finish changes nothing');
+    const { rows: charges } = await db().pool.query(
+      `SELECT request_id, amount FROM ledger_entries WHERE account_id = $1 AND kind = 'charge' ORDER BY request_id`,
+      [accountId],
+    );
+    assert.deepEqual(
+      charges.map((c) => [c.request_id, -BigInt(c.amount)]),
+      [
+        [`${id}:0`, 700_000n],
+        [`${id}:2`, 300_000n],
+      ],
+    );
+    const { rows: holds } = await db().pool.query(`SELECT id, status FROM balance_holds WHERE id = ANY($1::uuid[])`, [
+      [h0.id, h1.id, h2.id],
+    ]);
+    assert.deepEqual(holds.map((h) => h.status).sort(), ['released', 'settled', 'settled']);
+    assert.equal(holds.find((h) => h.id === h1.id).status, 'released');
+    const { rows: batch } = await db().pool.query(`SELECT completed, failed, cost::text FROM batches WHERE id = $1`, [
+      id,
+    ]);
+    assert.deepEqual(batch[0], { completed: 2, failed: 1, cost: '1000000' });
+    const usd = await b.usd(accountId);
+    assert.equal(usd.held, 0n);
+    assert.equal(usd.amount, 5_000_000_000n - 1_000_000n);
     await assertBooksBalance(accountId);
   });
 });

@@ -12,8 +12,9 @@
 // good (or the last attempt's) releases the hold and stores the row as an error line, uncharged.
 // Rows finishing at once on a worker's lanes share statements (core/groupCommit.ts): their holds
 // are reserved together (ledger/holdGroups.ts), their answers stored and counted together
-// (store.ts), their holds settled together. Each lane still waits for its own row's statement
-// before it moves on, so the order above, and what a kill can cost, is the same row by row.
+// (store.ts), their holds settled together. A lane waits for its row's hold and for its stored
+// answer before it moves on, so the order above, and what a kill can cost, is the same row by
+// row; the settlement it leaves running (the activity waits for all of them before it ends).
 import { Context } from '@temporalio/activity';
 import { catalog } from '../catalog/catalog.js';
 import { batchPriceBps } from '../billing/pricing.js';
@@ -38,6 +39,7 @@ import {
   rowRequestId,
   rowToRun,
   rowsToRun,
+  rowsWithOpenHolds,
   type RowToRun,
   TERMINAL,
 } from './store.js';
@@ -110,6 +112,8 @@ export async function runBatchRows(
     let next = from;
     let stop = false;
     const failures: unknown[] = [];
+    // charges of stored answers, still being settled while their lanes run the next rows
+    const settling: Promise<unknown>[] = [];
     // A lane runs one row at a time and holds one of the account's slots while it has rows to run
     // (taken by a name a retried activity takes back, freed when the lane ends).
     const lane = async (k: number) => {
@@ -140,7 +144,7 @@ export async function runBatchRows(
                 break;
               }
             }
-            await runRow(batchId, idx, row, ctx);
+            await runRow(batchId, idx, row, ctx, settling);
           } catch (err) {
             failures.push(err);
           }
@@ -149,7 +153,13 @@ export async function runBatchRows(
         if (held && account) await freeSlot(account, holder);
       }
     };
-    await Promise.all(Array.from({ length: Math.max(1, Math.min(lanes, to - from)) }, (_, k) => lane(k)));
+    try {
+      await Promise.all(Array.from({ length: Math.max(1, Math.min(lanes, to - from)) }, (_, k) => lane(k)));
+    } finally {
+      // the activity ends only once every stored answer is charged; a charge that failed fails the
+      // activity, whose retry settles the stored answer again (idempotent per hold)
+      for (const s of await Promise.allSettled(settling)) if (s.status === 'rejected') failures.push(s.reason);
+    }
     if (failures.length) throw failures[0];
     return stop ? 'stop' : 'done';
   } finally {
@@ -165,9 +175,8 @@ export async function runBatchRows(
 const statuses = new Map<string, { checkedAt: number; running: boolean; asking?: Promise<boolean>; users: number }>();
 
 function recentStatus(batchId: string): { inProgress: () => Promise<boolean>; done: () => void } {
-  let s = statuses.get(batchId);
-  if (!s) statuses.set(batchId, (s = { checkedAt: 0, running: true, users: 0 }));
-  const status = s;
+  const status = statuses.get(batchId) ?? { checkedAt: 0, running: true, users: 0 };
+  statuses.set(batchId, status);
   status.users++;
   return {
     inProgress() {
@@ -189,7 +198,14 @@ function recentStatus(batchId: string): { inProgress: () => Promise<boolean>; do
   };
 }
 
-async function runRow(batchId: string, idx: number, row: RowToRun, ctx: Context): Promise<void> {
+/** `settling`: where the row's charge goes once its answer is stored (runBatchRows awaits it). */
+async function runRow(
+  batchId: string,
+  idx: number,
+  row: RowToRun,
+  ctx: Context,
+  settling: Promise<unknown>[],
+): Promise<void> {
   const kind = rowKind(row.endpoint);
   const requestId = rowRequestId(batchId, idx);
   let call: InferenceCall | undefined;
@@ -241,7 +257,10 @@ async function runRow(batchId: string, idx: number, row: RowToRun, ctx: Context)
       holdId: call.reservation ?? null,
       providerId: route.provider.id,
     });
-    if (stored) await call.settle(usage, produced);
+    // Stored: the lane moves on while the charge is written (a worker that dies first leaves the
+    // row `succeeded` with its hold open, and the retry settles it). Not awaited here, so its
+    // failure cannot reach the catch below, which would release the hold of an answered row.
+    if (stored) settling.push(call.settle(usage, produced));
     else await settleStored(batchId, idx, (await rowToRun(batchId, idx))!); // another attempt stored first
   } catch (err) {
     if (ctx.cancellationSignal.aborted) throw err; // the worker is shutting down: the row runs again elsewhere
@@ -293,6 +312,19 @@ export async function finishBatch(batchId: string, how: { cancelled: boolean; ex
       [batchId],
     );
   const left = await closePendingRows(batchId, cancelled ? 'cancelled' : how.expired ? 'expired' : 'failed');
+  // No row runs any more: a stored answer's open hold is charged (settled at its stored cost), any
+  // other row's is given back.
+  for (const row of await rowsWithOpenHolds(batchId)) {
+    if (row.status === 'succeeded' && row.hold_id === row.open_hold) await settleStored(batchId, row.idx, row);
+    else
+      await MeteredCall.adopted({
+        caller: callerOf(row.payer),
+        requestId: rowRequestId(batchId, row.idx),
+        surface: rowKind(row.endpoint).surface,
+        modelId: row.model,
+        holdId: row.open_hold,
+      }).fail('batch_row_not_run');
+  }
   const files = batch.kind === 'file' ? await finishBatchFiles(batch, () => Context.current().heartbeat()) : {};
   // counted with an earlier attempt's closing too (this one may be a retry that finds none left)
   const status = cancelled ? 'cancelled' : how.expired && batch.expired + left > 0 ? 'expired' : 'completed';
