@@ -61,8 +61,9 @@ describe('holds reserved and settled in groups', () => {
       assert.equal(BigInt(r.amount), BigInt(i + 1) * 1000n, k);
       assert.equal(r.request_id, k);
     }
-    // the first went out alone, the other 39 together (a statement's holds share its start time)
-    assert.ok(new Set(rows.map((r) => r.created_at.getTime())).size <= 2, 'grouped into at most two statements');
+    // the first two went out alone (two statements fly at once), the other 38 together (a
+    // statement's holds share its start time)
+    assert.ok(new Set(rows.map((r) => r.created_at.getTime())).size <= 3, 'grouped into at most three statements');
     const held = (820n * 1000n) as bigint; // 1 + 2 + ... + 40 thousand
     assert.equal((await balances(id))!.USD.held, held);
     // a replay of the same keys (a retried attempt) finds each its own hold and holds nothing more
@@ -115,8 +116,8 @@ describe('holds reserved and settled in groups', () => {
       [id],
     );
     assert.equal(rows.length, 29, 'one entry per charged hold (the free one has none)');
-    // the first went out alone, the others together (a statement's entries share its start time)
-    assert.ok(new Set(rows.map((r) => r.created_at.getTime())).size <= 2, 'settled in at most two statements');
+    // the first two went out alone, the others together (a statement's entries share its start time)
+    assert.ok(new Set(rows.map((r) => r.created_at.getTime())).size <= 3, 'settled in at most three statements');
     for (const [i, h] of holds.entries()) {
       const e = rows.find((r) => r.hold_id === h.id);
       if (i === 0) assert.equal(e, undefined);

@@ -14,7 +14,9 @@
 // are reserved together (ledger/holdGroups.ts), their answers stored and counted together
 // (store.ts), their holds settled together. A lane waits for its row's hold and for its stored
 // answer before it moves on, so the order above, and what a kill can cost, is the same row by
-// row; the settlement it leaves running (the activity waits for all of them before it ends).
+// row. Only the settlement runs on while the lane takes its next row (the activity waits for all
+// of them before it ends); a worker killed before one is written leaves a stored answer whose
+// retry (or, at the latest, finishBatch) settles it.
 import { Context } from '@temporalio/activity';
 import { catalog } from '../catalog/catalog.js';
 import { batchPriceBps } from '../billing/pricing.js';

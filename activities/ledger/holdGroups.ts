@@ -19,7 +19,7 @@ export interface HoldBook {
   settle(a: SettleRequest): Promise<Settlement>;
 }
 
-export interface ReserveRequest {
+interface ReserveRequest {
   accountId: string;
   usd: bigint;
   idempotencyKey: string;
@@ -28,7 +28,7 @@ export interface ReserveRequest {
   ttlSeconds?: number;
 }
 
-export interface SettleRequest {
+interface SettleRequest {
   /** the hold's account: a group settles holds of one account (one balance row per statement) */
   accountId: string;
   holdId: string;
