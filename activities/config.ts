@@ -58,6 +58,8 @@ export interface Config {
   ttsSyncMaxChars: number;
   /** send a surface's body as written to upstreams that speak its format (false: always translate) */
   passThrough: boolean;
+  /** PII redaction: the most time masking one request may take; past it the request is refused, not sent */
+  redactionTimeoutMs: number;
   /** activities one worker runs at once (it asks Temporal for work only while it has a free slot) */
   workerMaxActivities: number;
   /** per upstream attempt: to open the connection */
@@ -109,6 +111,23 @@ export interface Config {
   mailFrom: string;
   /** a team invitation not accepted within this long expires (its workflow's timer) */
   teamInvitationTtlSeconds: number;
+  /** a subscription whose renewal the balance cannot pay stays usable in `grace` this long */
+  subscriptionGraceSeconds: number;
+  /** how often a subscription in grace tries to charge the balance again */
+  subscriptionRetrySeconds: number;
+  /** BTCPay Server (Greenfield API), the payment processor of crypto deposits; unset url: no deposits */
+  btcpay: { url?: string; apiKey?: string; storeId?: string; webhookSecret?: string };
+  /** how often a deposit's workflow asks BTCPay about its invoice when no webhook has come */
+  depositPollSeconds: number;
+  /** a credit invitation not redeemed within this long expires and its hold is released (its workflow's timer) */
+  creditInvitationTtlSeconds: number;
+  /** x402: the facilitator that verifies and settles payments, where they go, on which network, and for how long a quote stands */
+  x402FacilitatorUrl: string | undefined;
+  x402PayTo: string | undefined;
+  x402Network: string;
+  x402QuoteTtlSeconds: number;
+  /** how long one facilitator call (verify, settle, supported) may take */
+  x402FacilitatorTimeoutMs: number;
 }
 
 type SignupPolicy = 'open' | 'invite' | 'closed';
@@ -143,6 +162,7 @@ function loadConfig(): Config {
     xnoUsdRate: str('SWITCHYARD_XNO_USD_RATE'),
     ttsSyncMaxChars: int('SWITCHYARD_TTS_SYNC_MAX_CHARS', 2000),
     passThrough: str('SWITCHYARD_PASS_THROUGH') !== '0',
+    redactionTimeoutMs: Math.max(1, int('SWITCHYARD_REDACTION_TIMEOUT_MS', 10_000)),
     workerMaxActivities: int('TEMPORAL_MAX_CONCURRENT_ACTIVITIES', 50) || 50,
     upstreamConnectTimeoutMs: int('SWITCHYARD_UPSTREAM_CONNECT_TIMEOUT_MS', 10_000),
     upstreamFirstByteTimeoutMs: int('SWITCHYARD_UPSTREAM_FIRST_BYTE_TIMEOUT_MS', 120_000),
@@ -174,6 +194,21 @@ function loadConfig(): Config {
     smtpUrl: str('SMTP_URL'),
     mailFrom: str('MAIL_FROM') ?? 'Switchyard <switchyard@localhost>',
     teamInvitationTtlSeconds: Math.max(1, int('SWITCHYARD_TEAM_INVITATION_TTL_SECONDS', 7 * 24 * 3600)),
+    subscriptionGraceSeconds: Math.max(0, int('SWITCHYARD_SUBSCRIPTION_GRACE_SECONDS', 3 * 24 * 3600)),
+    subscriptionRetrySeconds: Math.max(1, int('SWITCHYARD_SUBSCRIPTION_RETRY_SECONDS', 6 * 3600)),
+    btcpay: {
+      url: str('BTCPAY_URL'),
+      apiKey: str('BTCPAY_API_KEY'),
+      storeId: str('BTCPAY_STORE_ID'),
+      webhookSecret: str('BTCPAY_WEBHOOK_SECRET'),
+    },
+    depositPollSeconds: Math.max(1, int('SWITCHYARD_DEPOSIT_POLL_SECONDS', 60)),
+    creditInvitationTtlSeconds: Math.max(1, int('SWITCHYARD_CREDIT_INVITATION_TTL_SECONDS', 30 * 24 * 3600)),
+    x402FacilitatorUrl: str('X402_FACILITATOR_URL'),
+    x402PayTo: str('X402_PAY_TO'),
+    x402Network: str('X402_NETWORK') ?? 'eip155:8453',
+    x402QuoteTtlSeconds: Math.max(10, int('X402_QUOTE_TTL_SECONDS', 300)),
+    x402FacilitatorTimeoutMs: Math.max(100, int('X402_FACILITATOR_TIMEOUT_MS', 30_000)),
   };
 }
 
@@ -183,12 +218,17 @@ export const config: Config = loadConfig();
 // Read on every call (operators and tests may change them while running); only the names are kept.
 const envNames = new Map<string, { apiKey: string; baseUrl: string }>();
 
-/** The names of a provider's settings: `<PROVIDER>_API_KEY`, `<PROVIDER>_BASE_URL`. */
+/** Providers whose settings are not named by the convention: SearXNG's URL is `SEARXNG_URL`, as its own docs name it. */
+const ENV_NAME_EXCEPTIONS: Record<string, Partial<{ apiKey: string; baseUrl: string }>> = {
+  searxng: { baseUrl: 'SEARXNG_URL' },
+};
+
+/** The names of a provider's settings: `<PROVIDER>_API_KEY`, `<PROVIDER>_BASE_URL` (but see ENV_NAME_EXCEPTIONS). */
 export function providerEnvNames(providerId: string): { apiKey: string; baseUrl: string } {
   let names = envNames.get(providerId);
   if (!names) {
     const prefix = providerId.toUpperCase().replace(/[^A-Z0-9]/g, '_');
-    names = { apiKey: `${prefix}_API_KEY`, baseUrl: `${prefix}_BASE_URL` };
+    names = { apiKey: `${prefix}_API_KEY`, baseUrl: `${prefix}_BASE_URL`, ...ENV_NAME_EXCEPTIONS[providerId] };
     envNames.set(providerId, names);
   }
   return names;

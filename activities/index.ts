@@ -15,3 +15,6 @@ export {
   expireTeamInvitation,
 } from './accounts/teamInvitations.js';
 export { deleteExpiredMemories } from './memory/memory.js';
+export { paySubscriptionPeriod, endSubscription, cancelSubscriptionAtPeriodEnd } from './subscriptions/periods.js';
+export { observeDeposit, completeDeposit, closeDeposit } from './payments/depositRun.js';
+export { closeCreditInvitation, expireCreditInvitation } from './invitations/creditInvitations.js';

@@ -15,9 +15,12 @@ import { messagesRouter } from './routes/messages.js';
 import { responsesRouter } from './routes/responses.js';
 import { speechRouter } from './routes/speech.js';
 import { embeddingsRouter } from './routes/embeddings.js';
+import { moderationsRouter } from './routes/moderations.js';
+import { decisionsRouter } from './routes/decisions.js';
 import { imagesRouter } from './routes/images.js';
 import { imageModelsRouter } from './routes/imageModels.js';
 import { memoryRouter } from './routes/memory.js';
+import { webRouter } from './routes/web.js';
 import { ttsRouter } from './routes/tts.js';
 import { mediaRouter } from './routes/media.js';
 import { videoRouter } from './routes/video.js';
@@ -27,6 +30,13 @@ import { messageBatchesRouter } from './routes/messageBatches.js';
 import { authRouter } from './routes/auth.js';
 import { keysRouter } from './routes/keys.js';
 import { teamsRouter } from './routes/teams.js';
+import { subscriptionsRouter } from './routes/subscriptions.js';
+import { depositsRouter } from './routes/deposits.js';
+import { invitationsRouter } from './routes/invitations.js';
+import { x402Router } from './routes/x402.js';
+import { billingRouter } from './routes/billing.js';
+import { teeRouter } from './routes/tee.js';
+import { indexRoutes } from './routeIndex.js';
 import type { AppState } from './state.js';
 
 export function createApp(): Koa {
@@ -45,8 +55,9 @@ export function createApp(): Koa {
   // One router for every route: each surface's router is flattened into it, so a request is
   // matched once (not once per surface, with an allowedMethods pass after each). Route files
   // therefore must not use router-level middleware (`router.use`): flattened, it would run for
-  // every route mounted after it.
-  const routes = new Router<AppState>();
+  // every route mounted after it. It finds a request's routes by their leading path segments
+  // instead of testing every route's pattern (routeIndex.ts).
+  const routes = indexRoutes(new Router<AppState>());
   for (const router of [
     health,
     modelsRouter,
@@ -58,9 +69,12 @@ export function createApp(): Koa {
     talkToGptRouter,
     speechRouter,
     embeddingsRouter,
+    moderationsRouter,
+    decisionsRouter,
     imagesRouter,
     imageModelsRouter,
     memoryRouter,
+    webRouter,
     ttsRouter,
     mediaRouter,
     videoRouter,
@@ -70,6 +84,12 @@ export function createApp(): Koa {
     authRouter,
     keysRouter,
     teamsRouter,
+    subscriptionsRouter,
+    depositsRouter,
+    invitationsRouter,
+    x402Router,
+    billingRouter,
+    teeRouter,
   ]) {
     routes.use(router.routes());
   }

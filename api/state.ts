@@ -4,6 +4,7 @@ import type { ParameterizedContext } from 'koa';
 import type { Caller } from '../activities/accounts/keys.js';
 import type { SessionView } from '../activities/accounts/sessions.js';
 import type { Envelope } from './errors.js';
+import type { X402State } from './x402.js';
 
 export interface AppState {
   /** `req_<hex>`, also the X-Request-ID header (middleware/requestId.ts) */
@@ -16,6 +17,8 @@ export interface AppState {
   envelope?: Envelope;
   /** `X-Billing-Mode` asked for pay-as-you-go (middleware/billingMode.ts) */
   forcePaygo?: boolean;
+  /** an accountless request paying with x402 (x402.ts); the caller is then the x402 house account */
+  x402?: X402State;
   /** the validated, coerced query string (validate.ts validateQuery) */
   query: Record<string, unknown>;
 }

@@ -7,13 +7,14 @@
 // - B: this checkout's gateway, or another's with BENCH_HEAD=<path> (to compare two past commits
 //   with this checkout's harness).
 // BENCH_A_ENV / BENCH_B_ENV (JSON objects) add settings to either, to compare settings instead of
-// code. BENCH_SECONDS windows each (default 5), BENCH_ONLY as for `npm run bench`.
+// code. BENCH_SECONDS windows each (default 5), BENCH_ONLY and BENCH_CALLERS as for `npm run bench`.
 import path from 'node:path';
 import {
   CONCURRENCY,
   SECONDS,
   chatBody,
   modes,
+  pidOf,
   printTable,
   startProcess,
   stopProcesses,
@@ -38,8 +39,12 @@ await withBenchDatabase(async ({ url, keys }) => {
     HOST: '127.0.0.1',
   };
   const listening = /listening on 127\.0\.0\.1:(\d+)/;
-  const aPort = await startProcess(base, [], { ...gatewayEnv, ...env('BENCH_A_ENV') }, listening);
-  const bPort = await startProcess(head, [], { ...gatewayEnv, ...env('BENCH_B_ENV') }, listening);
+  // BENCH_PROFILE=1: a CPU profile of each gateway in .data/prof, measured under the same load
+  // (bench/profile-summary.ts compares their shares)
+  const profile = process.env.BENCH_PROFILE === '1';
+  const aPort = await startProcess(base, [], { ...gatewayEnv, ...env('BENCH_A_ENV') }, listening, profile);
+  const bPort = await startProcess(head, [], { ...gatewayEnv, ...env('BENCH_B_ENV') }, listening, profile);
+  if (profile) console.log(`profiles in .data/prof: A is CPU.*.${pidOf(aPort)}.*, B is CPU.*.${pidOf(bPort)}.*`);
 
   const rows: string[][] = [];
   for (const stream of modes()) {

@@ -14,6 +14,7 @@ import { applyMigrations } from '../prisma/migrate.js';
 import { connectDatabase, closeDatabase } from '../activities/db.js';
 import { createAccount } from '../activities/accounts/accounts.js';
 import { createKey } from '../activities/accounts/keys.js';
+import { createUser } from '../activities/accounts/users.js';
 import { credit } from '../activities/ledger/ledger.js';
 import { parseAmount } from '../activities/core/money.js';
 
@@ -271,8 +272,13 @@ export async function withBenchDatabase(run: (db: { url: string; keys: string[] 
     await applyMigrations(url.toString());
     connectDatabase(url.toString(), 2);
     const keys: string[] = [];
+    // BENCH_CALLERS=users: each account belongs to a person (signed up, no team), as the keys of
+    // people are; their requests also ask whom the person bills to (teamBudget.ts)
+    const users = process.env.BENCH_CALLERS === 'users';
     for (let i = 0; i < Number(process.env.BENCH_ACCOUNTS ?? 1); i++) {
-      const account = await createAccount(`bench-${i}`);
+      const account = users
+        ? { id: (await createUser({ email: `bench-${i}@bench.test`, name: `Bench ${i}` })).accountId }
+        : await createAccount(`bench-${i}`);
       await credit({
         accountId: account.id,
         currency: 'USD',

@@ -19,7 +19,9 @@ import { closeLocalModels } from '../activities/providers/local/index.js';
 import { flushRequestRecords } from '../activities/metering/records.js';
 import { flushLeases } from '../activities/ledger/leases.js';
 import { forgetKeys } from '../activities/accounts/keys.js';
-import { listenForKeyChanges } from '../activities/accounts/keyChanges.js';
+import { KEY_CHANGES, TEAM_BILLING_CHANGES, listenForChanges } from '../activities/accounts/cacheChanges.js';
+import { forgetTeamBilling } from '../activities/ledger/teamBudget.js';
+import { forgetCoverage, SUBSCRIPTION_CHANGES } from '../activities/ledger/allowance.js';
 import { openDatabase, type Log } from './boot.js';
 
 const log: Log = (m) => console.log(`[api${cluster.isWorker ? ` ${process.pid}` : ''}] ${m}`);
@@ -115,8 +117,13 @@ async function serve(): Promise<void> {
     }`,
   );
   startCatalogRefresh();
-  // keys revoked elsewhere (the CLI, other API processes) are forgotten here at once
-  const keyChanges = listenForKeyChanges(database.url, forgetKeys);
+  // keys revoked and team billing changed elsewhere (the CLI, other API processes, the worker) are
+  // forgotten here at once
+  const cacheChanges = listenForChanges(database.url, {
+    [KEY_CHANGES]: forgetKeys,
+    [TEAM_BILLING_CHANGES]: forgetTeamBilling,
+    [SUBSCRIPTION_CHANGES]: forgetCoverage,
+  });
   const server = createApp().listen(config.port, config.host, () => {
     log(`listening on ${config.host}:${(server.address() as { port: number }).port}`);
     warmTemporalClient(log);
@@ -127,7 +134,7 @@ async function serve(): Promise<void> {
     stopping = true;
     server.close(
       () =>
-        void keyChanges
+        void cacheChanges
           .stop()
           .then(() => flushLeases({ close: true }))
           .then(() => flushRequestRecords())

@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import { db } from '../activities/db.js';
 import { createAccount, findAccount } from '../activities/accounts/accounts.js';
-import { createKey, revokeKey } from '../activities/accounts/keys.js';
+import { createKey, revokeKey, setAccountRedaction, setKeyRedaction } from '../activities/accounts/keys.js';
 import { balances, credit, debit, InsufficientFunds, recentEntries } from '../activities/ledger/ledger.js';
 import { type Currency, formatAmount, parseAmount } from '../activities/core/money.js';
 import { openDatabase, prepareCatalog } from './boot.js';
@@ -26,13 +26,15 @@ const HELP = `Switchyard operator CLI
   npm run ops -- accounts create <name> [--balance <usd>]
   npm run ops -- accounts list
   npm run ops -- accounts show <account> [--entries <n>]
+  npm run ops -- accounts redaction <account> inherit|always|never   (PII redaction default)
   npm run ops -- credit <account> <amount> --reason <text> [--currency USD|XNO] [--idempotency-key <k>]
   npm run ops -- debit  <account> <amount> --reason <text> [--currency USD|XNO] [--idempotency-key <k>]
   npm run ops -- keys create <account> [--name <n>] [--rpd <n>] [--usd-per-day <usd>] [--allow <p,p>]
                                      [--deny <p,p>] [--zdr-only] [--billing-mode auto|paygo|subscription_only]
-                                     [--expires <ISO date>]
+                                     [--redaction inherit|always|never] [--expires <ISO date>]
   npm run ops -- keys list <account>
   npm run ops -- keys revoke <key id | display prefix>
+  npm run ops -- keys redaction <key id | display prefix> inherit|always|never   (PII redaction default)
   npm run ops -- users create <email> [--name <display name>] [--password <p>] [--balance <usd>]
   npm run ops -- users list
   npm run ops -- users password <email> --password <p>
@@ -58,6 +60,7 @@ const { values: opt, positionals: args } = parseArgs({
     deny: { type: 'string' },
     'zdr-only': { type: 'boolean' },
     'billing-mode': { type: 'string' },
+    redaction: { type: 'string' },
     expires: { type: 'string' },
     password: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
@@ -65,6 +68,12 @@ const { values: opt, positionals: args } = parseArgs({
 });
 
 class UsageError extends Error {}
+
+function redactionMode(value: string | undefined): 'inherit' | 'always' | 'never' | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'inherit' || value === 'always' || value === 'never') return value;
+  throw new UsageError('PII redaction is inherit, always or never');
+}
 
 async function account(idOrName: string | undefined) {
   if (!idOrName) throw new UsageError('name the account (id or name)');
@@ -151,6 +160,14 @@ async function run(): Promise<void> {
       console.log(`account ${a.id} "${a.name}" (${a.status})`);
       return show(a.id, Number(opt.entries ?? 20));
     }
+    case 'accounts redaction': {
+      const a = await account(rest[0]);
+      const mode = redactionMode(rest[1]);
+      if (!mode) throw new UsageError('accounts redaction <account> inherit|always|never');
+      await setAccountRedaction(a.id, mode);
+      console.log(`account "${a.name}": PII redaction ${mode} (keys that inherit follow it)`);
+      return;
+    }
     case 'credit':
     case 'debit': {
       const [who, amountText] = [verb, rest[0]];
@@ -187,6 +204,7 @@ async function run(): Promise<void> {
         providerDeny: list(opt.deny),
         zdrOnly: opt['zdr-only'] ?? false,
         billingMode: mode as 'auto' | 'paygo' | 'subscription_only' | undefined,
+        redaction: opt.redaction === undefined ? undefined : redactionMode(opt.redaction),
         expiresAt: expires,
       });
       console.log(`key ${record.id} created for "${a.name}". It is shown only now:\n\n  ${key}\n`);
@@ -206,6 +224,14 @@ async function run(): Promise<void> {
           .join(', ');
         console.log(`${k.id}  ${k.prefix}…  ${k.status.padEnd(8)} ${k.name ?? ''} ${limits}`);
       }
+      return;
+    }
+    case 'keys redaction': {
+      const mode = redactionMode(rest[1]);
+      if (!rest[0] || !mode) throw new UsageError('keys redaction <key id | display prefix> inherit|always|never');
+      const n = await setKeyRedaction(rest[0], mode);
+      if (n === 0) throw new UsageError(`no key matches "${rest[0]}"`);
+      console.log(`${n} key(s): PII redaction ${mode}`);
       return;
     }
     case 'keys revoke': {

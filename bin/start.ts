@@ -12,7 +12,9 @@ import { closeLocalModels } from '../activities/providers/local/index.js';
 import { flushRequestRecords } from '../activities/metering/records.js';
 import { flushLeases } from '../activities/ledger/leases.js';
 import { forgetKeys } from '../activities/accounts/keys.js';
-import { listenForKeyChanges } from '../activities/accounts/keyChanges.js';
+import { KEY_CHANGES, TEAM_BILLING_CHANGES, listenForChanges } from '../activities/accounts/cacheChanges.js';
+import { forgetTeamBilling } from '../activities/ledger/teamBudget.js';
+import { forgetCoverage, SUBSCRIPTION_CHANGES } from '../activities/ledger/allowance.js';
 import { findTemporalCli, startDevServer, ensureSearchAttributes } from '../temporal-dev/index.js';
 import { createWorker, ensureSchedules, SEARCH_ATTRIBUTES, stopWorker } from './worker.js';
 import { ensureBootstrap, openDatabase, prepareCatalog, type Log } from './boot.js';
@@ -30,11 +32,15 @@ async function main() {
   await prepareCatalog(log);
   startCatalogRefresh();
   stops.unshift(['catalog refresh', async () => stopCatalogRefresh()]);
-  // With DATABASE_URL, keys revoked elsewhere (the CLI) are forgotten at once. The embedded
+  // With DATABASE_URL, keys revoked and team billing changed elsewhere (the CLI) are forgotten at once. The embedded
   // database serves one connection, and the CLI cannot reach it while this runs.
   if (!database.embedded) {
-    const keyChanges = listenForKeyChanges(database.url, forgetKeys);
-    stops.unshift(['key-change listener', () => keyChanges.stop()]);
+    const cacheChanges = listenForChanges(database.url, {
+      [KEY_CHANGES]: forgetKeys,
+      [TEAM_BILLING_CHANGES]: forgetTeamBilling,
+      [SUBSCRIPTION_CHANGES]: forgetCoverage,
+    });
+    stops.unshift(['cache-change listener', () => cacheChanges.stop()]);
   }
   const local = await ensureBootstrap(log);
 
@@ -51,7 +57,11 @@ async function main() {
       searchAttributes: SEARCH_ATTRIBUTES,
       port: Number(process.env.TEMPORAL_DEV_PORT ?? 7233),
       uiPort: Number(process.env.TEMPORAL_DEV_UI_PORT ?? 8233),
-      log: (m) => log(`temporal: ${m}`),
+      // While stopping, the server cancels the tasks it was processing and warns about each
+      // ("context canceled"): that is the stop itself, not a problem worth printing.
+      log: (m) => {
+        if (!(stopping && m.includes('context canceled'))) log(`temporal: ${m}`);
+      },
       // Ctrl-C reaches only this process, which stops the worker before the server (see shutdown()).
       ownProcessGroup: true,
     });

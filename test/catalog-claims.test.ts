@@ -17,6 +17,23 @@ function bodyFor(endpoint: string, m: ModelInfo): Record<string, unknown> | null
   const messages = [{ role: 'user', content: 'Once upon a time' }];
   const voices = m.options.voices as string[] | undefined;
   const durations = m.options.durations as number[] | undefined;
+  if (m.category === 'decision') {
+    // decision models answer questions, on their own routes and as chat's and messages' `questions` format
+    const questions = {
+      story: { type: 'noul', instructions: 'Is it a story?', criteria: { true: 'yes', false: 'no' } },
+    };
+    switch (endpoint) {
+      case '/v1/decisions':
+      case '/v1/systemone':
+        return { model: m.id, state: 'Once upon a time', questions };
+      case '/v1/chat/completions':
+        return { model: m.id, messages, response_format: { type: 'questions', questions } };
+      case '/v1/messages':
+        return { model: m.id, messages, max_tokens: 16, output_config: { format: { type: 'questions', questions } } };
+      case '/v1/responses':
+        return { model: m.id, input: 'Once upon a time', text: { format: { type: 'questions', questions } } };
+    }
+  }
   switch (endpoint) {
     case '/v1/chat/completions':
       return { model: m.id, messages, max_tokens: 16 };
@@ -29,6 +46,7 @@ function bodyFor(endpoint: string, m: ModelInfo): Record<string, unknown> | null
     case '/v1/audio/speech':
       return { model: m.id, input: 'Once upon a time', voice: voices?.[0] ?? 'alloy' };
     case '/v1/embeddings':
+    case '/v1/moderations':
       return { model: m.id, input: 'Once upon a time' };
     case '/api/tts':
       return { model: m.id, text: 'Once upon a time' };

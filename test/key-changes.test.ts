@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { config } from '../activities/config.js';
 import { createAccount } from '../activities/accounts/accounts.js';
 import { createKey, displayPrefix, forgetKeys, resolveKey } from '../activities/accounts/keys.js';
-import { listenForKeyChanges, type KeyChangeListener } from '../activities/accounts/keyChanges.js';
+import { KEY_CHANGES, listenForChanges, type ChangeListener } from '../activities/accounts/cacheChanges.js';
 import { until } from './support/wait.js';
 
 const run = promisify(execFile);
@@ -27,7 +27,7 @@ const revoked = async (key: string) => {
 describe('key changes reach every process (LISTEN/NOTIFY)', function () {
   this.timeout(60_000);
   const ttl = config.keyCacheTtlMs;
-  let listener: KeyChangeListener | undefined;
+  let listener: ChangeListener | undefined;
   // a long cache TTL, so only the announcement can make this process see the change in time
   before(() => (config.keyCacheTtlMs = 10 * 60_000));
   after(async () => {
@@ -43,7 +43,7 @@ describe('key changes reach every process (LISTEN/NOTIFY)', function () {
   };
 
   it('a key revoked by another process is refused here at once, not when the cache entry expires', async () => {
-    listener = listenForKeyChanges(config.databaseUrl!, forgetKeys);
+    listener = listenForChanges(config.databaseUrl!, { [KEY_CHANGES]: forgetKeys });
     await new Promise((r) => setTimeout(r, 300)); // listening
     const key = await freshKey();
     await revokeElsewhere(key);
@@ -54,7 +54,7 @@ describe('key changes reach every process (LISTEN/NOTIFY)', function () {
     const key = await freshKey();
     const { db } = await import('../activities/db.js');
     const cut = await db().pool.query(
-      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN switchyard_key_changes'`,
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN switchyard_key_changes%'`,
     );
     assert.equal(cut.rowCount, 1, 'one listening session was cut');
     // back within a second or so; on its return it forgets every cached key (announcements may have been missed)
@@ -63,7 +63,7 @@ describe('key changes reach every process (LISTEN/NOTIFY)', function () {
         async () =>
           (
             await db().pool.query(
-              `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN switchyard_key_changes'`,
+              `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN switchyard_key_changes%'`,
             )
           ).rowCount === 1,
         Boolean,

@@ -324,6 +324,13 @@ describe('the :memory model suffix on chat', function () {
     const expected =
       textCost(MEMORY, { input: memoryIn, output: tokens(sent[0].content) }) +
       textCost(GPT_4O_MINI, { input: usage.prompt_tokens, output: usage.completion_tokens });
+    // a refund of an answer taken for undelivered would land after the stream ends: give it time
+    await new Promise((r) => setTimeout(r, 500));
+    const { rows } = await db().pool.query(
+      `SELECT reason FROM ledger_entries WHERE account_id = $1 AND kind = 'refund'`,
+      [accountId],
+    );
+    assert.deepEqual(rows, [], 'nothing given back: the streamed answer, and its memory, reached the caller');
     assert.equal(parseAmount('10', 'USD') - (await b.usd(accountId)).amount, expected);
   });
 

@@ -16,7 +16,7 @@ describe('model catalog routes', () => {
     return { status: res.status, body: await res.json() };
   };
 
-  it('with no upstream keys lists the built-in local models only (chat and speech)', async () => {
+  it('with no upstream keys lists the built-in local models only (decision, speech and chat)', async () => {
     for (const k of Object.keys(process.env))
       if (k.endsWith('_API_KEY') || k.endsWith('_BASE_URL')) delete process.env[k];
     await loadCatalog();
@@ -25,7 +25,7 @@ describe('model catalog routes', () => {
     assert.equal(body.object, 'list');
     assert.deepEqual(
       body.data.map((m: { id: string }) => m.id),
-      ['local/espeak', 'local/stories260k'],
+      ['local/decider-260k', 'local/espeak', 'local/stories260k'],
     );
     assert.deepEqual(Object.keys(body.data[0]).sort(), ['created', 'id', 'object', 'owned_by']);
   });

@@ -32,9 +32,14 @@ import {
 import { useProviderEnv } from './support/providerEnv.js';
 import { startOpenAIUpstream, type OpenAIUpstream } from './support/upstreams/openai.js';
 import { config } from '../activities/config.js';
+import { db } from '../activities/db.js';
+import { credit } from '../activities/ledger/ledger.js';
+import { parseAmount } from '../activities/core/money.js';
 import { assertBooksBalance } from './support/books.js';
 import { until } from './support/wait.js';
 import { person, teamEmail, teamFixture } from './support/teams.js';
+import { testPlan, usePlans } from './support/plans.js';
+import { startBtcpayUpstream, type BtcpayUpstream } from './support/upstreams/btcpay.js';
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
 const WORKFLOWS = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -68,6 +73,26 @@ const PATHS: Record<string, Path> = {
   // nobody answered: the workflow's timer fired and the expiry was recorded
   'teamInvitation-expired': {
     activities: ['sendTeamInvitationMail', 'expireTeamInvitation'],
+    closed: 'COMPLETED',
+    result: 'expired',
+    has: ['EVENT_TYPE_TIMER_FIRED'],
+  },
+  // a credit invitation redeemed (the API signals its end), revoked (the hold released once more
+  // by the workflow's activity), or left to its timer (expired, the hold released)
+  'creditInvitation-redeemed': {
+    activities: [],
+    closed: 'COMPLETED',
+    result: 'redeemed',
+    has: ['EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED'],
+  },
+  'creditInvitation-revoked': {
+    activities: ['closeCreditInvitation'],
+    closed: 'COMPLETED',
+    result: 'revoked',
+    has: ['EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED'],
+  },
+  'creditInvitation-expired': {
+    activities: ['expireCreditInvitation'],
     closed: 'COMPLETED',
     result: 'expired',
     has: ['EVENT_TYPE_TIMER_FIRED'],
@@ -142,6 +167,48 @@ const PATHS: Record<string, Path> = {
     result: 'cancelled',
     has: ['EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED', 'EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED'],
   },
+  // the balance pays the first period only: grace (retried), then the subscription lapses
+  'subscription-lapsed': {
+    activities: ['paySubscriptionPeriod', 'endSubscription'],
+    closed: 'COMPLETED',
+    result: 'lapsed',
+    has: ['EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED', 'EVENT_TYPE_TIMER_FIRED'],
+  },
+  // cancelled (a workflow update running the activity), ended when the period does
+  'subscription-cancelled': {
+    activities: ['paySubscriptionPeriod', 'cancelSubscriptionAtPeriodEnd', 'endSubscription'],
+    closed: 'COMPLETED',
+    result: 'cancelled',
+    has: ['EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED', 'EVENT_TYPE_TIMER_FIRED'],
+  },
+  // grace, then the caller tops up and subscribes again (update payNow): paid; then cancelled
+  'subscription-grace-paid': {
+    activities: ['paySubscriptionPeriod', 'cancelSubscriptionAtPeriodEnd', 'endSubscription'],
+    closed: 'COMPLETED',
+    result: 'cancelled',
+    has: ['EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED', 'EVENT_TYPE_TIMER_FIRED'],
+  },
+  // the balance does not cover the first period: nothing more happens
+  'subscription-unpaid': {
+    activities: ['paySubscriptionPeriod'],
+    closed: 'COMPLETED',
+    result: 'unpaid',
+    has: ['EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED'],
+  },
+  // a deposit paid and settled: BTCPay's webhooks arrive as signals, the invoice is read again, credited
+  'cryptoDeposit-completed': {
+    activities: ['observeDeposit', 'completeDeposit'],
+    closed: 'COMPLETED',
+    result: 'Completed',
+    has: ['EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED'],
+  },
+  // never paid: the workflow's timer wakes it when BTCPay stops watching, and it closes uncredited
+  'cryptoDeposit-expired': {
+    activities: ['observeDeposit', 'closeDeposit'],
+    closed: 'COMPLETED',
+    result: 'Expired',
+    has: ['EVENT_TYPE_TIMER_FIRED'],
+  },
   'batchChunk-stopped': {
     activities: ['runBatchRows'],
     closed: 'COMPLETED',
@@ -210,11 +277,20 @@ function recordings() {
   let openai: SpeechUpstream;
   let eleven: SpeechUpstream;
   let chat: OpenAIUpstream;
+  let btcpay: BtcpayUpstream;
   let restoreEnv: () => Promise<void>;
+  const savedBtcpay = config.btcpay;
 
   before(async () => {
     await useTemporal();
     chat = await startOpenAIUpstream();
+    btcpay = await startBtcpayUpstream();
+    config.btcpay = {
+      url: btcpay.url,
+      apiKey: btcpay.apiKey,
+      storeId: btcpay.storeId,
+      webhookSecret: btcpay.webhookSecret,
+    };
     fal = await startFalUpstream();
     openai = await startOpenAISpeechUpstream();
     eleven = await startElevenLabsUpstream();
@@ -228,8 +304,11 @@ function recordings() {
       OPENAI_BASE_URL: chat.url,
     });
     api = await startApi();
+    btcpay.webhookTo(`${api.base}/api/transaction/webhook/btcpay`);
   });
   after(async () => {
+    config.btcpay = savedBtcpay;
+    await btcpay?.close();
     await api?.close();
     await fal?.close();
     await openai?.close();
@@ -292,6 +371,111 @@ function recordings() {
     return { t, invitee, inv: r.body.invitation as { id: string; token: string } };
   };
 
+  usePlans([testPlan('recorded-short', { price: '0.10', periodSeconds: 2, daily: 10, monthly: 10 })]);
+  /** Subscribe a new account holding `usd` to the 2-second plan; returns the subscription id. */
+  const subscribed = async (usd: string) => {
+    const { key } = await newAccount(usd);
+    const res = await fetch(`${api.base}/api/subscription/v1/subscribe`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ plan: 'recorded-short' }),
+    });
+    const body = (await res.json()) as any;
+    return { key, status: res.status, id: (body.subscription?.id ?? '') as string };
+  };
+
+  it('subscription-lapsed', async () => {
+    const [grace, retry] = [config.subscriptionGraceSeconds, config.subscriptionRetrySeconds];
+    Object.assign(config, { subscriptionGraceSeconds: 2, subscriptionRetrySeconds: 1 });
+    try {
+      await record('subscription-lapsed', async () => (await subscribed('0.10')).id);
+    } finally {
+      Object.assign(config, { subscriptionGraceSeconds: grace, subscriptionRetrySeconds: retry });
+    }
+  });
+
+  it('subscription-cancelled', () =>
+    record('subscription-cancelled', async () => {
+      const { key, id } = await subscribed('1');
+      const r = await fetch(`${api.base}/api/subscription/v1/cancel`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}` },
+      });
+      assert.equal(r.status, 200);
+      return id;
+    }));
+
+  it('subscription-grace-paid', async () => {
+    const [grace, retry] = [config.subscriptionGraceSeconds, config.subscriptionRetrySeconds];
+    Object.assign(config, { subscriptionGraceSeconds: 60, subscriptionRetrySeconds: 600 });
+    try {
+      await record('subscription-grace-paid', async () => {
+        const { key, id } = await subscribed('0.10');
+        const post = (path: string, body?: unknown) =>
+          fetch(`${api.base}/api/subscription/v1/${path}`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+            body: body === undefined ? undefined : JSON.stringify(body),
+          });
+        await until(
+          async () => (await db().pool.query(`SELECT status FROM subscriptions WHERE id = $1`, [id])).rows[0].status,
+          (st) => st === 'grace',
+          15_000,
+          'grace',
+        );
+        const { rows } = await db().pool.query(`SELECT account_id FROM subscriptions WHERE id = $1`, [id]);
+        await credit({
+          accountId: rows[0].account_id,
+          currency: 'USD',
+          amount: parseAmount('0.10', 'USD'),
+          reason: 'recorded top-up',
+          idempotencyKey: `recorded:${id}`,
+        });
+        assert.equal((await post('subscribe', { plan: 'recorded-short' })).status, 200);
+        assert.equal((await post('cancel')).status, 200);
+        return id;
+      });
+    } finally {
+      Object.assign(config, { subscriptionGraceSeconds: grace, subscriptionRetrySeconds: retry });
+    }
+  });
+
+  it('subscription-unpaid', async () => {
+    // the row's id is the workflow's: read it, since the 402 names none
+    const before = Date.now();
+    const { status } = await subscribed('0.01');
+    assert.equal(status, 402);
+    const { rows } = await db().pool.query(
+      `SELECT id FROM subscriptions WHERE created_at >= $1 AND end_reason = 'unpaid' ORDER BY created_at DESC LIMIT 1`,
+      [new Date(before - 1000)],
+    );
+    await record('subscription-unpaid', async () => rows[0].id);
+  });
+
+  /** A BTC deposit of `usd` dollars; returns its txId and invoice id. */
+  const deposit = async (usd: number) => {
+    const { txId } = await post((await newAccount('0')).key, '/api/transaction/create/btc', { amount: usd });
+    return { txId: txId as string, invoiceId: btcpay.invoiceOf(txId)!.id };
+  };
+
+  it('cryptoDeposit-completed', () =>
+    record('cryptoDeposit-completed', async () => {
+      const { txId, invoiceId } = await deposit(5);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await btcpay.pay(invoiceId);
+      await btcpay.confirm(invoiceId);
+      return txId;
+    }));
+
+  it('cryptoDeposit-expired', async () => {
+    btcpay.timing({ expirationSeconds: 1, monitoringSeconds: 1 });
+    try {
+      await record('cryptoDeposit-expired', async () => (await deposit(5)).txId);
+    } finally {
+      btcpay.timing({ expirationSeconds: 900, monitoringSeconds: 3600 });
+    }
+  });
+
   it('teamInvitation-accepted', () =>
     record('teamInvitation-accepted', async () => {
       const { invitee, inv } = await invitation();
@@ -315,6 +499,37 @@ function recordings() {
       await record('teamInvitation-expired', async () => (await invitation()).inv.id);
     } finally {
       config.teamInvitationTtlSeconds = ttl;
+    }
+  });
+
+  /** A credit invitation of 1 USD from a fresh account, and a key of another to redeem it with. */
+  const creditInvitation = async () => {
+    const issuer = await newAccount('5');
+    const created = await post(issuer.key, '/api/invitations/create', { amount: 1, currency: 'USD' });
+    return { issuer, created: created as { insertId: string; redeemCode: string } };
+  };
+
+  it('creditInvitation-redeemed', () =>
+    record('creditInvitation-redeemed', async () => {
+      const { created } = await creditInvitation();
+      await post((await newAccount('0')).key, '/api/invitations/redeem', { code: created.redeemCode });
+      return created.insertId;
+    }));
+
+  it('creditInvitation-revoked', () =>
+    record('creditInvitation-revoked', async () => {
+      const { issuer, created } = await creditInvitation();
+      await post(issuer.key, '/api/invitations/revoke', { code: created.redeemCode });
+      return created.insertId;
+    }));
+
+  it('creditInvitation-expired', async () => {
+    const ttl = config.creditInvitationTtlSeconds;
+    config.creditInvitationTtlSeconds = 2;
+    try {
+      await record('creditInvitation-expired', async () => (await creditInvitation()).created.insertId);
+    } finally {
+      config.creditInvitationTtlSeconds = ttl;
     }
   });
 

@@ -306,7 +306,7 @@ describe('responses API (OpenAI Responses wire format)', function () {
       [{ model: MODEL }, 'input'],
       [{ model: MODEL, input: [] }, 'input'],
       [{ model: MODEL, input: 'hi', tools: [{ type: 'function', function: { name: 'x' } }] }, 'tools[0].function'],
-      [{ model: MODEL, input: 'hi', tools: [{ type: 'web_search' }] }, 'tools[0].type'],
+      [{ model: MODEL, input: 'hi', tools: [{ type: 'code_interpreter' }] }, 'tools[0].type'],
       [{ model: MODEL, input: 'hi', tools: [{ type: 'function', name: 'bad name!' }] }, 'tools[0].name'],
       [{ model: MODEL, input: [{ type: 'function_call_output', call_id: 'nope', output: 'x' }] }, 'input[0].call_id'],
       [

@@ -92,6 +92,22 @@ describe('npm start (embedded database, Temporal dev server)', function () {
       assert.equal(bal.status, 200);
       assert.equal((await bal.json()).usd_balance, '5');
       assert.equal((await fetch(`${base}/v1/models`, { method: 'POST', body: '{bad' })).status, 405);
+      // the built-in decision model answers offline on a fresh install
+      const decision = await fetch(`${base}/api/v1/decisions`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model: 'local/decider-260k',
+          state: 'The invoice was charged twice.',
+          questions: {
+            route: { type: 'choice', instructions: 'Which team?', criteria: { billing: null, sales: null } },
+          },
+        }),
+      });
+      const d = await decision.json();
+      assert.equal(decision.status, 200, JSON.stringify(d));
+      assert.equal(d.method, 'logprobs');
+      assert.ok(['billing', 'sales'].includes(d.answers.route.choice));
     } finally {
       assertCleanStop(await stop(r));
     }

@@ -9,3 +9,6 @@ export { speechJob } from './speechJob.js';
 export { batchJob, batchChunk } from './batch.js';
 export { teamInvitation } from './teamInvitation.js';
 export { sweepMemories } from './memorySweeper.js';
+export { subscription } from './subscription.js';
+export { cryptoDeposit } from './cryptoDeposit.js';
+export { creditInvitation } from './creditInvitation.js';

@@ -1,12 +1,12 @@
 // API keys: `sk-<service>-<uuid>` (and legacy bare UUIDs). Only a sha256 of the key and a short
 // display prefix are stored. Resolution is on every request's path, so resolved keys are kept
 // in memory for a few seconds (config.keyCacheTtlMs); changing a key through this module evicts
-// it here at once and announces it to the other processes (keyChanges.ts), which evict it too.
+// it here at once and announces it to the other processes (cacheChanges.ts), which evict it too.
 import { createHash, randomUUID } from 'node:crypto';
 import { db } from '../db.js';
 import { config } from '../config.js';
-import { announceKeyChanges } from './keyChanges.js';
-import type { BillingMode, KeyStatus } from '../../prisma/generated/client.js';
+import { announceKeyChanges } from './cacheChanges.js';
+import type { BillingMode, KeyStatus, RedactionDefault } from '../../prisma/generated/client.js';
 
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 const LEGACY_KEY = new RegExp(`^${UUID}$`, 'i');
@@ -49,6 +49,8 @@ export interface KeyRestrictions {
   providerDeny?: string[];
   zdrOnly?: boolean;
   billingMode?: BillingMode;
+  /** PII redaction when a request does not say (inherit: the account's default) */
+  redaction?: RedactionDefault;
   expiresAt?: Date | null;
 }
 
@@ -77,6 +79,11 @@ export interface Caller {
   providerDeny: string[];
   zdrOnly: boolean;
   billingMode: BillingMode;
+  /**
+   * PII redaction when the request says nothing (no header, no suffix): the key's default, or the
+   * account's when the key inherits it (README, PII redaction). Absent: inherit, which is off.
+   */
+  redaction?: RedactionDefault;
 }
 
 export async function createKey(accountId: string, opts: KeyRestrictions & { name?: string; key?: string } = {}) {
@@ -94,6 +101,7 @@ export async function createKey(accountId: string, opts: KeyRestrictions & { nam
       providerDeny: opts.providerDeny ?? [],
       zdrOnly: opts.zdrOnly ?? false,
       billingMode: opts.billingMode ?? 'auto',
+      redaction: opts.redaction ?? 'inherit',
       expiresAt: opts.expiresAt ?? null,
     },
   });
@@ -125,6 +133,30 @@ export async function setKeyStatus(keyId: string, status: KeyStatus): Promise<vo
   const k = await db().prisma.apiKey.update({ where: { id: keyId }, data: { status } });
   cache.delete(k.hash);
   await announceKeyChanges([k.hash]);
+}
+
+/**
+ * A key's PII redaction default (by id or display prefix; inherit = its account's). Returns how many
+ * keys changed; every API process sees it at once, as for a revocation.
+ */
+export async function setKeyRedaction(idOrPrefix: string, redaction: RedactionDefault): Promise<number> {
+  const where = LEGACY_KEY.test(idOrPrefix) ? { id: idOrPrefix } : { prefix: idOrPrefix.toLowerCase() };
+  const keys = await db().prisma.apiKey.findMany({ where, select: { id: true, hash: true } });
+  await db().prisma.apiKey.updateMany({ where: { id: { in: keys.map((k) => k.id) } }, data: { redaction } });
+  await forget(keys.map((k) => k.hash));
+  return keys.length;
+}
+
+/** An account's PII redaction default (inherit = off), which its inheriting keys follow at once. */
+export async function setAccountRedaction(accountId: string, redaction: RedactionDefault): Promise<void> {
+  await db().prisma.account.update({ where: { id: accountId }, data: { redaction } });
+  const keys = await db().prisma.apiKey.findMany({ where: { accountId }, select: { hash: true } });
+  await forget(keys.map((k) => k.hash));
+}
+
+async function forget(hashes: string[]): Promise<void> {
+  for (const h of hashes) cache.delete(h);
+  await announceKeyChanges(hashes);
 }
 
 // ---- resolution, cached ----
@@ -163,7 +195,7 @@ const RESOLVE_KEY_SQL = `SELECT k.id, k.account_id AS "accountId", k.prefix, k.s
     k.expires_at AS "expiresAt", k.daily_request_limit AS "dailyRequestLimit",
     k.daily_usd_limit::text AS "dailyUsdLimit", k.provider_allow AS "providerAllow",
     k.provider_deny AS "providerDeny", k.zdr_only AS "zdrOnly", k.billing_mode::text AS "billingMode",
-    a.status::text AS "accountStatus", a.provider_allow AS "accountProviderAllow",
+    k.redaction::text AS redaction, a.redaction::text AS "accountRedaction", a.status::text AS "accountStatus", a.provider_allow AS "accountProviderAllow",
     a.provider_deny AS "accountProviderDeny", a.zdr_only AS "accountZdrOnly", u.id AS "userId"
   FROM api_keys k JOIN accounts a ON a.id = k.account_id LEFT JOIN users u ON u.account_id = k.account_id
   WHERE k.hash = $1`;
@@ -180,6 +212,8 @@ interface KeyRow {
   providerDeny: string[];
   zdrOnly: boolean;
   billingMode: BillingMode;
+  redaction: RedactionDefault;
+  accountRedaction: RedactionDefault;
   accountStatus: string;
   accountProviderAllow: string[];
   accountProviderDeny: string[];
@@ -197,6 +231,7 @@ async function loadResolution(hash: string, at: number): Promise<Resolution> {
     providerAllow: k.accountProviderAllow,
     providerDeny: k.accountProviderDeny,
     zdrOnly: k.accountZdrOnly,
+    redaction: k.accountRedaction,
   };
   return { caller: toCaller(k, account), expiresAt: k.expiresAt, at };
 }
@@ -212,9 +247,10 @@ function toCaller(
     providerDeny: string[];
     zdrOnly: boolean;
     billingMode: BillingMode;
+    redaction?: RedactionDefault;
     userId: number | null;
   },
-  a: { providerAllow: string[]; providerDeny: string[]; zdrOnly: boolean },
+  a: { providerAllow: string[]; providerDeny: string[]; zdrOnly: boolean; redaction?: RedactionDefault },
 ): Caller {
   return {
     keyId: k.id,
@@ -227,13 +263,14 @@ function toCaller(
     providerDeny: [...new Set([...a.providerDeny, ...k.providerDeny])],
     zdrOnly: a.zdrOnly || k.zdrOnly,
     billingMode: k.billingMode,
+    redaction: k.redaction && k.redaction !== 'inherit' ? k.redaction : (a.redaction ?? 'inherit'),
   };
 }
 
 /** The caller of a request signed in with a session: the account's own restrictions, no key's. */
 export function sessionCaller(
   s: { webSessionId: string; userId: number; accountId: string },
-  a: { providerAllow: string[]; providerDeny: string[]; zdrOnly: boolean },
+  a: { providerAllow: string[]; providerDeny: string[]; zdrOnly: boolean; redaction?: RedactionDefault },
 ): Caller {
   return {
     keyId: null,
@@ -247,6 +284,7 @@ export function sessionCaller(
     providerDeny: [...new Set(a.providerDeny)],
     zdrOnly: a.zdrOnly,
     billingMode: 'auto',
+    redaction: a.redaction ?? 'inherit',
   };
 }
 
@@ -260,7 +298,7 @@ function intersectAllowLists(...lists: string[][]): string[] | null {
   return result;
 }
 
-/** Forget these keys' cached resolutions (by hash), or all of them (null): see keyChanges.ts. */
+/** Forget these keys' cached resolutions (by hash), or all of them (null): see cacheChanges.ts. */
 export function forgetKeys(hashes: string[] | null): void {
   if (hashes === null) cache.clear();
   else for (const h of hashes) cache.delete(h);

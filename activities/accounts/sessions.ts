@@ -8,6 +8,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { db } from '../db.js';
 import { config } from '../config.js';
 import { type Caller, sessionCaller } from './keys.js';
+import type { RedactionDefault } from '../../prisma/generated/client.js';
 
 /** How a session was opened. */
 export type SignInMethod = 'password' | 'email_code' | 'signup';
@@ -48,7 +49,7 @@ export async function createSession(
 const RESOLVE_SESSION_SQL = `SELECT s.id, s.method, s.created_at AS "createdAt", s.expires_at AS "expiresAt",
     s.last_seen_at AS "lastSeenAt", u.id AS "userId", u.uuid, u.email, u.display_name AS "displayName",
     u.account_id AS "accountId", a.status::text AS "accountStatus", a.provider_allow AS "providerAllow",
-    a.provider_deny AS "providerDeny", a.zdr_only AS "zdrOnly"
+    a.provider_deny AS "providerDeny", a.zdr_only AS "zdrOnly", a.redaction::text AS redaction
   FROM sessions s JOIN users u ON u.id = s.user_id JOIN accounts a ON a.id = u.account_id
   WHERE s.token_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > now()`;
 
@@ -67,6 +68,7 @@ interface SessionRow {
   providerAllow: string[];
   providerDeny: string[];
   zdrOnly: boolean;
+  redaction: RedactionDefault;
 }
 
 /**

@@ -11,6 +11,13 @@ import { db, isUniqueViolation } from '../db.js';
 import { RequestError } from '../core/errors.js';
 import { formatAmount, parseAmount, toDisplayNumber } from '../core/money.js';
 import { balances } from '../ledger/ledger.js';
+import { forgetTeamBilling } from '../ledger/teamBudget.js';
+
+// Whom a member bills to is cached in every API process (ledger/teamBudget.ts). The database's
+// triggers tell every process of each change, this one too, but a moment later: a change made
+// here is forgotten here at once, so the caller's next request already sees it.
+const teamBillingChanged = (teamId: number) => forgetTeamBilling([`t${teamId}`]);
+const memberBillingChanged = (userId: number) => forgetTeamBilling([`u${userId}`]);
 
 export type Role = 'owner' | 'admin' | 'member';
 export type TeamStatus = 'active' | 'paused' | 'suspended';
@@ -211,6 +218,7 @@ export async function updateTeam(m: Membership, patch: { name?: string; status?:
       [m.team.id, patch.name?.trim() ?? null, patch.name ? nameKey(patch.name) : null, patch.status ?? null],
     );
     if (!rows[0]) throw notFound('This team no longer exists.', 'team_not_found');
+    teamBillingChanged(m.team.id);
     return { ...m, team: toTeam(rows[0]) };
   } catch (err) {
     throw nameTaken(err, patch.name ?? '') ?? err;
@@ -222,7 +230,7 @@ export async function deleteTeam(m: Membership, confirmName: string): Promise<st
   requireOwner(m);
   if (confirmName !== m.team.name)
     throw badRequest(`To delete the team, send its exact name ("${m.team.name}") as 'name'.`, 'name_mismatch', 'name');
-  return inTransaction(async (c) => {
+  const pending = await inTransaction(async (c) => {
     const { rows } = await c.query<{ id: string }>(
       `SELECT id FROM team_invitations WHERE team_id = $1 AND status = 'pending'`,
       [m.team.id],
@@ -230,6 +238,8 @@ export async function deleteTeam(m: Membership, confirmName: string): Promise<st
     await c.query('DELETE FROM teams WHERE id = $1', [m.team.id]);
     return rows.map((r) => r.id);
   });
+  teamBillingChanged(m.team.id);
+  return pending;
 }
 
 // ---- members ----
@@ -309,6 +319,7 @@ export async function updateMember(
       p.usageLimitEnforced ?? null,
     ],
   );
+  memberBillingChanged(p.sessionId);
 }
 
 export async function removeMember(m: Membership, sessionId: number): Promise<void> {
@@ -322,12 +333,14 @@ export async function removeMember(m: Membership, sessionId: number): Promise<vo
     m.team.id,
     sessionId,
   ]);
+  memberBillingChanged(sessionId);
 }
 
 export async function leaveTeam(m: Membership): Promise<void> {
   if (m.role === 'owner')
     throw forbidden('The owner cannot leave: transfer ownership first, or delete the team.', 'owner_cannot_leave');
   await db().pool.query('DELETE FROM team_members WHERE team_id = $1 AND user_id = $2', [m.team.id, m.userId]);
+  memberBillingChanged(m.userId);
 }
 
 /** The caller's own preferences and the limit that applies to them (their override, or the team default). */
@@ -371,6 +384,7 @@ export async function updateOwnPreferences(m: Membership, p: { billToTeam?: bool
       [m.team.id, m.userId, p.billToTeam ?? null, p.name?.trim() ?? null],
     );
   });
+  memberBillingChanged(m.userId);
 }
 
 /** Hand the team to another member: they become the owner, the current owner an admin. */
@@ -397,6 +411,7 @@ export async function transferOwnership(m: Membership, sessionId: number): Promi
       ]);
       await c.query('UPDATE teams SET owner_user_id = $2 WHERE id = $1', [m.team.id, sessionId]);
     });
+    teamBillingChanged(m.team.id);
   } catch (err) {
     throw nameTaken(err, m.team.name) ?? err;
   }
@@ -424,6 +439,7 @@ export async function updateSettings(
       p.usageLimitEnforced ?? null,
     ],
   );
+  teamBillingChanged(m.team.id);
 }
 
 export function allowedModelsView(allowed: Record<string, boolean> | null) {
@@ -436,6 +452,7 @@ export async function setAllowedModels(m: Membership, allowed: Record<string, bo
     m.team.id,
     allowed === null ? null : JSON.stringify(allowed),
   ]);
+  teamBillingChanged(m.team.id);
   return allowedModelsView(allowed);
 }
 

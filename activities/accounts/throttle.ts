@@ -7,6 +7,7 @@
 // A fixed window lets a burst straddling two windows reach twice the limit: the limits are set
 // with that in mind. Attempts are counted before the secret is checked (a success counts too),
 // so a flood of parallel guesses is cut at the limit, not after the failures are known.
+// Crypto deposit creation (api/routes/deposits.ts) is counted the same way, in its own scope.
 import { db } from '../db.js';
 
 export type AttemptVerdict = { ok: true } | { ok: false; retryAfterSeconds: number };

@@ -9,6 +9,7 @@ import { catalog, type ModelInfo } from '../catalog/catalog.js';
 import { RequestError } from '../core/errors.js';
 import { resolveModel } from '../inference/prepare.js';
 import { parseModelName } from '../routing/suffixes.js';
+import { webSearchSettings } from '../search/settings.js';
 import type { RowKind } from './kinds.js';
 
 export interface RowProblem {
@@ -38,9 +39,15 @@ function schemaProblem(kind: RowKind, body: unknown): { message: string; param?:
   return { message: `${param ? `'${param}' ` : 'the body '}${e.message}.`, param };
 }
 
+/** Batch rows take no add-ons such as web search (the spec): refused rather than run without it. */
+const NO_WEB_SEARCH =
+  'Batch rows take no add-ons such as web search: remove the :online suffix and web_search / web_search_options, or send the request synchronously.';
+
 /** The batch's model (every row must name it, or none for inline rows), resolved once. */
 export function batchModel(name: string): ModelInfo {
-  return resolveModel(name).model;
+  const { model, name: parsed } = resolveModel(name);
+  if (parsed.online) throw new RequestError(400, 'invalid_parameter_value', NO_WEB_SEARCH, { param: 'model' });
+  return model;
 }
 
 /**
@@ -71,6 +78,14 @@ export function checkRow(
   }
   const why = kind.refusal(body);
   if (why) return refuse(why);
+  try {
+    const name = parseModelName(String(body.model ?? model.id), (n) => catalog().model(n) !== undefined);
+    const web = webSearchSettings(name, body);
+    if (web) return refuse(NO_WEB_SEARCH, web.source.startsWith('the') ? 'model' : web.source.replace(/'/g, ''));
+  } catch (err) {
+    if (!(err instanceof RequestError)) throw err;
+    return refuse(err.message, err.opts.param ?? undefined, err.code);
+  }
   let cap = kind.outputCap(body);
   if (cap === undefined || cap === null) {
     if (defaultCap === undefined)

@@ -4,7 +4,7 @@ import { db } from '../db.js';
 import { providerEnv, providerEnvNames } from '../config.js';
 import { applyMarkup } from '../core/money.js';
 import { findLocalModel } from '../providers/local/modelFiles.js';
-import type { CatalogFileModel, CatalogFileProvider, CatalogFileRoute } from './file.js';
+import type { CatalogFileModel, CatalogFilePlan, CatalogFileProvider, CatalogFileRoute } from './file.js';
 
 /** A provider as the hot path sees it: exactly what the catalog file says of it. */
 export type ProviderInfo = CatalogFileProvider;
@@ -29,12 +29,16 @@ export interface ModelInfo extends Omit<CatalogFileModel, 'routes'> {
   routes: Route[];
 }
 
+/** A subscription plan as the hot path sees it: what the catalog file says of it. */
+export type PlanInfo = CatalogFilePlan;
+
 export class Catalog {
   private readonly byName = new Map<string, ModelInfo>();
 
   constructor(
     readonly models: ModelInfo[],
     readonly providers: ProviderInfo[],
+    readonly plans: PlanInfo[] = [],
   ) {
     for (const m of models) for (const name of [m.id, ...m.aliases]) this.byName.set(name.toLowerCase(), m);
   }
@@ -99,6 +103,9 @@ const ROUTES_SQL = `SELECT id, model_id AS "modelId", provider_id AS "providerId
     zero_data_retention AS "zeroDataRetention", supports_tools AS "supportsTools",
     supports_caching AS "supportsCaching", options
   FROM provider_routes WHERE active ORDER BY position, id`;
+const PLANS_SQL = `SELECT id, name, description, price::text AS price, period_seconds AS "periodSeconds",
+    daily_limit AS "dailyLimit", monthly_limit AS "monthlyLimit", models
+  FROM subscription_plans WHERE active ORDER BY price, id`;
 
 interface ProviderRow extends Omit<ProviderInfo, 'options'> {
   options: Record<string, unknown> | null;
@@ -128,10 +135,11 @@ interface RouteRow {
 
 export async function loadCatalog(): Promise<Catalog> {
   const { pool } = db();
-  const [{ rows: providerRows }, { rows: models0 }, { rows: routeRows }] = await Promise.all([
+  const [{ rows: providerRows }, { rows: models0 }, { rows: routeRows }, { rows: planRows }] = await Promise.all([
     pool.query<ProviderRow>(PROVIDERS_SQL),
     pool.query<ModelRow>(MODELS_SQL),
     pool.query<RouteRow>(ROUTES_SQL),
+    pool.query<Omit<PlanInfo, 'price'> & { price: string }>(PLANS_SQL),
   ]);
   const routesOf = new Map<string, RouteRow[]>();
   for (const r of routeRows) {
@@ -200,7 +208,8 @@ export async function loadCatalog(): Promise<Catalog> {
         };
       }),
   }));
-  current = new Catalog(models, providers);
+  const plans = planRows.map((p) => ({ ...p, price: BigInt(p.price) }));
+  current = new Catalog(models, providers, plans);
   return current;
 }
 

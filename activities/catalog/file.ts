@@ -27,11 +27,47 @@ const schema = {
         additionalProperties: false,
         properties: {
           name: { type: 'string' },
-          protocol: { type: 'string', enum: ['openai', 'anthropic', 'gemini', 'local', 'elevenlabs', 'fal'] },
+          protocol: {
+            type: 'string',
+            enum: [
+              'openai',
+              'anthropic',
+              'gemini',
+              'local',
+              'elevenlabs',
+              'fal',
+              'linkup',
+              'tavily',
+              'searxng',
+              'openai-tee',
+            ],
+          },
           base_url: { type: 'string' },
           keyless: { type: 'boolean' },
           zero_data_retention: { type: 'boolean' },
           options: { type: 'object' },
+        },
+      },
+    },
+    // subscription plans: a price per period buys daily and per-period allowances of operations on
+    // the covered models (activities/subscriptions/)
+    plans: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['id', 'name', 'price', 'period', 'daily_limit', 'monthly_limit', 'models'],
+        additionalProperties: false,
+        properties: {
+          id: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' },
+          name: { type: 'string', minLength: 1 },
+          description: { type: 'string' },
+          // USD per period, quoted decimal text
+          price,
+          // "30d", "12h", "90m", "45s"
+          period: { type: 'string', pattern: '^[1-9][0-9]*[dhms]$' },
+          daily_limit: { type: 'integer', minimum: 1 },
+          monthly_limit: { type: 'integer', minimum: 1 },
+          models: { ...strings, minItems: 1 },
         },
       },
     },
@@ -48,7 +84,18 @@ const schema = {
           owned_by: { type: 'string' },
           category: {
             type: 'string',
-            enum: ['chat', 'embedding', 'image', 'video', 'speech', 'music', 'decision', 'memory'],
+            enum: [
+              'chat',
+              'embedding',
+              'image',
+              'video',
+              'speech',
+              'music',
+              'decision',
+              'memory',
+              'search',
+              'moderation',
+            ],
           },
           description: { type: 'string' },
           context_length: { type: 'integer', minimum: 1 },
@@ -73,23 +120,47 @@ const schema = {
                 provider: { type: 'string' },
                 upstream_model: { type: 'string' },
                 // token-priced routes state input/output (per 1M); video routes state per_second;
-                // image routes per_image (and route option `image_prices` by size and quality)
+                // image routes per_image (and route option `image_prices` by size and quality);
+                // web search routes per_request
                 price: {
                   type: 'object',
                   additionalProperties: false,
-                  properties: { input: price, output: price, cached_input: price, per_second: price, per_image: price },
+                  properties: {
+                    input: price,
+                    output: price,
+                    cached_input: price,
+                    per_second: price,
+                    per_image: price,
+                    per_request: price,
+                  },
                   oneOf: [
                     {
                       required: ['input', 'output'],
-                      not: { anyOf: [{ required: ['per_second'] }, { required: ['per_image'] }] },
+                      not: {
+                        anyOf: [
+                          { required: ['per_second'] },
+                          { required: ['per_image'] },
+                          { required: ['per_request'] },
+                        ],
+                      },
                     },
                     {
                       required: ['per_second'],
-                      not: { anyOf: [{ required: ['input'] }, { required: ['per_image'] }] },
+                      not: {
+                        anyOf: [{ required: ['input'] }, { required: ['per_image'] }, { required: ['per_request'] }],
+                      },
                     },
                     {
                       required: ['per_image'],
-                      not: { anyOf: [{ required: ['input'] }, { required: ['per_second'] }] },
+                      not: {
+                        anyOf: [{ required: ['input'] }, { required: ['per_second'] }, { required: ['per_request'] }],
+                      },
+                    },
+                    {
+                      required: ['per_request'],
+                      not: {
+                        anyOf: [{ required: ['input'] }, { required: ['per_second'] }, { required: ['per_image'] }],
+                      },
                     },
                   ],
                 },
@@ -125,7 +196,7 @@ export interface CatalogFileRoute {
   providerId: string;
   upstreamModel: string;
   position: number;
-  /** nano-USD per 1M tokens, upstream list price (for video routes: nano-USD per second of output) */
+  /** nano-USD per 1M tokens, upstream list price (video: per second of output; images: per image; search: per request) */
   inputPrice: bigint;
   outputPrice: bigint;
   cachedInputPrice: bigint | null;
@@ -160,9 +231,25 @@ export interface CatalogFileModel {
   routes: CatalogFileRoute[];
 }
 
+/** A subscription plan as the file states it. */
+export interface CatalogFilePlan {
+  id: string;
+  name: string;
+  description: string;
+  /** nano-USD per period */
+  price: bigint;
+  periodSeconds: number;
+  /** operations per UTC day, and per period */
+  dailyLimit: number;
+  monthlyLimit: number;
+  /** catalog model ids (not aliases) */
+  models: string[];
+}
+
 export interface CatalogFile {
   providers: CatalogFileProvider[];
   models: CatalogFileModel[];
+  plans: CatalogFilePlan[];
 }
 
 export class CatalogFileError extends Error {}
@@ -204,7 +291,8 @@ export function parseCatalog(text: string, source = 'catalog'): CatalogFile {
       }
       // Video is billed per second of output: for category `video` the route's `input` price
       // holds the per-second price (nano-USD per second) and `output` is 0. Images likewise per
-      // image (`per_image`: the default size and quality; `image_prices` for the others).
+      // image (`per_image`: the default size and quality; `image_prices` for the others), and web
+      // search per request (`per_request`, category `search`).
       const perSecond = r.price.per_second !== undefined;
       if (perSecond !== (m.category === 'video')) {
         throw new CatalogFileError(
@@ -217,13 +305,28 @@ export function parseCatalog(text: string, source = 'catalog'): CatalogFile {
           `${source}: /models/${i}/providers/${j}: ${m.category === 'image' ? 'an image route states its price as per_image' : 'only image routes are priced per_image'}`,
         );
       }
+      const perRequest = r.price.per_request !== undefined;
+      if (perRequest !== (m.category === 'search')) {
+        throw new CatalogFileError(
+          `${source}: /models/${i}/providers/${j}: ${m.category === 'search' ? 'a web search route states its price as per_request' : 'only web search routes are priced per_request'}`,
+        );
+      }
       checkImagePrices(r.options?.image_prices, `${source}: /models/${i}/providers/${j}/options/image_prices`);
       return {
         providerId: r.provider,
         upstreamModel: r.upstream_model,
         position: j,
-        inputPrice: parseAmount(perSecond ? r.price.per_second : perImage ? r.price.per_image : r.price.input, 'USD'),
-        outputPrice: perSecond || perImage ? 0n : parseAmount(r.price.output, 'USD'),
+        inputPrice: parseAmount(
+          perSecond
+            ? r.price.per_second
+            : perImage
+              ? r.price.per_image
+              : perRequest
+                ? r.price.per_request
+                : r.price.input,
+          'USD',
+        ),
+        outputPrice: perSecond || perImage || perRequest ? 0n : parseAmount(r.price.output, 'USD'),
         cachedInputPrice: r.price.cached_input === undefined ? null : parseAmount(r.price.cached_input, 'USD'),
         markupBps: r.markup_bps ?? defaultMarkup,
         quantization: r.quantization ?? null,
@@ -258,7 +361,39 @@ export function parseCatalog(text: string, source = 'catalog'): CatalogFile {
       routes,
     };
   });
-  return { providers, models };
+  return { providers, models, plans: parsePlans(doc.plans ?? [], models, source) };
+}
+
+const PERIOD_UNIT_SECONDS: Record<string, number> = { d: 86_400, h: 3600, m: 60, s: 1 };
+
+/** Plans name models by id or alias; each is stored under the model's id. */
+function parsePlans(plans: any[], models: CatalogFileModel[], source: string): CatalogFilePlan[] {
+  const byName = new Map<string, string>();
+  for (const m of models) for (const n of [m.id, ...m.aliases]) byName.set(n.toLowerCase(), m.id);
+  const ids = new Set<string>();
+  return plans.map((p, i) => {
+    if (ids.has(p.id)) throw new CatalogFileError(`${source}: /plans/${i} uses the id "${p.id}" twice`);
+    ids.add(p.id);
+    if (p.daily_limit > p.monthly_limit)
+      throw new CatalogFileError(`${source}: /plans/${i}: daily_limit is above monthly_limit`);
+    const covered = (p.models as string[]).map((name, j) => {
+      const id = byName.get(name.toLowerCase());
+      if (!id)
+        throw new CatalogFileError(`${source}: /plans/${i}/models/${j} names "${name}", which is not under models:`);
+      return id;
+    });
+    const period = p.period as string;
+    return {
+      id: p.id,
+      name: p.name,
+      description: p.description ?? '',
+      price: parseAmount(p.price, 'USD'),
+      periodSeconds: Number(period.slice(0, -1)) * PERIOD_UNIT_SECONDS[period.slice(-1)],
+      dailyLimit: p.daily_limit,
+      monthlyLimit: p.monthly_limit,
+      models: [...new Set(covered)],
+    };
+  });
 }
 
 /** `image_prices`: an object of size (`1024x1024`, or `quality/size`) to a USD price as decimal text. */

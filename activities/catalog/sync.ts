@@ -83,6 +83,28 @@ export async function syncCatalog(file: CatalogFile): Promise<{ models: number; 
           data: { active: false },
         })
       ).count;
+
+      // Plans: a plan left out of the file is deactivated (no new subscribers; subscriptions on it
+      // end when their period does, see activities/subscriptions/periods.ts).
+      for (const p of file.plans) {
+        const data = {
+          name: p.name,
+          description: p.description,
+          price: p.price.toString(),
+          periodSeconds: p.periodSeconds,
+          dailyLimit: p.dailyLimit,
+          monthlyLimit: p.monthlyLimit,
+          models: p.models,
+          active: true,
+        };
+        await tx.subscriptionPlan.upsert({ where: { id: p.id }, create: { id: p.id, ...data }, update: data });
+      }
+      deactivated += (
+        await tx.subscriptionPlan.updateMany({
+          where: { id: { notIn: file.plans.map((p) => p.id) }, active: true },
+          data: { active: false },
+        })
+      ).count;
     },
     { timeout: 60_000 },
   );

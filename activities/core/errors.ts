@@ -29,6 +29,8 @@ export interface RequestErrorOptions {
   upstreamBody?: string;
   /** what the upstream (or its transport) said, scrubbed of credentials: for the operator's log */
   detail?: string;
+  /** fields the answer carries beside its envelope (an x402 challenge's `payment` and `x402Version`) */
+  topLevel?: Record<string, unknown>;
 }
 
 export class RequestError extends Error {

@@ -118,6 +118,8 @@ export interface InferenceRequest {
   /** a raw prompt instead of messages (legacy completions); providers that cannot take one get it as a user turn */
   prompt?: string;
   user?: string;
+  /** the model provider's own web search (`provider: "native"`), for routes that offer it */
+  webSearch?: { contextSize?: 'low' | 'medium' | 'high'; maxUses?: number };
 }
 
 /**
@@ -131,6 +133,8 @@ export interface Usage {
   cacheWriteTokens: number;
   completionTokens: number;
   reasoningTokens: number;
+  /** searches a native web search ran, when the upstream counts them (Anthropic's server_tool_use) */
+  webSearchRequests?: number;
 }
 
 export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';
@@ -158,6 +162,8 @@ export interface InferenceResult {
   upstreamId?: string;
   /** pass-through: the upstream's answer exactly as it came (see NativeRequest) */
   native?: Record<string, unknown>;
+  /** native web search: the sources the upstream cited, as spans of `content` */
+  citations?: Array<{ url: string; title: string; start_index: number; end_index: number }>;
 }
 
 /** What a streaming adapter yields, in order; `finish` and `usage` come last (either order). */

@@ -53,6 +53,8 @@ export interface EmbeddingsPlan {
   worstTokens: number;
   /** what is billed when an upstream does not count: about 4 bytes of text per token */
   likelyTokens: number;
+  /** the caller chose the provider: billed pay-as-you-go, never by a subscription */
+  explicit: boolean;
 }
 
 const bad = (code: string, message: string, param: string) => new RequestError(400, code, message, { param });
@@ -173,7 +175,7 @@ export function planEmbeddings(body: EmbeddingsBody, caller: Caller, headerProvi
     worstTokens += Math.min(typeof x === 'string' ? n + 2 : n, cap);
     likelyTokens += Math.max(1, Math.min(typeof x === 'string' ? Math.ceil(n / 4) : n, cap));
   }
-  return { model, input, dimensions, user: body.user, routes, worstTokens, likelyTokens };
+  return { model, input, dimensions, user: body.user, routes, worstTokens, likelyTokens, explicit: !!explicit };
 }
 
 export interface Embeddings {
@@ -204,6 +206,7 @@ export class EmbeddingCall {
       modelId: plan.model.id,
       routes: plan.routes,
       creditLease: true,
+      explicitProvider: plan.explicit,
       worstCase: (route) => costOfTokens(plan.worstTokens, route.price.input),
       shortfall: (required, available) =>
         `this request may cost up to $${required} and $${available} is available. Add funds, or send fewer inputs.`,

@@ -14,6 +14,7 @@ import { type Bill as MeteredBill, billOf, MeteredCall } from '../metering/meter
 import { capability, targetFor } from '../providers/registry.js';
 import type { NativePassThrough, ProviderTarget } from '../providers/types.js';
 import { recordLatency, recordThroughput } from '../routing/stats.js';
+import type { Redactor } from '../redaction/mask.js';
 
 /** A text answer's bill: the charge, and the tokens it was for. */
 export interface Bill extends MeteredBill {
@@ -45,12 +46,26 @@ export interface CallContext {
   native?: NativeRequest;
   /** the caller asked for pay-as-you-go (`X-Billing-Mode`, completions' `billing_mode`) */
   forcePaygo?: boolean;
+  /** the caller chose the provider (billed pay-as-you-go, never by a subscription) */
+  explicitProvider?: boolean;
   /** the price in basis points of the route's (a batch row pays its batch price); default 10,000 */
   priceBps?: number;
   /** the reservation's idempotency key (a batch row's: its retries find the same hold) */
   holdKey?: string;
   /** how the hold is reserved and settled (a batch row's: grouped with its neighbours') */
   holds?: HoldBook;
+  /**
+   * PII redaction: the request was masked by this redactor, whose placeholders the answer gets back
+   * (whole, or as the stream goes); its fee is part of the worst case and of the charge, so it is
+   * reserved, charged once and given back with the rest (README, PII redaction).
+   */
+  redaction?: { redactor: Redactor; feeUsd: bigint };
+  /**
+   * Native web search: the spec's fee per search, on top of the tokens. The reservation covers
+   * `maxSearches`; the charge is the searches the upstream reports (at most that), or one when it
+   * does not count them (OpenAI's search models search once per request).
+   */
+  searchFee?: { perSearch: bigint; maxSearches: number };
 }
 
 export interface OpenedStream {
@@ -86,10 +101,14 @@ export class InferenceCall {
       routes: ctx.routes,
       holdTtlSeconds: ctx.holdTtlSeconds,
       forcePaygo: ctx.forcePaygo,
+      explicitProvider: ctx.explicitProvider,
       holdKey: ctx.holdKey,
       holds: ctx.holds,
       creditLease: true,
-      worstCase: (route) => this.priced(worstCaseCost(route, promptTokenEstimate, request.maxTokens)),
+      worstCase: (route) =>
+        this.priced(worstCaseCost(route, promptTokenEstimate, request.maxTokens)) +
+        (ctx.redaction?.feeUsd ?? 0n) +
+        (ctx.searchFee ? ctx.searchFee.perSearch * BigInt(ctx.searchFee.maxSearches) : 0n),
       shortfall: (required, available) =>
         `this request may cost up to $${required} and $${available} is available. Add funds, or lower max_tokens to reserve less.`,
     });
@@ -106,9 +125,17 @@ export class InferenceCall {
     return usage ?? estimatedUsage(this.ctx.promptTokenEstimate, producedText);
   }
 
-  /** What `usage` costs on `route` at this call's price: what settle() charges for it. */
+  /** What `usage` costs on `route` at this call's price, the fee included: what settle() charges for it. */
   costOf(route: Route, usage: Usage): bigint {
-    return this.priced(costOfUsage(route, usage));
+    return this.priced(costOfUsage(route, usage)) + (this.ctx.redaction?.feeUsd ?? 0n) + this.searchCost(usage);
+  }
+
+  /** What a native web search adds to `usage`'s cost (see CallContext.searchFee). */
+  private searchCost(usage: Usage): bigint {
+    const fee = this.ctx.searchFee;
+    if (!fee) return 0n;
+    const searches = Math.min(usage.webSearchRequests ?? 1, fee.maxSearches);
+    return fee.perSearch * BigInt(Math.max(0, searches));
   }
 
   reserve(): Promise<unknown> {
@@ -149,7 +176,7 @@ export class InferenceCall {
         : await capability(route, 'chat').complete(req, target, signal);
       recordLatency(route.id, Date.now() - t0);
       if (result.usage) recordThroughput(route.id, result.usage.completionTokens, Date.now() - t0);
-      return result;
+      return this.ctx.redaction ? this.ctx.redaction.redactor.restoreResult(result) : result;
     });
     return { result: value, route };
   }
@@ -164,11 +191,13 @@ export class InferenceCall {
       const req = { ...this.ctx.request, model: route.upstreamModel };
       const target = targetFor(route, this.ctx.passHeaders);
       const native = this.passThroughFor(route, req, target);
-      const rest = (
-        native
-          ? native.stream(this.ctx.native!, req, target, signal)
-          : capability(route, 'chat').stream(req, target, signal)
-      )[Symbol.asyncIterator]();
+      const events = native
+        ? native.stream(this.ctx.native!, req, target, signal)
+        : capability(route, 'chat').stream(req, target, signal);
+      // a redacted request's placeholders come back as values, even split across chunks
+      const rest = (this.ctx.redaction ? this.ctx.redaction.redactor.restoreStream(events) : events)[
+        Symbol.asyncIterator
+      ]();
       const first = await rest.next();
       recordLatency(route.id, Date.now() - t0);
       // an upstream that ignored `stream` and answered in one piece is replayed as events, not frames

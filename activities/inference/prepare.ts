@@ -7,7 +7,7 @@ import type { Caller } from '../accounts/keys.js';
 import { parseModelName, type ModelName } from '../routing/suffixes.js';
 import { planRoute, type ProviderPreferences, type RequestNeeds } from '../routing/planRoute.js';
 import { estimatePromptTokens, likelyFromEstimate } from '../billing/pricing.js';
-import { InferenceCall } from './execute.js';
+import { type CallContext, InferenceCall } from './execute.js';
 import type { HoldBook } from '../ledger/holdGroups.js';
 import type { InferenceRequest, NativeRequest } from '../core/types.js';
 import { RequestError } from '../core/errors.js';
@@ -60,9 +60,20 @@ export interface PrepareInput {
   holdKey?: string;
   /** how the hold is reserved and settled (a batch row's: grouped with its neighbours') */
   holds?: HoldBook;
+  /** the request was masked (activities/redaction/): restore the answer, charge the fee */
+  redaction?: CallContext['redaction'];
+  /** native web search's fee per search (see CallContext.searchFee) */
+  searchFee?: { perSearch: bigint; maxSearches: number };
 }
 
 export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
+  const call = planCall(p);
+  await call.reserve();
+  return call;
+}
+
+/** Everything prepareCall does but the reservation: what a quote (x402) needs to price the worst case. */
+export function planCall(p: PrepareInput): InferenceCall {
   const routes = planRoute(catalog(), p.model, p.caller, p.prefs, p.needs);
   const promptTokens = estimatePromptTokens(p.request);
   const likely = likelyFromEstimate(promptTokens);
@@ -90,7 +101,7 @@ export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
     );
   }
   const request: InferenceRequest = { ...p.request, model: '', maxTokens: p.request.maxTokens ?? ceiling };
-  const call = new InferenceCall({
+  return new InferenceCall({
     caller: p.caller,
     requestId: p.requestId,
     surface: p.surface,
@@ -102,10 +113,11 @@ export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
     passHeaders: p.passHeaders,
     native: p.native,
     forcePaygo: p.forcePaygo,
+    explicitProvider: p.prefs.explicit !== undefined,
     priceBps: p.priceBps,
     holdKey: p.holdKey,
     holds: p.holds,
+    redaction: p.redaction,
+    searchFee: p.searchFee,
   });
-  await call.reserve();
-  return call;
 }

@@ -20,7 +20,14 @@ import { temporal } from '../temporalClient.js';
 
 /** A job's row: its table, and its columns by their SQL names (JSON columns as objects). */
 export interface JobRow {
-  table: 'media_jobs' | 'stored_responses' | 'batches' | 'team_invitations';
+  table:
+    | 'media_jobs'
+    | 'stored_responses'
+    | 'batches'
+    | 'team_invitations'
+    | 'credit_invitations'
+    | 'crypto_deposits'
+    | 'subscriptions';
   columns: { id: string; status: string } & Record<string, unknown>;
 }
 

@@ -11,6 +11,7 @@
 // Any number of API processes therefore cannot pass a limit, exactly as they cannot overspend a
 // balance (ledger.ts). A request's claim is a `team_budget_holds` row keyed by its request id, so
 // settling or releasing twice does nothing more.
+import { config } from '../config.js';
 import { db } from '../db.js';
 
 /** Who pays for a team-billed request, and under which budgets (nano-USD; null: not enforced). */
@@ -34,6 +35,20 @@ const BILLING_SQL = `SELECT t.id, t.uuid, t.name, t.status, t.allowed_models, o.
 
 /** The team `userId` bills to, if they chose one (a user bills to at most one team). */
 export async function teamBillingOf(userId: number): Promise<TeamBilling | null> {
+  const now = Date.now();
+  const hit = billingCache.get(userId);
+  if (hit && now - hit.at <= config.keyCacheTtlMs) return hit.billing;
+  const generation = cacheGeneration;
+  const billing = await loadTeamBilling(userId);
+  // a change announced while we read may not be in what we read: use it, but do not keep it
+  if (generation === cacheGeneration) {
+    if (billingCache.size >= CACHE_MAX) billingCache.delete(billingCache.keys().next().value as number);
+    billingCache.set(userId, { billing, at: now });
+  }
+  return billing;
+}
+
+async function loadTeamBilling(userId: number): Promise<TeamBilling | null> {
   const { rows } = await db().requestPool.query({ name: 'team_billing_of', text: BILLING_SQL, values: [userId] });
   const r = rows[0];
   if (!r) return null;
@@ -47,6 +62,40 @@ export async function teamBillingOf(userId: number): Promise<TeamBilling | null>
     memberLimit: r.member_limit == null ? null : BigInt(r.member_limit),
     teamLimit: r.team_limit == null ? null : BigInt(r.team_limit),
   };
+}
+
+// ---- the per-process cache of teamBillingOf ----
+// Every request of a signed-in user (or of a user's key) asks whom it bills to: kept in memory, as
+// resolved API keys are (keys.ts), for at most config.keyCacheTtlMs. Changes reach every process at
+// once: triggers on teams and team_members (migration team_billing_changes) announce each change on
+// the channel `switchyard_team_billing_changes` ("u<user id>": that member's billing; "t<team id>":
+// the team's settings), the API process's listener (cacheChanges.ts) calls forgetTeamBilling, and
+// the process that made the change forgets at once (teams.ts), before its own announcement arrives.
+
+const billingCache = new Map<number, { billing: TeamBilling | null; at: number }>();
+const CACHE_MAX = 50_000;
+/** Counts forgettings, so a read that raced one is not cached (it may predate the change). */
+let cacheGeneration = 0;
+
+/**
+ * Forget cached team billing: of users ("u<id>"), of everyone billing to teams ("t<id>"), or all
+ * (null, or "*").
+ */
+export function forgetTeamBilling(changes: string[] | null): void {
+  cacheGeneration++;
+  if (changes === null || changes.includes('*')) {
+    billingCache.clear();
+    return;
+  }
+  const teams = new Set<number>();
+  for (const change of changes) {
+    const id = Number(change.slice(1));
+    if (change[0] === 'u') billingCache.delete(id);
+    else if (change[0] === 't') teams.add(id);
+  }
+  if (teams.size === 0) return;
+  for (const [userId, { billing }] of billingCache)
+    if (billing && teams.has(billing.teamId)) billingCache.delete(userId);
 }
 
 const MONTH = `date_trunc('month', now() AT TIME ZONE 'UTC')::date`;

@@ -266,6 +266,7 @@ export class SpeechCall {
       modelId: plan.model.id,
       routes: this.routes,
       holdTtlSeconds: opts.holdTtlSeconds,
+      explicitProvider: typeof routes === 'string',
       worstCase: (route) => this.costOn(route),
       shortfall: (required, available) =>
         `this request costs $${required} and $${available} is available. Add funds, or send shorter input.`,

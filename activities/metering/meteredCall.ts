@@ -1,7 +1,10 @@
 // The metered call: the one engine under every billed operation, synchronous or inside an
 // activity (chat, messages, responses, completions, talk-to-gpt, speech, speech jobs, video jobs;
 // next batch rows, images, embeddings, decisions). Its steps, in order:
-//   reserve  the worst case over every route the call may end up on: a share of this process's
+//   cover    a synchronous call of a covered model is paid by the caller's subscription when it
+//            can be: one operation of its allowance is spent instead of money
+//            (ledger/allowance.ts), given back if the call fails or never reaches the caller;
+//   reserve  otherwise the worst case over every route the call may end up on: a share of this process's
 //            credit lease (synchronous text calls of keys without a daily USD cap), else one
 //            exact hold (jobs, whose money must outlive the request, hold for `holdTtlSeconds`);
 //   attempt  the routes in order, falling back to the next on a retryable failure, but only
@@ -22,6 +25,7 @@ import type { Route } from '../catalog/catalog.js';
 import { isCallersOwn, RequestError, UPSTREAM_ERROR } from '../core/errors.js';
 import { type Currency, formatAmount, toDisplayNumber } from '../core/money.js';
 import { recordRequest } from './records.js';
+import { type AllowanceClaim, type Bypass, claimAllowance, giveBack } from '../ledger/allowance.js';
 import { releaseLeased, reserveFromLease, settleLeased, unchargeLeased, type LeasedFunds } from '../ledger/leases.js';
 import { InsufficientFunds, refundCharges, release, reserve, type Settlement } from '../ledger/ledger.js';
 import { type HoldBook, singleHolds } from '../ledger/holdGroups.js';
@@ -77,6 +81,8 @@ export interface MeteredCallSpec {
    * other calls of the account in flight in this process (batch rows: ledger/holdGroups.ts).
    */
   holds?: HoldBook;
+  /** the caller chose the provider (`X-Provider`, `provider: "id"`): billed pay-as-you-go (spec) */
+  explicitProvider?: boolean;
 }
 
 /** What a settlement charged, exactly and as shown to callers. */
@@ -90,6 +96,8 @@ export interface Charge {
   available?: bigint;
   /** the team that paid (its owner's account), when the caller bills to one */
   team?: { uuid: string; name: string };
+  /** the caller's subscription paid (one operation of its allowance; nothing charged) */
+  subscription?: boolean;
 }
 
 /** A charge as the answers show it. */
@@ -105,6 +113,8 @@ export interface Bill {
   billedToTeam?: boolean;
   billedTeamId?: string;
   billedTeamName?: string;
+  /** the pricing extension's subscription field, when the subscription paid */
+  billedToSubscription?: boolean;
 }
 
 export function billOf(c: Charge): Bill {
@@ -120,6 +130,7 @@ export function billOf(c: Charge): Bill {
     bill.billedTeamId = c.team.uuid;
     bill.billedTeamName = c.team.name;
   }
+  if (c.subscription) bill.billedToSubscription = true;
   return bill;
 }
 
@@ -149,6 +160,8 @@ export class MeteredCall {
   private servedBy?: string;
   /** the team paying for this call, when its caller bills to one (synchronous calls only) */
   private team?: TeamBilling;
+  /** the subscription's operation this call spent, when the subscription pays for it */
+  private allowance?: AllowanceClaim;
   private readonly started = Date.now();
 
   constructor(readonly spec: MeteredCallSpec) {}
@@ -189,20 +202,14 @@ export class MeteredCall {
     return worst;
   }
 
-  /** Reserve the worst case. A free call reserves nothing; a shortfall is a 402 that says why. */
+  /**
+   * Reserve the worst case, unless the caller's subscription pays (then nothing is reserved). A
+   * free call reserves nothing; a shortfall is a 402 that says why.
+   */
   async reserve(): Promise<{ currency: Currency; amount: bigint; available: bigint } | undefined> {
     const { caller, requestId, holdTtlSeconds } = this.spec;
-    if (caller.billingMode === 'subscription_only') {
-      // No subscriptions exist yet, so such a key cannot pay for anything: refuse before holding.
-      const why = this.spec.forcePaygo
-        ? 'the request asks for pay-as-you-go billing, which this key may not use'
-        : 'no subscription covers this request';
-      throw new RequestError(
-        402,
-        'subscription_required',
-        `This API key is limited to subscription billing, and ${why}. Use a pay-as-you-go key.`,
-      );
-    }
+    this.allowance = await claimAllowance({ caller, modelId: this.spec.modelId, bypass: this.bypass() });
+    if (this.allowance) return undefined;
     // Team billing covers synchronous calls; a job's money is its caller's own (README, Teams).
     if (caller.userId != null && holdTtlSeconds === undefined) await this.billToTeam(caller.userId);
     const worst = this.worstCase();
@@ -239,6 +246,15 @@ export class MeteredCall {
         },
       );
     }
+  }
+
+  /** Why the subscription may not pay for this call, whatever it covers (spec: Authentication, Chat). */
+  private bypass(): Bypass | undefined {
+    if (this.spec.forcePaygo) return 'paygo';
+    if (this.spec.explicitProvider) return 'provider';
+    // a job's reservation outlives the request (README, Subscriptions)
+    if (this.spec.holdTtlSeconds !== undefined) return 'job';
+    return undefined;
   }
 
   /** Does the caller bill to a team? Then the team must be active and allow the model (else 403). */
@@ -399,6 +415,14 @@ export class MeteredCall {
     const reason = this.team
       ? `${surface} ${modelId} via ${providerId}, by user ${caller.userId} for team "${this.team.teamName}"`
       : `${surface} ${modelId} via ${providerId}`;
+    if (this.allowance)
+      return this.settled(outcome, {
+        currency: 'USD',
+        charged: 0n,
+        costUsd: 0n,
+        available: this.allowance.available,
+        subscription: true,
+      });
     let s: Settlement | undefined;
     if (this.leased) s = settleLeased(this.leased, { usd: costUsd, requestId, apiKeyId: caller.keyId, reason });
     else if (this.holdId) {
@@ -417,6 +441,10 @@ export class MeteredCall {
       await settleTeamBudget(requestId, charge.currency === 'USD' ? charge.charged : costUsd);
       charge.team = { uuid: this.team.teamUuid, name: this.team.teamName };
     }
+    return this.settled(outcome, charge);
+  }
+
+  private settled(outcome: Outcome, charge: Charge): Charge {
     this.state = 'settled';
     this.charge = charge;
     this.outcome = outcome;
@@ -429,6 +457,11 @@ export class MeteredCall {
     return this.state === 'settled';
   }
 
+  /** Charged, and known to have reached the caller. */
+  get isDelivered(): boolean {
+    return this.state === 'delivered';
+  }
+
   /** The caller has the answer (or its first byte): the charge stands, abandon() no longer undoes it. */
   delivered(): void {
     if (this.state === 'settled') this.state = 'delivered';
@@ -437,6 +470,7 @@ export class MeteredCall {
   /** Nothing reached the caller: give the reservation back and record the failure. */
   async fail(code: string): Promise<void> {
     this.state = 'failed';
+    if (this.allowance) await giveBack(this.allowance);
     if (this.leased) releaseLeased(this.leased);
     else if (this.holdId) await release(this.holdId);
     if (this.team) await releaseTeamBudget(this.spec.requestId);
@@ -454,6 +488,7 @@ export class MeteredCall {
     this.state = 'refunded';
     const { requestId, surface, modelId, caller } = this.spec;
     const charge = this.charge!;
+    if (this.allowance) await giveBack(this.allowance);
     const reason = `${surface} ${modelId}: the answer did not reach the caller (${code})`;
     // A leased charge still waiting for its batch is simply taken back; a written one is refunded.
     const written = this.leased ? await unchargeLeased(this.leased, requestId) : this.holdId !== undefined;

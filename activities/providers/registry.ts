@@ -1,5 +1,5 @@
 // Every upstream protocol the gateway speaks, one entry each, and the one way to reach a route's
-// provider: `capability(route, 'chat' | 'speech' | 'video')` and `targetFor(route)`. To add a
+// provider: `capability(route, 'chat' | 'speech' | 'video' | 'search' | …)` and `targetFor(route)`. To add a
 // provider: a folder beside this file whose index.ts exports a `Provider` (types.ts) with the
 // capabilities it has, and one line in PROVIDERS.
 import type { Route } from '../catalog/catalog.js';
@@ -9,8 +9,12 @@ import { anthropicProvider } from './anthropic/index.js';
 import { elevenlabsProvider } from './elevenlabs/index.js';
 import { falProvider } from './fal/index.js';
 import { geminiProvider } from './gemini/index.js';
+import { linkupProvider } from './linkup/index.js';
 import { localProvider } from './local/index.js';
 import { openaiProvider } from './openai/index.js';
+import { teeProvider } from './tee/index.js';
+import { searxngProvider } from './searxng/index.js';
+import { tavilyProvider } from './tavily/index.js';
 import type { Capability, Provider, ProviderTarget } from './types.js';
 
 const PROVIDERS: readonly Provider[] = [
@@ -20,6 +24,10 @@ const PROVIDERS: readonly Provider[] = [
   localProvider,
   elevenlabsProvider,
   falProvider,
+  teeProvider,
+  linkupProvider,
+  tavilyProvider,
+  searxngProvider,
 ];
 
 const byProtocol = new Map(PROVIDERS.map((p) => [p.protocol, p]));

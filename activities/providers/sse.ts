@@ -66,3 +66,27 @@ export async function* sseBatches(body: AsyncIterable<Uint8Array | string>): Asy
   if (last) rest.push(last);
   if (rest.length) yield rest;
 }
+
+/**
+ * The JSON string whose text starts at `start` in `data` (just past its opening quote): its value
+ * and the index of its closing quote, read without parsing the rest of `data`; undefined when it
+ * does not end or is not a valid JSON string. For the pass-through relays' plain text frames.
+ */
+export function jsonStringAt(data: string, start: number): { text: string; end: number } | undefined {
+  // the string's end: the first quote not escaped (an odd run of backslashes before it escapes it)
+  let end = data.indexOf('"', start);
+  for (;;) {
+    if (end === -1) return undefined;
+    let slashes = 0;
+    while (data.charCodeAt(end - 1 - slashes) === 92) slashes++;
+    if (slashes % 2 === 0) break;
+    end = data.indexOf('"', end + 1);
+  }
+  const raw = data.slice(start, end);
+  if (!raw.includes('\\')) return { text: raw, end };
+  try {
+    return { text: JSON.parse(`"${raw}"`) as string, end };
+  } catch {
+    return undefined;
+  }
+}

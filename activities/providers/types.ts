@@ -1,6 +1,6 @@
 // The fixed shape of a provider (one folder per upstream protocol under activities/providers/,
 // one entry per protocol in registry.ts). A provider declares what it can do through typed
-// capabilities (chat, speech, video, embeddings, images; later search, moderation, attestation).
+// capabilities (chat, speech, video, embeddings, images, web search, moderation; later attestation).
 // Routing, billing and streaming never special-case a vendor: they only see these interfaces and
 // RequestError (made by `upstreamError` for an upstream's failures, core/errors.ts).
 import type { RequestError } from '../core/errors.js';
@@ -27,9 +27,22 @@ export interface Provider {
   readonly video?: VideoAdapter;
   readonly embeddings?: EmbeddingsAdapter;
   readonly images?: ImagesAdapter;
+  readonly search?: SearchAdapter;
+  readonly scoring?: ScoringAdapter;
+  readonly attestation?: AttestationAdapter;
+  readonly moderation?: ModerationAdapter;
 }
 
-export type Capability = 'chat' | 'speech' | 'video' | 'embeddings' | 'images';
+export type Capability =
+  | 'chat'
+  | 'speech'
+  | 'video'
+  | 'embeddings'
+  | 'images'
+  | 'search'
+  | 'scoring'
+  | 'attestation'
+  | 'moderation';
 
 /** Text generation: the one internal request in, a result or a stream of events out. */
 export interface ChatAdapter {
@@ -219,6 +232,29 @@ export interface EmbeddingsAdapter {
   embed(req: EmbeddingRequest, target: ProviderTarget, signal: AbortSignal): Promise<EmbeddingResult>;
 }
 
+// --- moderation ---------------------------------------------------------------------------
+
+/** One input's verdict, as OpenAI's moderations API words it (category names are the upstream's). */
+export interface ModerationVerdict {
+  flagged: boolean;
+  categories: Record<string, boolean>;
+  category_scores: Record<string, number>;
+  /** which input types each category was judged on (omni models); passed through when present */
+  category_applied_input_types?: Record<string, string[]>;
+}
+
+/**
+ * Texts in, one verdict per text out, in order. A partial or malformed answer is the route's
+ * failure (retryable: the next route is tried), never a verdict of "not flagged".
+ */
+export interface ModerationAdapter {
+  classify(
+    req: { model: string; input: string[] },
+    target: ProviderTarget,
+    signal: AbortSignal,
+  ): Promise<ModerationVerdict[]>;
+}
+
 // --- images -------------------------------------------------------------------------------
 
 /** A reference image, already fetched and checked by the gateway (never a caller's URL). */
@@ -268,4 +304,118 @@ export interface ImageResult {
  */
 export interface ImagesAdapter {
   generate(req: ImageRequest, target: ProviderTarget, signal: AbortSignal): Promise<ImageResult>;
+}
+
+// --- web search ---------------------------------------------------------------------------
+
+export type SearchDepth = 'standard' | 'deep';
+export type SearchOutputType = 'searchResults' | 'sourcedAnswer' | 'structured';
+
+/** A web search as every search protocol gets it; the adapter maps it to its own field names. */
+export interface SearchRequest {
+  query: string;
+  depth: SearchDepth;
+  outputType: SearchOutputType;
+  /** a JSON schema (as text, root of type object) for `structured` */
+  structuredOutputSchema?: string;
+  includeImages?: boolean;
+  /** YYYY-MM-DD, inclusive */
+  fromDate?: string;
+  toDate?: string;
+  /** bare host names (`example.com` also admits its subdomains) */
+  includeDomains?: string[];
+  excludeDomains?: string[];
+  /** results wanted (an upstream may give fewer) */
+  maxResults: number;
+}
+
+/** One result, in the spec's `searchResults` shape. */
+export interface SearchHit {
+  type: 'text' | 'image';
+  title: string;
+  url: string;
+  /** the text the provider returned for it (a snippet, or the page's text for a fetched page) */
+  content: string;
+  imageUrl?: string;
+  /** YYYY-MM-DD or an ISO timestamp, when the provider says */
+  publishedDate?: string;
+}
+
+export interface SearchAnswer {
+  /** what was found, best first */
+  results: SearchHit[];
+  /** `sourcedAnswer`: the provider's answer (its sources are `results`) */
+  answer?: string;
+  /** `structured`: the object the provider filled in */
+  structured?: unknown;
+}
+
+/**
+ * Query in, results out, in one call. A provider that cannot give the output type asked for (an
+ * answer, a structured object) refuses with a RequestError (400, not retried) before calling its
+ * upstream; other failures are RequestErrors, as for chat. Nothing is billed for a failure.
+ */
+export interface SearchAdapter {
+  /** the output types this protocol can give */
+  readonly outputTypes: readonly SearchOutputType[];
+  search(req: SearchRequest, target: ProviderTarget, signal: AbortSignal): Promise<SearchAnswer>;
+}
+
+// --- scoring (decision models, family A) ---------------------------------------------------
+
+/** One scoring row: its whole prompt (ending as the adapter's `slot` says) and its option letters. */
+export interface ScoringRow {
+  prompt: string;
+  /** the valid answers, in option order: 'A', 'B', … */
+  letters: string[];
+}
+
+export interface ScoringResult {
+  /** per row, the next-token log probability of each letter, in option order */
+  scores: number[][];
+  /** the prompt tokens evaluated (every row's whole prompt, as an upstream would bill them) */
+  inputTokens: number;
+  /** tokens generated: 0 from a model read in-process, 1 a row from an upstream that must sample one */
+  outputTokens: number;
+}
+
+/**
+ * Next-token scores of option letters, nothing generated (wire-details "Decisions"). `slot`: how
+ * the rows' prompts must end for this protocol: 'completion' at the letter itself (`Answer: (`),
+ * 'chat' with an instruction to answer with the letter (the reply's first token is read).
+ * The whole request answers or fails together; failures are RequestErrors, as for chat.
+ */
+export interface ScoringAdapter {
+  readonly slot: 'completion' | 'chat';
+  score(
+    req: { model: string; rows: ScoringRow[] },
+    target: ProviderTarget,
+    signal: AbortSignal,
+  ): Promise<ScoringResult>;
+}
+
+// --- attestation (TEE models) ---------------------------------------------------------------
+
+/**
+ * A confidential-inference upstream's proofs (wire-details "TEE verification"): the attestation
+ * report of the enclave serving `model` (echoing `nonce`, naming the `signing_address` its key
+ * signs with) and the signature record of one of its answers (`{text, signature,
+ * signing_address}`). Both are the upstream's JSON as it came: the gateway passes them through and
+ * checks them itself (activities/tee/verify.ts). Failures are RequestErrors, as for chat.
+ */
+export interface AttestationAdapter {
+  report(
+    target: ProviderTarget,
+    model: string,
+    nonce: string,
+    signingAlgo: string,
+    signal: AbortSignal,
+  ): Promise<Record<string, unknown>>;
+  signature(
+    target: ProviderTarget,
+    model: string,
+    chatId: string,
+    signingAlgo: string,
+    signal: AbortSignal,
+  ): Promise<Record<string, unknown>>;
 }

@@ -32,6 +32,8 @@ export interface RequestNeeds {
   images: boolean;
   structuredOutput: boolean;
   caching: boolean;
+  /** the model provider's own web search (`web_search.provider: "native"`): routes with option `native_web_search` */
+  nativeWebSearch?: boolean;
 }
 
 /** Bits of precision, for `min_quantization`. Unknown precision never meets a floor. */
@@ -95,6 +97,7 @@ export function planRoute(
         !caller.providerDeny.includes(r.provider.id) &&
         (!caller.zdrOnly || r.zeroDataRetention),
     );
+    if (routes.length === 0 && needs.nativeWebSearch) throw nativeUnavailable(model, 'your provider restrictions');
     if (routes.length === 0) {
       throw new RequestError(
         403,
@@ -137,6 +140,12 @@ export function planRoute(
     keep('provider.data_collection "deny" (providers that retain no data)', (r) => r.zeroDataRetention);
   if (needs.tools) keep('tool calling', (r) => r.supportsTools);
   if (needs.caching) keep('prompt caching', (r) => r.supportsCaching);
+  if (needs.nativeWebSearch) {
+    const native = routes.filter((r) => r.options.native_web_search === true);
+    if (native.length === 0)
+      throw nativeUnavailable(model, rejected.length ? rejected.join(', ') : 'the providers configured here');
+    routes = native;
+  }
   if (prefs.requireParameters) {
     if (needs.images) keep('image input', () => model.capabilities.vision === true);
     if (needs.structuredOutput) keep('structured output', () => model.capabilities.structured_output === true);
@@ -153,6 +162,19 @@ export function planRoute(
   routes = order(routes, prefs);
   if (prefs.explicit || prefs.allowFallbacks === false) routes = routes.slice(0, 1);
   return routes;
+}
+
+/** Native web search asked for, and no route left that offers it: the spec's 400. */
+function nativeUnavailable(model: ModelInfo, why: string): RequestError {
+  const offering = model.routes.filter((r) => r.options.native_web_search === true).map((r) => r.provider.id);
+  return new RequestError(
+    400,
+    'native_web_search_unavailable',
+    `Native web search was asked for (provider "native"), and ${why} leave no provider of '${model.id}' that offers it` +
+      (offering.length ? ` (it is offered by: ${offering.join(', ')})` : ' (none of its providers offers it)') +
+      '. Use an external search provider (linkup, tavily, searxng), or lift the restriction.',
+    { param: 'web_search' },
+  );
 }
 
 /** "Set FAL_API_KEY to enable it.": the operator of a self-hosted gateway reads this message too. */

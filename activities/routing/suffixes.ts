@@ -20,6 +20,10 @@ export interface ModelName {
   reasoningEffort?: ReasoningEffort;
   /** compress the conversation before the latest user turn first (":memory", activities/memory/) */
   memory?: boolean;
+  /** mask personal data before the request leaves (":redaction" and aliases, activities/redaction/) */
+  redaction?: boolean;
+  /** web search (":online", ":online/<provider>"; activities/search/settings.ts reads `arg`) */
+  online?: { arg?: string };
   /** the suffixes as written, for messages */
   suffixes: string[];
 }
@@ -42,10 +46,8 @@ const SORTS: Record<string, RouteSort> = {
 const EFFORTS = ['none', 'low', 'medium', 'high', 'xhigh', 'max'];
 
 // Recognized, not offered by this gateway (yet): refuse, naming the feature.
-const NOT_OFFERED: Array<[RegExp, string]> = [
-  [/^online(\/.+)?$/, 'web search'],
-  [/^(redaction|redacted|piiredaction|piiredacted)$/, 'PII redaction'],
-];
+const NOT_OFFERED: Array<[RegExp, string]> = [];
+const REDACTION = /^(redaction|redacted|piiredaction|piiredacted)$/;
 
 function isSuffix(token: string): boolean {
   return (
@@ -54,6 +56,8 @@ function isSuffix(token: string): boolean {
     /^(caching|cache|cached)$/.test(token) ||
     token === 'thinking' ||
     token === 'memory' ||
+    REDACTION.test(token) ||
+    /^online(\/.+)?$/.test(token) ||
     token === 'reasoning-exclude' ||
     token.startsWith('reasoning-effort/') ||
     NOT_OFFERED.some(([re]) => re.test(token))
@@ -86,7 +90,13 @@ export function parseModelName(name: string, exists: (base: string) => boolean):
     else if (s === 'caching' || s === 'cache' || s === 'cached') out.requireCaching = true;
     else if (s === 'thinking') out.thinking = true;
     else if (s === 'memory') out.memory = true;
-    else if (s === 'reasoning-exclude') out.reasoningExclude = true;
+    else if (REDACTION.test(s)) out.redaction = true;
+    else if (s === 'online' || s.startsWith('online/')) {
+      const arg = s.slice('online/'.length) || undefined;
+      if (out.online && out.online.arg !== arg)
+        throw new SuffixError('Two different :online suffixes in the model name. Use one.');
+      out.online = { arg: s === 'online' ? undefined : arg };
+    } else if (s === 'reasoning-exclude') out.reasoningExclude = true;
     else if (s.startsWith('reasoning-effort/')) {
       const effort = s.slice('reasoning-effort/'.length);
       if (!EFFORTS.includes(effort))

@@ -321,15 +321,6 @@ export interface ChatPlanInput {
 
 /** The whole chat body in internal form, plus what routing needs to know about it. */
 export function chatToInternal(body: any, model: ModelInfo, name: ModelName): ChatPlanInput {
-  for (const field of ['web_search', 'webSearch', 'linkup', 'web_search_options'] as const) {
-    if (body[field] !== undefined && body[field] !== false && body[field] !== null) {
-      throw bad(
-        'invalid_parameter_value',
-        `'${field}' asks for web search, which this gateway does not offer. Remove the field.`,
-        field,
-      );
-    }
-  }
   if (body.advisor !== undefined && body.advisor !== null)
     throw bad('invalid_parameter_value', "'advisor' is not offered by this gateway. Remove the field.", 'advisor');
 

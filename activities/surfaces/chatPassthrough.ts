@@ -8,10 +8,13 @@
 import type { Bill } from '../inference/execute.js';
 import type { NativeRequest, StreamEvent, Usage } from '../core/types.js';
 import { usageJson, withBill, type ChatMeta } from './chatResponse.js';
-import { renamed } from './passthrough.js';
+import { renamed, renamedText } from './passthrough.js';
 
-/** Body fields only the gateway reads: routing preferences, caching requirement, tool-call cap. */
-const GATEWAY_FIELDS = ['provider', 'caching', 'max_tool_calls'];
+/**
+ * Body fields only the gateway reads: routing preferences, caching requirement, tool-call cap, and
+ * web search turned off (`web_search: false`; a request that searches is never passed through).
+ */
+const GATEWAY_FIELDS = ['provider', 'caching', 'max_tool_calls', 'web_search', 'webSearch', 'linkup'];
 
 /**
  * The caller's body for a pass-through, or undefined when the answer needs the gateway's hand
@@ -63,6 +66,8 @@ type NativeEvent = Extract<StreamEvent, { type: 'native' }>;
 export class ChatRelay {
   private tail: NativeEvent[] = [];
   private usageChunks: NativeEvent[] = [];
+  /** the model name the upstream's chunks carry (from the parsed ones), for renaming unparsed ones */
+  private upstreamModel: unknown;
 
   constructor(
     private readonly meta: Pick<ChatMeta, 'model' | 'provider'>,
@@ -71,6 +76,14 @@ export class ChatRelay {
 
   /** The data to write now for one upstream chunk, or null when it is held. */
   chunk(e: NativeEvent): string | null {
+    if (e.json === undefined) {
+      // a plain text delta, not parsed (providers/openai/stream.ts plainTextDelta): no finish, no
+      // usage, no provider field of its own; renamed in its text as a parsed one would be
+      const shown = this.tail.length ? undefined : renamedText(e.data, this.upstreamModel, this.meta);
+      if (shown !== undefined) return shown;
+      e.json = JSON.parse(e.data);
+    }
+    this.upstreamModel = e.json?.model;
     if (isUsageOnly(e.json)) {
       this.usageChunks.push(e); // shown last, and only when the caller asked for usage
       return null;

@@ -4,6 +4,7 @@
 import type { Bill } from '../inference/execute.js';
 import type { FinishReason, InferenceResult, StreamEvent, TokenLogprob, ToolCall, Usage } from '../core/types.js';
 import { config } from '../config.js';
+import { chatAnnotations, type UrlCitation } from '../search/context.js';
 
 const pricingField = () => `x_${config.serviceName}_pricing`;
 
@@ -27,6 +28,8 @@ function pricingJson(b: Bill) {
     outputTokens: b.outputTokens,
     // the spec's team fields, when a team paid (clients ignore keys they do not know)
     ...(b.billedToTeam ? { billedToTeam: true, billedTeamId: b.billedTeamId, billedTeamName: b.billedTeamName } : {}),
+    // an extension of ours: the subscription's allowance paid (cost 0, one operation spent)
+    ...(b.billedToSubscription ? { billedToSubscription: true } : {}),
   };
 }
 
@@ -96,10 +99,36 @@ export function toChatCompletion(r: InferenceResult, usage: Usage, bill: Bill, m
   );
 }
 
+/** What a web search adds to an answer: its citations, the sources' URLs, and what the search cost. */
+export interface WebSearchShown {
+  citations: UrlCitation[];
+  /** every source put before the model, in order (empty for native search) */
+  sourceUrls: string[];
+  /** an external search's own bill (native search is in the answer's bill) */
+  fee?: { provider: string; depth: string; cost: number };
+}
+
+/**
+ * Web search on a chat answer (or its last chunk): OpenAI's `annotations` with `url_citation`s on the
+ * message (`delta` when streaming), `citations` (the sources' URLs, as Perplexity-style clients read
+ * them) and the search's cost in the pricing extension.
+ */
+export function withSearchCitations<T extends object>(body: T, shown: WebSearchShown, part: 'message' | 'delta'): T {
+  // biome-ignore lint/suspicious/noExplicitAny: a completion or chunk just built by this module
+  const b = body as Record<string, any>;
+  const target = b.choices?.[0]?.[part];
+  if (target) target.annotations = chatAnnotations(shown.citations);
+  if (shown.sourceUrls.length) b.citations = shown.sourceUrls;
+  if (shown.fee && b[pricingField()]) b[pricingField()].webSearch = shown.fee;
+  return body;
+}
+
 /** Builds the chunk frames of one streamed completion, in the order the spec's Events table gives. */
 export class ChatChunker {
   private toolCalls = 0;
   private readonly seenCalls = new Set<number>();
+  /** the answer text so far (web search: its citations are found in it at the end) */
+  content = '';
 
   constructor(private readonly meta: ChatMeta) {}
 
@@ -129,6 +158,7 @@ export class ChatChunker {
   event(e: StreamEvent) {
     switch (e.type) {
       case 'text':
+        this.content += e.text;
         return this.chunk({ content: e.text }, null, {}, e.logprobs);
       case 'reasoning':
         return this.meta.showReasoning ? this.chunk({ reasoning: e.text, reasoning_content: e.text }) : null;
@@ -154,9 +184,17 @@ export class ChatChunker {
    * (`stream_options.include_usage`), a chunk with empty `choices` carrying `usage`. The pricing
    * extension rides on the last of them.
    */
-  final(finish: FinishReason, usage: Usage, bill: Bill, includeUsage: boolean) {
+  final(finish: FinishReason, usage: Usage, bill: Bill, includeUsage: boolean, web?: WebSearchShown) {
     const reason = finish === 'stop' && this.toolCalls > 0 ? 'tool_calls' : finish;
-    if (!includeUsage) return [this.chunk({}, reason, withBill({}, bill))];
-    return [this.chunk({}, reason), withBill({ ...this.chunk({}), choices: [], usage: usageJson(usage) }, bill)];
+    // a web search's annotations ride on the finishing chunk's delta, its cost beside the bill
+    const finishing = (extra: Record<string, unknown>) => {
+      const c = this.chunk({}, reason, extra);
+      return web ? withSearchCitations(c, web, 'delta') : c;
+    };
+    if (!includeUsage) return [finishing(withBill({}, bill))];
+    const usageChunk = withBill({ ...this.chunk({}), choices: [], usage: usageJson(usage) }, bill);
+    if (web?.fee)
+      (usageChunk as unknown as Record<string, Record<string, unknown>>)[pricingField()].webSearch = web.fee;
+    return [finishing({}), usageChunk];
   }
 }

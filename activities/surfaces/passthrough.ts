@@ -11,11 +11,9 @@
 export function renamed(data: string, json: any, model: string, provider?: string): string {
   const upstream = json?.model ?? json?.message?.model;
   if (typeof upstream !== 'string' || (upstream === model && provider === undefined)) return safeData(data, json);
-  const exact = `"model":${JSON.stringify(upstream)}`;
-  const at = data.indexOf(exact);
-  const added = provider === undefined ? '' : `,"provider":${JSON.stringify(provider)}`;
-  if (at !== -1 && !data.includes('\n') && (provider === undefined || json.provider === undefined)) {
-    return `${data.slice(0, at)}"model":${JSON.stringify(model)}${added}${data.slice(at + exact.length)}`;
+  if (provider === undefined || json.provider === undefined) {
+    const edited = renamedText(data, upstream, { model, provider });
+    if (edited !== undefined) return edited;
   }
   // spaced or multi-line JSON, or a provider field of its own: written anew
   const extra = provider === undefined ? {} : { provider };
@@ -26,4 +24,22 @@ export function renamed(data: string, json: any, model: string, provider?: strin
 /** An SSE data payload must be one line to be written as one `data:` line. */
 function safeData(data: string, json: unknown): string {
   return data.includes('\n') && json !== undefined ? JSON.stringify(json) : data;
+}
+
+/**
+ * `data` with `"model":"<upstream>"` edited in its text, or undefined when that text is not there
+ * (or the data spans lines). For data without a `provider` field of its own.
+ */
+export function renamedText(
+  data: string,
+  upstream: unknown,
+  { model, provider }: { model: string; provider?: string },
+): string | undefined {
+  if (typeof upstream !== 'string' || data.includes('\n')) return undefined;
+  if (upstream === model && provider === undefined) return data;
+  const exact = `"model":${JSON.stringify(upstream)}`;
+  const at = data.indexOf(exact);
+  if (at === -1) return undefined;
+  const added = provider === undefined ? '' : `,"provider":${JSON.stringify(provider)}`;
+  return `${data.slice(0, at)}"model":${JSON.stringify(model)}${added}${data.slice(at + exact.length)}`;
 }

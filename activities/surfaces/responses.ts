@@ -12,6 +12,7 @@ import type { ModelName } from '../routing/suffixes.js';
 import { chatToInternal, type ChatPlanInput } from './chat.js';
 import { withBill } from './chatResponse.js';
 import { RequestError } from '../core/errors.js';
+import { HOSTED_WEB_SEARCH_TOOLS } from '../search/settings.js';
 
 const bad = (code: string, message: string, param: string | null = null) =>
   new RequestError(400, code, message, { param: param });
@@ -143,7 +144,9 @@ function inputToChatMessages(input: string | any[], history: ChatMessage[]): Cha
 /** Responses tools are flat ({type, name, description, parameters, strict}); chat's are nested. */
 function toolsToChat(raw: any[] | undefined): any[] | undefined {
   if (!raw) return undefined;
-  return raw.map((t: any, i: number) => {
+  // the hosted web search tool is the gateway's web search (search/settings.ts reads it), not a function
+  return raw.flatMap((t: any, i: number) => {
+    if (HOSTED_WEB_SEARCH_TOOLS.includes(t?.type)) return [];
     const at = `tools[${i}]`;
     if (t.type !== 'function')
       throw bad('invalid_tool_spec', `${at}.type must be 'function': only function tools are supported.`, `${at}.type`);
@@ -165,10 +168,12 @@ function toolsToChat(raw: any[] | undefined): any[] | undefined {
     ) {
       throw bad('invalid_tool_spec', `${at}.parameters must be a JSON Schema object.`, `${at}.parameters`);
     }
-    return {
-      type: 'function',
-      function: { name: t.name, description: t.description ?? undefined, parameters: t.parameters ?? undefined },
-    };
+    return [
+      {
+        type: 'function',
+        function: { name: t.name, description: t.description ?? undefined, parameters: t.parameters ?? undefined },
+      },
+    ];
   });
 }
 
@@ -246,6 +251,8 @@ export interface ResponseMeta {
   showReasoning: boolean;
   /** the request's echoed fields */
   body: Record<string, any>;
+  /** web search: a text's url_citation annotations (streaming; the non-streaming route sets them itself) */
+  annotate?: (text: string) => Array<Record<string, unknown>>;
 }
 
 export type ResponseStatus = 'queued' | 'in_progress' | 'completed' | 'incomplete' | 'failed' | 'cancelled';
@@ -418,7 +425,19 @@ export class ResponseStreamer {
     const item = messageItem(o.id, o.text, 'completed');
     this.res.output[o.index] = item;
     const part = item.content[0];
+    // web search citations are known once the text is whole: each announced, then on the part
+    const annotations = this.meta.annotate?.(o.text) ?? [];
+    (part as { annotations: unknown[] }).annotations = annotations;
     return [
+      ...annotations.map((annotation, i) =>
+        this.frame('response.output_text.annotation.added', {
+          item_id: o.id,
+          output_index: o.index,
+          content_index: 0,
+          annotation_index: i,
+          annotation,
+        }),
+      ),
       this.frame('response.output_text.done', {
         item_id: o.id,
         output_index: o.index,

@@ -30,6 +30,11 @@ function presentedKey(ctx: Context): string | undefined {
   return header || undefined;
 }
 
+/** Did the request bring any credential (a key, or the session cookie)? */
+export function hasCredentials(ctx: AppContext): boolean {
+  return presentedKey(ctx) !== undefined || sessionToken(ctx) !== undefined;
+}
+
 // Each app its own count (tests run several apps in one process; production runs one).
 const failuresByApp = new WeakMap<Koa, FailedAuthentications>();
 

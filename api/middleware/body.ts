@@ -20,6 +20,8 @@ declare module 'koa' {
   interface Request {
     /** the parsed JSON body (`{}` when there is none); routes validate it with Ajv before use */
     body?: unknown;
+    /** the body's bytes as sent, for a route that declared it wants them (a signed webhook: see rawBody) */
+    rawBody?: Buffer;
   }
 }
 
@@ -95,6 +97,29 @@ export function jsonBody(limits: BodyLimits): Middleware<AppState> {
 }
 
 /**
+ * The body's bytes exactly as sent, unparsed (`ctx.request.rawBody`), for a route that must check a
+ * signature over them before it reads them (a payment processor's webhook). Same size limit; no
+ * decompression (a signature is over the bytes sent).
+ */
+export function rawBody(limitBytes: number): Middleware<AppState> {
+  const tooLarge = () =>
+    new RequestError(413, 'request_too_large', `Request body is larger than the limit of ${limitBytes} bytes.`);
+  return async (ctx, next) => {
+    ctx.request.body = {};
+    if (!PARSED_METHODS.has(ctx.method)) return next();
+    const encoding = (ctx.get('content-encoding') || 'identity').trim().toLowerCase();
+    if (encoding !== 'identity')
+      throw new RequestError(415, 'unsupported_content_encoding', 'This route takes an uncompressed body.');
+    if (Number(ctx.get('content-length') || 0) > limitBytes) {
+      discardRest(ctx.req, limitBytes);
+      throw tooLarge();
+    }
+    ctx.request.rawBody = await readBytes(ctx.req, encoding, limitBytes, tooLarge);
+    return next();
+  };
+}
+
+/**
  * Reads what is left of a refused body only to drop it (so the client, still sending, receives the
  * answer rather than a reset) and closes the connection once another `limit` bytes have come: a
  * client may not keep the gateway reading an upload of any size for nothing.
@@ -155,6 +180,15 @@ function readBody(
   limit: number,
   tooLarge: () => RequestError,
 ): Promise<string> {
+  return readBytes(req, encoding, limit, tooLarge).then((bytes) => bytes.toString('utf8'));
+}
+
+function readBytes(
+  req: IncomingMessage,
+  encoding: string,
+  limit: number,
+  tooLarge: () => RequestError,
+): Promise<Buffer> {
   let source: Readable = req;
   let inflate: Transform | null = null;
   if (encoding !== 'identity') {
@@ -176,7 +210,7 @@ function readBody(
     const chunks: Buffer[] = [];
     let size = 0;
     let done = false;
-    const finish = (err: Error | null, text?: string) => {
+    const finish = (err: Error | null, bytes?: Buffer) => {
       if (done) return;
       done = true;
       if (inflate) req.unpipe(inflate);
@@ -185,7 +219,7 @@ function readBody(
         inflate?.destroy();
         discardRest(req, limit);
         reject(err);
-      } else resolve(text!);
+      } else resolve(bytes!);
     };
     source.on('data', (chunk: Buffer) => {
       if (done) return; // refused: the rest is read only to be dropped
@@ -193,9 +227,7 @@ function readBody(
       chunks.push(chunk);
       size += chunk.length;
     });
-    source.once('end', () =>
-      finish(null, (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)).toString('utf8')),
-    );
+    source.once('end', () => finish(null, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
     source.once('error', (err) =>
       finish(
         source === req

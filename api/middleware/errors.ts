@@ -37,6 +37,9 @@ export const handleErrors: Middleware<AppState> = async (ctx, next) => {
     if (ctx.headerSent) return;
     ctx.status = err.status;
     for (const [name, value] of Object.entries(errorHeaders(err))) ctx.set(name, value);
-    ctx.body = renderError(err, ctx.state.envelope ?? envelopeOfPath(ctx) ?? 'openai');
+    ctx.body = {
+      ...renderError(err, ctx.state.envelope ?? envelopeOfPath(ctx) ?? 'openai'),
+      ...err.opts.topLevel,
+    };
   }
 };

@@ -4,7 +4,7 @@
 import compose from 'koa-compose';
 import type { Middleware } from 'koa';
 import type { Envelope } from '../errors.js';
-import { jsonBody } from './body.js';
+import { jsonBody, rawBody } from './body.js';
 import { refuseNulInUrl } from './nul.js';
 import { config } from '../../activities/config.js';
 import { RequestError } from '../../activities/core/errors.js';
@@ -17,11 +17,12 @@ const declared = new WeakMap<Middleware<AppState>, Envelope>();
  * `limits`: a route whose bodies are larger by design (an inline batch's 20 MiB of requests) raises
  * the body limits for itself, never below the configured ones. `jsonOnly`: a POST whose body is not
  * declared JSON (`application/json` or `+json`) is refused with `invalid_content_type`, rather
- * than read as JSON whatever it says it is (the image API's rule).
+ * than read as JSON whatever it says it is (the image API's rule). `raw`: the body is not parsed but
+ * kept as the bytes sent (`ctx.request.rawBody`, at most `limitBytes`), for a signed webhook.
  */
 export function surface(
   envelope: Envelope,
-  limits: { limitBytes?: number; maxValues?: number; jsonOnly?: boolean } = {},
+  limits: { limitBytes?: number; maxValues?: number; jsonOnly?: boolean; raw?: boolean } = {},
 ): Middleware<AppState> {
   const middleware = compose<AppContext>([
     async (ctx, next) => {
@@ -30,11 +31,13 @@ export function surface(
     },
     ...(limits.jsonOnly ? [refuseNonJson] : []),
     refuseNulInUrl,
-    jsonBody({
-      limitBytes: Math.max(config.bodyLimitBytes, limits.limitBytes ?? 0),
-      maxDepth: config.maxJsonDepth,
-      maxValues: Math.max(config.maxJsonValues, limits.maxValues ?? 0),
-    }),
+    limits.raw
+      ? rawBody(limits.limitBytes ?? config.bodyLimitBytes)
+      : jsonBody({
+          limitBytes: Math.max(config.bodyLimitBytes, limits.limitBytes ?? 0),
+          maxDepth: config.maxJsonDepth,
+          maxValues: Math.max(config.maxJsonValues, limits.maxValues ?? 0),
+        }),
   ]);
   declared.set(middleware, envelope);
   return middleware;

@@ -2,27 +2,50 @@
 // only translates and streams; planning, money and provider calls are activities.
 import Router from '@koa/router';
 import { textRoute } from '../textRoute.js';
+import { chatQuestions } from '../questionsFormat.js';
 import { v1 } from '../paths.js';
 import { chatRequestSchema } from '../schemas/chat.js';
 import { completeOnce, streamOnce } from '../inference.js';
 import { asRequestError, renderError } from '../errors.js';
 import { chatToInternal } from '../../activities/surfaces/chat.js';
-import { ChatChunker, toChatCompletion, type ChatMeta } from '../../activities/surfaces/chatResponse.js';
+import {
+  ChatChunker,
+  toChatCompletion,
+  type ChatMeta,
+  type WebSearchShown,
+  withSearchCitations,
+} from '../../activities/surfaces/chatResponse.js';
+import { citationsIn } from '../../activities/search/context.js';
 import { ChatRelay, chatPassThroughBody, passedThroughCompletion } from '../../activities/surfaces/chatPassthrough.js';
 import type { AppState } from '../state.js';
+import { isTeeModel, verifyAnswer } from '../../activities/tee/tee.js';
+import { clientAbortSignal } from '../clientAbort.js';
 
 export const chatRouter = new Router<AppState>();
 
 textRoute(
   chatRouter,
   {
-    paths: v1('/chat/completions'),
+    // the subscription's path is the same route: the allowance applies on both (README, Subscriptions)
+    paths: [...v1('/chat/completions'), '/api/subscription/v1/chat/completions'],
     envelope: 'openai',
     schema: chatRequestSchema,
     surface: 'chat',
+    redaction: true,
+    moderation: true,
+    webSearch: true,
+    x402: true,
     translate: chatToInternal,
+    questions: chatQuestions,
   },
-  async ({ ctx, body, model, input, prepare }) => {
+  async ({ ctx, body, model, input, search, prepare }) => {
+    // web search on: citations of the answer's [n] markers (external) or the upstream's own (native)
+    const web = (text: string, native?: WebSearchShown['citations']): WebSearchShown | undefined =>
+      search?.hits
+        ? { citations: citationsIn(text, search.hits), sourceUrls: search.hits.map((h) => h.url), fee: search.fee }
+        : input.request.webSearch
+          ? { citations: native ?? [], sourceUrls: [] }
+          : undefined;
     // routes to an OpenAI-compatible upstream get the caller's own body (pass-through); others the translation
     const call = await prepare({ native: chatPassThroughBody(body) });
     const meta: ChatMeta = {
@@ -61,15 +84,31 @@ textRoute(
           empty: (err) => sse.data(renderError(asRequestError(err), 'openai')),
           async end({ finish, usage, bill, failure }) {
             if (failure) await sse.data(renderError(asRequestError(failure), 'openai'));
-            for (const frame of chunker.final(finish, usage, bill, input.includeUsage)) await sse.data(frame);
+            const shown = web(chunker.content);
+            for (const frame of chunker.final(finish, usage, bill, input.includeUsage, shown)) await sse.data(frame);
             await sse.data('[DONE]');
           },
         };
       });
     }
     const { result, route, usage, bill } = await completeOnce(ctx, call);
-    ctx.body = result.native
-      ? passedThroughCompletion(result.native, usage, bill, { model: model.id, provider: route.provider.id })
-      : toChatCompletion(result, usage, bill, { ...meta, provider: route.provider.id });
+    let answer: Record<string, unknown>;
+    if (result.native) {
+      answer = passedThroughCompletion(result.native, usage, bill, { model: model.id, provider: route.provider.id });
+    } else {
+      const completion = toChatCompletion(result, usage, bill, { ...meta, provider: route.provider.id });
+      const shown = web(result.content, result.citations);
+      answer = shown ? withSearchCitations(completion, shown, 'message') : completion;
+    }
+    // a TEE model's answer says whether the gateway verified its signature against a fresh attestation;
+    // its `id` is the upstream's, the one GET /api/v1/tee/signature/{requestId} takes
+    const chatId = (result.native?.id as string | undefined) ?? result.upstreamId;
+    if (isTeeModel(model.id) && chatId) {
+      const { verification } = await verifyAnswer(route, chatId, clientAbortSignal(ctx));
+      answer.id = chatId;
+      answer.tee_verification = verification;
+      ctx.set('X-TEE-Verified', String(verification.verified));
+    }
+    ctx.body = answer;
   },
 );

@@ -25,6 +25,8 @@ textRoute(
     envelope: 'openai',
     schema: completionsRequestSchema,
     surface: 'completions',
+    redaction: true,
+    x402: true,
     translate: completionsToInternal,
   },
   async ({ ctx, body, model, input, prepare }) => {

@@ -2,7 +2,7 @@
 // Teams-style envelope, like the rest of the session routes (api/routes/auth.ts).
 //   GET    /api/keys                       {keys:[...]}, newest last; never the key itself
 //   POST   /api/keys   {name?, daily_request_limit?, daily_usd_limit?, provider_allow?, provider_deny?,
-//                       zdr_only?, billing_mode?, expires_at?}
+//                       zdr_only?, billing_mode?, redaction?, expires_at?}
 //                                          201 {key: "sk-…", ...} — the key is shown this once
 //   DELETE /api/keys   {id: <key id or display prefix>}   (or ?id=, or DELETE /api/keys/<id>)   {ok, revoked}
 // The restrictions are the ones `npm run ops -- keys create` offers; both go through
@@ -36,6 +36,7 @@ function keyView(k: KeyRecord) {
     provider_deny: k.providerDeny,
     zdr_only: k.zdrOnly,
     billing_mode: k.billingMode,
+    redaction: k.redaction,
   };
 }
 
@@ -47,6 +48,7 @@ interface CreateKeyBody {
   provider_deny?: string[];
   zdr_only?: boolean;
   billing_mode?: 'auto' | 'paygo' | 'subscription_only';
+  redaction?: 'inherit' | 'always' | 'never';
   expires_at?: string | null;
 }
 
@@ -71,6 +73,7 @@ keysRouter.post('/api/keys', surface('teams'), requireSession, validateBody(crea
     providerDeny: b.provider_deny,
     zdrOnly: b.zdr_only,
     billingMode: b.billing_mode,
+    redaction: b.redaction,
     expiresAt,
   });
   ctx.status = 201;

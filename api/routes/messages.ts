@@ -5,6 +5,7 @@
 // `anthropic-beta` headers are accepted and not required.
 import Router from '@koa/router';
 import { textRoute } from '../textRoute.js';
+import { messagesQuestions } from '../questionsFormat.js';
 import { surface } from '../middleware/surface.js';
 import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { authenticate } from '../middleware/auth.js';
@@ -35,8 +36,9 @@ import { planRoute } from '../../activities/routing/planRoute.js';
 import { likelyPromptTokens } from '../../activities/billing/pricing.js';
 import { countPromptTokens } from '../../activities/providers/local/index.js';
 import { countTokens as anthropicCountTokens } from '../../activities/providers/anthropic/index.js';
-import type { RequestError } from '../../activities/core/errors.js';
+import { RequestError } from '../../activities/core/errors.js';
 import type { AppState } from '../state.js';
+import { isTeeModel } from '../../activities/tee/tee.js';
 
 export const messagesRouter = new Router<AppState>();
 
@@ -48,9 +50,18 @@ textRoute(
     schema: messagesRequestSchema,
     surface: 'messages',
     translate: messagesToInternal,
+    questions: messagesQuestions,
   },
   async ({ ctx, body, model, input, prepare }) => {
     // `anthropic-beta` is passed on to Anthropic upstreams (others would not understand it)
+    // the spec: TEE models stream through chat completions only (their signatures are per chat id)
+    if (body.stream && isTeeModel(model.id))
+      throw new RequestError(
+        400,
+        'invalid_parameter_value',
+        `Streaming TEE model '${model.id}' through the message-style API is not supported: use POST /v1/chat/completions.`,
+        { param: 'stream' },
+      );
     const beta = ctx.get('anthropic-beta').trim();
     const call = await prepare({
       passHeaders: beta ? { anthropic: { 'anthropic-beta': beta } } : undefined,

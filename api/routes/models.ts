@@ -108,7 +108,7 @@ modelsRouter.get(
   (ctx) => {
     const models = catalog()
       .usable()
-      .filter((m) => m.category !== 'embedding' && m.category !== 'memory');
+      .filter((m) => m.category !== 'embedding' && m.category !== 'memory' && m.category !== 'search');
     ctx.body = { object: 'list', data: models.map(ctx.state.query.detailed ? detailed : summary) };
   },
 );

@@ -9,6 +9,7 @@ import Router from '@koa/router';
 import type { ModelInfo } from '../../activities/catalog/catalog.js';
 import type { ModelName } from '../../activities/routing/suffixes.js';
 import { type TextBody, textRoute } from '../textRoute.js';
+import { responsesQuestions } from '../questionsFormat.js';
 import type { Context } from 'koa';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
@@ -33,6 +34,12 @@ import { cancelJob } from '../../activities/jobs/jobs.js';
 import type { InferenceCall } from '../../activities/inference/execute.js';
 import { RequestError } from '../../activities/core/errors.js';
 import type { AppContext, AppState } from '../state.js';
+import { citationsIn, responsesAnnotations, type UrlCitation } from '../../activities/search/context.js';
+
+function setAnnotations(item: { content?: unknown }, cites: UrlCitation[]): void {
+  for (const part of (item.content ?? []) as Array<{ type: string; annotations?: unknown[] }>)
+    if (part.type === 'output_text') part.annotations = responsesAnnotations(cites);
+}
 
 export const responsesRouter = new Router<AppState>();
 
@@ -87,10 +94,22 @@ textRoute(
     envelope: 'openai',
     schema: responsesRequestSchema,
     surface: 'responses',
+    redaction: true,
+    webSearch: true,
     translate: translateResponses,
+    questions: responsesQuestions,
   },
-  async ({ ctx, body, model, input, prepare }) => {
+  async ({ ctx, body, model, input, redacted, search, prepare }) => {
     const caller = ctx.state.caller;
+    if (redacted && body.background === true)
+      // the answer is made by a worker, and restoring it there would put the personal data into the
+      // workflow's history: refused rather than answered with placeholders
+      throw new RequestError(
+        400,
+        'invalid_parameter_value',
+        'PII redaction is not offered for background responses. Send the request without background, or turn redaction off (header redaction: false) to send it as it is.',
+        { param: 'background' },
+      );
     const call = await prepare({ holdTtlSeconds: body.background === true ? BACKGROUND_HOLD_SECONDS : undefined });
     const meta: ResponseMeta = {
       id: newId('resp'),
@@ -99,6 +118,7 @@ textRoute(
       provider: '',
       showReasoning: !call.ctx.request.reasoning?.exclude,
       body,
+      annotate: search?.hits ? (text) => responsesAnnotations(citationsIn(text, search.hits!)) : undefined,
     };
     const store = async (response: ResponseObject, turn: ChatMessage | null) => {
       if (body.store === false) return;
@@ -114,6 +134,9 @@ textRoute(
 
     const { result, route, usage, bill } = await completeOnce(ctx, call);
     const response = toResponse(result, usage, { ...meta, provider: route.provider.id });
+    // web search: the answer's [n] markers (or a native search's own citations) as url_citation annotations
+    const cites = search?.hits ? citationsIn(result.content, search.hits) : result.citations;
+    if (cites) for (const item of response.output) if (item.type === 'message') setAnnotations(item, cites);
     await store(response, assistantTurn(result));
     ctx.body = withBill({ ...response }, bill);
   },

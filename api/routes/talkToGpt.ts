@@ -17,6 +17,7 @@ textRoute(
     envelope: 'legacy',
     schema: talkToGptRequestSchema,
     surface: 'talk-to-gpt',
+    webSearch: true,
     translate: talkToInternal,
   },
   async ({ ctx, prepare }) => {

@@ -58,6 +58,8 @@ export const createKeySchema = {
     provider_deny: providerList,
     zdr_only: { type: 'boolean' },
     billing_mode: { enum: ['auto', 'paygo', 'subscription_only'] },
+    /** PII redaction when a request does not say: the account's default, always, never */
+    redaction: { enum: ['inherit', 'always', 'never'] },
     expires_at: { type: ['string', 'null'], format: 'date-time' },
   },
 } as const;

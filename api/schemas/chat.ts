@@ -115,8 +115,10 @@ export const chatRequestSchema = {
       type: 'object',
       required: ['type'],
       properties: {
-        type: { type: 'string', enum: ['text', 'json_object', 'json_schema'] },
+        // 'questions': a decision model answers (api/questionsFormat.ts)
+        type: { type: 'string', enum: ['text', 'json_object', 'json_schema', 'questions'] },
         json_schema: { type: 'object' },
+        questions: { type: 'object' },
       },
     },
     logprobs: { type: 'boolean' },

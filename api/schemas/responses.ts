@@ -34,7 +34,9 @@ export const responsesRequestSchema = {
           type: 'object',
           required: ['type'],
           properties: {
-            type: { type: 'string', enum: ['text', 'json_object', 'json_schema'] },
+            // 'questions': a decision model answers (api/questionsFormat.ts)
+            type: { type: 'string', enum: ['text', 'json_object', 'json_schema', 'questions'] },
+            questions: { type: 'object' },
             name: { type: 'string' },
             schema: { type: 'object' },
             strict: { anyOf: [{ type: 'boolean' }, { type: 'null' }] },

@@ -402,6 +402,43 @@ export function hintsFor(route: ServedRoute): RouteHints {
           dimensions: fc.oneof(fc.integer({ min: 0, max: 4000 }), fc.constant(384)),
         },
       };
+    case '/moderations':
+      return {
+        body: {
+          model: modelName(ids('/v1/moderations')),
+          input: fc.oneof(
+            fuzzText({ minLength: 0, maxLength: 40, nul: true }),
+            fc.array(text(), { maxLength: 3 }),
+            fc.array(fc.record({ type: fc.constantFrom('text', 'image_url'), text: text() }), { maxLength: 2 }),
+          ),
+        },
+      };
+    case '/decisions':
+    case '/systemone':
+      return {
+        body: {
+          model: modelName(ids('/v1/decisions')),
+          state: fc.oneof(text(), fc.array(text(), { maxLength: 3 })),
+          questions: fc.dictionary(
+            fc.constantFrom('a', 'b', 'c'),
+            fc.oneof(
+              fc.record({ type: fc.constant('noul'), instructions: text() }),
+              fc.record({
+                type: fc.constant('choice'),
+                instructions: text(),
+                criteria: fc.dictionary(text(), fc.oneof(text(), fc.constant(null)), { maxKeys: 4 }),
+              }),
+              fc.record({
+                type: fc.constant('score'),
+                instructions: text(),
+                criteria: fc.array(text(), { maxLength: 11 }),
+                isolated: fc.boolean(),
+              }),
+            ),
+            { maxKeys: 3 },
+          ),
+        },
+      };
     case '/memory':
       return {
         body: {

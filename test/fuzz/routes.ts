@@ -7,6 +7,7 @@ import type Koa from 'koa';
 import fc from 'fast-check';
 import type { Envelope } from '../../api/errors.js';
 import { authenticate } from '../../api/middleware/auth.js';
+import { authenticateOrX402 } from '../../api/x402.js';
 import { declaredEnvelope } from '../../api/middleware/surface.js';
 import { declaredSchema } from '../../api/validate.js';
 import { hintsFor, toWellFormed } from './hints.js';
@@ -37,7 +38,8 @@ export function servedRoutes(app: Koa): ServedRoute[] {
       const route: ServedRoute = { path: layer.path, methods: layer.methods, envelope: 'openai', auth: false };
       for (const fn of layer.stack) {
         route.envelope = declaredEnvelope(fn) ?? route.envelope;
-        if (fn === authenticate) route.auth = true;
+        // x402 routes take a key too (without one they quote or take a payment)
+        if (fn === authenticate || fn === authenticateOrX402) route.auth = true;
         const declared = declaredSchema(fn);
         if (declared) route[declared.where] = declared.schema as Schema;
       }

@@ -81,8 +81,15 @@ async function openAIHost(
 /** In every upstream error message while the upstreams fail: the operator's to read, never a caller's. */
 const UPSTREAM_TEXT = 'upstream-internal-9f3c';
 
+/**
+ * The loopback chat model's first-token distribution: its replies begin with a letter, and the
+ * alternatives hold option letters, as a model asked a decision row's question answers.
+ */
+const CHAT_DEFAULTS = { nextTokens: { A: -0.5, B: -1.5, C: -2.5, D: -3.5 } };
+
 export async function startUpstreams(): Promise<Upstreams> {
   const chat = await startOpenAIUpstream();
+  chat.defaults(CHAT_DEFAULTS);
   const speech = await startOpenAISpeechUpstream();
   const embeddings = await startEmbeddingsUpstream();
   const openai = await openAIHost(chat, speech, embeddings);
@@ -151,7 +158,7 @@ export async function startUpstreams(): Promise<Upstreams> {
       embeddings.script(...many({ status, message }));
     },
     heal() {
-      chat.defaults({});
+      chat.defaults(CHAT_DEFAULTS);
       anthropic.always(undefined);
       gemini.reset();
       speech.script();

@@ -98,3 +98,13 @@ export const EMBEDDING_PER_MILLION_TOKENS = {
 
 /** Memory (switchyard/memory, the spec's rates, no markup): nano-USD per 1M tokens. */
 export const MEMORY: TokenPrices = { input: 5_000_000_000n, cachedInput: 2_500_000_000n, output: 10_000_000_000n };
+
+/** Decision models: nano-USD per 1M INPUT tokens (decisions bill input only). */
+export const DECISION_PER_MILLION_TOKENS = {
+  /** 0.02, no markup */
+  'local/decider-260k': 20_000_000n,
+  /** 0.10, +5% */
+  'openai/gpt-4.1-nano-decider': 105_000_000n,
+  /** 0.40, +5% */
+  'openai/gpt-4.1-mini-decisions': 420_000_000n,
+};

@@ -9,7 +9,7 @@ import { readJson } from '../http.js';
 import type { NativePassThrough, ProviderTarget } from '../types.js';
 import type { MessagesPlan } from './request.js';
 import { fromMessage } from './response.js';
-import { MessageStreamDecoder, readFrames } from './stream.js';
+import { MessageStreamDecoder, plainTextDeltaFrame, readFrames } from './stream.js';
 import { samplingFor, thinkingFor } from './thinking.js';
 import { abortAware, post } from './transport.js';
 import { discard, drainForReuse } from '../http.js';
@@ -82,6 +82,13 @@ export const anthropicPassThrough: NativePassThrough = {
     let complete = false;
     try {
       for await (const frame of readFrames(chunks, target.providerId, signal)) {
+        // past the first content, text deltas are relayed and billed without parsing them
+        const text = held ? undefined : plainTextDeltaFrame(frame);
+        if (text !== undefined) {
+          yield { type: 'native', event: frame.event, data: frame.data };
+          if (text !== '') yield { type: 'text', text };
+          continue;
+        }
         const derived = decoder.push(frame);
         const events: StreamEvent[] = [
           { type: 'native', event: frame.event, data: frame.data, json: decoder.last },

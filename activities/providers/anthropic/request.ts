@@ -42,6 +42,13 @@ export function toMessagesRequest(req: InferenceRequest, opts: { stream?: boolea
   if (toolChoice && req.parallelToolCalls === false && toolChoice.type !== 'none')
     toolChoice.disable_parallel_tool_use = true;
   if (!toolChoice && req.parallelToolCalls === false) toolChoice = { type: 'auto', disable_parallel_tool_use: true };
+  // native web search: Anthropic's server tool, at most maxUses searches in this turn
+  if (req.webSearch)
+    tools.push({
+      type: 'web_search_20250305',
+      name: 'web_search',
+      ...(req.webSearch.maxUses ? { max_uses: req.webSearch.maxUses } : {}),
+    });
   if (tools.length === 0) toolChoice = undefined; // Anthropic rejects a tool_choice without tools
 
   // Anthropic rejects thinking together with a forced tool, and inside a tool loop whose

@@ -27,6 +27,8 @@ export interface AnthropicUsage {
   cache_creation_input_tokens?: number | null;
   cache_read_input_tokens?: number | null;
   output_tokens_details?: { thinking_tokens?: number | null } | null;
+  /** server tools run in the turn (the web search tool's count) */
+  server_tool_use?: { web_search_requests?: number | null } | null;
 }
 
 /** Normalized usage: promptTokens includes cache reads and writes; completionTokens includes thinking. */
@@ -41,6 +43,9 @@ export function toUsage(u: AnthropicUsage | null | undefined): Usage | null {
     completionTokens: u.output_tokens ?? 0,
     // Anthropic folds thinking into output_tokens; only newer answers break it out
     reasoningTokens: u.output_tokens_details?.thinking_tokens ?? 0,
+    ...(Number.isInteger(u.server_tool_use?.web_search_requests)
+      ? { webSearchRequests: u.server_tool_use!.web_search_requests! }
+      : {}),
   };
 }
 
@@ -60,6 +65,8 @@ interface ContentBlock {
   id?: string;
   name?: string;
   input?: unknown;
+  /** a text block's sources (native web search: `web_search_result_location`s) */
+  citations?: Array<{ type?: string; url?: string; title?: string }> | null;
 }
 
 export function fromMessage(
@@ -77,9 +84,16 @@ export function fromMessage(
   let json: string | undefined;
   const toolCalls: ToolCall[] = [];
   const thinkingBlocks: ThinkingBlock[] = [];
+  const citations: NonNullable<InferenceResult['citations']> = [];
   for (const block of msg.content) {
-    if (block.type === 'text') content += block.text ?? '';
-    else if (block.type === 'thinking') {
+    if (block.type === 'text') {
+      const start = content.length;
+      content += block.text ?? '';
+      // a native web search's sources cite the whole text block they are on
+      for (const c of block.citations ?? [])
+        if (c?.type === 'web_search_result_location' && typeof c.url === 'string')
+          citations.push({ url: c.url, title: c.title ?? '', start_index: start, end_index: content.length });
+    } else if (block.type === 'thinking') {
       reasoning += block.thinking ?? '';
       if (typeof block.signature === 'string' && block.signature)
         thinkingBlocks.push({ text: block.thinking ?? '', signature: block.signature });
@@ -103,5 +117,6 @@ export function fromMessage(
       : {}),
     usage: toUsage(msg.usage),
     ...(msg.id ? { upstreamId: msg.id } : {}),
+    ...(citations.length && !json ? { citations } : {}),
   };
 }

@@ -4,7 +4,7 @@
 import { errors } from 'undici';
 import type { StreamEvent } from '../../core/types.js';
 import { transportError } from '../http.js';
-import { parseSse, type SseFrame } from '../sse.js';
+import { jsonStringAt, parseSse, type SseFrame } from '../sse.js';
 import { abortedError, streamErrorFrame } from './errors.js';
 import type { MessagesPlan } from './request.js';
 import { finishReasonOf, jsonToolText, toUsage, type AnthropicUsage } from './response.js';
@@ -141,6 +141,30 @@ export class MessageStreamDecoder {
       providerId: this.providerId,
     });
   }
+}
+
+const TEXT_DELTA_HEAD = '{"type":"content_block_delta","index":';
+const TEXT_DELTA = '"delta":{"type":"text_delta","text":"';
+
+/**
+ * The text of a `content_block_delta` frame that only continues a text block, e.g.
+ * `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}` (Anthropic's
+ * own layout), read with a few substring tests instead of JSON.parse; undefined for any other
+ * frame or layout, which the decoder parses. A text delta changes none of the decoder's state, so
+ * the pass-through (native.ts) relays such a frame as it came and bills its text, as the decoder
+ * would.
+ */
+export function plainTextDeltaFrame(frame: SseFrame): string | undefined {
+  const { data } = frame;
+  if (frame.event !== 'content_block_delta' || !data.startsWith(TEXT_DELTA_HEAD) || data.includes('\n'))
+    return undefined;
+  // the block's index (digits), then the delta and nothing else
+  let at = TEXT_DELTA_HEAD.length;
+  while (data.charCodeAt(at) >= 48 && data.charCodeAt(at) <= 57) at++;
+  if (at === TEXT_DELTA_HEAD.length || !data.startsWith(TEXT_DELTA, at + 1) || data[at] !== ',') return undefined;
+  const text = jsonStringAt(data, at + 1 + TEXT_DELTA.length);
+  if (!text || text.end !== data.length - 3 || !data.endsWith('"}}')) return undefined;
+  return text.text;
 }
 
 export async function* toStreamEvents(

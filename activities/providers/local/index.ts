@@ -7,6 +7,7 @@ import { EventQueue } from './eventQueue.js';
 import { localSpeech } from './speech.js';
 import { closeLocalModels as closeEngine, localModel } from './engine.js';
 import { closeEmbeddingModels, localEmbeddings } from './embeddings.js';
+import { localScoring } from './scoring.js';
 import type { LocalModel } from './engine.js';
 import { abortError, generate } from './generate.js';
 import { assertSupported, buildPrompt } from './prompt.js';
@@ -119,6 +120,7 @@ export const localProvider: Provider = {
   chat: localChat,
   speech: localSpeech,
   embeddings: localEmbeddings,
+  scoring: localScoring,
 };
 
 /** Free every loaded model (embedding contexts first) and then the runtime (shutdown, tests). */

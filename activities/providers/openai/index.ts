@@ -7,8 +7,10 @@ import { readJson, send, statusError } from '../http.js';
 import type { UpstreamResponse } from '../http.js';
 import type { ChatAdapter, Provider, ProviderTarget } from '../types.js';
 import { openaiEmbeddings } from './embeddings.js';
+import { openaiModeration } from './moderation.js';
 import { openaiImages } from './images.js';
 import { openaiPassThrough } from './native.js';
+import { openaiScoring } from './scoring.js';
 import { openaiSpeech } from './speech.js';
 import { quirksFor } from './quirks.js';
 import { endpointUrl, requestHeaders, toChatBody, toCompletionBody, usesCompletionsEndpoint } from './request.js';
@@ -74,4 +76,6 @@ export const openaiProvider: Provider = {
   speech: openaiSpeech,
   embeddings: openaiEmbeddings,
   images: openaiImages,
+  scoring: openaiScoring,
+  moderation: openaiModeration,
 };

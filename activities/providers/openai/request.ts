@@ -41,6 +41,9 @@ export function toChatBody(req: InferenceRequest, q: OpenAIQuirks, stream: boole
   const messages = req.messages.map((m) => toWireMessage(m, q));
   if (req.prompt !== undefined) messages.push({ role: 'user', content: req.prompt });
   const body: Body = { model: req.model, messages };
+  // native web search, as OpenAI's search models and OpenRouter take it
+  if (req.webSearch)
+    body.web_search_options = req.webSearch.contextSize ? { search_context_size: req.webSearch.contextSize } : {};
   if (req.tools?.length) {
     body.tools = req.tools.map((t) => ({
       type: 'function',

@@ -158,7 +158,23 @@ export function fromChatResponse(providerId: string, json: any, excludeReasoning
     usage: toUsage(json.usage),
     ...(logprobs ? { logprobs } : {}),
     ...(typeof json.id === 'string' ? { upstreamId: json.id } : {}),
+    ...citationsOf(m.annotations),
   };
+}
+
+/** A native web search's `url_citation` annotations (OpenAI's and OpenRouter's shape). */
+function citationsOf(annotations: unknown): Pick<InferenceResult, 'citations'> {
+  if (!Array.isArray(annotations)) return {};
+  const citations = annotations
+    .map((a: any) => (a?.type === 'url_citation' ? a.url_citation : undefined))
+    .filter((c: any) => typeof c?.url === 'string')
+    .map((c: any) => ({
+      url: c.url,
+      title: typeof c.title === 'string' ? c.title : '',
+      start_index: Number.isInteger(c.start_index) ? c.start_index : 0,
+      end_index: Number.isInteger(c.end_index) ? c.end_index : 0,
+    }));
+  return citations.length ? { citations } : {};
 }
 
 export function fromCompletionResponse(providerId: string, json: any): InferenceResult {

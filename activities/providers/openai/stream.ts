@@ -3,7 +3,7 @@
 // stream and by the pass-through, which also relays each chunk as it came (`relay`).
 import type { StreamEvent } from '../../core/types.js';
 import { discard, drainForReuse, readJson, transportError, type UpstreamResponse } from '../http.js';
-import { sseBatches } from '../sse.js';
+import { jsonStringAt, sseBatches } from '../sse.js';
 import { StreamDecoder, bodyError, fromChatResponse, fromCompletionResponse, resultEvents } from './response.js';
 import { RequestError, upstreamError } from '../../core/errors.js';
 
@@ -79,6 +79,16 @@ export async function* readStream(
           break reading;
         }
         if (frame.data === '') continue;
+        // past the first content, most chunks of a pass-through only continue the text: relayed
+        // as they came, their text read without parsing them (see plainTextDelta)
+        if (!held && opts.relay && frame.event === undefined) {
+          const text = plainTextDelta(frame.data);
+          if (text !== undefined) {
+            yield { type: 'native', event: undefined, data: frame.data };
+            if (text !== '') yield { type: 'text', text };
+            continue;
+          }
+        }
         let chunk: unknown;
         try {
           chunk = JSON.parse(frame.data);
@@ -117,4 +127,30 @@ export async function* readStream(
   if (!done && !decoder.finished) throw streamCut(providerId, 'it ended before [DONE]');
   if (held) for (const e of held) yield e;
   for (const e of decoder.end()) yield e;
+}
+
+const CONTENT_DELTA = '"delta":{"content":"';
+
+/**
+ * The text of a chunk that says nothing but more text for choice 0, e.g.
+ * `{"id":…,"choices":[{"index":0,"delta":{"content":"Hello"},"finish_reason":null}]}`, read with a
+ * few substring tests instead of JSON.parse; undefined for any chunk that may say more (a finish,
+ * usage, an error, reasoning or tool calls, logprobs, a second choice, a `provider` field, another
+ * layout), which is parsed and decoded as before. The decoder would yield the same text event
+ * for it, and the relay shows its bytes as they came, so the caller sees no difference. A
+ * malformed chunk of this shape is relayed rather than refused (its framing is checked, not every
+ * byte): the gateway vouches for what it adds, not for every byte an upstream sends.
+ */
+export function plainTextDelta(data: string): string | undefined {
+  if (data.charCodeAt(0) !== 123 /* { */ || data.charCodeAt(data.length - 1) !== 125 /* } */) return undefined;
+  const at = data.indexOf(CONTENT_DELTA);
+  if (at === -1) return undefined;
+  const text = jsonStringAt(data, at + CONTENT_DELTA.length);
+  // the delta holds nothing else (no role, reasoning, tool calls)
+  if (!text || data.charCodeAt(text.end + 1) !== 125 /* } */) return undefined;
+  // everything around the text: one choice, and nothing but nulls where a finish, usage or logprobs would be
+  const rest = data.slice(0, at) + data.slice(text.end + 1);
+  if (data.includes('\n') || rest.includes('"delta"') || /"(error|provider|x_groq)"/.test(rest)) return undefined;
+  if (/"(finish_reason|usage|logprobs)":(?!null[,}])/.test(rest) || /"index":(?!0[,}])/.test(rest)) return undefined;
+  return text.text;
 }

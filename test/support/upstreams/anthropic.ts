@@ -48,6 +48,11 @@ interface AnthropicReply {
   cut?: { afterEvents: number; mode?: 'end' | 'destroy' };
   /** never answer (before headers, or after this many stream events) until the client goes away */
   hang?: boolean | { afterEvents: number };
+  /**
+   * With the `web_search_20250305` server tool in the request: the searches the model runs (capped
+   * by the tool's max_uses, default 1) and the results each finds; the text then cites the first.
+   */
+  webSearch?: { searches?: number; results?: Array<{ url: string; title: string }> };
 }
 
 interface RecordedRequest {
@@ -235,6 +240,7 @@ interface WireMessage {
     cache_creation_input_tokens: number;
     cache_read_input_tokens: number;
     output_tokens_details?: { thinking_tokens: number };
+    server_tool_use?: { web_search_requests: number };
   };
 }
 
@@ -258,7 +264,30 @@ function buildMessage(body: any, script: AnthropicReply, nextId: (p: string) => 
   const capped = calls.length === 0 && text.length > room;
   if (capped) text = text.slice(0, Math.max(0, room));
   if (capped) stopSequence = null;
-  if (text) content.push({ type: 'text', text });
+  // Anthropic's web search server tool: a server_tool_use and its web_search_tool_result per search
+  // (at most max_uses), then the text citing the first result, and the count in the usage
+  const searchTool = (body.tools ?? []).find((t: any) => t.type === 'web_search_20250305');
+  const found = script.webSearch?.results ?? [{ url: 'https://news.example.com/a', title: 'Example news' }];
+  const searches = searchTool ? Math.min(script.webSearch?.searches ?? 1, searchTool.max_uses ?? Infinity) : 0;
+  for (let i = 0; i < searches; i++) {
+    const id = nextId('srvtoolu');
+    content.push({ type: 'server_tool_use', id, name: 'web_search', input: { query: lastUserText(body) } });
+    content.push({
+      type: 'web_search_tool_result',
+      tool_use_id: id,
+      content: found.map((r) => ({
+        type: 'web_search_result',
+        ...r,
+        encrypted_content: 'RW5jcnlwdGVk',
+        page_age: null,
+      })),
+    });
+  }
+  const citations =
+    searches > 0 && found[0]
+      ? [{ type: 'web_search_result_location', ...found[0], cited_text: text.slice(0, 40), encrypted_index: 'RW5j' }]
+      : undefined;
+  if (text) content.push({ type: 'text', text, ...(citations ? { citations } : {}) });
   for (const c of calls) content.push({ type: 'tool_use', id: c.id ?? nextId('toolu'), name: c.name, input: c.input });
   const out = (reasoning ?? '') + text + calls.map((c) => JSON.stringify(c.input)).join('');
   return {
@@ -279,6 +308,7 @@ function buildMessage(body: any, script: AnthropicReply, nextId: (p: string) => 
             output_tokens: Math.max(1, Math.ceil(out.length / 4)),
             cache_creation_input_tokens: 0,
             cache_read_input_tokens: 0,
+            ...(searchTool ? { server_tool_use: { web_search_requests: searches } } : {}),
             ...script.usage,
           },
         }),
@@ -288,7 +318,8 @@ function buildMessage(body: any, script: AnthropicReply, nextId: (p: string) => 
 /** As the API streams it: message_start, per block start/deltas/stop (a ping after the first start), message_delta, message_stop. */
 function streamFrames(m: WireMessage): string[] {
   const frames: Array<[string, unknown]> = [];
-  const { output_tokens, ...inputSide } = m.usage ?? {};
+  // the search count is final only at the end: message_delta carries it, as the API does
+  const { output_tokens, server_tool_use, ...inputSide } = m.usage ?? {};
   const startUsage = m.usage ? { usage: { ...inputSide, output_tokens: Math.min(1, output_tokens ?? 0) } } : {};
   frames.push([
     'message_start',
@@ -297,6 +328,12 @@ function streamFrames(m: WireMessage): string[] {
   m.content.forEach((block, index) => {
     const delta = (d: unknown) =>
       frames.push(['content_block_delta', { type: 'content_block_delta', index, delta: d }]);
+    if (block.type === 'web_search_tool_result') {
+      // sent whole in its start event, as the API does
+      frames.push(['content_block_start', { type: 'content_block_start', index, content_block: block }]);
+      frames.push(['content_block_stop', { type: 'content_block_stop', index }]);
+      return;
+    }
     const opened =
       block.type === 'text'
         ? { type: 'text', text: '' }
@@ -307,6 +344,7 @@ function streamFrames(m: WireMessage): string[] {
     if (index === 0) frames.push(['ping', { type: 'ping' }]); // as the real API does, right after the first block opens
     if (block.type === 'text') {
       for (const piece of words(block.text)) delta({ type: 'text_delta', text: piece });
+      for (const citation of block.citations ?? []) delta({ type: 'citations_delta', citation });
     } else if (block.type === 'thinking') {
       for (const piece of words(block.thinking)) delta({ type: 'thinking_delta', thinking: piece });
       delta({ type: 'signature_delta', signature: block.signature });
@@ -321,7 +359,7 @@ function streamFrames(m: WireMessage): string[] {
     {
       type: 'message_delta',
       delta: { stop_reason: m.stop_reason, stop_sequence: m.stop_sequence },
-      ...(m.usage ? { usage: { output_tokens } } : {}),
+      ...(m.usage ? { usage: { output_tokens, ...(server_tool_use ? { server_tool_use } : {}) } } : {}),
     },
   ]);
   frames.push(['message_stop', { type: 'message_stop' }]);
@@ -505,6 +543,12 @@ function messagesProblem(body: any): string | undefined {
 function toolsProblem(body: any): string | undefined {
   const tools: any[] = body.tools ?? [];
   for (let i = 0; i < tools.length; i++) {
+    if (tools[i].type === 'web_search_20250305') {
+      if (tools[i].name !== 'web_search') return `tools.${i}.web_search_20250305.name: Input should be 'web_search'`;
+      if (tools[i].max_uses !== undefined && !(Number.isInteger(tools[i].max_uses) && tools[i].max_uses > 0))
+        return `tools.${i}.web_search_20250305.max_uses: Input should be greater than 0`;
+      continue;
+    }
     if (!/^[a-zA-Z0-9_-]{1,128}$/.test(tools[i].name ?? ''))
       return `tools.${i}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'`;
     if (tools[i].input_schema?.type !== 'object')

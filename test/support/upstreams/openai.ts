@@ -1,6 +1,8 @@
 // biome-ignore-all lint/suspicious/noExplicitAny: request bodies are arbitrary JSON
 // A loopback OpenAI-compatible upstream for tests: POST {base}/chat/completions and
-// POST {base}/completions, JSON and SSE, with OpenAI's real framing, auth check and error bodies.
+// POST {base}/completions, JSON and SSE, with OpenAI's real framing, auth check and error bodies,
+// and POST {base}/moderations (OpenAI's moderations protocol: `results`, one verdict per input; the
+// loopback's classifier is a small word list per category, see moderate()).
 // It answers deterministically from the request ("Echo: <last user text>", or {"echo": ...} when
 // JSON output was asked for), honours the output cap, and can be scripted per request: the reply's
 // text, reasoning, tool calls, usage and finish reason, or a delay, an error status, a hang, a
@@ -24,6 +26,8 @@ interface WireError {
 interface UpstreamReply {
   /** the answer text (default: derived from the request) */
   text?: string;
+  /** the answer as exactly these content deltas, as a tokenizer may split words ("[EM", "AIL_1]") */
+  pieces?: string[];
   reasoning?: string;
   /** where the reasoning goes: vLLM/DeepSeek say `reasoning_content`, OpenRouter/Groq `reasoning` */
   reasoningField?: 'reasoning_content' | 'reasoning';
@@ -64,6 +68,17 @@ interface UpstreamReply {
   ignoreStream?: boolean;
   /** stream, chat: usage on the finishing chunk and no usage chunk of its own (as some servers do) */
   usageOnFinish?: boolean;
+  /**
+   * chat, for requests that ask for `logprobs`: the model's next-token distribution at the start
+   * of the reply, as natural-log probabilities by token text. The reply then begins with its
+   * likeliest token (greedy, as at temperature 0), whose entry carries this distribution's top
+   * `top_logprobs` alternatives, most likely first, as OpenAI reports them.
+   */
+  nextTokens?: Record<string, number>;
+  /** leave log probabilities out even when asked for (as servers that ignore `logprobs` do) */
+  omitLogprobs?: boolean;
+  /** moderations: answer with exactly this `results` value (a malformed or short answer) */
+  moderationResults?: unknown;
 }
 
 type ScriptedReply = UpstreamReply | ((req: RecordedRequest) => UpstreamReply);
@@ -214,10 +229,45 @@ function derive(path: string, body: any): { text: string; promptTokens: number }
   const lastUser = [...messages].reverse().find((m) => m?.role === 'user');
   const said = textOf(lastUser?.content);
   const json = body.response_format?.type === 'json_object' || body.response_format?.type === 'json_schema';
+  const schema = body.response_format?.json_schema?.schema;
   return {
-    text: json ? JSON.stringify({ echo: said }) : `Echo: ${said}`,
+    // a schema that names its properties gets an answer of its shape (strings say what the user said)
+    text: schema?.properties
+      ? JSON.stringify(instanceOf(schema, said))
+      : json
+        ? JSON.stringify({ echo: said })
+        : `Echo: ${said}`,
     promptTokens: messages.reduce((n, m) => n + words(textOf(m?.content)), 0),
   };
+}
+
+/**
+ * The plainest value a JSON schema accepts, as a model under structured outputs must answer: the
+ * first of an enum or anyOf, every property of an object, the fewest items an array needs, its
+ * minimum for a number (else 0), `said` for a string.
+ */
+function instanceOf(schema: any, said: string): unknown {
+  if (!schema || typeof schema !== 'object') return null;
+  if ('const' in schema) return schema.const;
+  if (Array.isArray(schema.enum)) return schema.enum[0];
+  const branch = schema.anyOf ?? schema.oneOf;
+  if (Array.isArray(branch)) return instanceOf(branch[0], said);
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  switch (type) {
+    case 'object':
+      return Object.fromEntries(Object.entries(schema.properties ?? {}).map(([k, v]) => [k, instanceOf(v, said)]));
+    case 'array':
+      return Array.from({ length: schema.minItems ?? 0 }, () => instanceOf(schema.items, said));
+    case 'number':
+    case 'integer':
+      return schema.minimum ?? 0;
+    case 'boolean':
+      return false;
+    case 'null':
+      return null;
+    default:
+      return said;
+  }
 }
 
 /** Mirrors some of api.openai.com's own request checks, so a translation mistake shows as the real 400. */
@@ -229,6 +279,8 @@ function strictProblem(path: string, body: any): string | undefined {
     return "The 'stream_options' parameter is only allowed when 'stream' is enabled.";
   if (body.top_logprobs !== undefined && path === 'chat' && body.logprobs !== true)
     return "Invalid value for 'top_logprobs': 'logprobs' must be set to true.";
+  if (path === 'chat' && typeof body.top_logprobs === 'number' && body.top_logprobs > 20)
+    return "Invalid 'top_logprobs': integer above maximum value. Expected a value <= 20, but got a value above.";
   if ((body.tool_choice !== undefined || body.parallel_tool_calls !== undefined) && !body.tools?.length) {
     return "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.";
   }
@@ -289,7 +341,9 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
         ? 'chat'
         : rec.path === `${basePath}/completions`
           ? 'completions'
-          : undefined;
+          : rec.path === `${basePath}/moderations`
+            ? 'moderations'
+            : undefined;
     if (rec.method !== 'POST' || !route) {
       return send(res, 404, errorBody(404, { message: `Invalid URL (${rec.method} ${rec.path})`, code: null }));
     }
@@ -326,6 +380,7 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
         }),
       );
     }
+    if (route === 'moderations') return moderations(rec, res);
     if (typeof rec.body.model !== 'string')
       return send(res, 400, errorBody(400, { message: 'you must provide a model parameter' }));
     if (route === 'chat' && !Array.isArray(rec.body.messages))
@@ -373,6 +428,36 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
     send(res, 200, route === 'chat' ? answer.chatJson() : answer.completionJson(), reply.headers);
   }
 
+  /** OpenAI's moderations: `input` a string or a list of strings or text parts; `model` optional. */
+  async function moderations(rec: RecordedRequest, res: http.ServerResponse): Promise<void> {
+    const { input, model, ...rest } = rec.body;
+    const unknown = Object.keys(rest)[0];
+    if (opts.strict && unknown)
+      return send(res, 400, errorBody(400, { message: `Unrecognized request argument supplied: ${unknown}` }));
+    const items = typeof input === 'string' ? [input] : input;
+    const texts = Array.isArray(items)
+      ? items.map((x: any) => (typeof x === 'string' ? x : x?.type === 'text' ? x.text : undefined))
+      : undefined;
+    if (!texts?.length || texts.some((t: unknown) => typeof t !== 'string'))
+      return send(
+        res,
+        400,
+        errorBody(400, { message: "Invalid value for 'input'.", param: 'input', code: 'invalid_value' }),
+      );
+    const next = queue.shift();
+    const reply: UpstreamReply = { ...base, ...(typeof next === 'function' ? next(rec) : next) };
+    if (reply.hang) return;
+    if (reply.drop) return void res.socket?.destroy();
+    if (reply.delayMs) await sleep(reply.delayMs);
+    if (reply.status && reply.status >= 400)
+      return send(res, reply.status, errorBody(reply.status, reply.error), reply.headers);
+    send(res, 200, {
+      id: `modr-${++serial}`,
+      model: model ?? 'omni-moderation-latest',
+      results: reply.moderationResults ?? texts.map(moderate),
+    });
+  }
+
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const { port } = server.address() as AddressInfo;
 
@@ -404,6 +489,33 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
   };
 }
 
+/** The loopback's classifier: a category is flagged when the text has one of its words. */
+const MODERATION_WORDS: Record<string, RegExp> = {
+  harassment: /\b(idiot|loser)\b/i,
+  hate: /\b(subhuman|vermin)\b/i,
+  'self-harm': /\b(hurt myself|end my life)\b/i,
+  sexual: /\b(explicit sex)\b/i,
+  violence: /\b(kill|murder|stab)\b/i,
+  illicit: /\b(make a bomb|cook meth)\b/i,
+};
+
+function moderate(text: string) {
+  const categories: Record<string, boolean> = {};
+  const category_scores: Record<string, number> = {};
+  const category_applied_input_types: Record<string, string[]> = {};
+  for (const [name, re] of Object.entries(MODERATION_WORDS)) {
+    categories[name] = re.test(text);
+    category_scores[name] = categories[name] ? 0.97 : 0.0004;
+    category_applied_input_types[name] = ['text'];
+  }
+  return {
+    flagged: Object.values(categories).some(Boolean),
+    categories,
+    category_scores,
+    category_applied_input_types,
+  };
+}
+
 function send(res: http.ServerResponse, status: number, json: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(json);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
@@ -422,7 +534,18 @@ function compose(route: 'chat' | 'completions', body: any, reply: UpstreamReply,
   }));
   const cap = Number(body.max_completion_tokens ?? body.max_tokens ?? Infinity);
   const reasoningTokens = tokenize(reply.reasoning ?? '');
-  let tokens = calls.length && reply.text === undefined ? [] : tokenize(reply.text ?? derived.text);
+  // a scripted next-token distribution, most likely first: the reply starts with its top token
+  const next =
+    route === 'chat' && reply.nextTokens && body.logprobs === true
+      ? Object.entries(reply.nextTokens).sort((a, b) => b[1] - a[1])
+      : [];
+  let tokens =
+    reply.pieces ??
+    (next.length
+      ? [next[0][0], ...tokenize(reply.text ?? '')]
+      : calls.length && reply.text === undefined
+        ? []
+        : tokenize(reply.text ?? derived.text));
   let finish = calls.length ? 'tool_calls' : 'stop';
   if (reasoningTokens.length + tokens.length > cap) {
     tokens = tokens.slice(0, Math.max(0, cap - reasoningTokens.length));
@@ -450,9 +573,19 @@ function compose(route: 'chat' | 'completions', body: any, reply: UpstreamReply,
   const created = Math.floor(Date.now() / 1000);
   const model = body.model;
   const topN = Number(route === 'chat' ? (body.top_logprobs ?? 0) : (body.logprobs ?? 0));
-  const wantLogprobs = route === 'chat' ? body.logprobs === true : typeof body.logprobs === 'number';
+  const wantLogprobs =
+    !reply.omitLogprobs && (route === 'chat' ? body.logprobs === true : typeof body.logprobs === 'number');
 
-  const chatLogprob = (tok: string, i: number) => ({
+  const chatLogprob = (tok: string, i: number) =>
+    i === 0 && next.length
+      ? {
+          token: tok,
+          logprob: next[0][1],
+          bytes: [...Buffer.from(tok)],
+          top_logprobs: next.slice(0, topN).map(([t, l]) => ({ token: t, logprob: l, bytes: [...Buffer.from(t)] })),
+        }
+      : fakeLogprob(tok, i);
+  const fakeLogprob = (tok: string, i: number) => ({
     token: tok,
     logprob: lp(i),
     bytes: [...Buffer.from(tok)],

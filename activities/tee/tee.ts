@@ -1,0 +1,83 @@
+// TEE models (`TEE/` ids): their attestation reports and answer signatures, passed through from the
+// route's confidential-inference upstream (providers/tee), and the gateway's verification of an
+// answer: a fresh nonce's report, the answer's signature record, and both checked (verify.ts).
+import { randomBytes } from 'node:crypto';
+import type { ModelInfo, Route } from '../catalog/catalog.js';
+import { RequestError } from '../core/errors.js';
+import { capability, targetFor } from '../providers/registry.js';
+import { attestedAddress, checkNonce, checkSignature } from './verify.js';
+
+export const isTeeModel = (modelId: string): boolean => modelId.startsWith('TEE/');
+
+/** The route that attests a TEE model: its first usable route whose protocol has attestation. */
+export function attestingRoute(model: ModelInfo): Route {
+  const route = isTeeModel(model.id) ? model.routes.find((r) => r.available) : undefined;
+  if (!route)
+    throw new RequestError(
+      400,
+      'invalid_parameter_value',
+      `Model '${model.id}' is not a TEE model served here: attestation is for models whose id starts with 'TEE/'.`,
+      { param: 'model' },
+    );
+  return route;
+}
+
+export function attestationReport(route: Route, nonce: string, signingAlgo: string, signal: AbortSignal) {
+  return capability(route, 'attestation').report(targetFor(route), route.upstreamModel, nonce, signingAlgo, signal);
+}
+
+function answerSignature(route: Route, chatId: string, signingAlgo: string, signal: AbortSignal) {
+  return capability(route, 'attestation').signature(targetFor(route), route.upstreamModel, chatId, signingAlgo, signal);
+}
+
+/** What a TEE answer carries (`tee_verification`, README "TEE models"). */
+export interface TeeVerification {
+  verified: boolean;
+  signing_address: string | null;
+  signing_algo: 'ecdsa';
+  /** the id to pass to GET /api/v1/tee/signature/{requestId} */
+  request_id: string;
+  /** the signed text: sha256(request body):sha256(response body) */
+  text: string | null;
+  reason?: string;
+}
+
+/**
+ * Verify one answer of `route` (its upstream id `chatId`): attestation with a fresh nonce, then the
+ * signature. Never throws: an upstream that cannot prove its answer gives `verified: false` and why.
+ * `record` is the upstream's signature record, when it gave one. With `rethrow`, an upstream that
+ * fails to answer throws its RequestError instead (the proof routes pass its status on: an unknown
+ * chat id is the upstream's 404).
+ */
+export async function verifyAnswer(
+  route: Route,
+  chatId: string,
+  signal: AbortSignal,
+  opts: { rethrow?: boolean } = {},
+): Promise<{ verification: TeeVerification; record?: Record<string, unknown> }> {
+  const out: TeeVerification = {
+    verified: false,
+    signing_address: null,
+    signing_algo: 'ecdsa',
+    request_id: chatId,
+    text: null,
+  };
+  let record: Record<string, unknown> | undefined;
+  const failed = (reason: string | undefined) => ({ verification: { ...out, reason }, record });
+  try {
+    const nonce = randomBytes(32).toString('hex');
+    const report = await attestationReport(route, nonce, 'ecdsa', signal);
+    const address = attestedAddress(report);
+    if (!address) return failed('the attestation report names no signing address');
+    out.signing_address = address;
+    const fresh = checkNonce(report, nonce);
+    if (!fresh.ok) return failed(fresh.reason);
+    record = await answerSignature(route, chatId, 'ecdsa', signal);
+    out.text = typeof record.text === 'string' ? record.text : null;
+    const signed = await checkSignature(record, address);
+    return signed.ok ? { verification: { ...out, verified: true }, record } : failed(signed.reason);
+  } catch (err) {
+    if (opts.rethrow) throw err;
+    return failed(`the upstream's proofs could not be fetched: ${(err as Error).message}`);
+  }
+}

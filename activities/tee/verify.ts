@@ -1,0 +1,44 @@
+// The gateway's own checks of a TEE model's proofs (wire-details "TEE verification"), so a caller
+// gets "verified" from us and not merely the upstream's word. A signature record `{text, signature,
+// signing_address}` is an EIP-191 personal-sign secp256k1 signature over `text`; it is valid when the
+// address recovered from (text, signature) is the one the attestation report names. The report must
+// echo the nonce we sent (a replayed old report would not). viem does the elliptic-curve work.
+import { isAddress, isHex, recoverMessageAddress } from 'viem';
+
+export interface TeeCheck {
+  ok: boolean;
+  /** why not, in words a person can act on */
+  reason?: string;
+}
+
+/** The signing address an attestation report names (lower case), or undefined. */
+export function attestedAddress(report: Record<string, unknown>): string | undefined {
+  const a = report.signing_address;
+  return typeof a === 'string' && isAddress(a, { strict: false }) ? a.toLowerCase() : undefined;
+}
+
+/** The report echoes `nonce` (dstack reports call it `request_nonce`, others `nonce`). */
+export function checkNonce(report: Record<string, unknown>, nonce: string): TeeCheck {
+  const echoed = report.request_nonce ?? report.nonce;
+  return echoed === nonce
+    ? { ok: true }
+    : { ok: false, reason: 'the attestation report does not echo the nonce sent with it' };
+}
+
+/** The signature over `text` recovers to `address` (the attested one), and the record names it too. */
+export async function checkSignature(record: Record<string, unknown>, address: string): Promise<TeeCheck> {
+  const { text, signature, signing_address: named } = record;
+  if (typeof text !== 'string' || typeof signature !== 'string' || !isHex(signature))
+    return { ok: false, reason: 'the signature record has no text or no hex signature' };
+  if (typeof named !== 'string' || named.toLowerCase() !== address)
+    return { ok: false, reason: 'the signature record names another signing address than the attested one' };
+  let recovered: string;
+  try {
+    recovered = (await recoverMessageAddress({ message: text, signature })).toLowerCase();
+  } catch {
+    return { ok: false, reason: 'the signature is not a valid secp256k1 signature' };
+  }
+  return recovered === address
+    ? { ok: true }
+    : { ok: false, reason: 'the signature does not recover to the attested signing address' };
+}
