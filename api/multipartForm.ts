@@ -8,7 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import busboy from 'busboy';
 import { RequestError } from '../activities/core/errors.js';
 
-export interface FormFile {
+interface FormFile {
   /** the field's name, e.g. `image[]` */
   name: string;
   data: Buffer;

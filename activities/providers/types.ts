@@ -310,7 +310,7 @@ export interface ImagesAdapter {
 
 // --- transcription (speech to text) -------------------------------------------------------
 
-export interface TranscriptionRequest {
+interface TranscriptionRequest {
   /** the upstream model name */
   model: string;
   /** `transcribe` keeps the spoken language; `translate` answers in English */

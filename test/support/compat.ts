@@ -5,7 +5,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
-export type Outcome = 'works' | 'fails' | 'client bug';
+type Outcome = 'works' | 'fails' | 'client bug';
 
 interface Row {
   client: string;

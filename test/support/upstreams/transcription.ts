@@ -16,7 +16,7 @@ interface Recorded {
   file?: { data: Buffer; filename: string; mimeType: string };
 }
 
-export interface TranscriptionReply {
+interface TranscriptionReply {
   status?: 429 | 500;
   text?: string;
   /** leave the duration out of a verbose answer (a faulty upstream) */
