@@ -121,7 +121,8 @@ const listed = () =>
 /**
  * The Anthropic SDK sends `anthropic-version` on every call and reads its own model shape
  * (`type: "model"`, `display_name`, `created_at` as RFC 3339); the OpenAI SDK never sends it.
- * So the header picks the dialect, as on Anthropic's own /v1/models.
+ * So the header picks the dialect, as on Anthropic's own /v1/models. Errors keep the route's
+ * OpenAI envelope, whose `error.type` and `error.message` are where Anthropic's SDKs read them.
  */
 const wantsAnthropic = (ctx: AppContext) => ctx.get('anthropic-version') !== '';
 
@@ -161,7 +162,6 @@ modelsRouter.get(v1('/models'), surface('openai'), validateQuery(LIST_QUERY), (c
     ctx.body = { object: 'list', data: models.map(ctx.state.query.detailed ? detailed : summary) };
     return;
   }
-  ctx.state.envelope = 'message';
   const {
     limit,
     after_id: after,
@@ -216,7 +216,6 @@ for (const [path, keep] of TEXT_LISTS) {
 modelsRouter.get(v1('/models/*id'), surface('openai'), validateQuery(LIST_QUERY), (ctx) => {
   const raw = ctx.params.id as unknown as string | string[];
   const id = Array.isArray(raw) ? raw.join('/') : raw;
-  if (wantsAnthropic(ctx)) ctx.state.envelope = 'message';
   const m = catalog().model(id);
   if (!m || !listed().includes(m))
     throw notFound('model_not_found', `Model '${id}' is not available here. GET /v1/models lists the models.`);
