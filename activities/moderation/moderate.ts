@@ -48,7 +48,7 @@ export function moderationInputOf(input: unknown): string[] {
     if (typeof text !== 'string')
       throw bad(
         'unsupported_moderation_input',
-        `'input' item ${i} is ${item?.type ? `a '${item.type}' part` : 'not text'}; this gateway moderates text only (strings, or {type: "text", text} parts).`,
+        `'input' item ${i} is ${typeof item?.type === 'string' ? `a '${item.type.slice(0, 40)}' part` : 'not text'}; this gateway moderates text only (strings, or {type: "text", text} parts).`,
         'input',
       );
     if (!text.trim()) throw bad('empty_moderation_input', `'input' item ${i} has no text to moderate.`, 'input');
