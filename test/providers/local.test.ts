@@ -230,7 +230,9 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
       const text = textOf(events);
       assert.equal(text, (await localChat.complete(req, target, signal())).content);
       assert.ok(text.endsWith('a little '), text);
-      assert.deepEqual(events.at(-2), { type: 'finish', reason: 'stop' });
+      // the finish names the request's stop sequence that ended the answer
+      assert.deepEqual(events.at(-2), { type: 'finish', reason: 'stop', stopSequence: 'girl named Lily' });
+      assert.equal((await localChat.complete(req, target, signal())).stopSequence, 'girl named Lily');
     });
 
     it('stops promptly when aborted mid-stream and frees the model for the next request', async () => {
