@@ -97,7 +97,12 @@ export async function startUpstreams(): Promise<Upstreams> {
   const anthropic: AnthropicUpstream = await startAnthropicUpstream();
   const gemini: GeminiUpstream = await startGeminiUpstream();
   const eleven = await startElevenLabsUpstream();
-  const fal = await startFalUpstream();
+  const file = await readCatalogFile(config.catalogFile);
+  // fal routes run synchronously (`sync: true`) post to the run host, which answers their output
+  const syncModels = file.models.flatMap((m) =>
+    m.routes.filter((r) => r.providerId === 'fal' && r.options.sync === true).map((r) => r.upstreamModel),
+  );
+  const fal = await startFalUpstream(undefined, { syncModels });
   // web search: every search provider the gateway speaks, over a few documents
   const docs = [
     { title: 'Tides', url: 'https://tides.example.org/fundy', content: 'The highest tides.', date: '2025-03-01' },
@@ -126,7 +131,7 @@ export async function startUpstreams(): Promise<Upstreams> {
     SWITCHYARD_VIDEO_POLL_MS: '200',
   };
   // every OpenAI-protocol vendor (hosted or self-hosted, confidential or not) is the loopback OpenAI host
-  for (const p of (await readCatalogFile(config.catalogFile)).providers) {
+  for (const p of file.providers) {
     if (p.protocol !== 'openai' && p.protocol !== 'openai-tee') continue;
     const prefix = p.id.toUpperCase().replace(/[^A-Z0-9]/g, '_');
     env[`${prefix}_API_KEY`] = chat.apiKey!;
