@@ -43,6 +43,8 @@ export interface TranscriptionPlan {
   routes: Route[];
   /** the length the gateway read from the file, when it could */
   measured?: number;
+  /** the format asked for needs timed segments (subtitles, verbose answers) */
+  needsSegments: boolean;
   /** the most seconds this request can be billed for */
   worstSeconds: number;
 }
@@ -83,7 +85,7 @@ export function planTranscription(ask: TranscriptionAsk, caller: Caller): Transc
       );
   }
   const worstSeconds = Math.ceil(measured ?? ask.audio.data.length / LOWEST_BYTES_PER_SECOND);
-  return { ask, model, routes, measured, worstSeconds: Math.max(1, worstSeconds) };
+  return { ask, model, routes, measured, needsSegments, worstSeconds: Math.max(1, worstSeconds) };
 }
 
 export interface Transcribed {
@@ -122,8 +124,7 @@ export class TranscriptionCall {
 
   /** The text from the first route that answers, and the seconds to bill. Nothing is charged yet. */
   async transcribe(signal: AbortSignal): Promise<Transcribed> {
-    const { ask, measured, worstSeconds } = this.plan;
-    const needsSegments = ask.format === 'srt' || ask.format === 'vtt' || ask.format === 'verbose_json';
+    const { ask, measured, needsSegments, worstSeconds } = this.plan;
     const { value, route } = await this.metered.attempt(signal, async (route) => {
       const transcript = await capability(route, 'transcription').transcribe(
         {
