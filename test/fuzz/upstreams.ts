@@ -1,6 +1,6 @@
 // Every provider in the catalog served by a loopback upstream speaking its real protocol, so a
 // request that passes validation goes all the way: OpenAI-protocol vendors (chat, completions,
-// speech and embeddings on one host, as api.openai.com has them), Anthropic, Gemini, ElevenLabs, and fal's queue
+// speech, speech to text, images, embeddings and moderations on one host, as api.openai.com has them), Anthropic, Gemini, ElevenLabs, and fal's queue
 // for video (Midjourney-style too). The built-in local providers (llama.cpp, eSpeak) need nothing.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,7 +11,9 @@ import { type AnthropicUpstream, startAnthropicUpstream } from '../support/upstr
 import { type FalUpstream, startFalUpstream } from '../support/upstreams/fal.js';
 import { type GeminiUpstream, startGeminiUpstream } from '../support/upstreams/gemini.js';
 import { type EmbeddingsUpstream, startEmbeddingsUpstream } from '../support/upstreams/embeddings.js';
+import { type ImagesUpstream, startImagesUpstream } from '../support/upstreams/images.js';
 import { type OpenAIUpstream, startOpenAIUpstream } from '../support/upstreams/openai.js';
+import { startTranscriptionUpstream, type TranscriptionUpstream } from '../support/upstreams/transcription.js';
 import {
   type SpeechUpstream,
   startElevenLabsUpstream,
@@ -36,33 +38,55 @@ export interface Upstreams {
   close(): Promise<void>;
 }
 
+/** Where the OpenAI host sends a path: each loopback serves its routes at its own root, with its own key. */
+interface Behind {
+  url: URL;
+  apiKey: string;
+  /** the part of the gateway's path the loopback does not expect */
+  strip: string;
+}
+
 /**
- * One port for OpenAI's chat, speech and embeddings upstreams: `/v1/audio/speech` goes to speech,
- * `/v1/embeddings` to embeddings (served at its root), the rest to chat.
+ * One port for all of OpenAI's loopbacks, as api.openai.com has them under one base URL:
+ * `/v1/audio/speech` goes to speech, `/v1/audio/transcriptions` and `/translations` to speech to
+ * text, `/v1/images/...` to images, `/v1/embeddings` to embeddings, the rest (chat, completions,
+ * responses, moderations) to chat.
  */
 async function openAIHost(
   chat: OpenAIUpstream,
   speech: SpeechUpstream,
   embeddings: EmbeddingsUpstream,
+  images: ImagesUpstream,
+  transcription: TranscriptionUpstream,
 ): Promise<{ url: string; close(): Promise<void> }> {
-  const chatUrl = new URL(chat.url);
-  const speechUrl = new URL(speech.url);
-  const embeddingsUrl = new URL(embeddings.url);
+  const behind = (u: { url: string; apiKey: string }, strip: string): Behind => ({
+    url: new URL(u.url),
+    apiKey: u.apiKey,
+    strip,
+  });
+  const chatBehind: Behind = { url: new URL(chat.url), apiKey: chat.apiKey!, strip: '' };
+  const routes: Array<[RegExp, Behind]> = [
+    [/^\/v1\/audio\/(transcriptions|translations)$/, behind(transcription, '/v1')],
+    [/^\/v1\/audio\//, behind(speech, '')],
+    [/^\/v1\/images\//, behind(images, '/v1')],
+    [/^\/v1\/embeddings$/, behind({ url: embeddings.url, apiKey: embeddings.apiKey }, '/v1')],
+  ];
   const server = http.createServer((req, res) => {
-    const embed = req.url === '/v1/embeddings';
-    const to = req.url?.startsWith('/v1/audio/') ? speechUrl : embed ? embeddingsUrl : chatUrl;
-    const headers = { ...req.headers };
+    const url = req.url ?? '/';
+    const to = routes.find(([re]) => re.test(url))?.[1] ?? chatBehind;
     // each loopback server checks its own key; the gateway holds one OpenAI key
-    if (to === speechUrl) headers.authorization = `Bearer ${speech.apiKey}`;
-    if (embed) headers.authorization = `Bearer ${embeddings.apiKey}`;
-    const path = embed ? '/embeddings' : req.url;
-    const forward = http.request({ host: to.hostname, port: to.port, method: req.method, path, headers }, (up) => {
-      res.writeHead(up.statusCode ?? 502, up.headers);
-      up.pipe(res);
-      // an answer cut off upstream is cut off here too
-      up.on('aborted', () => res.destroy());
-      up.on('error', () => res.destroy());
-    });
+    const headers = { ...req.headers, authorization: `Bearer ${to.apiKey}` };
+    const path = url.slice(to.strip.length);
+    const forward = http.request(
+      { host: to.url.hostname, port: to.url.port, method: req.method, path, headers },
+      (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+        // an answer cut off upstream is cut off here too
+        up.on('aborted', () => res.destroy());
+        up.on('error', () => res.destroy());
+      },
+    );
     forward.on('error', () => res.destroy());
     res.on('close', () => forward.destroy());
     req.pipe(forward);
@@ -93,7 +117,9 @@ export async function startUpstreams(): Promise<Upstreams> {
   chat.defaults(CHAT_DEFAULTS);
   const speech = await startOpenAISpeechUpstream();
   const embeddings = await startEmbeddingsUpstream();
-  const openai = await openAIHost(chat, speech, embeddings);
+  const images = await startImagesUpstream();
+  const transcription = await startTranscriptionUpstream();
+  const openai = await openAIHost(chat, speech, embeddings, images, transcription);
   const anthropic: AnthropicUpstream = await startAnthropicUpstream();
   const gemini: GeminiUpstream = await startGeminiUpstream();
   const eleven = await startElevenLabsUpstream();
@@ -137,15 +163,26 @@ export async function startUpstreams(): Promise<Upstreams> {
     env[`${prefix}_API_KEY`] = chat.apiKey!;
     env[`${prefix}_BASE_URL`] = openai.url;
   }
-  const ports = [chat.url, speech.url, embeddings.url, openai.url, anthropic.url, gemini.url, eleven.url, fal.url].map(
-    (u) => new URL(u).host,
-  );
+  const ports = [
+    chat.url,
+    speech.url,
+    embeddings.url,
+    images.url,
+    transcription.url,
+    openai.url,
+    anthropic.url,
+    gemini.url,
+    eleven.url,
+    fal.url,
+  ].map((u) => new URL(u).host);
   return {
     env,
     secrets: [
       UPSTREAM_TEXT,
       chat.apiKey!,
       speech.apiKey,
+      images.apiKey,
+      transcription.apiKey,
       embeddings.apiKey,
       anthropic.apiKey,
       gemini.apiKey,
@@ -168,6 +205,9 @@ export async function startUpstreams(): Promise<Upstreams> {
         speech.script(...many({ cutAfter: 1 }));
         eleven.script(...many({ cutAfter: 1 }));
         embeddings.script(...many({ drop: true }));
+        // neither speaks a cut answer: a JSON reply that breaks off is a 500 to the gateway
+        images.script(...many({ status: 500 as const }));
+        transcription.script(...many({ status: 500 as const }));
         return;
       }
       chat.defaults({ status, error: { message } });
@@ -176,6 +216,8 @@ export async function startUpstreams(): Promise<Upstreams> {
       speech.script(...many({ status, message }));
       eleven.script(...many({ status, message }));
       embeddings.script(...many({ status, message }));
+      images.script(...many({ status: 500 as const }));
+      transcription.script(...many({ status: 500 as const }));
     },
     heal() {
       chat.defaults(CHAT_DEFAULTS);
@@ -184,6 +226,8 @@ export async function startUpstreams(): Promise<Upstreams> {
       speech.script();
       eleven.script();
       embeddings.script();
+      images.script();
+      transcription.script();
     },
     forget() {
       chat.requests.length = 0;
@@ -191,12 +235,27 @@ export async function startUpstreams(): Promise<Upstreams> {
       anthropic.requests.length = 0;
       speech.requests.length = 0;
       embeddings.requests.length = 0;
+      images.requests.length = 0;
+      transcription.requests.length = 0;
       eleven.requests.length = 0;
       fal.requests.length = 0;
     },
     async close() {
       await openai.close();
-      for (const u of [chat, speech, embeddings, anthropic, gemini, eleven, fal, linkup, tavily, searxng])
+      for (const u of [
+        chat,
+        speech,
+        embeddings,
+        images,
+        transcription,
+        anthropic,
+        gemini,
+        eleven,
+        fal,
+        linkup,
+        tavily,
+        searxng,
+      ])
         await u.close();
     },
   };
