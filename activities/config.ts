@@ -48,6 +48,11 @@ export interface Config {
   maxJsonValues: number;
   /** how long a reservation may stay open before the sweeper releases it */
   holdTtlSeconds: number;
+  /**
+   * An API process's old generation grows to at most this much over what its last full collection
+   * kept, in per cent (V8's `--heap-growing-percent`); 0 leaves it to V8 (up to 300%). See bin/api.ts.
+   */
+  apiHeapGrowthPercent: number;
   /** how long a resolved API key is trusted from memory before asking the database again */
   keyCacheTtlMs: number;
   /** failed authentications a client address may make per minute before it gets 429 (0: no limit) */
@@ -157,6 +162,7 @@ function loadConfig(): Config {
     maxJsonDepth: Math.max(1, int('SWITCHYARD_MAX_JSON_DEPTH', 64)),
     maxJsonValues: Math.max(1, int('SWITCHYARD_MAX_JSON_VALUES', 250_000)),
     holdTtlSeconds: int('SWITCHYARD_HOLD_TTL_SECONDS', 3600),
+    apiHeapGrowthPercent: int('SWITCHYARD_API_HEAP_GROWTH_PERCENT', 50),
     keyCacheTtlMs: int('SWITCHYARD_KEY_CACHE_TTL_MS', 5000),
     authFailuresPerMinute: int('SWITCHYARD_AUTH_FAILURES_PER_MINUTE', 20),
     xnoUsdRate: str('SWITCHYARD_XNO_USD_RATE'),

@@ -6,7 +6,7 @@
 // text the caller wrote (an index already present in the request is skipped).
 import { RequestError } from '../core/errors.js';
 import type { InferenceRequest, InferenceResult, Message, StreamEvent } from '../core/types.js';
-import { detect } from './detect.js';
+import type { detect as Detect } from './detect.js';
 import { type Category, CREDENTIALS, type PiiCategory } from './rules.js';
 
 const PLACEHOLDER_NAME: Record<PiiCategory, string> = {
@@ -43,6 +43,19 @@ export interface RedactionCounts {
   credentials: number;
 }
 
+// The detectors (compromise's lexicon, @arcjet/redact's WebAssembly: together about 60 MB resident)
+// are loaded by the first redacted request, not by every API process at start (README, Memory of
+// one API process). The first load is not counted against a request's time budget.
+let detector: Promise<typeof Detect> | undefined;
+const loadDetector = () =>
+  (detector ??= import('./detect.js').then(
+    (m) => m.detect,
+    (err) => {
+      detector = undefined; // asked again by the next redacted request
+      throw err;
+    },
+  ));
+
 export class Redactor {
   private readonly byValue = new Map<string, string>();
   private readonly originals = new Map<string, string>();
@@ -56,6 +69,7 @@ export class Redactor {
    */
   constructor(
     seen: string,
+    private readonly detect: typeof Detect,
     private readonly deadline = Number.POSITIVE_INFINITY,
   ) {
     this.taken = seen;
@@ -78,7 +92,7 @@ export class Redactor {
 
   /** `text` with its personal data masked and its credentials labelled. */
   async mask(text: string): Promise<string> {
-    const spans = await detect(text);
+    const spans = await this.detect(text);
     if (Date.now() > this.deadline) throw new Error('redaction ran past its time budget');
     let out = '';
     let last = 0;
@@ -212,8 +226,8 @@ export async function redactRequest<R extends Pick<InferenceRequest, 'messages' 
   req: R,
   budgetMs: number,
 ): Promise<{ request: R; redactor: Redactor }> {
-  const redactor = new Redactor(allText(req), Date.now() + budgetMs);
   try {
+    const redactor = new Redactor(allText(req), await loadDetector(), Date.now() + budgetMs);
     return { request: await redactor.maskRequest(req), redactor };
   } catch (err) {
     console.error('[redaction] the request could not be redacted and was not sent:', (err as Error).message);

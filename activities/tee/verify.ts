@@ -2,8 +2,14 @@
 // gets "verified" from us and not merely the upstream's word. A signature record `{text, signature,
 // signing_address}` is an EIP-191 personal-sign secp256k1 signature over `text`; it is valid when the
 // address recovered from (text, signature) is the one the attestation report names. The report must
-// echo the nonce we sent (a replayed old report would not). viem does the elliptic-curve work.
-import { isAddress, isHex, recoverMessageAddress } from 'viem';
+// echo the nonce we sent (a replayed old report would not). viem does the elliptic-curve work; it
+// is imported by the first signature check, not at start (about 30 MB resident that an API process
+// without TEE traffic never needs: README, Memory of one API process).
+
+/** An EVM address in any letter case (viem's `isAddress` with `strict: false`). */
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+/** Hex text, as viem's `isHex` accepts it. */
+const HEX = /^0x[0-9a-fA-F]*$/;
 
 export interface TeeCheck {
   ok: boolean;
@@ -14,7 +20,7 @@ export interface TeeCheck {
 /** The signing address an attestation report names (lower case), or undefined. */
 export function attestedAddress(report: Record<string, unknown>): string | undefined {
   const a = report.signing_address;
-  return typeof a === 'string' && isAddress(a, { strict: false }) ? a.toLowerCase() : undefined;
+  return typeof a === 'string' && ADDRESS.test(a) ? a.toLowerCase() : undefined;
 }
 
 /** The report echoes `nonce` (dstack reports call it `request_nonce`, others `nonce`). */
@@ -28,13 +34,14 @@ export function checkNonce(report: Record<string, unknown>, nonce: string): TeeC
 /** The signature over `text` recovers to `address` (the attested one), and the record names it too. */
 export async function checkSignature(record: Record<string, unknown>, address: string): Promise<TeeCheck> {
   const { text, signature, signing_address: named } = record;
-  if (typeof text !== 'string' || typeof signature !== 'string' || !isHex(signature))
+  if (typeof text !== 'string' || typeof signature !== 'string' || !HEX.test(signature))
     return { ok: false, reason: 'the signature record has no text or no hex signature' };
   if (typeof named !== 'string' || named.toLowerCase() !== address)
     return { ok: false, reason: 'the signature record names another signing address than the attested one' };
+  const { recoverMessageAddress } = await import('viem');
   let recovered: string;
   try {
-    recovered = (await recoverMessageAddress({ message: text, signature })).toLowerCase();
+    recovered = (await recoverMessageAddress({ message: text, signature: signature as `0x${string}` })).toLowerCase();
   } catch {
     return { ok: false, reason: 'the signature is not a valid secp256k1 signature' };
   }

@@ -4,9 +4,8 @@
 // /supported, through the SDK's HTTPFacilitatorClient). Payments go to X402_PAY_TO on
 // X402_NETWORK (CAIP-2, e.g. `eip155:8453` for Base). Built on first use and again when a setting
 // changes; a facilitator that cannot be reached at start is asked again on the next request.
-import { HTTPFacilitatorClient, x402ResourceServer } from '@x402/core/server';
+import type { x402ResourceServer } from '@x402/core/server';
 import type { PaymentPayload, PaymentRequirements, SettleResponse } from '@x402/core/types';
-import { ExactEvmScheme } from '@x402/evm/exact/server';
 import { config } from '../config.js';
 import { RequestError } from '../core/errors.js';
 import { formatAmount } from '../core/money.js';
@@ -29,15 +28,29 @@ function unavailable(why: string): RequestError {
   );
 }
 
+/**
+ * The SDK's server with its EVM scheme. Imported here, on the first x402 request, rather than at
+ * start: the EVM scheme brings viem, about 30 MB resident that an API process without x402
+ * traffic never needs (README, Memory of one API process).
+ */
+async function build(): Promise<x402ResourceServer> {
+  const [{ HTTPFacilitatorClient, x402ResourceServer }, { ExactEvmScheme }] = await Promise.all([
+    import('@x402/core/server'),
+    import('@x402/evm/exact/server'),
+  ]);
+  const server = new x402ResourceServer(
+    new HTTPFacilitatorClient({ url: config.x402FacilitatorUrl, timeoutMs: config.x402FacilitatorTimeoutMs }),
+  );
+  server.register(config.x402Network as `${string}:${string}`, new ExactEvmScheme());
+  await server.initialize();
+  return server;
+}
+
 async function resourceServer(): Promise<x402ResourceServer> {
   if (!x402Configured()) throw unavailable('the gateway has no x402 facilitator or receiving address configured');
   const key = `${config.x402FacilitatorUrl} ${config.x402Network} ${config.x402FacilitatorTimeoutMs}`;
   if (current?.key !== key) {
-    const server = new x402ResourceServer(
-      new HTTPFacilitatorClient({ url: config.x402FacilitatorUrl, timeoutMs: config.x402FacilitatorTimeoutMs }),
-    );
-    server.register(config.x402Network as `${string}:${string}`, new ExactEvmScheme());
-    const ready = server.initialize().then(() => server);
+    const ready = build();
     current = { key, ready };
     ready.catch(() => {
       if (current?.ready === ready) current = undefined;
