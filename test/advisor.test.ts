@@ -507,15 +507,19 @@ describe('chat completions: the advisor', function () {
 
     it("other surfaces refuse 'advisor' (offered on chat completions only)", async () => {
       const { key, accountId } = await newAccount('1');
-      const res = await post(
-        key,
-        { model: EXECUTOR, input: 'hi', advisor: { model: ADVISOR, mode: 'auto' } },
-        {},
-        '/api/v1/responses',
-      );
-      const json = await res.json();
-      assert.equal(res.status, 400, JSON.stringify(json));
-      assert.equal(json.error.param, 'advisor');
+      const advisor = { model: ADVISOR, mode: 'auto' };
+      const elsewhere: Array<[string, Record<string, unknown>]> = [
+        ['/api/v1/responses', { model: EXECUTOR, input: 'hi', advisor }],
+        ['/api/v1/completions', { model: EXECUTOR, prompt: 'hi', advisor }],
+        ['/api/talk-to-gpt', { model: EXECUTOR, prompt: 'hi', advisor }],
+      ];
+      for (const [path, body] of elsewhere) {
+        const res = await post(key, body, { 'x-api-key': key }, path);
+        const text = await res.text();
+        assert.equal(res.status, 400, `${path}: ${text}`);
+        assert.match(text, /'advisor' is offered on chat completions only/);
+      }
+      assert.equal(openai.requests.length, 0);
       assert.equal((await balance(accountId)).amount, usd('1'));
     });
   });
