@@ -15,7 +15,7 @@ import { RequestError } from '../core/errors.js';
 import type { Message, ToolCall, ToolSpec } from '../core/types.js';
 import { parseModelName } from '../routing/suffixes.js';
 
-export type AdvisorMode = 'auto' | 'required';
+type AdvisorMode = 'auto' | 'required';
 
 export interface AdvisorPlan {
   mode: AdvisorMode;
@@ -24,11 +24,11 @@ export interface AdvisorPlan {
 }
 
 /** The most the advisor may write (fewer when its model's output limit is lower): guidance, not an answer. */
-export const ADVICE_MAX_TOKENS = 1024;
+const ADVICE_MAX_TOKENS = 1024;
 /** The executor's question to the advisor is cut to this many characters (it is reserved for up front). */
-export const QUESTION_MAX_CHARS = 2000;
+const QUESTION_MAX_CHARS = 2000;
 /** The gateway-side tool offered to the executor in auto mode. */
-export const CONSULT_TOOL = 'consult_advisor';
+const CONSULT_TOOL = 'consult_advisor';
 
 const bad = (message: string, param = 'advisor') =>
   new RequestError(400, 'invalid_parameter_value', message, { param });
@@ -80,7 +80,7 @@ export function adviceMaxTokens(advisor: ModelInfo): number {
 const text = (t: string) => [{ type: 'text' as const, text: t }];
 
 /** The advisor's instructions (documented in the README). */
-export function advisorSystemPrompt(): string {
+function advisorSystemPrompt(): string {
   return (
     'You are an advisor to another AI model, the executor, which will write the reply to the conversation below. ' +
     'Do not write that reply yourself. Give the executor concise guidance for it: the approach to take, ' +
