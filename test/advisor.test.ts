@@ -288,6 +288,41 @@ describe('chat completions: the advisor', function () {
       assert.equal(bal.held, 0n);
     });
 
+    it('an Anthropic executor consults an OpenAI advisor: tool_use, then tool_result with tool_choice none', async () => {
+      const { key, accountId } = await newAccount('1');
+      anthropic.script(
+        {
+          toolCalls: [{ id: 'toolu_1', name: 'consult_advisor', input: { question: 'Rollback or not?' } }],
+          usage: { input_tokens: 300, output_tokens: 20 },
+        },
+        { text: 'Rehearse the rollback.', usage: { input_tokens: 380, output_tokens: 6 } },
+      );
+      openai.script({ text: 'Yes, rehearse it.', usage: { prompt_tokens: 90, completion_tokens: 5 } });
+      const res = await post(key, { ...ask({ model: EXECUTOR, mode: 'auto' }), model: ADVISOR });
+      const body = await res.json();
+      assert.equal(res.status, 200, JSON.stringify(body));
+      assert.equal(anthropic.requests.length, 2);
+      const [opening, cont] = anthropic.requests.map((r) => r.body);
+      assert.deepEqual(
+        opening.tools.map((t: any) => t.name),
+        ['consult_advisor'],
+      );
+      assert.deepEqual(cont.tool_choice, { type: 'none' });
+      const use = cont.messages.at(-2).content.find((b: any) => b.type === 'tool_use');
+      const result = cont.messages.at(-1).content.find((b: any) => b.type === 'tool_result');
+      assert.deepEqual(use.input, { question: 'Rollback or not?' });
+      assert.equal(result.tool_use_id, 'toolu_1');
+      assert.match(JSON.stringify(result.content), /Yes, rehearse it\./);
+      assert.match(textOf(openai.last().body.messages.at(-1).content), /The executor asks you: Rollback or not\?/);
+      assert.equal(body.choices[0].message.content, 'Rehearse the rollback.');
+      const total =
+        textCost(CLAUDE_HAIKU, { input: 300, output: 20 }) +
+        textCost(GPT_4O_MINI, { input: 90, output: 5 }) +
+        textCost(CLAUDE_HAIKU, { input: 380, output: 6 });
+      assert.equal(nano(body.cost), total);
+      assert.equal((await balance(accountId)).amount, usd('1') - total);
+    });
+
     it('the executor answers without consulting: one phase charged, the others released', async () => {
       const { key, accountId } = await newAccount('1');
       openai.script({ text: 'Straight answer.', usage: { prompt_tokens: 150, completion_tokens: 3 } });
