@@ -158,6 +158,15 @@ describe('chat completions: the advisor', function () {
       assert.equal(recs.get(`${requestId}:1`)?.status, 'completed');
       assert.equal(recs.get(`${requestId}:1`)?.providerId, 'anthropic');
       assert.equal(recs.get(requestId)?.status, 'completed');
+      // each phase's cost can be looked up by its own request id (GET /api/v1/billing/{requestId})
+      for (const [id, cost] of [
+        [`${requestId}:1`, advisorCost],
+        [requestId, executorCost],
+      ] as const) {
+        const looked = await fetch(`${api.base}/api/v1/billing/${id}`, { headers: { authorization: `Bearer ${key}` } });
+        assert.equal(looked.status, 200);
+        assert.equal(usd((await looked.json()).cost), cost);
+      }
     });
 
     it('the built-in local model can advise (its own route and price)', async function () {
