@@ -71,7 +71,14 @@ export interface TextRequest<T extends Translated> {
    * own request id (`<id>:<part>`), reservation and charge; the first call keeps the plain id.
    */
   prepare(
-    extra?: Pick<PrepareInput, 'holdTtlSeconds' | 'passHeaders' | 'native' | 'forcePaygo'> & { part?: number },
+    extra?: Pick<PrepareInput, 'holdTtlSeconds' | 'passHeaders' | 'native' | 'forcePaygo'> & {
+      part?: number;
+      /**
+       * one phase of a request answered by several models (chat's advisor: api/advisor.ts): its own
+       * model, request, needs and preferences instead of the caller's; translated, never passed through
+       */
+      phase?: Pick<PrepareInput, 'model' | 'request' | 'needs' | 'prefs'>;
+    },
   ): Promise<InferenceCall>;
 }
 
@@ -220,7 +227,9 @@ export function textRoute<T extends Translated>(
         input,
         redacted: redaction !== undefined,
         search,
-        prepare: async ({ part, ...extra } = {}) => {
+        prepare: async ({ part, phase, ...extra } = {}) => {
+          if (phase && (search || nativeWeb))
+            throw new Error('a phase of its own is not combined with web search (refused before this)');
           const call = await prepareCall({
             caller: ctx.state.caller,
             requestId: part ? `${ctx.state.requestId}:${part}` : ctx.state.requestId,
@@ -236,6 +245,7 @@ export function textRoute<T extends Translated>(
             redaction,
             searchFee: nativeWeb?.fee,
             forcePaygo: extra.forcePaygo || ctx.state.forcePaygo === true,
+            ...phase,
           });
           calls.push(call);
           // one search for the request, however many calls answer it (chat's `n`)

@@ -134,6 +134,18 @@ export async function claimAllowance(a: {
   return whyRefused(caller, coverage, modelId);
 }
 
+/**
+ * Would the caller's subscription pay for a call of any of these models (left to itself: no
+ * pay-as-you-go asked for)? For requests the spec allows only pay-as-you-go (chat's advisor), to
+ * refuse them up front rather than bill a subscriber's balance unasked. Reads the cached coverage.
+ */
+export async function subscriptionWouldCover(caller: Pick<Caller, 'accountId' | 'billingMode'>, modelIds: string[]) {
+  if (caller.billingMode === 'paygo') return false;
+  if (caller.billingMode === 'subscription_only') return true;
+  const coverage = await coverageOf(caller.accountId);
+  return !!coverage && modelIds.some((id) => coverage.models.has(id));
+}
+
 /** The call did not succeed: its operation counts for nothing. */
 export async function giveBack(claim: AllowanceClaim): Promise<void> {
   await db().requestPool.query({

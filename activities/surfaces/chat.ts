@@ -321,8 +321,13 @@ export interface ChatPlanInput {
 
 /** The whole chat body in internal form, plus what routing needs to know about it. */
 export function chatToInternal(body: any, model: ModelInfo, name: ModelName): ChatPlanInput {
+  // the chat completions route takes `advisor` off the body before this (api/advisor.ts); elsewhere it is refused
   if (body.advisor !== undefined && body.advisor !== null)
-    throw bad('invalid_parameter_value', "'advisor' is not offered by this gateway. Remove the field.", 'advisor');
+    throw bad(
+      'invalid_parameter_value',
+      "'advisor' is offered on chat completions only (POST /api/v1/chat/completions, not streamed, not in batches). Remove the field here.",
+      'advisor',
+    );
 
   const messages = toMessages(body.messages);
   let tools = parseTools(body.tools);

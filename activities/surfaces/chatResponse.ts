@@ -101,12 +101,10 @@ export function toChatCompletion(r: InferenceResult, usage: Usage, bill: Bill, m
 }
 
 /**
- * One `chat.completion` from the completions of several calls made for one request (chat's `n`):
- * their choices in order, indexed 0..n-1, usage and bill summed (exactly: in the currency's
- * units), the balance left after the last charge.
+ * The usage and bill of several calls made for one request, summed (exactly: in the currency's
+ * units), the balance left after the last charge: chat's `n`, and the advisor's phases.
  */
-export function mergeCompletions(parts: Array<{ body: Record<string, unknown>; usage: Usage; bill: Bill }>) {
-  const first = parts[0]!.body;
+export function sumCharges(parts: Array<{ usage: Usage; bill: Bill }>): { usage: Usage; bill: Bill } {
   const sum = (pick: (b: Bill) => number, currency: Currency) =>
     toDisplayNumber(
       parts.reduce((a, p) => a + parseAmount(pick(p.bill), currency), 0n),
@@ -129,6 +127,13 @@ export function mergeCompletions(parts: Array<{ body: Record<string, unknown>; u
     cacheWriteTokens: parts.reduce((a, p) => a + p.usage.cacheWriteTokens, 0),
     reasoningTokens: parts.reduce((a, p) => a + p.usage.reasoningTokens, 0),
   };
+  return { usage, bill };
+}
+
+/** One `chat.completion` from the completions of several calls made for one request (chat's `n`): their choices in order, indexed 0..n-1, usage and bill summed. */
+export function mergeCompletions(parts: Array<{ body: Record<string, unknown>; usage: Usage; bill: Bill }>) {
+  const first = parts[0]!.body;
+  const { usage, bill } = sumCharges(parts);
   const choices = parts.flatMap((p) => p.body.choices as Array<Record<string, unknown>>);
   return withBill({ ...first, choices: choices.map((c, index) => ({ ...c, index })), usage: usageJson(usage) }, bill);
 }

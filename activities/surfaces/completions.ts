@@ -95,6 +95,11 @@ function logprobsOf(raw: unknown): { logprobs?: boolean; topLogprobs?: number } 
 }
 
 export function completionsToInternal(body: any, model: ModelInfo, name: ModelName): CompletionsPlanInput {
+  if (body.advisor !== undefined && body.advisor !== null)
+    throw bad(
+      "'advisor' is offered on chat completions only (POST /api/v1/chat/completions, not streamed). Remove the field here.",
+      'advisor',
+    );
   const prompt = promptOf(body.prompt);
   if (body.echo === true)
     throw bad(

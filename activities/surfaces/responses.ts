@@ -205,6 +205,13 @@ export function responsesToInternal(
   name: ModelName,
   history: ChatMessage[] = [],
 ): ResponsesPlanInput {
+  // the advisor runs on chat completions only: refused here rather than answered without it
+  if (body.advisor !== undefined && body.advisor !== null)
+    throw bad(
+      'invalid_parameter_value',
+      "'advisor' is offered on chat completions only (POST /api/v1/chat/completions, not streamed). Remove the field here.",
+      'advisor',
+    );
   const conversation = [...history, ...inputToChatMessages(body.input, history)];
   const instructions =
     typeof body.instructions === 'string' && body.instructions ? [{ role: 'system', content: body.instructions }] : [];

@@ -31,6 +31,13 @@ export function serviceTag(serviceName: string = config.serviceName): string {
 
 /** The conversation as chat sees it: the previous messages, then the prompt as the last user turn. */
 export function talkToInternal(body: any, model: ModelInfo, name: ModelName): ChatPlanInput {
+  if (body.advisor !== undefined && body.advisor !== null)
+    throw new RequestError(
+      400,
+      'invalid_parameter_value',
+      "'advisor' is offered on chat completions only (POST /api/v1/chat/completions, not streamed). Remove the field here.",
+      { param: 'advisor' },
+    );
   const history: any[] = body.messages ?? [];
   const hasPrompt = typeof body.prompt === 'string' && body.prompt !== '';
   if (!hasPrompt && history.length === 0) {

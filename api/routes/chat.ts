@@ -25,6 +25,7 @@ import type { TextBody, TextRequest } from '../textRoute.js';
 import type { AppContext, AppState } from '../state.js';
 import { isTeeModel, verifyAnswer } from '../../activities/tee/tee.js';
 import { clientAbortSignal } from '../clientAbort.js';
+import { advisorWanted, answerWithAdvisor } from '../advisor.js';
 
 export const chatRouter = new Router<AppState>();
 
@@ -40,10 +41,31 @@ textRoute(
     moderation: true,
     webSearch: true,
     x402: true,
-    translate: chatToInternal,
-    questions: chatQuestions,
+    // the advisor's checks first (api/advisor.ts): a refused request costs nothing
+    async translate(body, model, name, ctx) {
+      const advisor = await advisorWanted(ctx, body, model, name);
+      if (!advisor) return { ...chatToInternal(body, model, name), advisor };
+      const { advisor: _, ...rest } = body;
+      return { ...chatToInternal(rest, model, name), advisor };
+    },
+    questions: {
+      // the `questions` format is structured output, which the advisor does not combine with
+      find(body) {
+        const questions = chatQuestions.find(body);
+        if (questions !== undefined && body.advisor !== undefined && body.advisor !== null)
+          throw new RequestError(
+            400,
+            'invalid_parameter_value',
+            "'advisor' cannot be combined with structured output (response_format questions). Remove one of them.",
+            { param: 'response_format' },
+          );
+        return questions;
+      },
+      answer: chatQuestions.answer,
+    },
   },
   async ({ ctx, body, model, input, search, prepare }) => {
+    if (input.advisor) return answerWithAdvisor({ ctx, model, input, prepare }, input.advisor);
     if (body.n > 1) return answerChoices(ctx, body, model, input, prepare, !!search || !!input.request.webSearch);
     // web search on: citations of the answer's [n] markers (external) or the upstream's own (native)
     const web = (text: string, native?: WebSearchShown['citations']): WebSearchShown | undefined =>

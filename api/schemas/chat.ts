@@ -136,6 +136,16 @@ export const chatRequestSchema = {
     },
     provider: providerPreferencesSchema,
     caching: { type: 'boolean' },
+    // the advisor (api/advisor.ts): a second model the request's model may consult; unknown fields refused
+    advisor: {
+      type: ['object', 'null'],
+      required: ['model', 'mode'],
+      additionalProperties: false,
+      properties: {
+        model: { type: 'string', minLength: 1, maxLength: 256 },
+        mode: { type: 'string', enum: ['auto', 'required'] },
+      },
+    },
     ...samplingSchema,
   },
 } as const;

@@ -162,6 +162,49 @@ describe('fuzz: every served route, hostile and generated requests', function ()
     verdict(tally, started, RUN_SEED);
   });
 
+  it('valid advisor requests answer through the loopbacks, each pair of protocols, each mode', async () => {
+    // the generated chat cases carry `advisor` too (hints.ts); these are valid ones, made sure of
+    const key = target.fixtures.get('key:rich');
+    const pairs = [
+      ['openai/gpt-4o-mini', 'anthropic/claude-3-5-haiku', 'required'],
+      ['anthropic/claude-3-5-haiku', 'google/gemini-2.0-flash', 'required'],
+      ['google/gemini-2.0-flash', 'openai/gpt-4o-mini', 'required'],
+      ['openai/gpt-4o-mini', 'google/gemini-2.0-flash', 'auto'],
+      ['anthropic/claude-3-5-haiku', 'openai/gpt-4o-mini', 'auto'],
+      ['google/gemini-2.0-flash', 'anthropic/claude-3-5-haiku', 'auto'],
+    ];
+    for (const [model, advisor, mode] of pairs) {
+      const body = {
+        model,
+        messages: [{ role: 'user', content: 'Which is larger, 9.11 or 9.9?' }],
+        max_tokens: 32,
+        advisor: { model: advisor, mode },
+      };
+      const o = await send(
+        target.origin,
+        {
+          method: 'POST',
+          path: '/api/v1/chat/completions',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: Buffer.from(JSON.stringify(body)),
+        },
+        15_000,
+      );
+      const a = o.answers[0];
+      const text = a?.body.toString('utf8') ?? String(o.error);
+      assert.equal(a?.status, 200, `${model} advised by ${advisor} (${mode}): ${text.slice(0, 300)}`);
+      const json = JSON.parse(text);
+      assert.equal(json.object, 'chat.completion');
+      assert.equal(json.advisor.model, advisor);
+      assert.ok(json.advisor.phases.length >= 1 && json.choices[0].message.content);
+      if (mode === 'required')
+        assert.deepEqual(
+          json.advisor.phases.map((p: { phase: string }) => p.phase),
+          ['advisor', 'executor'],
+        );
+    }
+  });
+
   it('requests generated while the upstreams fail: down, refusing their credentials, cutting streams', async () => {
     const tally = newTally();
     const started = Date.now();

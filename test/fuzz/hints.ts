@@ -335,6 +335,8 @@ export function hintsFor(route: ServedRoute): RouteHints {
           max_tokens: smallTokens,
           max_completion_tokens: smallTokens,
           tools: fc.array(functionTool, { maxLength: 2 }),
+          // the advisor: another chat model (sometimes the same one, or nonsense), either mode
+          'advisor.model': modelName(ids('/v1/chat/completions')),
           'response_format.json_schema': fc.record({
             name: fc.constant('out'),
             schema: jsonSchema,

@@ -202,15 +202,17 @@ async function checkNothingCharged(target: Target, refused: Array<{ requestId: s
   await target.settle();
   const ids = refused.map((r) => r.requestId);
   const { rows: charged } = await db().pool.query(
-    `SELECT e.request_id,
+    `SELECT split_part(e.request_id, ':', 1) AS request_id,
             SUM(e.amount + COALESCE((SELECT SUM(r.amount) FROM ledger_entries r WHERE r.refund_of = e.id), 0))::text
               AS net
-       FROM ledger_entries e WHERE e.kind = 'charge' AND e.request_id = ANY($1) GROUP BY e.request_id`,
+       FROM ledger_entries e WHERE e.kind = 'charge' AND split_part(e.request_id, ':', 1) = ANY($1)
+      GROUP BY split_part(e.request_id, ':', 1)`,
     [ids],
   );
+  // a request answered by several calls (chat's `n`, the advisor's phases) charges `<id>:<part>` too
   const { rows: held } = await db().pool.query(
-    `SELECT request_id, SUM(amount)::text AS held FROM balance_holds
-      WHERE status = 'active' AND request_id = ANY($1) GROUP BY request_id`,
+    `SELECT split_part(request_id, ':', 1) AS request_id, SUM(amount)::text AS held FROM balance_holds
+      WHERE status = 'active' AND split_part(request_id, ':', 1) = ANY($1) GROUP BY split_part(request_id, ':', 1)`,
     [ids],
   );
   const problems = new Map<string, string>();
