@@ -565,6 +565,12 @@ describe('gemini adapter', () => {
       );
       assert.equal(capped.content, 'w1 w2 w3');
       assert.equal(capped.finishReason, 'length');
+
+      // an empty sequence stops nothing (it would match before the first character)
+      up.script({ text: 'still here' });
+      const empty = await geminiChat.complete(request({ sampling: { stop: [''] } }), target, signal());
+      assert.equal(empty.content, 'still here');
+      assert.equal(up.lastRequest()!.action, 'generateContent');
     });
 
     it('bills no usage at a cut when the frames did not count the output yet (the gateway estimates it)', async () => {

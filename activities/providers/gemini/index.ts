@@ -13,7 +13,7 @@ import type { ChatAdapter, Provider, ProviderTarget } from '../types.js';
 import { geminiStatusError } from './errors.js';
 import { toGeminiRequest } from './request.js';
 import { fromGeminiResponse } from './response.js';
-import { type GeminiStreamInfo, geminiStreamEvents } from './stream.js';
+import { type GeminiStreamInfo, geminiStreamEvents, stopSequences } from './stream.js';
 import { RequestError, upstreamError } from '../../core/errors.js';
 
 function endpoint(target: ProviderTarget, model: string, method: 'generateContent' | 'streamGenerateContent'): string {
@@ -101,7 +101,7 @@ async function foldEvents(events: AsyncIterable<StreamEvent>, info: GeminiStream
 
 export const geminiChat: ChatAdapter = {
   async complete(req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): Promise<InferenceResult> {
-    if (req.sampling.stop?.length) {
+    if (stopSequences(req).length) {
       const info: GeminiStreamInfo = {};
       return foldEvents(streamEvents(req, target, signal, info), info);
     }

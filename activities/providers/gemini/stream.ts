@@ -35,7 +35,8 @@ export async function* geminiStreamEvents(
   let lastUsage: GeminiUsageMetadata | undefined;
   const showReasoning = !req.reasoning?.exclude;
   const wantLogprobs = !!req.sampling.logprobs;
-  const stops = req.sampling.stop?.length ? new StopMatcher(req.sampling.stop) : null;
+  const sequences = stopSequences(req);
+  const stops = sequences.length ? new StopMatcher(sequences) : null;
   const textEvent = (p: Piece): StreamEvent =>
     wantLogprobs && p.logprobs.length
       ? { type: 'text', text: p.text, logprobs: p.logprobs }
@@ -100,6 +101,11 @@ export async function* geminiStreamEvents(
   yield { type: 'finish', reason: blocked && !finish ? 'content_filter' : finishReason(finish, calls > 0) };
   const u = usage(lastUsage);
   if (u) yield { type: 'usage', usage: u };
+}
+
+/** The request's stop sequences; an empty one can stop nothing (it would end every answer before it began). */
+export function stopSequences(req: InferenceRequest): string[] {
+  return req.sampling.stop?.filter((s) => s.length > 0) ?? [];
 }
 
 /**
