@@ -36,7 +36,7 @@ describe('TEE models', function () {
     await restoreEnv();
   });
   afterEach(async () => {
-    up.faults = { tamper: false, wrongNonce: false, impostor: false };
+    up.faults = { tamper: false, wrongNonce: false, impostor: false, alterResponse: false, otherRecord: false };
     await assertBooksBalance();
   });
 
@@ -48,6 +48,13 @@ describe('TEE models', function () {
       body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'Is this sealed?' }], ...extra }),
     });
   const get = (path: string) => fetch(`${api.base}${path}`, { headers: auth() });
+  /** the signature the upstream serves for an id, read straight from it */
+  const signatureOf = async (id: string): Promise<`0x${string}`> => {
+    const res = await fetch(`${up.url}/signature/${id}?model=x&signing_algo=ecdsa`, {
+      headers: { authorization: `Bearer ${up.apiKey}` },
+    });
+    return (await res.json()).signature;
+  };
 
   it('verifies a chat answer against a fresh attestation and says so', async () => {
     const res = await chat();
@@ -61,6 +68,7 @@ describe('TEE models', function () {
     assert.equal(v.request_id, body.id);
     assert.match(body.id, /^chatcmpl-[0-9a-f]{24}$/);
     assert.match(v.text, /^[0-9a-f]{64}:[0-9a-f]{64}$/);
+    assert.equal(v.bodies_checked, true);
     // the gateway asked with a fresh nonce, and for this answer's signature
     assert.match(up.nonces.at(-1)!, /^[0-9a-f]{64}$/);
     assert.equal(up.signatureIds.at(-1), body.id);
@@ -99,6 +107,50 @@ describe('TEE models', function () {
     }
   });
 
+  it('flags an answer whose response body changed on the way (the signature itself is genuine)', async () => {
+    up.faults.alterResponse = true;
+    const res = await chat();
+    const body = await res.json();
+    assert.equal(res.status, 200, JSON.stringify(body));
+    assert.equal(body.choices[0].message.content, 'Altered on the way');
+    assert.equal(res.headers.get('x-tee-verified'), 'false');
+    const v = body.tee_verification;
+    assert.equal(v.verified, false);
+    assert.equal(v.bodies_checked, true);
+    assert.match(v.reason, /response hash is not the sha256 of the response body the gateway received/);
+    // the signature recovers to the enclave: only the comparison with the bytes received catches it
+    const rec = up.signatureIds.at(-1)!;
+    assert.equal(rec, body.id);
+    // and the signature route, later, compares with the digests kept for this answer
+    up.faults.alterResponse = false;
+    const sig = await get(`/api/v1/tee/signature/${body.id}?model=${encodeURIComponent(MODEL)}&signing_algo=ecdsa`);
+    assert.equal(sig.status, 502);
+    const err = (await sig.json()).error;
+    assert.equal(err.code, 'tee_signature_invalid');
+    assert.match(err.message, /response body the gateway received/);
+  });
+
+  it('flags an answer whose signature is the record of another request', async () => {
+    const first = await (await chat()).json();
+    assert.equal(first.tee_verification.verified, true, first.tee_verification.reason);
+    up.faults.otherRecord = true;
+    const res = await fetch(`${api.base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: auth(),
+      body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'A different question' }] }),
+    });
+    const body = await res.json();
+    assert.equal(res.status, 200, JSON.stringify(body));
+    const v = body.tee_verification;
+    assert.equal(v.verified, false);
+    // a genuine signature by the attested key, over another request's bodies
+    assert.equal(await recoverMessageAddress({ message: v.text, signature: await signatureOf(body.id) }), up.address);
+    assert.match(v.reason, /request hash is not the sha256 of the request body the gateway sent/);
+    const sig = await get(`/api/v1/tee/signature/${body.id}?model=${encodeURIComponent(MODEL)}&signing_algo=ecdsa`);
+    assert.equal(sig.status, 502);
+    assert.match((await sig.json()).error.message, /request body the gateway sent/);
+  });
+
   it('flags an answer when the attestation does not echo the nonce', async () => {
     up.faults.wrongNonce = true;
     const body = await (await chat()).json();
@@ -133,6 +185,7 @@ describe('TEE models', function () {
     assert.equal(res.status, 200, JSON.stringify(rec));
     assert.equal(res.headers.get('x-tee-verified'), 'true');
     assert.equal(rec.verification.verified, true);
+    assert.equal(rec.verification.bodies_checked, true);
     assert.equal(await recoverMessageAddress({ message: rec.text, signature: rec.signature }), up.address);
     assert.equal(rec.signing_address, up.address);
   });

@@ -160,6 +160,11 @@ export interface InferenceResult {
   logprobs?: TokenLogprob[];
   /** the upstream's own id for the generation, when it gives one */
   upstreamId?: string;
+  /**
+   * sha256 (hex) of the exact request body sent and response body received, for upstreams that
+   * sign their answers over them (TEE models; the gateway checks the signature against these)
+   */
+  bodyDigests?: { request: string; response: string };
   /** pass-through: the upstream's answer exactly as it came (see NativeRequest) */
   native?: Record<string, unknown>;
   /** native web search: the sources the upstream cited, as spans of `content` */

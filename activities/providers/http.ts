@@ -9,6 +9,7 @@
 // metered call falls back to the next route. Going silent later cuts the stream (the caller gets
 // the cut frame and pays for what was produced). Jobs add no loop of their own: a failed attempt
 // fails the activity, and the workflow engine's retry policy decides what happens next.
+import { createHash } from 'node:crypto';
 import { Agent, errors, request } from 'undici';
 import type { Dispatcher } from 'undici';
 import { RequestError, upstreamError, isRetryableStatus } from '../core/errors.js';
@@ -33,6 +34,18 @@ function agent(): Agent {
   }
   return pool.agent;
 }
+
+/**
+ * The sha256 (hex) of the exact bytes of a request body sent and of the response body received,
+ * filled in by send() and readJson() when a target asks for them (`ProviderTarget.wire`): TEE
+ * answers are signed over these two hashes, and the gateway checks the signature against them.
+ */
+export interface WireDigests {
+  sent?: string;
+  received?: string;
+}
+
+const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
 
 export interface UpstreamResponse {
   status: number;
@@ -64,8 +77,11 @@ export async function send(
     /** a JSON text, or the bytes of a multipart form (image edits) */
     body?: string | Buffer;
     signal: AbortSignal;
+    /** record the body's sha256 here (see WireDigests) */
+    wire?: WireDigests;
   },
 ): Promise<UpstreamResponse> {
+  if (init.wire && init.body !== undefined) init.wire.sent = sha256(init.body);
   try {
     const res = await request(parsedUrl(url), {
       method: init.method ?? 'POST',
@@ -137,12 +153,16 @@ export async function statusError(providerId: string, res: UpstreamResponse): Pr
   });
 }
 
-/** Read a whole JSON body, mapping a broken body to a retryable error. */
+/** Read a whole JSON body, mapping a broken body to a retryable error; `wire` gets the bytes' sha256. */
 // biome-ignore lint/suspicious/noExplicitAny: wire JSON
-export async function readJson(providerId: string, res: UpstreamResponse): Promise<any> {
+export async function readJson(providerId: string, res: UpstreamResponse, wire?: WireDigests): Promise<any> {
   let text: string;
   try {
-    text = await res.body.text();
+    if (wire) {
+      const bytes = Buffer.from(await res.body.arrayBuffer());
+      wire.received = sha256(bytes);
+      text = bytes.toString('utf8');
+    } else text = await res.body.text();
   } catch (err) {
     throw transportError(providerId, err);
   }

@@ -4,6 +4,7 @@
 // Routing, billing and streaming never special-case a vendor: they only see these interfaces and
 // RequestError (made by `upstreamError` for an upstream's failures, core/errors.ts).
 import type { RequestError } from '../core/errors.js';
+import type { WireDigests } from './http.js';
 import type { InferenceRequest, InferenceResult, NativeFormat, NativeRequest, StreamEvent } from '../core/types.js';
 
 /** Everything an adapter needs to reach one route of one provider. */
@@ -16,6 +17,8 @@ export interface ProviderTarget {
   options: Record<string, unknown>;
   /** extra headers to pass to the upstream (e.g. `anthropic-beta`) */
   headers?: Record<string, string>;
+  /** where the OpenAI adapter records the sha256 of a chat call's exact bodies (the TEE provider asks) */
+  wire?: WireDigests;
 }
 
 /** One upstream protocol and what it can do. */

@@ -5,7 +5,8 @@ import { randomBytes } from 'node:crypto';
 import type { ModelInfo, Route } from '../catalog/catalog.js';
 import { RequestError } from '../core/errors.js';
 import { capability, targetFor } from '../providers/registry.js';
-import { attestedAddress, checkNonce, checkSignature } from './verify.js';
+import { type BodyDigests, keepBodyDigests, keptBodyDigests } from './digests.js';
+import { attestedAddress, checkBodies, checkNonce, checkSignature } from './verify.js';
 
 export const isTeeModel = (modelId: string): boolean => modelId.startsWith('TEE/');
 
@@ -39,12 +40,19 @@ export interface TeeVerification {
   request_id: string;
   /** the signed text: sha256(request body):sha256(response body) */
   text: string | null;
+  /**
+   * whether `text` was compared with the sha256 of the bodies the gateway sent and received (false:
+   * it kept none for this id: a streamed answer, or one older than the window)
+   */
+  bodies_checked: boolean;
   reason?: string;
 }
 
 /**
- * Verify one answer of `route` (its upstream id `chatId`): attestation with a fresh nonce, then the
- * signature. Never throws: an upstream that cannot prove its answer gives `verified: false` and why.
+ * Verify one answer of `route` (its upstream id `chatId`): attestation with a fresh nonce, the
+ * signature, and the signed text against the sha256 of the bodies the gateway exchanged for it
+ * (`digests`, just recorded by the call: kept for later lookups; otherwise the ones kept earlier).
+ * Never throws: an upstream that cannot prove its answer gives `verified: false` and why.
  * `record` is the upstream's signature record, when it gave one. With `rethrow`, an upstream that
  * fails to answer throws its RequestError instead (the proof routes pass its status on: an unknown
  * chat id is the upstream's 404).
@@ -53,7 +61,7 @@ export async function verifyAnswer(
   route: Route,
   chatId: string,
   signal: AbortSignal,
-  opts: { rethrow?: boolean } = {},
+  opts: { rethrow?: boolean; digests?: BodyDigests } = {},
 ): Promise<{ verification: TeeVerification; record?: Record<string, unknown> }> {
   const out: TeeVerification = {
     verified: false,
@@ -61,7 +69,18 @@ export async function verifyAnswer(
     signing_algo: 'ecdsa',
     request_id: chatId,
     text: null,
+    bodies_checked: false,
   };
+  let digests: BodyDigests | null = opts.digests ?? null;
+  try {
+    // kept for a later signature lookup; this answer is compared with them either way
+    if (opts.digests) await keepBodyDigests(route.provider.id, chatId, opts.digests);
+    else digests = await keptBodyDigests(route.provider.id, chatId);
+  } catch (err) {
+    // the gateway's own store failing: the proof routes say so (500); an answer is still checked
+    // against the digests of its own call
+    if (opts.rethrow) throw err;
+  }
   let record: Record<string, unknown> | undefined;
   const failed = (reason: string | undefined) => ({ verification: { ...out, reason }, record });
   try {
@@ -75,7 +94,13 @@ export async function verifyAnswer(
     record = await answerSignature(route, chatId, 'ecdsa', signal);
     out.text = typeof record.text === 'string' ? record.text : null;
     const signed = await checkSignature(record, address);
-    return signed.ok ? { verification: { ...out, verified: true }, record } : failed(signed.reason);
+    if (!signed.ok) return failed(signed.reason);
+    if (digests) {
+      out.bodies_checked = true;
+      const bodies = checkBodies(out.text!, digests);
+      if (!bodies.ok) return failed(bodies.reason);
+    }
+    return { verification: { ...out, verified: true }, record };
   } catch (err) {
     if (opts.rethrow) throw err;
     return failed(`the upstream's proofs could not be fetched: ${(err as Error).message}`);

@@ -31,6 +31,25 @@ export function checkNonce(report: Record<string, unknown>, nonce: string): TeeC
     : { ok: false, reason: 'the attestation report does not echo the nonce sent with it' };
 }
 
+/**
+ * The signed `text` (`<sha256 of the request body>:<sha256 of the response body>`) names the bodies
+ * the gateway itself sent and received: a signature valid for another request, or a response body
+ * changed on the way, fails here.
+ */
+export function checkBodies(text: string, sent: { request: string; response: string }): TeeCheck {
+  const [request, response, ...rest] = text.toLowerCase().split(':');
+  if (rest.length || !/^[0-9a-f]{64}$/.test(request ?? '') || !/^[0-9a-f]{64}$/.test(response ?? ''))
+    return { ok: false, reason: 'the signed text is not <sha256 of the request>:<sha256 of the response>' };
+  if (request !== sent.request)
+    return { ok: false, reason: 'the signed request hash is not the sha256 of the request body the gateway sent' };
+  if (response !== sent.response)
+    return {
+      ok: false,
+      reason: 'the signed response hash is not the sha256 of the response body the gateway received',
+    };
+  return { ok: true };
+}
+
 /** The signature over `text` recovers to `address` (the attested one), and the record names it too. */
 export async function checkSignature(record: Record<string, unknown>, address: string): Promise<TeeCheck> {
   const { text, signature, signing_address: named } = record;

@@ -132,7 +132,9 @@ textRoute(
     // its `id` is the upstream's, the one GET /api/v1/tee/signature/{requestId} takes
     const chatId = (result.native?.id as string | undefined) ?? result.upstreamId;
     if (isTeeModel(model.id) && chatId) {
-      const { verification } = await verifyAnswer(route, chatId, clientAbortSignal(ctx));
+      const { verification } = await verifyAnswer(route, chatId, clientAbortSignal(ctx), {
+        digests: result.bodyDigests,
+      });
       answer.id = chatId;
       answer.tee_verification = verification;
       ctx.set('X-TEE-Verified', String(verification.verified));

@@ -50,7 +50,7 @@ describe('gemini adapter', () => {
 
   it('completes a plain request', async () => {
     const res = await geminiChat.complete(
-      request({ sampling: { temperature: 0.3, topP: 0.9, topK: 40, seed: 7, stop: ['END'], minP: 0.1 } }),
+      request({ sampling: { temperature: 0.3, topP: 0.9, topK: 40, seed: 7, minP: 0.1 } }),
       target,
       signal(),
     );
@@ -68,7 +68,6 @@ describe('gemini adapter', () => {
       topP: 0.9,
       topK: 40,
       seed: 7,
-      stopSequences: ['END'],
     });
     assert.equal(res.usage?.completionTokens, 3);
     assert.ok(res.usage!.promptTokens > 0);
@@ -486,6 +485,114 @@ describe('gemini adapter', () => {
     setTimeout(() => ac2.abort(), 100);
     await rejects(it.next(), (e) => assert.equal(e.code, 'aborted'));
     await waitFor(() => up.lastRequest()!.clientClosed);
+  });
+
+  describe('stop sequences, enforced by the gateway', () => {
+    const texts = (events: StreamEvent[]) => events.flatMap((e) => (e.type === 'text' ? [e.text] : []));
+
+    it('streams up to the first stop sequence, split across frames, and names it', async () => {
+      up.script({ text: 'alpha beta gamma delta epsilon', textChunks: ['alpha be', 'ta gam', 'ma', ' delta epsilon'] });
+      const events = await collect(
+        geminiChat.stream(request({ sampling: { stop: ['delta', 'beta gamma'] } }), target, signal()),
+      );
+      const rec = up.lastRequest()!;
+      assert.equal(rec.action, 'streamGenerateContent');
+      // not forwarded: Gemini would stop on it silently, and nobody could tell which one matched
+      assert.equal(rec.body.generationConfig?.stopSequences, undefined);
+      // never a part of the stop sequence, not even the 'be' that could have started it
+      assert.deepEqual(texts(events), ['alpha ']);
+      assert.deepEqual(events.at(-2), { type: 'finish', reason: 'stop', stopSequence: 'beta gamma' });
+      // the running totals of the frame that held the stop ('alpha beta gamma': 3 words), not the final 5
+      const usage = (events.at(-1) as Extract<StreamEvent, { type: 'usage' }>).usage;
+      assert.equal(usage.completionTokens, 3);
+      assert.ok(usage.promptTokens > 0);
+    });
+
+    it('answers a non-streamed request from a streamed upstream call, cut at the stop', async () => {
+      up.script({ text: 'one two STOP three four', textChunks: ['one two S', 'TOP three', ' four'] });
+      const res = await geminiChat.complete(request({ sampling: { stop: ['STOP'] } }), target, signal());
+      const rec = up.lastRequest()!;
+      assert.equal(rec.action, 'streamGenerateContent');
+      assert.equal(rec.query.alt, 'sse');
+      assert.equal(rec.body.generationConfig?.stopSequences, undefined);
+      assert.equal(res.content, 'one two ');
+      assert.equal(res.finishReason, 'stop');
+      assert.equal(res.stopSequence, 'STOP');
+      assert.equal(res.usage?.completionTokens, 4); // 'one two STOP three'
+      assert.ok(res.upstreamId?.startsWith('resp-'));
+    });
+
+    it('stops the upstream at the stop instead of reading on', async () => {
+      // the upstream would hang after the frame holding the stop: only a gateway that stops reading finishes
+      up.script({ text: 'a b END c d', textChunks: ['a b ', 'END c', ' d'], hangAfter: 2 });
+      const res = await geminiChat.complete(request({ sampling: { stop: ['END'] } }), target, signal());
+      assert.equal(res.content, 'a b ');
+      assert.equal(res.stopSequence, 'END');
+      await waitFor(() => up.lastRequest()!.clientClosed);
+    });
+
+    it('without a match: the whole text (held-back text included), a plain stop, the final usage', async () => {
+      up.script({ text: 'one two thr', textChunks: ['one t', 'wo thr'] });
+      const events = await collect(geminiChat.stream(request({ sampling: { stop: ['three'] } }), target, signal()));
+      assert.equal(texts(events).join(''), 'one two thr');
+      assert.deepEqual(events.at(-2), { type: 'finish', reason: 'stop' });
+      assert.equal((events.at(-1) as Extract<StreamEvent, { type: 'usage' }>).usage.completionTokens, 3);
+
+      up.script({ text: 'one two thr', textChunks: ['one t', 'wo thr'] });
+      const res = await geminiChat.complete(request({ sampling: { stop: ['three'] } }), target, signal());
+      assert.equal(res.content, 'one two thr');
+      assert.equal(res.stopSequence, undefined);
+      assert.equal(res.usage?.completionTokens, 3);
+    });
+
+    it('keeps the text before a function call, and the cap still ends an answer as length', async () => {
+      up.script({ text: 'Let me ch', toolCalls: [{ name: 'lookup', args: { q: 1 } }] });
+      const res = await geminiChat.complete(
+        request({ sampling: { stop: ['check'] }, tools: [{ name: 'lookup' }] }),
+        target,
+        signal(),
+      );
+      assert.equal(res.content, 'Let me ch');
+      assert.equal(res.finishReason, 'tool_calls');
+      assert.equal(res.toolCalls[0].name, 'lookup');
+      assert.match(res.toolCalls[0].id, /^call_0_/);
+
+      up.script({ text: 'w1 w2 w3 w4 w5' });
+      const capped = await geminiChat.complete(
+        request({ maxTokens: 3, sampling: { stop: ['zzz'] } }),
+        target,
+        signal(),
+      );
+      assert.equal(capped.content, 'w1 w2 w3');
+      assert.equal(capped.finishReason, 'length');
+
+      // an empty sequence stops nothing (it would match before the first character)
+      up.script({ text: 'still here' });
+      const empty = await geminiChat.complete(request({ sampling: { stop: [''] } }), target, signal());
+      assert.equal(empty.content, 'still here');
+      assert.equal(up.lastRequest()!.action, 'generateContent');
+    });
+
+    it('bills no usage at a cut when the frames did not count the output yet (the gateway estimates it)', async () => {
+      up.script({ text: 'a b END c', textChunks: ['a b ', 'END', ' c'], runningUsage: false });
+      const res = await geminiChat.complete(request({ sampling: { stop: ['END'] } }), target, signal());
+      assert.equal(res.content, 'a b ');
+      assert.equal(res.usage, null);
+    });
+
+    it('has a loopback that stops on stopSequences as Gemini does: the sequence left out, a plain STOP', async () => {
+      const res = await fetch(`${up.url}/v1beta/models/gemini-2.0-flash:generateContent`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-goog-api-key': up.apiKey },
+        body: JSON.stringify({
+          contents: [{ role: 'user', parts: [{ text: 'a b c' }] }],
+          generationConfig: { stopSequences: ['b'] },
+        }),
+      });
+      const body = await res.json();
+      assert.equal(body.candidates[0].content.parts[0].text, 'Echo: a ');
+      assert.equal(body.candidates[0].finishReason, 'STOP');
+    });
   });
 
   it('releases the upstream when the consumer stops reading', async () => {

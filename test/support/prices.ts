@@ -23,6 +23,8 @@ const TEXT: Record<string, TokenPrices> = {
   'anthropic/claude-3-5-haiku': CLAUDE_HAIKU,
   // 3.00 / 0.30 cached / 15.00, +5%
   'anthropic/claude-sonnet-4': { input: 3_150_000_000n, cachedInput: 315_000_000n, output: 15_750_000_000n },
+  // 0.10 / 0.025 cached / 0.40, +5%
+  'google/gemini-2.0-flash': { input: 105_000_000n, cachedInput: 26_250_000n, output: 420_000_000n },
   // 0.02 / 0.02, no markup, no cached price (cached input pays the input price)
   'local/stories260k': { input: 20_000_000n, cachedInput: 20_000_000n, output: 20_000_000n },
 };

@@ -118,7 +118,6 @@ function generationConfig(req: InferenceRequest, target: ProviderTarget): Gemini
   if (s.topP !== undefined) g.topP = s.topP;
   if (s.topK !== undefined) g.topK = s.topK;
   if (s.seed !== undefined) g.seed = s.seed;
-  if (s.stop?.length) g.stopSequences = s.stop;
   if (s.presencePenalty !== undefined) g.presencePenalty = s.presencePenalty;
   if (s.frequencyPenalty !== undefined) g.frequencyPenalty = s.frequencyPenalty;
   if (s.logprobs) {
@@ -126,6 +125,10 @@ function generationConfig(req: InferenceRequest, target: ProviderTarget): Gemini
     if (s.topLogprobs) g.logprobs = s.topLogprobs;
   }
   // minP, repetitionPenalty and logitBias have no Gemini equivalent and are left out.
+  // Stop sequences are NOT sent as `stopSequences`: Gemini would stop on one, leave it out of the
+  // text and finish with a plain STOP, so nobody could tell which one ended the answer, or that
+  // one did. The gateway enforces them on the streamed text instead (stream.ts), which also lifts
+  // Gemini's limit of 5.
   const f = req.responseFormat;
   if (f?.type === 'json_object') g.responseMimeType = 'application/json';
   if (f?.type === 'json_schema') {

@@ -12,8 +12,8 @@ import { PROVIDER_ID } from './engine.js';
 import type { LocalModel } from './engine.js';
 import type { Prompt } from './prompt.js';
 import { samplerOptions } from './sampling.js';
-import { StopMatcher } from './stops.js';
-import type { Piece } from './stops.js';
+import { StopMatcher } from '../stops.js';
+import type { Piece } from '../stops.js';
 import { RequestError, upstreamError } from '../../core/errors.js';
 
 export interface GenerationEnd {

@@ -33,6 +33,7 @@ async function call(
     headers: requestHeaders(target, q, stream),
     body: JSON.stringify(body),
     signal,
+    wire: target.wire,
   }).catch((err) => {
     throw deadlineOr(target.providerId, err, signal);
   });
@@ -42,7 +43,7 @@ async function call(
 
 async function complete(req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): Promise<InferenceResult> {
   const { res, legacy } = await call(req, target, signal, false);
-  const json = await readJson(target.providerId, res).catch((err) => {
+  const json = await readJson(target.providerId, res, target.wire).catch((err) => {
     throw deadlineOr(target.providerId, err, signal);
   });
   return legacy

@@ -73,6 +73,7 @@ async function post(
     headers: requestHeaders(target, q, stream),
     body: JSON.stringify(body),
     signal,
+    wire: target.wire,
   }).catch((err) => {
     throw deadlineOr(target.providerId, err, signal);
   });
@@ -93,7 +94,7 @@ export const openaiPassThrough: NativePassThrough = {
     signal: AbortSignal,
   ): Promise<InferenceResult> {
     const res = await post(native, req, target, signal, false);
-    const json = await readJson(target.providerId, res).catch((err) => {
+    const json = await readJson(target.providerId, res, target.wire).catch((err) => {
       throw deadlineOr(target.providerId, err, signal);
     });
     const result: InferenceResult = fromChatResponse(target.providerId, json, false);

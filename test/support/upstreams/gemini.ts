@@ -14,7 +14,9 @@
 // Unscripted replies are derived from the request: "Echo: <last user text>", a summary of the
 // function responses when the last turn holds them, a JSON object when JSON output was asked for,
 // a call of the first allowed function under mode ANY, a thought summary when thoughts are asked
-// for, and MAX_TOKENS truncation at maxOutputTokens (one word = one token).
+// for, and MAX_TOKENS truncation at maxOutputTokens (one word = one token). `stopSequences` cut
+// the text where the first one starts, leaving it out, with a plain STOP, as the real API does.
+// Every stream frame carries the running usage totals; the last one the whole count.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { bodyWriter, defaultSplit, type SplitWrites } from './split.js';
@@ -39,9 +41,13 @@ interface GeminiReplyScript {
   blockReason?: string;
   /** fields replace the computed counts; null sends no usageMetadata */
   usage?: Partial<GeminiUsageMetadata> | null;
+  /** stream: false = frames before the last report the prompt count only (default: running totals) */
+  runningUsage?: boolean;
   modelVersion?: string;
   /** stream: how many frames the text is split into (default up to 3) */
   chunks?: number;
+  /** stream: the text's frames exactly (they join to the text; a stop sequence still cuts it) */
+  textChunks?: string[];
   /** wait this long before answering at all */
   delayMs?: number;
   /** answer with this HTTP status and Google's error body (or, with `errorAfter`, as a stream frame) */
@@ -402,6 +408,13 @@ function plan(body: GeminiRequest, s: GeminiReplyScript) {
   if (thinkingOff) reasoning = undefined;
 
   let finishReason = s.finishReason ?? 'STOP';
+  // Gemini stops where a stop sequence starts, leaves it out of the text and says just STOP.
+  let stoppedAt: number | undefined;
+  for (const stop of g.stopSequences ?? []) {
+    const at = text?.indexOf(stop) ?? -1;
+    if (at >= 0 && (stoppedAt === undefined || at < stoppedAt)) stoppedAt = at;
+  }
+  if (text !== undefined && stoppedAt !== undefined) text = text.slice(0, stoppedAt);
   if (
     text !== undefined &&
     g.maxOutputTokens !== undefined &&
@@ -427,7 +440,13 @@ function plan(body: GeminiRequest, s: GeminiReplyScript) {
   const callParts: GeminiPart[] = (toolCalls ?? []).map((c) => ({
     functionCall: { ...(c.id ? { id: c.id } : {}), name: c.name, args: c.args ?? {} },
   }));
-  return { thoughtParts, textParts, callParts, finishReason, usage: s.usage === null ? undefined : usage };
+  return {
+    thoughtParts,
+    textParts,
+    callParts,
+    finishReason,
+    usage: s.usage === null ? undefined : usage,
+  };
 }
 
 function splitText(text: string, n: number): string[] {
@@ -435,6 +454,18 @@ function splitText(text: string, n: number): string[] {
   const size = Math.max(1, Math.ceil(w.length / n));
   const out: string[] = [];
   for (let i = 0; i < w.length; i += size) out.push(w.slice(i, i + size).join(''));
+  return out;
+}
+
+/** Scripted frames, cut where the text was cut (at a stop sequence or the output cap). */
+function scriptedChunks(chunks: string[], text: string): string[] {
+  const out: string[] = [];
+  let left = text.length;
+  for (const c of chunks) {
+    if (left <= 0) break;
+    out.push(c.slice(0, left));
+    left -= c.length;
+  }
   return out;
 }
 
@@ -556,7 +587,7 @@ export async function startGeminiUpstream(
     const responseId = `resp-${++seq}-${Math.random().toString(36).slice(2, 10)}`;
     const modelVersion = s.modelVersion ?? rec.model;
     const p = plan(body, s);
-    const wrap = (parts: GeminiPart[] | undefined, last: boolean): GeminiResponse => {
+    const wrap = (parts: GeminiPart[] | undefined, last: boolean, soFar?: GeminiUsageMetadata): GeminiResponse => {
       if (s.blockReason) {
         return {
           promptFeedback: { blockReason: s.blockReason },
@@ -577,10 +608,8 @@ export async function startGeminiUpstream(
         ...(last ? { finishReason: p.finishReason } : {}),
         index: 0,
       };
-      // Mid-stream frames report the prompt so far; the last carries the whole count.
-      const usageMetadata =
-        p.usage &&
-        (last ? p.usage : { promptTokenCount: p.usage.promptTokenCount, totalTokenCount: p.usage.promptTokenCount });
+      // Mid-stream frames carry the running totals; the last carries the whole count.
+      const usageMetadata = p.usage && (last || !soFar ? p.usage : soFar);
       return { candidates: [candidate], ...(usageMetadata ? { usageMetadata } : {}), modelVersion, responseId };
     };
 
@@ -591,13 +620,40 @@ export async function startGeminiUpstream(
 
     // Streaming: thoughts, then the text in pieces, then the calls; the last frame has finishReason + usage.
     const text = p.textParts[0]?.text ?? '';
+    const textChunks = s.textChunks ? scriptedChunks(s.textChunks, text) : splitText(text, s.chunks ?? 3);
     const pieces: GeminiPart[][] = [
       ...p.thoughtParts.map((t) => [t]),
-      ...(text ? splitText(text, s.chunks ?? 3).map((t) => [{ text: t }]) : []),
+      ...(text ? textChunks.map((t) => [{ text: t }]) : []),
       ...(p.callParts.length ? [p.callParts] : []),
     ];
     if (pieces.length === 0 || s.blockReason) pieces.push([]);
-    const frames = pieces.map((parts, i) => wrap(parts, i === pieces.length - 1));
+    let thoughtsSoFar = '';
+    let textSoFar = '';
+    let callsSoFar = 0;
+    const frames = pieces.map((parts, i) => {
+      for (const part of parts) {
+        if (part.functionCall) callsSoFar++;
+        else if (part.thought) thoughtsSoFar += part.text;
+        else textSoFar += part.text ?? '';
+      }
+      const final = p.usage;
+      let soFar: GeminiUsageMetadata | undefined;
+      if (final && s.runningUsage === false) {
+        const prompt = final.promptTokenCount ?? 0;
+        soFar = { promptTokenCount: prompt, totalTokenCount: prompt };
+      } else if (final) {
+        const candidates = Math.min(words(textSoFar).length + callsSoFar * 5, final.candidatesTokenCount ?? 0);
+        const thoughts = Math.min(words(thoughtsSoFar).length, final.thoughtsTokenCount ?? 0);
+        const prompt = final.promptTokenCount ?? 0;
+        soFar = {
+          promptTokenCount: prompt,
+          candidatesTokenCount: candidates,
+          ...(thoughts ? { thoughtsTokenCount: thoughts } : {}),
+          totalTokenCount: prompt + candidates + thoughts,
+        };
+      }
+      return wrap(parts, i === pieces.length - 1, soFar);
+    });
 
     const sse = url.searchParams.get('alt') === 'sse';
     res.writeHead(200, {

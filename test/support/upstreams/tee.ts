@@ -7,7 +7,10 @@
 //   GET  /v1/signature/{chat_id}?model&signing_algo        {text, signature, signing_address}; 404 unknown id
 // `Authorization: Bearer <key>` is checked (401). Faults a test can set: `tamper` (the signature of
 // another text is served: it recovers to another address), `wrongNonce` (the report echoes a nonce
-// it was not sent), `impostor` (answers signed by a key the report does not attest).
+// it was not sent), `impostor` (answers signed by a key the report does not attest),
+// `alterResponse` (the enclave signs its answer, but the body that leaves is changed on the way:
+// the signature is valid, over a response nobody received), `otherRecord` (the signature route
+// serves the genuine record of the previous answer instead of the one asked for).
 import http from 'node:http';
 import { createHash, randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
@@ -18,14 +21,14 @@ export interface TeeUpstream {
   apiKey: string;
   /** the enclave's attested signing address */
   address: string;
-  faults: { tamper: boolean; wrongNonce: boolean; impostor: boolean };
+  faults: { tamper: boolean; wrongNonce: boolean; impostor: boolean; alterResponse: boolean; otherRecord: boolean };
   /** attestation requests seen (their nonces) and signature requests (chat ids) */
   nonces: string[];
   signatureIds: string[];
   close(): Promise<void>;
 }
 
-const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+const sha256 = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
 
 export async function startTeeUpstream(): Promise<TeeUpstream> {
   const apiKey = `tee-${randomBytes(8).toString('hex')}`;
@@ -36,28 +39,29 @@ export async function startTeeUpstream(): Promise<TeeUpstream> {
     url: '',
     apiKey,
     address: enclave.address,
-    faults: { tamper: false, wrongNonce: false, impostor: false },
+    faults: { tamper: false, wrongNonce: false, impostor: false, alterResponse: false, otherRecord: false },
     nonces: [],
     signatureIds: [],
     close: () => new Promise((r) => server.close(() => r())),
   };
-  const json = (res: http.ServerResponse, status: number, body: unknown) => {
+  const json = (res: http.ServerResponse, status: number, body: unknown, sent?: string) => {
     const text = JSON.stringify(body);
-    res.writeHead(status, { 'content-type': 'application/json' }).end(text);
+    res.writeHead(status, { 'content-type': 'application/json' }).end(sent ?? text);
     return text;
   };
 
   const server = http.createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
-    const raw = Buffer.concat(chunks).toString();
+    const rawBytes = Buffer.concat(chunks);
+    const raw = rawBytes.toString();
     if (req.headers.authorization !== `Bearer ${apiKey}`)
       return json(res, 401, { error: { message: 'Invalid API key', type: 'authentication_error' } });
     const url = new URL(req.url ?? '/', 'http://x');
     if (req.method === 'POST' && url.pathname === '/v1/chat/completions') {
       const body = JSON.parse(raw) as { model: string; messages: { content: string }[] };
       const id = `chatcmpl-${randomBytes(12).toString('hex')}`;
-      const text = json(res, 200, {
+      const answer = {
         id,
         object: 'chat.completion',
         created: Math.floor(Date.now() / 1000),
@@ -70,8 +74,14 @@ export async function startTeeUpstream(): Promise<TeeUpstream> {
           },
         ],
         usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18 },
+      };
+      // what the enclave signs is what it wrote; with `alterResponse` something else arrives
+      const altered = JSON.stringify({
+        ...answer,
+        choices: [{ ...answer.choices[0], message: { role: 'assistant', content: 'Altered on the way' } }],
       });
-      const signed = `${sha256(raw)}:${sha256(text)}`;
+      const text = json(res, 200, answer, up.faults.alterResponse ? altered : undefined);
+      const signed = `${sha256(rawBytes)}:${sha256(text)}`;
       const signer = up.faults.impostor ? impostor : enclave;
       // tampered: the record keeps its text, but the signature is over something else
       const signature = await signer.signMessage({ message: up.faults.tamper ? `${signed}x` : signed });
@@ -96,6 +106,9 @@ export async function startTeeUpstream(): Promise<TeeUpstream> {
       const id = decodeURIComponent(sig[1]);
       up.signatureIds.push(id);
       const rec = records.get(id);
+      const other = [...records.keys()].reverse().find((k) => k !== id);
+      if (rec && up.faults.otherRecord && other)
+        return json(res, 200, { ...records.get(other), signing_address: enclave.address, signing_algo: 'ecdsa' });
       if (!rec) return json(res, 404, { error: { message: `Chat id not found or expired: ${id}` } });
       return json(res, 200, { ...rec, signing_address: enclave.address, signing_algo: 'ecdsa' });
     }

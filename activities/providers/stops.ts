@@ -1,7 +1,9 @@
-// Stop sequences over streamed text. Text that could be the start of a stop sequence is held
-// back until the next tokens settle it, so a stop sequence never reaches the caller, not even
-// half of one; the text before it is released with its tokens' logprobs.
-import type { TokenLogprob } from '../../core/types.js';
+// Stop sequences over streamed text, for providers whose stops the gateway enforces itself (the
+// built-in local model; Gemini, whose API does not say which sequence stopped it). Text that
+// could be the start of a stop sequence is held back until the next pieces settle it, so a stop
+// sequence never reaches the caller, not even half of one; the text before it is released with
+// its tokens' logprobs.
+import type { TokenLogprob } from '../core/types.js';
 
 /** Decoded output of one or more tokens (several when a character spans tokens). */
 export interface Piece {
