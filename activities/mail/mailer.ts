@@ -4,7 +4,7 @@
 // (recipient, subject and text, so the code or link in it), so a local install still signs people
 // in. `sendMail` is an ordinary async function: the API calls it in-process, and the worker can
 // register it as an activity (retried by the engine) for mail a workflow sends.
-import { createTransport, type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import { config } from '../config.js';
 
 export interface Mail {
@@ -25,6 +25,7 @@ export async function sendMail(mail: Mail): Promise<void> {
 ${mail.text.replace(/^/gm, '  | ')}`);
     return;
   }
-  if (transport?.url !== url) transport = { url, t: createTransport(url) };
+  // imported by the first message sent, not by every API process at start (README, Memory of one API process)
+  if (transport?.url !== url) transport = { url, t: (await import('nodemailer')).createTransport(url) };
   await transport.t.sendMail({ from: config.mailFrom, to: mail.to, subject: mail.subject, text: mail.text });
 }
