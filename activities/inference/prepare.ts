@@ -2,10 +2,11 @@
 // resolve the model name (suffixes included), plan the routes, check the context window, settle
 // the output cap, and reserve the worst case. One implementation, so chat, messages, responses
 // and completions cannot drift apart.
-import { catalog, type ModelInfo } from '../catalog/catalog.js';
+import { catalog, type ModelInfo, type Route } from '../catalog/catalog.js';
 import type { Caller } from '../accounts/keys.js';
 import { parseModelName, type ModelName } from '../routing/suffixes.js';
 import { planRoute, type ProviderPreferences, type RequestNeeds } from '../routing/planRoute.js';
+import { promptPrefixes, rememberedRoute } from '../routing/cacheAffinity.js';
 import { estimatePromptTokens, likelyFromEstimate } from '../billing/pricing.js';
 import { type CallContext, InferenceCall } from './execute.js';
 import type { InferenceRequest, NativeRequest } from '../core/types.js';
@@ -71,7 +72,17 @@ export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
 
 /** Everything prepareCall does but the reservation: what a quote (x402) needs to price the worst case. */
 export function planCall(p: PrepareInput): InferenceCall {
-  const routes = planRoute(catalog(), p.model, p.caller, p.prefs, p.needs);
+  let routes = planRoute(catalog(), p.model, p.caller, p.prefs, p.needs);
+  // Prompt-cache affinity (routing/cacheAffinity.ts): the route that last served this prompt's
+  // prefix goes first, unless the caller ordered the providers; a sticky request tries it alone.
+  const prefixes = promptPrefixes(p.caller.accountId, p.model.id, p.request);
+  const remembered = p.prefs.order?.length ? undefined : rememberedRoute(prefixes, routes);
+  let blockedFallbacks: Route[] = [];
+  if (remembered) {
+    const rest = routes.filter((r) => r !== remembered);
+    if (p.prefs.stickyProvider) blockedFallbacks = rest;
+    routes = p.prefs.stickyProvider ? [remembered] : [remembered, ...rest];
+  }
   const promptTokens = estimatePromptTokens(p.request);
   const likely = likelyFromEstimate(promptTokens);
   const context = p.model.contextLength;
@@ -115,5 +126,6 @@ export function planCall(p: PrepareInput): InferenceCall {
     holdKey: p.holdKey,
     redaction: p.redaction,
     searchFee: p.searchFee,
+    affinity: { prefixes, blockedFallbacks },
   });
 }
