@@ -137,29 +137,24 @@ export async function startAnthropicUpstream(
     const plain = blocks.map(({ at, block: { cache_control: _, ...b } }) => [at, b]);
     const tokens = (n: number) => Math.ceil(JSON.stringify([body.model, plain.slice(0, n)]).length / 4);
     const now = Date.now();
+    const keyAt = (n: number) => JSON.stringify([body.model, plain.slice(0, n)]);
     const breakpoints = blocks.flatMap(({ block }, i) =>
-      block.cache_control
-        ? [
-            {
-              key: JSON.stringify([body.model, plain.slice(0, i + 1)]),
-              tokens: tokens(i + 1),
-              ttl: block.cache_control.ttl,
-            },
-          ]
-        : [],
+      block.cache_control ? [{ end: i + 1, ttl: block.cache_control.ttl as string | undefined }] : [],
     );
-    let read = 0;
-    let from = 0;
-    breakpoints.forEach((b, i) => {
-      if ((cache!.get(b.key) ?? 0) > now) [read, from] = [b.tokens, i + 1];
-    });
+    // a read: the longest cached prefix ending at a breakpoint or up to 20 blocks before one (Anthropic's lookback)
+    let readEnd = 0;
+    for (const b of breakpoints)
+      for (let end = b.end; end > Math.max(0, b.end - 20); end--)
+        if (end > readEnd && (cache!.get(keyAt(end)) ?? 0) > now) readEnd = end;
+    const read = readEnd ? tokens(readEnd) : 0;
+    // writes: each breakpoint beyond the read caches the part since the one before, for its ttl
     const written = { '5m': 0, '1h': 0 };
     let upTo = read;
-    for (const b of breakpoints.slice(from)) {
-      written[b.ttl === '1h' ? '1h' : '5m'] += b.tokens - upTo;
-      upTo = b.tokens;
+    for (const b of breakpoints.filter((b) => b.end > readEnd)) {
+      written[b.ttl === '1h' ? '1h' : '5m'] += tokens(b.end) - upTo;
+      upTo = tokens(b.end);
     }
-    for (const b of breakpoints) cache.set(b.key, now + (b.ttl === '1h' ? 3_600_000 : 300_000));
+    for (const b of breakpoints) cache.set(keyAt(b.end), now + (b.ttl === '1h' ? 3_600_000 : 300_000));
     return {
       input_tokens: tokens(blocks.length) - upTo,
       cache_read_input_tokens: read,
