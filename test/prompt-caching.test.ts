@@ -90,7 +90,8 @@ describe('prompt caching: affinity, stickiness, breakpoints and cached-token bil
       const { key, accountId } = await newAccount('1');
       const client = new OpenAI({ apiKey: key, baseURL: `${api.base}/api/v1`, maxRetries: 0 });
       openai.script({ status: 503 }); // the first turn falls back to openrouter
-      const first: any = await client.chat.completions.create({ model: GPT, messages: turn1 as any });
+      // `caching: true` puts caching in play: the route that serves the turn is remembered
+      const first: any = await client.chat.completions.create({ model: GPT, messages: turn1, caching: true } as any);
       assert.equal(first.provider, 'openrouter');
 
       const before = await usd(accountId);
@@ -117,7 +118,7 @@ describe('prompt caching: affinity, stickiness, breakpoints and cached-token bil
     it('is per account: another account sending the same turn is routed by the catalog order', async () => {
       const a = await newAccount('1');
       openai.script({ status: 503 });
-      const first: any = await (await post(a.key, { model: GPT, messages: turn1 })).json();
+      const first: any = await (await post(a.key, { model: GPT, messages: turn1, caching: true })).json();
       assert.equal(first.provider, 'openrouter');
       const b = await newAccount('1');
       const other: any = await (
@@ -129,7 +130,7 @@ describe('prompt caching: affinity, stickiness, breakpoints and cached-token bil
     it("gives way to the caller's provider.order", async () => {
       const { key } = await newAccount('1');
       openai.script({ status: 503 });
-      const first: any = await (await post(key, { model: GPT, messages: turn1 })).json();
+      const first: any = await (await post(key, { model: GPT, messages: turn1, caching: true })).json();
       assert.equal(first.provider, 'openrouter');
       const res = await post(key, {
         model: GPT,
@@ -137,6 +138,27 @@ describe('prompt caching: affinity, stickiness, breakpoints and cached-token bil
         provider: { order: ['openai', 'openrouter'] },
       });
       assert.equal(((await res.json()) as any).provider, 'openai');
+    });
+
+    it('is remembered only with caching in play: asked for, or cache reads or writes reported', async () => {
+      const { key } = await newAccount('1');
+      openai.script({ status: 503 });
+      // no flag, and openrouter has not seen this prompt: it reports nothing cached, nothing is remembered
+      const plain: any = await (await post(key, { model: GPT, messages: turn1 })).json();
+      assert.equal(plain.provider, 'openrouter');
+      assert.equal(plain.usage.prompt_tokens_details.cached_tokens, 0);
+      const next = turn2(plain.choices[0].message.content);
+      const routed: any = await (await post(key, { model: GPT, messages: next })).json();
+      assert.equal(routed.provider, 'openai', 'routed by the catalog order');
+      // the same prompt again on openrouter (named by the caller): it reports cached tokens, so it is remembered
+      const again = await fetch(`${api.base}/api/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, 'x-provider': 'openrouter' },
+        body: JSON.stringify({ model: GPT, messages: turn1 }),
+      });
+      assert.ok(((await again.json()) as any).usage.prompt_tokens_details.cached_tokens > 0);
+      const sticks: any = await (await post(key, { model: GPT, messages: next })).json();
+      assert.equal(sticks.provider, 'openrouter');
     });
 
     it('is remembered for an hour from its last use, then forgotten', () => {
@@ -188,7 +210,7 @@ describe('prompt caching: affinity, stickiness, breakpoints and cached-token bil
     it('streaming: the 503 comes as a JSON error before any byte of a stream', async () => {
       const { key } = await newAccount('1');
       openai.script({ status: 503 });
-      const first: any = await (await post(key, { model: GPT, messages: turn1 })).json();
+      const first: any = await (await post(key, { model: GPT, messages: turn1, stickyprovider: true })).json();
       openrouter.script({ status: 503 });
       const res = await post(key, {
         model: GPT,

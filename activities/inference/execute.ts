@@ -66,11 +66,13 @@ export interface CallContext {
    */
   searchFee?: { perSearch: bigint; maxSearches: number };
   /**
-   * Prompt-cache affinity (routing/cacheAffinity.ts): this prompt's prefixes, remembered for the
-   * route that answers when it caches prompts; `blockedFallbacks`, the routes a sticky request gave
-   * up by going only to its remembered one (README, Prompt caching).
+   * Prompt-cache affinity (routing/cacheAffinity.ts): this prompt's prefixes, remembered at
+   * settlement for the route that answered when it caches prompts and caching was in play (`asked`:
+   * the request asked for caching or stickiness, or marked a breakpoint; or the upstream reported
+   * cache reads or writes); `blockedFallbacks`, the routes a sticky request gave up by going only
+   * to its remembered one (README, Prompt caching).
    */
-  affinity?: { prefixes: PromptPrefixes; blockedFallbacks: Route[] };
+  affinity?: { prefixes: PromptPrefixes; asked: boolean; blockedFallbacks: Route[] };
 }
 
 export interface OpenedStream {
@@ -214,17 +216,14 @@ export class InferenceCall {
   }
 
   /**
-   * The metered attempt, plus prompt-cache affinity: the route that answers is remembered for this
-   * prompt's prefixes (when it caches prompts), and a sticky request whose remembered route failed
+   * The metered attempt, plus stickiness: a sticky request whose remembered route failed
    * in a way a fallback would have got past answers 503 `fallback_blocked_for_cache_consistency`,
    * naming the providers it did not fail over to. Nothing was produced, so nothing is charged.
    */
   private async sticky<T>(signal: AbortSignal, attempt: (route: Route) => Promise<T>) {
     const affinity = this.ctx.affinity;
     try {
-      const answered = await this.metered.attempt(signal, attempt);
-      if (affinity && answered.route.supportsCaching) rememberRoute(affinity.prefixes, answered.route);
-      return answered;
+      return await this.metered.attempt(signal, attempt);
     } catch (err) {
       const blocked = affinity?.blockedFallbacks ?? [];
       if (!blocked.length || !(err instanceof RequestError) || !err.retryable) throw err;
@@ -247,6 +246,9 @@ export class InferenceCall {
   async settle(usage: Usage | null, producedText: string, status = 'completed'): Promise<{ usage: Usage; bill: Bill }> {
     const route = this.metered.route!;
     const billed = this.billable(usage, producedText);
+    const affinity = this.ctx.affinity;
+    if (affinity && route.supportsCaching && (affinity.asked || billed.cachedTokens > 0 || billed.cacheWriteTokens > 0))
+      rememberRoute(affinity.prefixes, route);
     const charge = await this.metered.settle(this.costOf(route, billed), {
       status,
       inputUnits: billed.promptTokens,

@@ -70,6 +70,16 @@ export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
   return call;
 }
 
+/** Did the request ask for prompt caching: `caching`/`:caching`, stickiness, or a cache breakpoint? */
+function cachingAsked(p: PrepareInput): boolean {
+  return (
+    p.needs.caching ||
+    p.prefs.stickyProvider === true ||
+    p.request.messages.some((m) => m.content.some((c) => c.cacheControl)) ||
+    (p.request.tools ?? []).some((t) => t.cacheControl !== undefined)
+  );
+}
+
 /** Everything prepareCall does but the reservation: what a quote (x402) needs to price the worst case. */
 export function planCall(p: PrepareInput): InferenceCall {
   let routes = planRoute(catalog(), p.model, p.caller, p.prefs, p.needs);
@@ -126,6 +136,6 @@ export function planCall(p: PrepareInput): InferenceCall {
     holdKey: p.holdKey,
     redaction: p.redaction,
     searchFee: p.searchFee,
-    affinity: { prefixes, blockedFallbacks },
+    affinity: { prefixes, asked: cachingAsked(p), blockedFallbacks },
   });
 }

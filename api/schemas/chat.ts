@@ -43,6 +43,13 @@ export const promptCachingSchema = {
   },
 } as const;
 
+/** `caching` and `stickyprovider` (README, Prompt caching): chat completions, responses and messages take them */
+export const cachingFields = {
+  caching: { type: 'boolean' },
+  stickyprovider: { type: 'boolean' },
+  stickyProvider: { type: 'boolean' },
+} as const;
+
 export const samplingSchema = {
   temperature: { type: 'number', minimum: 0, maximum: 2 },
   top_p: { type: 'number', minimum: 0, maximum: 1 },
@@ -147,9 +154,7 @@ export const chatRequestSchema = {
       },
     },
     provider: providerPreferencesSchema,
-    caching: { type: 'boolean' },
-    stickyprovider: { type: 'boolean' },
-    stickyProvider: { type: 'boolean' },
+    ...cachingFields,
     prompt_caching: promptCachingSchema,
     promptCaching: promptCachingSchema,
     ...samplingSchema,
