@@ -238,6 +238,47 @@ describe('prompt caching: affinity, stickiness, breakpoints and cached-token bil
     });
   });
 
+  describe('responses and the message-style API', () => {
+    const to = (path: string, key: string, body: unknown) =>
+      fetch(`${api.base}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        body: JSON.stringify(body),
+      });
+
+    it('responses: stickyprovider blocks the fallback the same way', async () => {
+      const { key, accountId } = await newAccount('1');
+      openai.script({ status: 503 });
+      const body = { model: GPT, instructions: SYSTEM, input: 'What is the capital of France?', stickyprovider: true };
+      const first: any = await (await to('/api/v1/responses', key, body)).json();
+      assert.equal(first.status, 'completed');
+      const before = await usd(accountId);
+      openrouter.script({ status: 503 });
+      const res = await to('/api/v1/responses', key, body);
+      assert.equal(res.status, 503);
+      assert.equal(((await res.json()) as any).error.code, 'fallback_blocked_for_cache_consistency');
+      assert.equal(openai.requests.length, 1);
+      assert.equal(await usd(accountId), before);
+    });
+
+    it('messages: stickyprovider blocks the fallback (message-style envelope); prompt_caching is refused, naming cache_control', async () => {
+      const { key } = await newAccount('1');
+      const body = { model: HAIKU, max_tokens: 64, messages: [{ role: 'user', content: 'Capital of France?' }] };
+      anthropic.script({ error: { status: 529 } });
+      const first: any = await (await to('/api/v1/messages', key, { ...body, stickyprovider: true })).json();
+      assert.equal(first.provider, 'openrouter');
+      openrouter.script({ status: 503 });
+      const blocked = await to('/api/v1/messages', key, { ...body, stickyprovider: true });
+      assert.equal(blocked.status, 503);
+      const json: any = await blocked.json();
+      assert.equal(json.type, 'error');
+      assert.match(json.error.message, /prompt cache is on openrouter.*not sent to anthropic/);
+      const refused = await to('/api/v1/messages', key, { ...body, prompt_caching: { enabled: true } });
+      assert.equal(refused.status, 400);
+      assert.match(((await refused.json()) as any).error.message, /cache_control/);
+    });
+  });
+
   describe('caching: true and :caching', () => {
     it('route to cache-capable providers, and fail clearly when a model has none', async () => {
       const { key } = await newAccount('1');
