@@ -174,7 +174,7 @@ export class InferenceCall {
 
   /** Non-streaming: try the routes in order. A passed-through answer carries `result.native`. */
   async complete(signal: AbortSignal): Promise<{ result: InferenceResult; route: Route }> {
-    const { value, route } = await this.sticky(signal, async (route) => {
+    const { value, route } = await this.attemptRoutes(signal, async (route) => {
       const t0 = Date.now();
       const req = { ...this.ctx.request, model: route.upstreamModel };
       const target = targetFor(route, this.ctx.passHeaders);
@@ -194,7 +194,7 @@ export class InferenceCall {
    * the stream; from here on there is no fallback (bytes have reached the caller).
    */
   async openStream(signal: AbortSignal): Promise<OpenedStream> {
-    const { value } = await this.sticky(signal, async (route) => {
+    const { value } = await this.attemptRoutes(signal, async (route) => {
       const t0 = Date.now();
       const req = { ...this.ctx.request, model: route.upstreamModel };
       const target = targetFor(route, this.ctx.passHeaders);
@@ -220,7 +220,7 @@ export class InferenceCall {
    * in a way a fallback would have got past answers 503 `fallback_blocked_for_cache_consistency`,
    * naming the providers it did not fail over to. Nothing was produced, so nothing is charged.
    */
-  private async sticky<T>(signal: AbortSignal, attempt: (route: Route) => Promise<T>) {
+  private async attemptRoutes<T>(signal: AbortSignal, attempt: (route: Route) => Promise<T>) {
     const affinity = this.ctx.affinity;
     try {
       return await this.metered.attempt(signal, attempt);

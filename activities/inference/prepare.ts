@@ -85,8 +85,12 @@ export function planCall(p: PrepareInput): InferenceCall {
   let routes = planRoute(catalog(), p.model, p.caller, p.prefs, p.needs);
   // Prompt-cache affinity (routing/cacheAffinity.ts): the route that last served this prompt's
   // prefix goes first, unless the caller ordered the providers; a sticky request tries it alone.
-  const prefixes = promptPrefixes(p.caller.accountId, p.model.id, p.request);
-  const remembered = p.prefs.order?.length ? undefined : rememberedRoute(prefixes, routes);
+  // A model with one provider, or none that caches, has nothing to choose: its prompt is not hashed.
+  const prefixes =
+    p.model.routes.filter((r) => r.available).length > 1 && p.model.routes.some((r) => r.supportsCaching)
+      ? promptPrefixes(p.caller.accountId, p.model.id, p.request)
+      : undefined;
+  const remembered = !prefixes || p.prefs.order?.length ? undefined : rememberedRoute(prefixes, routes);
   let blockedFallbacks: Route[] = [];
   if (remembered) {
     const rest = routes.filter((r) => r !== remembered);
@@ -136,6 +140,6 @@ export function planCall(p: PrepareInput): InferenceCall {
     holdKey: p.holdKey,
     redaction: p.redaction,
     searchFee: p.searchFee,
-    affinity: { prefixes, asked: cachingAsked(p), blockedFallbacks },
+    affinity: prefixes && { prefixes, asked: cachingAsked(p), blockedFallbacks },
   });
 }
