@@ -404,6 +404,16 @@ describe('prompt caching: affinity, stickiness, breakpoints and cached-token bil
     });
   });
 
+  it('provider discovery shows the cache prices, per 1k tokens with the markup', async () => {
+    const body: any = await (await fetch(`${api.base}/api/models/${encodeURIComponent(HAIKU)}/providers`)).json();
+    const route = body.providers.find((p: any) => p.provider === 'anthropic');
+    assert.equal(route.supportsCaching, true);
+    // 0.08 / 1.00 / 1.60 USD per 1M, +5%
+    assert.equal(route.pricing.cachedInputPer1kTokens, 0.000084);
+    assert.equal(route.pricing.cacheWritePer1kTokens, 0.00105);
+    assert.equal(route.pricing.cacheWrite1hPer1kTokens, 0.00168);
+  });
+
   describe('validation', () => {
     const cases: Array<[string, Record<string, unknown>, string, RegExp?]> = [
       ['ttl not 5m or 1h', { prompt_caching: { enabled: true, ttl: '2h' } }, 'prompt_caching.ttl'],
