@@ -279,6 +279,30 @@ describe('prompt caching: affinity, stickiness, breakpoints and cached-token bil
     });
   });
 
+  it("messages: a 1-hour breakpoint adds the extended-cache beta beside the caller's own betas", async () => {
+    const { key } = await newAccount('1');
+    const res = await fetch(`${api.base}/api/v1/messages`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        authorization: `Bearer ${key}`,
+        'anthropic-beta': 'token-efficient-tools-2025-02-19',
+      },
+      body: JSON.stringify({
+        model: HAIKU,
+        max_tokens: 64,
+        messages: [
+          { role: 'user', content: [{ type: 'text', text: 'Hi', cache_control: { type: 'ephemeral', ttl: '1h' } }] },
+        ],
+      }),
+    });
+    assert.equal(res.status, 200);
+    assert.equal(
+      anthropic.last().headers['anthropic-beta'],
+      'token-efficient-tools-2025-02-19,extended-cache-ttl-2025-04-11',
+    );
+  });
+
   describe('caching: true and :caching', () => {
     it('route to cache-capable providers, and fail clearly when a model has none', async () => {
       const { key } = await newAccount('1');
@@ -311,6 +335,7 @@ describe('prompt caching: affinity, stickiness, breakpoints and cached-token bil
       const sent = anthropic.last().body;
       assert.deepEqual(sent.messages.at(-1).content.at(-1).cache_control, { type: 'ephemeral' });
       assert.equal(typeof sent.system, 'string', 'no breakpoint on the system prompt');
+      assert.equal(anthropic.last().headers['anthropic-beta'], undefined, 'no beta for 5-minute breakpoints');
       const written = first.usage.cache_creation_input_tokens;
       assert.ok(written > 0, 'the first turn wrote the cache');
       assert.equal(first.usage.prompt_tokens_details.cached_tokens, 0);
@@ -360,6 +385,7 @@ describe('prompt caching: affinity, stickiness, breakpoints and cached-token bil
       const usage = frames.filter((f) => f !== '[DONE]' && f.usage).at(-1).usage;
       const sent = anthropic.last().body;
       assert.deepEqual(sent.system, [{ type: 'text', text: SYSTEM, cache_control: { type: 'ephemeral', ttl: '1h' } }]);
+      assert.equal(anthropic.last().headers['anthropic-beta'], 'extended-cache-ttl-2025-04-11');
       assert.equal(sent.messages.at(-1).content.at(-1).cache_control, undefined);
       assert.ok(usage.cache_creation_input_tokens > 0);
       assert.equal(
