@@ -53,17 +53,23 @@ export function worstCaseCost(route: Route, promptTokens: number, maxOutputToken
 }
 
 /**
- * What a finished request costs: uncached prompt tokens at the input price, cached ones at the
- * cached price (the input price when the route has none), output (reasoning included) at the
- * output price. Each part rounds up once.
+ * What a finished request costs: uncached prompt tokens at the input price, cache reads at the
+ * cached price (the input price when the route has none), cache writes at the cache-write price
+ * (an hour's writes at the 1-hour one; the input price when the route has none), output
+ * (reasoning included) at the output price. Each part rounds up once (README, Prompt caching).
  */
 export function costOfUsage(route: Route, usage: Usage): bigint {
+  const { input, cachedInput, cacheWrite, cacheWrite1h, output } = route.price;
   const cached = Math.min(usage.cachedTokens, usage.promptTokens);
-  const uncached = usage.promptTokens - cached;
+  const writes = Math.min(usage.cacheWriteTokens, usage.promptTokens - cached);
+  const writes1h = Math.min(usage.cacheWrite1hTokens ?? 0, writes);
+  const uncached = usage.promptTokens - cached - writes;
   return (
-    costOfTokens(uncached, route.price.input) +
-    costOfTokens(cached, route.price.cachedInput ?? route.price.input) +
-    costOfTokens(usage.completionTokens, route.price.output)
+    costOfTokens(uncached, input) +
+    costOfTokens(cached, cachedInput ?? input) +
+    costOfTokens(writes - writes1h, cacheWrite ?? input) +
+    costOfTokens(writes1h, cacheWrite1h ?? cacheWrite ?? input) +
+    costOfTokens(usage.completionTokens, output)
   );
 }
 

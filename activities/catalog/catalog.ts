@@ -2,12 +2,25 @@
 // id or alias without a query, refreshed on a timer (and at once after a sync in this process).
 import { db } from '../db.js';
 import { providerEnv, providerEnvNames } from '../config.js';
-import { applyMarkup } from '../core/money.js';
+import { applyMarkup, parseAmount } from '../core/money.js';
 import { findLocalModel } from '../providers/local/modelFiles.js';
 import type { CatalogFileModel, CatalogFilePlan, CatalogFileProvider, CatalogFileRoute } from './file.js';
 
 /** A provider as the hot path sees it: exactly what the catalog file says of it. */
 export type ProviderInfo = CatalogFileProvider;
+
+/**
+ * nano-USD per 1M tokens. `cachedInput`: prompt-cache reads; `cacheWrite` / `cacheWrite1h`: prompt-cache
+ * writes (5-minute and 1-hour), from the catalog's `cache_write` / `cache_write_1h` prices, which
+ * are kept in the route's options. Unset, each falls back as costOfUsage says (billing/pricing.ts).
+ */
+interface RoutePrice {
+  input: bigint;
+  output: bigint;
+  cachedInput: bigint | null;
+  cacheWrite?: bigint | null;
+  cacheWrite1h?: bigint | null;
+}
 
 /** One provider serving one model, as the hot path sees it: the file's route, priced and checked. */
 export interface Route
@@ -16,8 +29,8 @@ export interface Route
   modelId: string;
   provider: ProviderInfo;
   /** customer prices (upstream + markup), nano-USD per 1M tokens */
-  price: { input: bigint; output: bigint; cachedInput: bigint | null };
-  upstreamPrice: { input: bigint; output: bigint; cachedInput: bigint | null };
+  price: RoutePrice;
+  upstreamPrice: RoutePrice;
   /** configured and usable now (key present, base URL set, or model file on disk) */
   available: boolean;
 }
@@ -179,11 +192,17 @@ export async function loadCatalog(): Promise<Catalog> {
       .filter((r) => providerById.has(r.providerId))
       .map((r) => {
         const provider = providerById.get(r.providerId)!;
-        const upstreamPrice = {
+        const options = (r.options ?? {}) as Record<string, unknown>;
+        const optionPrice = (key: string) =>
+          typeof options[key] === 'string' ? parseAmount(options[key] as string, 'USD') : null;
+        const upstreamPrice: RoutePrice = {
           input: big(r.inputPrice)!,
           output: big(r.outputPrice)!,
           cachedInput: big(r.cachedInputPrice),
+          cacheWrite: optionPrice('cache_write_price'),
+          cacheWrite1h: optionPrice('cache_write_1h_price'),
         };
+        const marked = (p: bigint | null | undefined) => (p == null ? null : applyMarkup(p, r.markupBps));
         return {
           id: r.id,
           modelId: r.modelId,
@@ -194,7 +213,9 @@ export async function loadCatalog(): Promise<Catalog> {
           price: {
             input: applyMarkup(upstreamPrice.input, r.markupBps),
             output: applyMarkup(upstreamPrice.output, r.markupBps),
-            cachedInput: upstreamPrice.cachedInput == null ? null : applyMarkup(upstreamPrice.cachedInput, r.markupBps),
+            cachedInput: marked(upstreamPrice.cachedInput),
+            cacheWrite: marked(upstreamPrice.cacheWrite),
+            cacheWrite1h: marked(upstreamPrice.cacheWrite1h),
           },
           markupBps: r.markupBps,
           quantization: r.quantization,

@@ -130,6 +130,9 @@ const schema = {
                     input: price,
                     output: price,
                     cached_input: price,
+                    // prompt-cache writes (Anthropic's 5-minute and 1-hour breakpoints; README, Prompt caching)
+                    cache_write: price,
+                    cache_write_1h: price,
                     per_second: price,
                     per_image: price,
                     per_request: price,
@@ -314,6 +317,11 @@ export function parseCatalog(text: string, source = 'catalog'): CatalogFile {
         );
       }
       checkImagePrices(r.options?.image_prices, `${source}: /models/${i}/providers/${j}/options/image_prices`);
+      // cache-write prices ride in the route's options (no column of their own): catalog.ts reads them back
+      const cacheWrites = {
+        ...(r.price.cache_write !== undefined ? { cache_write_price: String(r.price.cache_write) } : {}),
+        ...(r.price.cache_write_1h !== undefined ? { cache_write_1h_price: String(r.price.cache_write_1h) } : {}),
+      };
       return {
         providerId: r.provider,
         upstreamModel: r.upstream_model,
@@ -337,7 +345,7 @@ export function parseCatalog(text: string, source = 'catalog'): CatalogFile {
         zeroDataRetention: r.zero_data_retention ?? providers.find((p) => p.id === r.provider)!.zeroDataRetention,
         supportsTools: r.supports_tools ?? m.capabilities?.tool_calling ?? false,
         supportsCaching: r.supports_caching ?? false,
-        options: r.options ?? {},
+        options: { ...r.options, ...cacheWrites },
       };
     });
     if (new Set(routes.map((r) => r.providerId)).size !== routes.length) {

@@ -131,6 +131,8 @@ export interface Usage {
   promptTokens: number;
   cachedTokens: number;
   cacheWriteTokens: number;
+  /** of the cache writes, those kept for an hour (Anthropic's `ttl: '1h'`, priced higher), when reported */
+  cacheWrite1hTokens?: number;
   completionTokens: number;
   reasoningTokens: number;
   /** searches a native web search ran, when the upstream counts them (Anthropic's server_tool_use) */

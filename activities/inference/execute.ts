@@ -14,6 +14,8 @@ import { capability, targetFor } from '../providers/registry.js';
 import type { NativePassThrough, ProviderTarget } from '../providers/types.js';
 import { recordLatency, recordThroughput } from '../routing/stats.js';
 import type { Redactor } from '../redaction/mask.js';
+import { type PromptPrefixes, rememberRoute } from '../routing/cacheAffinity.js';
+import { RequestError } from '../core/errors.js';
 
 /** A text answer's bill: the charge, and the tokens it was for. */
 export interface Bill extends MeteredBill {
@@ -63,6 +65,14 @@ export interface CallContext {
    * does not count them (OpenAI's search models search once per request).
    */
   searchFee?: { perSearch: bigint; maxSearches: number };
+  /**
+   * Prompt-cache affinity (routing/cacheAffinity.ts): this prompt's prefixes, remembered at
+   * settlement for the route that answered when it caches prompts and caching was in play (`asked`:
+   * the request asked for caching or stickiness, or marked a breakpoint; or the upstream reported
+   * cache reads or writes); `blockedFallbacks`, the routes a sticky request gave up by going only
+   * to its remembered one (README, Prompt caching).
+   */
+  affinity?: { prefixes: PromptPrefixes; asked: boolean; blockedFallbacks: Route[] };
 }
 
 export interface OpenedStream {
@@ -72,6 +82,8 @@ export interface OpenedStream {
   /** the stream relays the upstream's own frames (`native` events), which the surface writes as they came */
   passedThrough: boolean;
 }
+
+const ids = (routes: Route[]) => [...new Set(routes.map((r) => r.provider.id))].join(', ');
 
 /** The usage to bill when the upstream did not report one: our estimate of what was consumed. */
 function estimatedUsage(promptTokens: number, output: string): Usage {
@@ -162,7 +174,7 @@ export class InferenceCall {
 
   /** Non-streaming: try the routes in order. A passed-through answer carries `result.native`. */
   async complete(signal: AbortSignal): Promise<{ result: InferenceResult; route: Route }> {
-    const { value, route } = await this.metered.attempt(signal, async (route) => {
+    const { value, route } = await this.attemptRoutes(signal, async (route) => {
       const t0 = Date.now();
       const req = { ...this.ctx.request, model: route.upstreamModel };
       const target = targetFor(route, this.ctx.passHeaders);
@@ -182,7 +194,7 @@ export class InferenceCall {
    * the stream; from here on there is no fallback (bytes have reached the caller).
    */
   async openStream(signal: AbortSignal): Promise<OpenedStream> {
-    const { value } = await this.metered.attempt(signal, async (route) => {
+    const { value } = await this.attemptRoutes(signal, async (route) => {
       const t0 = Date.now();
       const req = { ...this.ctx.request, model: route.upstreamModel };
       const target = targetFor(route, this.ctx.passHeaders);
@@ -204,12 +216,39 @@ export class InferenceCall {
   }
 
   /**
+   * The metered attempt, plus stickiness: a sticky request whose remembered route failed
+   * in a way a fallback would have got past answers 503 `fallback_blocked_for_cache_consistency`,
+   * naming the providers it did not fail over to. Nothing was produced, so nothing is charged.
+   */
+  private async attemptRoutes<T>(signal: AbortSignal, attempt: (route: Route) => Promise<T>) {
+    const affinity = this.ctx.affinity;
+    try {
+      return await this.metered.attempt(signal, attempt);
+    } catch (err) {
+      const blocked = affinity?.blockedFallbacks ?? [];
+      if (!blocked.length || !(err instanceof RequestError) || !err.retryable) throw err;
+      const served = this.ctx.routes[0].provider.id;
+      throw new RequestError(
+        503,
+        'fallback_blocked_for_cache_consistency',
+        `${err.message} This conversation's prompt cache is on ${served}, and the request asked for a sticky ` +
+          `provider (stickyprovider: true), so it was not sent to ${ids(blocked)} instead. Retry later, or ` +
+          'send stickyprovider: false to allow the fallback (its prompt cache starts cold).',
+        { providerId: err.opts.providerId, retryAfterSeconds: err.opts.retryAfterSeconds },
+      );
+    }
+  }
+
+  /**
    * Charge what was used and release the rest. `usage` null = the upstream did not say: bill
    * our estimate of the prompt and of the text produced (documented in the README).
    */
   async settle(usage: Usage | null, producedText: string, status = 'completed'): Promise<{ usage: Usage; bill: Bill }> {
     const route = this.metered.route!;
     const billed = this.billable(usage, producedText);
+    const affinity = this.ctx.affinity;
+    if (affinity && route.supportsCaching && (affinity.asked || billed.cachedTokens > 0 || billed.cacheWriteTokens > 0))
+      rememberRoute(affinity.prefixes, route);
     const charge = await this.metered.settle(this.costOf(route, billed), {
       status,
       inputUnits: billed.promptTokens,

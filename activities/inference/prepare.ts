@@ -2,10 +2,11 @@
 // resolve the model name (suffixes included), plan the routes, check the context window, settle
 // the output cap, and reserve the worst case. One implementation, so chat, messages, responses
 // and completions cannot drift apart.
-import { catalog, type ModelInfo } from '../catalog/catalog.js';
+import { catalog, type ModelInfo, type Route } from '../catalog/catalog.js';
 import type { Caller } from '../accounts/keys.js';
 import { parseModelName, type ModelName } from '../routing/suffixes.js';
 import { planRoute, type ProviderPreferences, type RequestNeeds } from '../routing/planRoute.js';
+import { promptPrefixes, rememberedRoute } from '../routing/cacheAffinity.js';
 import { estimatePromptTokens, likelyFromEstimate } from '../billing/pricing.js';
 import { type CallContext, InferenceCall } from './execute.js';
 import type { InferenceRequest, NativeRequest } from '../core/types.js';
@@ -69,9 +70,33 @@ export async function prepareCall(p: PrepareInput): Promise<InferenceCall> {
   return call;
 }
 
+/** Did the request ask for prompt caching: `caching`/`:caching`, stickiness, or a cache breakpoint? */
+function cachingAsked(p: PrepareInput): boolean {
+  return (
+    p.needs.caching ||
+    p.prefs.stickyProvider === true ||
+    p.request.messages.some((m) => m.content.some((c) => c.cacheControl)) ||
+    (p.request.tools ?? []).some((t) => t.cacheControl !== undefined)
+  );
+}
+
 /** Everything prepareCall does but the reservation: what a quote (x402) needs to price the worst case. */
 export function planCall(p: PrepareInput): InferenceCall {
-  const routes = planRoute(catalog(), p.model, p.caller, p.prefs, p.needs);
+  let routes = planRoute(catalog(), p.model, p.caller, p.prefs, p.needs);
+  // Prompt-cache affinity (routing/cacheAffinity.ts): the route that last served this prompt's
+  // prefix goes first, unless the caller ordered the providers; a sticky request tries it alone.
+  // A model with one provider, or none that caches, has nothing to choose: its prompt is not hashed.
+  const prefixes =
+    p.model.routes.filter((r) => r.available).length > 1 && p.model.routes.some((r) => r.supportsCaching)
+      ? promptPrefixes(p.caller.accountId, p.model.id, p.request)
+      : undefined;
+  const remembered = !prefixes || p.prefs.order?.length ? undefined : rememberedRoute(prefixes, routes);
+  let blockedFallbacks: Route[] = [];
+  if (remembered) {
+    const rest = routes.filter((r) => r !== remembered);
+    if (p.prefs.stickyProvider) blockedFallbacks = rest;
+    routes = p.prefs.stickyProvider ? [remembered] : [remembered, ...rest];
+  }
   const promptTokens = estimatePromptTokens(p.request);
   const likely = likelyFromEstimate(promptTokens);
   const context = p.model.contextLength;
@@ -115,5 +140,6 @@ export function planCall(p: PrepareInput): InferenceCall {
     holdKey: p.holdKey,
     redaction: p.redaction,
     searchFee: p.searchFee,
+    affinity: prefixes && { prefixes, asked: cachingAsked(p), blockedFallbacks },
   });
 }

@@ -25,6 +25,12 @@ export interface ProviderPreferences {
   requireParameters?: boolean;
   /** OpenRouter's `data_collection`: "deny" = only providers that store no request data */
   dataCollection?: 'allow' | 'deny';
+  /**
+   * `stickyprovider` / `prompt_caching.stickyProvider`: once a prompt prefix has a remembered route
+   * (routing/cacheAffinity.ts), a failure there is a 503 `fallback_blocked_for_cache_consistency`
+   * instead of a fallback to a provider whose cache is cold
+   */
+  stickyProvider?: boolean;
 }
 
 export interface RequestNeeds {
@@ -139,7 +145,8 @@ export function planRoute(
   if (prefs.dataCollection === 'deny')
     keep('provider.data_collection "deny" (providers that retain no data)', (r) => r.zeroDataRetention);
   if (needs.tools) keep('tool calling', (r) => r.supportsTools);
-  if (needs.caching) keep('prompt caching', (r) => r.supportsCaching);
+  // cache-capable: the catalog's `supports_caching` (README, Prompt caching)
+  if (needs.caching) keep('prompt caching (caching: true or a :caching suffix)', (r) => r.supportsCaching);
   if (needs.nativeWebSearch) {
     const native = routes.filter((r) => r.options.native_web_search === true);
     if (native.length === 0)

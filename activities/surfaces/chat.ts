@@ -19,6 +19,7 @@ import type { ModelName } from '../routing/suffixes.js';
 import type { ProviderPreferences, RequestNeeds } from '../routing/planRoute.js';
 import { QUANTIZATION_BITS } from '../routing/planRoute.js';
 import { RequestError } from '../core/errors.js';
+import { insertBreakpoint, promptCachingOf } from './promptCaching.js';
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const bad = (code: string, message: string, param: string | null = null) =>
@@ -248,16 +249,21 @@ function parts(content: any, at: string): ContentPart[] {
 }
 
 /** Messages in internal form. Tool results whose tool_call_id no earlier assistant turn issued are dropped (spec). */
-function toMessages(raw: any[]): Message[] {
+function toMessages(raw: any[], origins: number[] = []): Message[] {
   const issued = new Set<string>();
   const out: Message[] = [];
   raw.forEach((m, i) => {
     const at = `messages[${i}]`;
+    // `origins[j]`: where kept message j was in the caller's `messages` (prompt_caching's cut point counts those)
+    const add = (message: Message) => {
+      out.push(message);
+      origins.push(i);
+    };
     switch (m.role) {
       case 'system':
       case 'developer':
         // parts stay parts only when one is a cache breakpoint (as OpenRouter takes them for Anthropic)
-        out.push({
+        add({
           role: 'system',
           content:
             Array.isArray(m.content) && m.content.some((p: any) => p?.cache_control)
@@ -266,7 +272,7 @@ function toMessages(raw: any[]): Message[] {
         });
         break;
       case 'user':
-        out.push({ role: 'user', content: parts(m.content, at), name: m.name });
+        add({ role: 'user', content: parts(m.content, at), name: m.name });
         break;
       case 'assistant': {
         const toolCalls: ToolCall[] = (m.tool_calls ?? []).map((c: any) => ({
@@ -275,7 +281,7 @@ function toMessages(raw: any[]): Message[] {
           arguments: c.function.arguments ?? '{}',
         }));
         for (const c of toolCalls) issued.add(c.id);
-        out.push({
+        add({
           role: 'assistant',
           content:
             typeof m.content === 'string' || Array.isArray(m.content)
@@ -293,7 +299,7 @@ function toMessages(raw: any[]): Message[] {
             `${at}.tool_call_id`,
           );
         if (issued.has(m.tool_call_id))
-          out.push({
+          add({
             role: 'tool',
             toolCallId: m.tool_call_id,
             content: [{ type: 'text', text: textOf(m.content, at) }],
@@ -329,7 +335,9 @@ export function chatToInternal(body: any, model: ModelInfo, name: ModelName): Ch
       'advisor',
     );
 
-  const messages = toMessages(body.messages);
+  const origins: number[] = [];
+  const messages = toMessages(body.messages, origins);
+  const caching = promptCachingOf(body, body.messages.length);
   let tools = parseTools(body.tools);
   const toolChoice = parseToolChoice(body.tool_choice, tools);
   if (toolChoice === 'none') tools = undefined; // spec: `none` drops the tools
@@ -393,6 +401,8 @@ export function chatToInternal(body: any, model: ModelInfo, name: ModelName): Ch
     }
   }
   if (name.sort) prefs.sort = name.sort;
+  if (caching.sticky) prefs.stickyProvider = true;
+  if (caching.breakpoint) insertBreakpoint(messages, origins, caching.breakpoint);
 
   const stop =
     body.stop === undefined || body.stop === null ? undefined : Array.isArray(body.stop) ? body.stop : [body.stop];

@@ -11,10 +11,21 @@ import { usageJson, withBill, type ChatMeta } from './chatResponse.js';
 import { renamed, renamedText } from './passthrough.js';
 
 /**
- * Body fields only the gateway reads: routing preferences, caching requirement, tool-call cap, and
+ * Body fields only the gateway reads: routing preferences, prompt caching (README, Prompt caching), tool-call cap, and
  * web search turned off (`web_search: false`; a request that searches is never passed through).
  */
-const GATEWAY_FIELDS = ['provider', 'caching', 'max_tool_calls', 'web_search', 'webSearch', 'linkup'];
+const GATEWAY_FIELDS = [
+  'provider',
+  'caching',
+  'stickyprovider',
+  'stickyProvider',
+  'prompt_caching',
+  'promptCaching',
+  'max_tool_calls',
+  'web_search',
+  'webSearch',
+  'linkup',
+];
 
 /**
  * The caller's body for a pass-through, or undefined when the answer needs the gateway's hand

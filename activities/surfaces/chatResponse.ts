@@ -16,6 +16,8 @@ export function usageJson(u: Usage) {
     total_tokens: u.promptTokens + u.completionTokens,
     prompt_tokens_details: { cached_tokens: u.cachedTokens, audio_tokens: 0 },
     completion_tokens_details: { reasoning_tokens: u.reasoningTokens, audio_tokens: 0 },
+    // prompt-cache writes (an Anthropic upstream's), billed at the cache-write price: one of the spec's optional fields
+    ...(u.cacheWriteTokens ? { cache_creation_input_tokens: u.cacheWriteTokens } : {}),
   };
 }
 

@@ -18,6 +18,7 @@ import type { ModelName } from '../routing/suffixes.js';
 import type { ProviderPreferences } from '../routing/planRoute.js';
 import { cacheControlOf, toolSpecLimit, type ChatPlanInput } from './chat.js';
 import { RequestError } from '../core/errors.js';
+import { promptCachingOf } from './promptCaching.js';
 
 const bad = (code: string, message: string, param: string | null = null) =>
   new RequestError(400, code, message, { param: param });
@@ -339,6 +340,16 @@ export function messagesToInternal(body: any, model: ModelInfo, name: ModelName)
 
   const prefs: ProviderPreferences = {};
   if (name.sort) prefs.sort = name.sort;
+  // prompt caching (README, Prompt caching): blocks carry their own cache_control here
+  for (const field of ['prompt_caching', 'promptCaching'])
+    if (body[field] !== undefined)
+      throw new RequestError(
+        400,
+        'invalid_parameter_value',
+        `'${field}' is a chat completions and responses field. On the message-style API, mark the block that ends the prefix to cache with cache_control (and send stickyprovider for stickiness).`,
+        { param: field },
+      );
+  if (promptCachingOf(body, body.messages.length).sticky) prefs.stickyProvider = true;
   const userId = body.metadata?.user_id;
   return {
     request: {
@@ -361,7 +372,7 @@ export function messagesToInternal(body: any, model: ModelInfo, name: ModelName)
       tools: !!tools?.length || !!name.requireTools,
       images,
       structuredOutput: responseFormat?.type === 'json_schema',
-      caching: !!name.requireCaching,
+      caching: !!name.requireCaching || body.caching === true,
     },
     prefs,
     includeUsage: true,

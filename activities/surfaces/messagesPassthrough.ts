@@ -11,7 +11,7 @@ import { withBill } from './chatResponse.js';
 import { renamed } from './passthrough.js';
 
 /** Body fields only the gateway reads. */
-const GATEWAY_FIELDS = ['provider'];
+const GATEWAY_FIELDS = ['provider', 'caching', 'stickyprovider', 'stickyProvider'];
 
 export function messagesPassThroughBody(body: Record<string, any>): NativeRequest {
   const out: Record<string, unknown> = {};

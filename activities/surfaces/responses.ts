@@ -228,6 +228,12 @@ export function responsesToInternal(
     temperature: body.temperature ?? undefined,
     top_p: body.top_p ?? undefined,
     user: body.user,
+    // prompt caching (README, Prompt caching): the cut index counts instructions, history and input in this order
+    caching: body.caching,
+    stickyprovider: body.stickyprovider,
+    stickyProvider: body.stickyProvider,
+    prompt_caching: body.prompt_caching,
+    promptCaching: body.promptCaching,
   };
   if (chatBody.tools && !chatBody.tools.length) chatBody.tools = undefined;
   return { ...chatToInternal(chatBody, model, name), conversation, chatBody };

@@ -28,6 +28,18 @@ const perMillion = (p: bigint) => Number(formatAmount(p, 'USD'));
 // shifting the decimal text (not dividing a float) keeps 0.0002415 exactly 0.0002415
 const perThousand = (p: bigint) => Number(`${formatAmount(p, 'USD')}e-3`);
 
+/** A route's token prices per 1k tokens, prompt-cache reads and writes where the catalog prices them (README, Prompt caching). */
+function routePricing(r: Route) {
+  const { input, output, cachedInput, cacheWrite, cacheWrite1h } = r.price;
+  return {
+    inputPer1kTokens: perThousand(input),
+    outputPer1kTokens: perThousand(output),
+    ...(cachedInput != null ? { cachedInputPer1kTokens: perThousand(cachedInput) } : {}),
+    ...(cacheWrite != null ? { cacheWritePer1kTokens: perThousand(cacheWrite) } : {}),
+    ...(cacheWrite1h != null ? { cacheWrite1hPer1kTokens: perThousand(cacheWrite1h) } : {}),
+  };
+}
+
 function defaultRoute(m: ModelInfo): Route | undefined {
   return m.routes.find((r) => r.available) ?? m.routes[0];
 }
@@ -303,14 +315,12 @@ modelsRouter.get('/api/models/*canonicalId/providers', surface('openai'), (ctx) 
     canonicalId: m.id,
     displayName: m.name,
     supportsProviderSelection: m.routes.length > 1,
-    defaultPrice: d
-      ? { inputPer1kTokens: perThousand(d.price.input), outputPer1kTokens: perThousand(d.price.output) }
-      : null,
+    defaultPrice: d ? routePricing(d) : null,
     providers: m.routes.map((r) => ({
       provider: r.provider.id,
       name: r.provider.name,
       available: r.available,
-      pricing: { inputPer1kTokens: perThousand(r.price.input), outputPer1kTokens: perThousand(r.price.output) },
+      pricing: routePricing(r),
       ...(r.maxOutputTokens ? { maxOutputTokens: r.maxOutputTokens } : {}),
       ...(r.contextLength ? { contextLength: r.contextLength } : {}),
       quantization: r.quantization,

@@ -31,6 +31,25 @@ export const providerPreferencesSchema = {
   ],
 } as const;
 
+/** `prompt_caching` (README, Prompt caching); the checks across fields are in activities/surfaces/promptCaching.ts */
+export const promptCachingSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    enabled: { type: 'boolean' },
+    ttl: { type: 'string', enum: ['5m', '1h'] },
+    cut_after_message_index: { type: 'integer', minimum: 0 },
+    stickyProvider: { type: 'boolean' },
+  },
+} as const;
+
+/** `caching` and `stickyprovider` (README, Prompt caching): chat completions, responses and messages take them */
+export const cachingFields = {
+  caching: { type: 'boolean' },
+  stickyprovider: { type: 'boolean' },
+  stickyProvider: { type: 'boolean' },
+} as const;
+
 export const samplingSchema = {
   temperature: { type: 'number', minimum: 0, maximum: 2 },
   top_p: { type: 'number', minimum: 0, maximum: 1 },
@@ -135,7 +154,9 @@ export const chatRequestSchema = {
       },
     },
     provider: providerPreferencesSchema,
-    caching: { type: 'boolean' },
+    ...cachingFields,
+    prompt_caching: promptCachingSchema,
+    promptCaching: promptCachingSchema,
     // the advisor (api/advisor.ts): a second model the request's model may consult; unknown fields refused
     advisor: {
       type: ['object', 'null'],

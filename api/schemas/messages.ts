@@ -2,6 +2,7 @@
 // ranges here; rules that need more (first turn is the user's, thinking budget against max_tokens,
 // block kinds and media types, tool_choice against tools) are checked in
 // activities/surfaces/messages.ts. Unknown fields are allowed: clients send fields we do not use.
+import { cachingFields } from './chat.js';
 const block = { type: 'object', required: ['type'], properties: { type: { type: 'string' } } } as const;
 
 const messageFields = {
@@ -70,6 +71,7 @@ export const messagesRequestSchema = {
     ...messageFields,
     max_tokens: { type: 'integer', minimum: 1 },
     stream: { type: 'boolean' },
+    ...cachingFields,
     stop_sequences: { type: 'array', items: { type: 'string' }, maxItems: 16 },
     temperature: { type: 'number', minimum: 0, maximum: 1 },
     top_p: { type: 'number', minimum: 0, maximum: 1 },

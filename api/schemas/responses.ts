@@ -1,6 +1,8 @@
 // The Responses API request (`POST /api/v1/responses`), as Ajv checks it before anything runs.
 // Types and ranges here; the input items, tool specs and JSON-schema strictness are checked in
 // activities/surfaces/responses.ts with specific codes. Unknown fields are allowed (SDK extras).
+import { cachingFields, promptCachingSchema } from './chat.js';
+
 const effort = { type: 'string', enum: ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] };
 
 export const responsesRequestSchema = {
@@ -15,6 +17,9 @@ export const responsesRequestSchema = {
       ],
     },
     instructions: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+    ...cachingFields,
+    prompt_caching: promptCachingSchema,
+    promptCaching: promptCachingSchema,
     tools: { type: 'array', items: { type: 'object' } },
     tool_choice: {
       anyOf: [

@@ -10,19 +10,34 @@ export interface TokenPrices {
   input: bigint;
   cachedInput: bigint;
   output: bigint;
+  /** prompt-cache writes, 5-minute and 1-hour (default: the input price) */
+  cacheWrite?: bigint;
+  cacheWrite1h?: bigint;
 }
 
 /** openai/gpt-4o-mini on openai and openrouter: 0.15 / 0.075 cached / 0.60, +5% */
 export const GPT_4O_MINI: TokenPrices = { input: 157_500_000n, cachedInput: 78_750_000n, output: 630_000_000n };
-/** anthropic/claude-3-5-haiku on anthropic and openrouter: 0.80 / 0.08 cached / 4.00, +5% */
-export const CLAUDE_HAIKU: TokenPrices = { input: 840_000_000n, cachedInput: 84_000_000n, output: 4_200_000_000n };
+/** anthropic/claude-3-5-haiku on anthropic and openrouter: 0.80 / 0.08 cached / 1.00 and 1.60 cache writes / 4.00, +5% */
+export const CLAUDE_HAIKU: TokenPrices = {
+  input: 840_000_000n,
+  cachedInput: 84_000_000n,
+  cacheWrite: 1_050_000_000n,
+  cacheWrite1h: 1_680_000_000n,
+  output: 4_200_000_000n,
+};
 
 /** by catalog model id (every provider of these models has the same price) */
 const TEXT: Record<string, TokenPrices> = {
   'openai/gpt-4o-mini': GPT_4O_MINI,
   'anthropic/claude-3-5-haiku': CLAUDE_HAIKU,
-  // 3.00 / 0.30 cached / 15.00, +5%
-  'anthropic/claude-sonnet-4': { input: 3_150_000_000n, cachedInput: 315_000_000n, output: 15_750_000_000n },
+  // 3.00 / 0.30 cached / 3.75 and 6.00 cache writes / 15.00, +5%
+  'anthropic/claude-sonnet-4': {
+    input: 3_150_000_000n,
+    cachedInput: 315_000_000n,
+    cacheWrite: 3_937_500_000n,
+    cacheWrite1h: 6_300_000_000n,
+    output: 15_750_000_000n,
+  },
   // 0.10 / 0.025 cached / 0.40, +5%
   'google/gemini-2.0-flash': { input: 105_000_000n, cachedInput: 26_250_000n, output: 420_000_000n },
   // 0.02 / 0.02, no markup, no cached price (cached input pays the input price)
@@ -67,14 +82,25 @@ export function perMillion(units: number, price: bigint): bigint {
  * What a text request costs: uncached input, cached input and output tokens at the route's prices,
  * each part rounded up on its own (the README's rule).
  */
-export function textCost(p: TokenPrices, t: { input: number; cached?: number; output: number }): bigint {
+export function textCost(
+  p: TokenPrices,
+  t: { input: number; cached?: number; written?: number; written1h?: number; output: number },
+): bigint {
   const cached = t.cached ?? 0;
-  return perMillion(t.input - cached, p.input) + perMillion(cached, p.cachedInput) + perMillion(t.output, p.output);
+  const written = t.written ?? 0;
+  const written1h = t.written1h ?? 0;
+  return (
+    perMillion(t.input - cached - written - written1h, p.input) +
+    perMillion(cached, p.cachedInput) +
+    perMillion(written, p.cacheWrite ?? p.input) +
+    perMillion(written1h, p.cacheWrite1h ?? p.input) +
+    perMillion(t.output, p.output)
+  );
 }
 
 /**
  * What Anthropic-style usage costs: its `input_tokens` leave cache reads and writes out; reads pay
- * the cached price, writes the input price.
+ * the cached price, writes the cache-write price (1-hour ones, as `cache_creation` reports them, the 1-hour price).
  */
 export function messageUsageCost(
   p: TokenPrices,
@@ -83,11 +109,19 @@ export function messageUsageCost(
     output_tokens: number;
     cache_read_input_tokens?: number;
     cache_creation_input_tokens?: number;
+    cache_creation?: { ephemeral_1h_input_tokens?: number };
   },
 ): bigint {
   const read = u.cache_read_input_tokens ?? 0;
   const write = u.cache_creation_input_tokens ?? 0;
-  return textCost(p, { input: u.input_tokens + read + write, cached: read, output: u.output_tokens });
+  const write1h = u.cache_creation?.ephemeral_1h_input_tokens ?? 0;
+  return textCost(p, {
+    input: u.input_tokens + read + write,
+    cached: read,
+    written: write - write1h,
+    written1h: write1h,
+    output: u.output_tokens,
+  });
 }
 
 /** Embeddings: nano-USD per 1M input tokens. */

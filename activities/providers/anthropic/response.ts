@@ -26,6 +26,8 @@ export interface AnthropicUsage {
   output_tokens?: number | null;
   cache_creation_input_tokens?: number | null;
   cache_read_input_tokens?: number | null;
+  /** the cache writes by lifetime (5-minute and 1-hour breakpoints are priced differently) */
+  cache_creation?: { ephemeral_5m_input_tokens?: number | null; ephemeral_1h_input_tokens?: number | null } | null;
   output_tokens_details?: { thinking_tokens?: number | null } | null;
   /** server tools run in the turn (the web search tool's count) */
   server_tool_use?: { web_search_requests?: number | null } | null;
@@ -40,6 +42,9 @@ export function toUsage(u: AnthropicUsage | null | undefined): Usage | null {
     promptTokens: (u.input_tokens ?? 0) + cacheRead + cacheWrite,
     cachedTokens: cacheRead,
     cacheWriteTokens: cacheWrite,
+    ...(u.cache_creation?.ephemeral_1h_input_tokens
+      ? { cacheWrite1hTokens: Math.min(cacheWrite, u.cache_creation.ephemeral_1h_input_tokens) }
+      : {}),
     completionTokens: u.output_tokens ?? 0,
     // Anthropic folds thinking into output_tokens; only newer answers break it out
     reasoningTokens: u.output_tokens_details?.thinking_tokens ?? 0,

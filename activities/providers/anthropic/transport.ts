@@ -7,6 +7,27 @@ import { abortedError } from './errors.js';
 import type { RequestError } from '../../core/errors.js';
 
 const ANTHROPIC_VERSION = '2023-06-01';
+/** The beta that lets a cache breakpoint live an hour (`cache_control.ttl: '1h'`; README, Prompt caching). */
+const EXTENDED_CACHE_TTL_BETA = 'extended-cache-ttl-2025-04-11';
+/** A 1-hour breakpoint in the JSON text (text inside strings has its quotes escaped, so cannot match). */
+const ONE_HOUR_BREAKPOINT = '"ttl":"1h"';
+
+/**
+ * The route's and caller's headers, with the extended-cache beta added to `anthropic-beta` when the
+ * body holds a 1-hour breakpoint (kept once, beside any betas already asked for).
+ */
+function headersFor(target: ProviderTarget, json: string): Record<string, string> {
+  const headers = { ...target.headers };
+  if (!json.includes(ONE_HOUR_BREAKPOINT)) return headers;
+  const name = Object.keys(headers).find((k) => k.toLowerCase() === 'anthropic-beta') ?? 'anthropic-beta';
+  const betas = (headers[name] ?? '')
+    .split(',')
+    .map((b) => b.trim())
+    .filter(Boolean);
+  if (!betas.includes(EXTENDED_CACHE_TTL_BETA)) betas.push(EXTENDED_CACHE_TTL_BETA);
+  headers[name] = betas.join(',');
+  return headers;
+}
 
 /** POST a JSON body; any non-2xx answer becomes an UpstreamError carrying Anthropic's message. */
 export async function post(
@@ -15,15 +36,16 @@ export async function post(
   body: unknown,
   signal: AbortSignal,
 ): Promise<UpstreamResponse> {
+  const json = JSON.stringify(body);
   const res = await send(target.providerId, endpoint(target.baseUrl, path), {
     headers: {
       'content-type': 'application/json',
       'anthropic-version': ANTHROPIC_VERSION,
       ...(target.apiKey ? { 'x-api-key': target.apiKey } : {}),
       // catalog/route headers (e.g. anthropic-beta) last: they may also pin another version
-      ...target.headers,
+      ...headersFor(target, json),
     },
-    body: JSON.stringify(body),
+    body: json,
     signal,
   }).catch((err) => {
     throw abortAware(target, signal, err);

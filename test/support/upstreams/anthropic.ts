@@ -14,6 +14,7 @@
 //   up.script({ text: 'a b c', streamError: { afterEvents: 4 } });  // `event: error` midway
 //   up.script({ endpoint: 'count_tokens', inputTokens: 42 });
 //   up.last().body.messages ...; await up.close();
+//   up.promptCache(true);   // cache at `cache_control` breakpoints, reporting reads and writes as Anthropic does
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type BodyWriter, bodyWriter, defaultSplit, type SplitWrites } from './split.js';
@@ -82,6 +83,13 @@ export interface AnthropicUpstream {
   last(): RecordedRequest;
   /** from now on, write streams split at arbitrary byte boundaries (undefined: whole frames) */
   splitWrites(mode: SplitWrites | undefined): void;
+  /**
+   * Prompt caching as Anthropic does it (off by default): the prompt up to each `cache_control`
+   * breakpoint (tools, then system, then messages) is cached for its ttl; a later prompt that
+   * reaches a cached breakpoint reads it (`cache_read_input_tokens`), and the part up to its last
+   * breakpoint beyond that is written (`cache_creation_input_tokens`, split by ttl in `cache_creation`).
+   */
+  promptCache(on: boolean): void;
   close(): Promise<void>;
 }
 
@@ -114,6 +122,46 @@ export async function startAnthropicUpstream(
   let fallback: AnthropicReply | undefined;
   let ids = 0;
   const nextId = (prefix: string) => `${prefix}_loop${String(++ids).padStart(6, '0')}`;
+  let cache: Map<string, number> | undefined; // prefix → when it expires
+
+  /** The input side of the usage under prompt caching (see promptCache), or undefined when it is off. */
+  function cacheUsage(body: any): CacheUsage | undefined {
+    if (!cache) return undefined;
+    const blocks: Array<{ at: string; block: any }> = [];
+    for (const t of body.tools ?? []) blocks.push({ at: 'tools', block: t });
+    const system = typeof body.system === 'string' ? [{ type: 'text', text: body.system }] : (body.system ?? []);
+    for (const b of system) blocks.push({ at: 'system', block: b });
+    for (const m of body.messages ?? [])
+      for (const b of typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content)
+        blocks.push({ at: m.role, block: b });
+    const plain = blocks.map(({ at, block: { cache_control: _, ...b } }) => [at, b]);
+    const tokens = (n: number) => Math.ceil(JSON.stringify([body.model, plain.slice(0, n)]).length / 4);
+    const now = Date.now();
+    const keyAt = (n: number) => JSON.stringify([body.model, plain.slice(0, n)]);
+    const breakpoints = blocks.flatMap(({ block }, i) =>
+      block.cache_control ? [{ end: i + 1, ttl: block.cache_control.ttl as string | undefined }] : [],
+    );
+    // a read: the longest cached prefix ending at a breakpoint or up to 20 blocks before one (Anthropic's lookback)
+    let readEnd = 0;
+    for (const b of breakpoints)
+      for (let end = b.end; end > Math.max(0, b.end - 20); end--)
+        if (end > readEnd && (cache!.get(keyAt(end)) ?? 0) > now) readEnd = end;
+    const read = readEnd ? tokens(readEnd) : 0;
+    // writes: each breakpoint beyond the read caches the part since the one before, for its ttl
+    const written = { '5m': 0, '1h': 0 };
+    let upTo = read;
+    for (const b of breakpoints.filter((b) => b.end > readEnd)) {
+      written[b.ttl === '1h' ? '1h' : '5m'] += tokens(b.end) - upTo;
+      upTo = tokens(b.end);
+    }
+    for (const b of breakpoints) cache.set(keyAt(b.end), now + (b.ttl === '1h' ? 3_600_000 : 300_000));
+    return {
+      input_tokens: tokens(blocks.length) - upTo,
+      cache_read_input_tokens: read,
+      cache_creation_input_tokens: written['5m'] + written['1h'],
+      cache_creation: { ephemeral_5m_input_tokens: written['5m'], ephemeral_1h_input_tokens: written['1h'] },
+    };
+  }
 
   const takeScript = (endpoint: 'messages' | 'count_tokens'): AnthropicReply => {
     const i = queue.findIndex((r) => (r.endpoint ?? 'messages') === endpoint);
@@ -193,7 +241,7 @@ export async function startAnthropicUpstream(
     if (endpoint === 'count_tokens')
       return sendJson(res, 200, { input_tokens: script.inputTokens ?? estimateInput(body) });
 
-    const message = buildMessage(body, script, nextId);
+    const message = buildMessage(body, script, nextId, cacheUsage(body));
     if (!body.stream) return sendJson(res, 200, message);
     await streamMessage(res, message, script, bodyWriter(res, split));
   });
@@ -213,6 +261,9 @@ export async function startAnthropicUpstream(
     splitWrites: (mode) => {
       split = mode;
     },
+    promptCache: (on) => {
+      cache = on ? new Map() : undefined;
+    },
     last: () => {
       const r = requests[requests.length - 1];
       if (!r) throw new Error('the Anthropic loopback has received no request');
@@ -224,6 +275,13 @@ export async function startAnthropicUpstream(
         server.close(() => resolve());
       }),
   };
+}
+
+interface CacheUsage {
+  input_tokens: number;
+  cache_read_input_tokens: number;
+  cache_creation_input_tokens: number;
+  cache_creation: { ephemeral_5m_input_tokens: number; ephemeral_1h_input_tokens: number };
 }
 
 interface WireMessage {
@@ -239,13 +297,19 @@ interface WireMessage {
     output_tokens: number;
     cache_creation_input_tokens: number;
     cache_read_input_tokens: number;
+    cache_creation?: CacheUsage['cache_creation'];
     output_tokens_details?: { thinking_tokens: number };
     server_tool_use?: { web_search_requests: number };
   };
 }
 
 /** The reply a real model would give in shape: thinking, text, tool calls, stop reason, usage. */
-function buildMessage(body: any, script: AnthropicReply, nextId: (p: string) => string): WireMessage {
+function buildMessage(
+  body: any,
+  script: AnthropicReply,
+  nextId: (p: string) => string,
+  cached?: CacheUsage,
+): WireMessage {
   const content: WireMessage['content'] = [];
   const reasoning =
     script.reasoning ?? (body.thinking?.type === 'enabled' ? `Thinking about "${lastUserText(body)}".` : undefined);
@@ -308,6 +372,7 @@ function buildMessage(body: any, script: AnthropicReply, nextId: (p: string) => 
             output_tokens: Math.max(1, Math.ceil(out.length / 4)),
             cache_creation_input_tokens: 0,
             cache_read_input_tokens: 0,
+            ...cached,
             ...(searchTool ? { server_tool_use: { web_search_requests: searches } } : {}),
             ...script.usage,
           },

@@ -7,6 +7,9 @@
 // JSON output was asked for), honours the output cap, and can be scripted per request: the reply's
 // text, reasoning, tool calls, usage and finish reason, or a delay, an error status, a hang, a
 // dropped connection, a stream cut or an error frame midway. Every request is recorded for assertions.
+// `promptCache()` turns on OpenAI's implicit prompt caching: a chat prompt whose leading messages
+// this upstream has seen before reports them as `prompt_tokens_details.cached_tokens` (at least
+// `minTokens`, in steps of `increment`, as OpenAI's 1,024 and 128), and only this upstream knows them.
 //
 //   const up = await startOpenAIUpstream();            // key "sk-loopback"; { apiKey: null } = keyless
 //   up.script({ toolCalls: [{ name: 'get_weather', arguments: '{"city":"Paris"}' }] });
@@ -119,6 +122,8 @@ export interface OpenAIUpstream {
   last(): RecordedRequest;
   /** from now on, write streams split at arbitrary byte boundaries (undefined: whole frames) */
   splitWrites(mode: SplitWrites | undefined): void;
+  /** cache chat prompt prefixes as OpenAI does (undefined: off, the default; reset() turns it off) */
+  promptCache(opts: { minTokens?: number; increment?: number } | undefined): void;
   reset(): void;
   close(): Promise<void>;
 }
@@ -304,6 +309,27 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
   let base: UpstreamReply = {};
   let serial = 0;
   let split = opts.split ?? defaultSplit();
+  let cache: { minTokens: number; increment: number; seen: Set<string> } | undefined;
+
+  /**
+   * Implicit prompt caching: the longest run of leading messages (with the same model and tools)
+   * an earlier request sent, counted in prompt tokens, rounded down to the cache's granularity.
+   * Every prefix of this prompt is cached for the next request.
+   */
+  function cachedPrefixTokens(body: any): number {
+    if (!cache || !Array.isArray(body?.messages)) return 0;
+    let tokens = 0;
+    let hit = 0;
+    const keys = body.messages.map((m: any, i: number) => {
+      tokens += words(textOf(m?.content));
+      const key = JSON.stringify([body.model, body.tools ?? null, body.messages.slice(0, i + 1)]);
+      if (cache!.seen.has(key)) hit = tokens;
+      return key;
+    });
+    for (const k of keys) cache.seen.add(k);
+    if (hit < cache.minTokens) return 0;
+    return cache.minTokens + Math.floor((hit - cache.minTokens) / cache.increment) * cache.increment;
+  }
 
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -422,7 +448,7 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
       res.flushHeaders();
       return; // held open until the client leaves
     }
-    const answer = compose(route, rec.body, reply, ++serial);
+    const answer = compose(route, rec.body, reply, ++serial, route === 'chat' ? cachedPrefixTokens(rec.body) : 0);
     if (rec.body.stream === true && !reply.ignoreStream)
       return streamAnswer(res, rec.body, answer, reply, bodyWriter(res, split));
     send(res, 200, route === 'chat' ? answer.chatJson() : answer.completionJson(), reply.headers);
@@ -476,7 +502,11 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
       if (!requests.length) throw new Error('the loopback upstream received no request');
       return requests[requests.length - 1];
     },
+    promptCache: (o) => {
+      cache = o ? { minTokens: o.minTokens ?? 1024, increment: o.increment ?? 128, seen: new Set() } : undefined;
+    },
     reset: () => {
+      cache = undefined;
       queue.length = 0;
       requests.length = 0;
       base = {};
@@ -525,7 +555,7 @@ function send(res: http.ServerResponse, status: number, json: unknown, headers: 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** One generation, laid out once and rendered as JSON or as stream chunks. */
-function compose(route: 'chat' | 'completions', body: any, reply: UpstreamReply, serial: number) {
+function compose(route: 'chat' | 'completions', body: any, reply: UpstreamReply, serial: number, cachedTokens = 0) {
   const derived = derive(route, body);
   const calls = (reply.toolCalls ?? []).map((c, i) => ({
     id: c.id ?? `call_${serial}_${i}`,
@@ -560,7 +590,7 @@ function compose(route: 'chat' | 'completions', body: any, reply: UpstreamReply,
           prompt_tokens: derived.promptTokens,
           completion_tokens: completion,
           total_tokens: derived.promptTokens + completion,
-          prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+          prompt_tokens_details: { cached_tokens: cachedTokens, audio_tokens: 0 },
           completion_tokens_details: {
             reasoning_tokens: reasoningTokens.length,
             audio_tokens: 0,
