@@ -26,12 +26,18 @@ const LOCAL_TEMPERATURE = 1;
 const words = (text: string) => (text.match(/\s*\S+/g) ?? []).length;
 const close = (a: number, b: number, what: string) => assert.ok(Math.abs(a - b) < 1e-9, `${what}: ${a} vs ${b}`);
 /**
- * Two answers alike: the same fields, numbers within 1e-6. llama.cpp's logits differ in the last
- * digits between a prompt evaluated whole and one continued from a cached prefix.
+ * How far two runs of the built-in model may differ. llama.cpp's logits differ in their last
+ * float32 digits between a prompt evaluated whole and one continued from a cached prefix, and by
+ * how much depends on the CPU's kernels: within 1e-6 on AVX-512 machines, up to ~2e-4 on AVX2
+ * ones. A wrong letter, option or temperature moves these probabilities by far more.
  */
+const LOCAL_TOLERANCE = 1e-3;
+const near = (a: number, b: number, what: string) =>
+  assert.ok(Math.abs(a - b) < LOCAL_TOLERANCE, `${what}: ${a} vs ${b}`);
+/** Two answers of the built-in model alike: the same fields, numbers within LOCAL_TOLERANCE. */
 function sameAnswers(a: unknown, b: unknown, at = 'answers'): void {
   if (typeof a === 'number' && typeof b === 'number') {
-    assert.ok(Math.abs(a - b) < 1e-6, `${at}: ${a} vs ${b}`);
+    near(a, b, at);
     return;
   }
   if (typeof a !== 'object' || a === null || typeof b !== 'object' || b === null) {
@@ -160,16 +166,16 @@ describe('decisions (POST /api/v1/decisions)', function () {
       tokens += route.tokens;
       const pr = calibrated(route.p, LOCAL_TEMPERATURE);
       const labels = ['billing', 'technical', 'sales'];
-      labels.forEach((l, i) => close(j.answers.route.probabilities[l], pr[i], `route ${l}`));
+      labels.forEach((l, i) => near(j.answers.route.probabilities[l], pr[i], `route ${l}`));
       const best = pr.indexOf(Math.max(...pr));
       assert.equal(j.answers.route.choice, labels[best]);
-      close(j.answers.route.confidence, pr[best], 'route confidence');
+      near(j.answers.route.confidence, pr[best], 'route confidence');
       assert.equal(j.answers.route.type, 'choice');
 
       // noul: P(yes) over no/yes
       const review = await letterProbabilities(slot(head(REVIEW.instructions), ['no', 'yes']), ['A', 'B']);
       tokens += review.tokens;
-      close(j.answers.review.noul, calibrated(review.p, LOCAL_TEMPERATURE)[1], 'noul');
+      near(j.answers.review.noul, calibrated(review.p, LOCAL_TEMPERATURE)[1], 'noul');
       assert.deepEqual(Object.keys(j.answers.review).sort(), ['noul', 'type']);
 
       // isolated score: a yes/no row per level, the fits normalized
@@ -184,11 +190,11 @@ describe('decisions (POST /api/v1/decisions)', function () {
       }
       const fitSum = fits.reduce((a, b) => a + b, 0);
       const ps = fits.map((f) => f / fitSum);
-      ps.forEach((p, i) => close(j.answers.urgency.probabilities[String(i)], p, `urgency ${i}`));
+      ps.forEach((p, i) => near(j.answers.urgency.probabilities[String(i)], p, `urgency ${i}`));
       const mean = ps.reduce((s, p, i) => s + i * p, 0);
-      close(j.answers.urgency.score, mean, 'urgency score');
+      near(j.answers.urgency.score, mean, 'urgency score');
       const variance = ps.reduce((s, p, i) => s + p * (i - mean) ** 2, 0);
-      close(j.answers.urgency.confidence, 1 - variance / 2.25, 'urgency confidence');
+      near(j.answers.urgency.confidence, 1 - variance / 2.25, 'urgency confidence');
       assert.deepEqual(j.answers.urgency.legend, { 0: 'not', 1: 'a little', 2: 'rather', 3: 'very' });
 
       // a whole score: one row, one letter per level
@@ -201,7 +207,7 @@ describe('decisions (POST /api/v1/decisions)', function () {
       );
       tokens += whole.tokens;
       calibrated(whole.p, LOCAL_TEMPERATURE).forEach((p, i) =>
-        close(j.answers.urgency_whole.probabilities[String(i)], p, `urgency_whole ${i}`),
+        near(j.answers.urgency_whole.probabilities[String(i)], p, `urgency_whole ${i}`),
       );
 
       // usage: the real prompt tokens of the 7 rows, nothing generated; billed once, input only
