@@ -185,7 +185,7 @@ function loadConfig(): Config {
     batchConcurrency: Math.max(1, int('SWITCHYARD_BATCH_CONCURRENCY', 32)),
     batchAccountConcurrency: Math.max(1, int('SWITCHYARD_BATCH_ACCOUNT_CONCURRENCY', 64)),
     batchChunkRows: Math.max(1, int('SWITCHYARD_BATCH_CHUNK_ROWS', 2000)),
-    batchRowsPerActivity: Math.max(1, int('SWITCHYARD_BATCH_ROWS_PER_ACTIVITY', 32)),
+    batchRowsPerActivity: Math.max(1, int('SWITCHYARD_BATCH_ROWS_PER_ACTIVITY', 256)),
     batchWindowSeconds: Math.max(1, int('SWITCHYARD_BATCH_WINDOW_SECONDS', 86_400)),
     batchRowAttempts: Math.max(1, int('SWITCHYARD_BATCH_ROW_ATTEMPTS', 5)),
     signupPolicy: signupPolicy(),

@@ -7,7 +7,7 @@
 // timed from the POST to the batch's `completed`. Prints rows per second of both and their ratio,
 // then the books check: every row charged exactly once, at the cost its result line shows, the
 // batch's cost their sum, no reservation left, and every balance equal to the sum of its entries.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Pool } from 'undici';
@@ -77,6 +77,26 @@ async function books(batchId: string): Promise<string[]> {
   return lines;
 }
 
+/**
+ * CPU time of every PostgreSQL process on the machine (the server the bench database lives on;
+ * its connections stay open through a measurement, so none of their time is lost with them).
+ */
+function postgresCpuMs(): number {
+  let sum = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      sum += ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+    } catch {
+      // it exited while being read
+    }
+  }
+  return sum;
+}
+
 async function main() {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-batches-'));
   const temporal = await startDevServer({
@@ -108,7 +128,7 @@ async function main() {
       );
       const gateway = await startProcess('../bin/api.ts', [], { ...env, PORT: '0', HOST: '127.0.0.1' }, LISTENING);
       const pool = new Pool(`http://127.0.0.1:${gateway}`, { connections: SYNC_CONCURRENCY + 2 });
-      const cpu = () => [cpuMs(gateway), cpuMs(worker), processCpuMs(temporal.pid)];
+      const cpu = () => [cpuMs(gateway), cpuMs(worker), processCpuMs(temporal.pid), postgresCpuMs(), cpuMs(upstream)];
       const share = (a: number[], b: number[], ms: number) =>
         a.map((x, i) => `${(((b[i] - x) / ms) * 100).toFixed(0)}%`);
 
@@ -183,7 +203,7 @@ async function main() {
       const batchRate = (ROWS * 1000) / batchMs;
       console.log(`\n${ROWS} chat requests against the loopback upstream (bench/upstream.ts)\n`);
       printTable(
-        ['', 'rows/s', 'seconds', 'CPU: gateway', 'worker', 'Temporal'],
+        ['', 'rows/s', 'seconds', 'CPU: gateway', 'worker', 'Temporal', 'PostgreSQL', 'upstream'],
         [
           [
             `synchronous route, ${SYNC_CONCURRENCY} at a time`,

@@ -126,5 +126,8 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     `[worker] serving task queue ${config.taskQueue} of namespace ${config.temporalNamespace} at ${config.temporalAddress}`,
   );
   await running;
+  // batch rows pay from this process's credit leases: write what is pending, give the rest back
+  const { flushLeases } = await import('../activities/ledger/leases.js');
+  await flushLeases({ close: true });
   await database.stop();
 }

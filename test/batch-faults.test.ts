@@ -11,7 +11,7 @@ import { db } from '../activities/db.js';
 import { type ChatBench, startChatBench } from './support/chatEnv.js';
 import { useTemporal } from './support/temporal.js';
 import { onOwnWorkers } from './support/ownWorkers.js';
-import { assertBooksBalance } from './support/books.js';
+import { assertBooksBalance, sweepDeadLeases } from './support/books.js';
 import { until } from './support/wait.js';
 
 const MODEL = 'openai/gpt-4o-mini';
@@ -37,100 +37,116 @@ describe('batches when their worker is killed', function () {
     await assertBooksBalance();
   });
 
-  it('SIGKILL mid-batch, another worker finishes it: every row charged exactly once, none asked again once answered', async () => {
-    await onOwnWorkers('batch-kill', async (startWorker) => {
-      const first = await startWorker();
-      const { key, accountId } = await b.account('5');
-      const N = 40;
-      // when the upstream was asked for each row (by the row's text), and how each ask ended
-      const asked = new Map<string, number[]>();
-      const reply = (req: any) => {
-        const said = String(req.body.messages.at(-1).content);
-        asked.set(said, [...(asked.get(said) ?? []), Date.now()]);
-        return { delayMs: 300 };
-      };
-      b.openai.script(...Array.from({ length: N * 3 }, () => reply));
-      config.batchConcurrency = 8;
-      const res = await b.post(
-        key,
-        {
-          endpoint: '/v1/chat/completions',
-          model: MODEL,
-          requests: Array.from({ length: N }, (_, i) => ({
-            custom_id: `k${i}`,
-            body: { messages: [{ role: 'user', content: `row ${i}` }], max_tokens: 20 },
-          })),
-        },
-        {},
-        '/api/beta/batches',
-      );
-      assert.equal(res.status, 202, await res.clone().text());
-      const { id } = (await res.json()) as any;
-      const get = async () =>
-        (await (
-          await fetch(`${b.base}/api/beta/batches/${id}`, { headers: { authorization: `Bearer ${key}` } })
-        ).json()) as any;
-      await until(get, (x) => x.request_counts.completed >= 10, 60_000, 'ten rows to finish');
-      await first.kill();
-      const midway = (await get()).request_counts.completed;
-      assert.ok(midway < N, 'killed before the end');
+  // Rows pay from the worker's credit lease where the account can afford one, else from holds of their own
+  // (SWITCHYARD_CREDIT_LEASES=0 forces those here): both must survive the kill.
+  for (const [paidFrom, env] of [
+    ['a credit lease', {}],
+    ['holds of their own', { SWITCHYARD_CREDIT_LEASES: '0' }],
+  ] as const)
+    it(`SIGKILL mid-batch, another worker finishes it: every row charged exactly once, none asked again once answered (rows paid from ${paidFrom})`, async () => {
+      await onOwnWorkers('batch-kill', async (startWorker) => {
+        const first = await startWorker(env);
+        const { key, accountId } = await b.account('5');
+        const N = 40;
+        // when the upstream was asked for each row (by the row's text), and how each ask ended
+        const asked = new Map<string, number[]>();
+        const reply = (req: any) => {
+          const said = String(req.body.messages.at(-1).content);
+          asked.set(said, [...(asked.get(said) ?? []), Date.now()]);
+          return { delayMs: 300 };
+        };
+        b.openai.script(...Array.from({ length: N * 3 }, () => reply));
+        config.batchConcurrency = 8;
+        const res = await b.post(
+          key,
+          {
+            endpoint: '/v1/chat/completions',
+            model: MODEL,
+            requests: Array.from({ length: N }, (_, i) => ({
+              custom_id: `k${i}`,
+              body: { messages: [{ role: 'user', content: `row ${i}` }], max_tokens: 20 },
+            })),
+          },
+          {},
+          '/api/beta/batches',
+        );
+        assert.equal(res.status, 202, await res.clone().text());
+        const { id } = (await res.json()) as any;
+        const get = async () =>
+          (await (
+            await fetch(`${b.base}/api/beta/batches/${id}`, { headers: { authorization: `Bearer ${key}` } })
+          ).json()) as any;
+        await until(get, (x) => x.request_counts.completed >= 10, 60_000, 'ten rows to finish');
+        await first.kill();
+        const midway = (await get()).request_counts.completed;
+        assert.ok(midway < N, 'killed before the end');
 
-      await startWorker();
-      // Any ask before this moment came from the first worker: the second only polls once ready
-      // (a timestamp taken before the kill would miss asks made while the signal was landing).
-      const secondUpAt = Date.now();
-      const done = await until(
-        get,
-        (x) => x.status === 'completed',
-        150_000,
-        'the batch to complete on the second worker',
-      );
-      assert.deepEqual(done.request_counts, { total: N, completed: N, failed: 0 });
-      assert.deepEqual(
-        done.results.map((r: any) => r.custom_id),
-        Array.from({ length: N }, (_, i) => `k${i}`),
-      );
+        await startWorker(env);
+        // Any ask before this moment came from the first worker: the second only polls once ready
+        // (a timestamp taken before the kill would miss asks made while the signal was landing).
+        const secondUpAt = Date.now();
+        const done = await until(
+          get,
+          (x) => x.status === 'completed',
+          150_000,
+          'the batch to complete on the second worker',
+        );
+        assert.deepEqual(done.request_counts, { total: N, completed: N, failed: 0 });
+        assert.deepEqual(
+          done.results.map((r: any) => r.custom_id),
+          Array.from({ length: N }, (_, i) => `k${i}`),
+        );
 
-      // every row charged exactly once, at the cost its line shows; the batch's cost is their sum
-      const { rows: charges } = await db().pool.query(
-        `SELECT request_id, amount FROM ledger_entries WHERE account_id = $1 AND kind = 'charge' ORDER BY request_id`,
-        [accountId],
-      );
-      assert.equal(charges.length, N, 'one charge per row');
-      assert.equal(new Set(charges.map((c) => c.request_id)).size, N);
-      let total = 0n;
-      for (const [i, line] of done.results.entries()) {
-        const charge = charges.find((c) => c.request_id === `${id}:${i}`);
-        assert.ok(charge, `row ${i} charged`);
-        assert.equal(-BigInt(charge.amount), BigInt(Math.round(line.response.body.cost * 1e9)));
-        total += -BigInt(charge.amount);
-      }
-      assert.equal(BigInt(Math.round(done.cost * 1e9)), total);
-      await assertBooksBalance(accountId);
-      const { rows: bal } = await db().pool.query(`SELECT amount, held FROM balances WHERE account_id = $1`, [
-        accountId,
-      ]);
-      assert.equal(bal[0].held, '0', 'no reservation left behind');
-      assert.equal(BigInt(bal[0].amount), 5_000_000_000n - total);
-
-      // the provider was never asked again for a row after its answer was stored; a row asked twice
-      // was in flight on the killed worker (its first ask began before the kill)
-      const { rows: finished } = await db().pool.query(
-        `SELECT custom_id, finished_at FROM batch_rows WHERE batch_id = $1`,
-        [id],
-      );
-      let retried = 0;
-      for (const r of finished) {
-        const times = asked.get(`row ${r.custom_id.slice(1)}`) ?? [];
-        assert.ok(times.length >= 1, `${r.custom_id} was asked`);
-        for (const t of times)
-          assert.ok(t <= r.finished_at.getTime(), `${r.custom_id} asked after its answer was stored`);
-        if (times.length > 1) {
-          retried++;
-          assert.ok(times[0] < secondUpAt, `${r.custom_id} asked twice, and not because of the kill`);
+        // every row charged exactly once, at the cost its line shows; the batch's cost is their sum
+        const { rows: charges } = await db().pool.query(
+          `SELECT request_id, amount FROM ledger_entries WHERE account_id = $1 AND kind = 'charge' ORDER BY request_id`,
+          [accountId],
+        );
+        assert.equal(charges.length, N, 'one charge per row');
+        const { rows: paid } = await db().pool.query(
+          `SELECT DISTINCT split_part(h.idempotency_key, ':', 1) AS kind FROM ledger_entries e
+         JOIN balance_holds h ON h.id = e.hold_id WHERE e.account_id = $1 AND e.kind = 'charge'`,
+          [accountId],
+        );
+        assert.deepEqual(
+          paid.map((p) => p.kind),
+          [paidFrom === 'a credit lease' ? 'lease' : 'hold'],
+        );
+        assert.equal(new Set(charges.map((c) => c.request_id)).size, N);
+        let total = 0n;
+        for (const [i, line] of done.results.entries()) {
+          const charge = charges.find((c) => c.request_id === `${id}:${i}`);
+          assert.ok(charge, `row ${i} charged`);
+          assert.equal(-BigInt(charge.amount), BigInt(Math.round(line.response.body.cost * 1e9)));
+          total += -BigInt(charge.amount);
         }
-      }
-      assert.ok(retried <= 8, `${retried} rows asked twice: at most the 8 in flight when the worker died`);
+        assert.equal(BigInt(Math.round(done.cost * 1e9)), total);
+        await assertBooksBalance(accountId);
+        await sweepDeadLeases(accountId);
+        const { rows: bal } = await db().pool.query(`SELECT amount, held FROM balances WHERE account_id = $1`, [
+          accountId,
+        ]);
+        assert.equal(bal[0].held, '0', 'no reservation left behind once the dead lease expired');
+        assert.equal(BigInt(bal[0].amount), 5_000_000_000n - total);
+
+        // the provider was never asked again for a row after its answer was stored; a row asked twice
+        // was in flight on the killed worker (its first ask began before the kill)
+        const { rows: finished } = await db().pool.query(
+          `SELECT custom_id, finished_at FROM batch_rows WHERE batch_id = $1`,
+          [id],
+        );
+        let retried = 0;
+        for (const r of finished) {
+          const times = asked.get(`row ${r.custom_id.slice(1)}`) ?? [];
+          assert.ok(times.length >= 1, `${r.custom_id} was asked`);
+          for (const t of times)
+            assert.ok(t <= r.finished_at.getTime(), `${r.custom_id} asked after its answer was stored`);
+          if (times.length > 1) {
+            retried++;
+            assert.ok(times[0] < secondUpAt, `${r.custom_id} asked twice, and not because of the kill`);
+          }
+        }
+        assert.ok(retried <= 8, `${retried} rows asked twice: at most the 8 in flight when the worker died`);
+      });
     });
-  });
 });

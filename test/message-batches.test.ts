@@ -13,7 +13,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { config } from '../activities/config.js';
 import { db } from '../activities/db.js';
 import { newAccount, startApi } from './support/api.js';
-import { assertBooksBalance } from './support/books.js';
+import { assertBooksBalance, sweepDeadLeases } from './support/books.js';
 import { useProviderEnv } from './support/providerEnv.js';
 import { onOwnWorkers } from './support/ownWorkers.js';
 import { useTemporal } from './support/temporal.js';
@@ -548,6 +548,7 @@ describe('native message batches (/v1/messages/batches) with the official SDK', 
       }
       assert.equal(BigInt(Math.round((done as any).cost * 1e9)), total);
       await assertBooksBalance(own.accountId);
+      await sweepDeadLeases(own.accountId); // rows pay from the worker's lease: the killed one's expires
       const { rows: bal } = await db().pool.query(`SELECT amount, held FROM balances WHERE account_id = $1`, [
         own.accountId,
       ]);

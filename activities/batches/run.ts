@@ -1,15 +1,25 @@
 // The activities of the batch workflows (workflows/batch.ts): make the rows (`validating`), run
 // one row, and close the batch. A row is one metered call, exactly the synchronous request at the
-// batch price, with the row's identity as its idempotency key:
-//   reserve  hold key `hold:<batch id>:<idx>`: every attempt of the row finds the same hold;
+// batch price, with the row's identity as its idempotency key. Where the account can afford it
+// (as for synchronous requests: ledger/leases.ts), the row pays from this worker's credit lease:
+//   reserve  its worst case from the lease, in memory;
 //   call     the provider (fallback between routes as for any request);
+//   store    the answer, its count in the batch and its charge (`charge:<row request id>`) in ONE
+//            statement (MeteredCall.settleWith): a row is stored and charged together, or neither.
+// Otherwise (an account close to empty, a key with a daily cap) the row holds its own money:
+//   reserve  hold key `hold:<batch id>:<idx>`: every attempt of the row finds the same hold;
 //   store    the answer and its cost in the row, counted in the batch, in one statement;
 //   settle   the hold at the stored cost (idempotent per hold).
 // A worker killed anywhere in there loses nothing and charges nothing twice: before the answer is
-// stored, the retry calls the provider again on the same hold; after, it only settles the stored
-// answer (the provider is not asked again). A retryable failure (429, 5xx, timeouts) is thrown
-// while attempts remain, keeping the hold, so Temporal retries the row with backoff; a failure for
-// good (or the last attempt's) releases the hold and stores the row as an error line, uncharged.
+// stored, the retry calls the provider again (on the same hold, or a new share of a lease; a dead
+// worker's lease is given back by the hold sweeper); after, it finds the row stored and at most
+// settles the stored answer's hold (the provider is not asked again). A retryable failure (429,
+// 5xx, timeouts) is thrown while attempts remain, keeping any hold, so Temporal retries the row
+// with backoff; a failure for good (or the last attempt's) releases the reservation and stores the
+// row as an error line, uncharged.
+// Why leases: per row, the exact path is three statements on the account's balance row and the
+// batch's counters (reserve, store, settle); the lease path is one, and statements are what a
+// batch row spends most of the worker's CPU on (README, Benchmarks: Batches).
 import { Context } from '@temporalio/activity';
 import { catalog } from '../catalog/catalog.js';
 import { batchPriceBps } from '../billing/pricing.js';
@@ -18,6 +28,7 @@ import { RequestError } from '../core/errors.js';
 import { toDisplayNumber } from '../core/money.js';
 import { hasOutput, type InferenceCall, producedText } from '../inference/execute.js';
 import { prepareCall } from '../inference/prepare.js';
+import { closeIdleLeases } from '../ledger/leases.js';
 import { MeteredCall } from '../metering/meteredCall.js';
 import { parseModelName } from '../routing/suffixes.js';
 import { finishBatchFiles, readRowsFromFile } from './fileRows.js';
@@ -28,7 +39,7 @@ import {
   closePendingRows,
   loadBatch,
   recordFailure,
-  recordSuccess,
+  successWrite,
   batchInProgress,
   rowRequestId,
   rowToRun,
@@ -143,6 +154,8 @@ export async function runBatchRows(
       }
     };
     await Promise.all(Array.from({ length: Math.max(1, Math.min(lanes, to - from)) }, (_, k) => lane(k)));
+    // this activity's rows are settled: what its lease still holds goes back unless other rows use it
+    if (account) await closeIdleLeases(account);
     if (failures.length) throw failures[0];
     return stop ? 'stop' : 'done';
   } finally {
@@ -186,6 +199,9 @@ async function runRow(batchId: string, idx: number, row: RowToRun, ctx: Context)
       holdTtlSeconds: config.batchWindowSeconds + 3600,
       priceBps: batchPriceBps(model),
       holdKey: `hold:${requestId}`,
+      // paid from this worker's credit lease where the account can afford one: the answer and
+      // its charge are then one statement (no hold of its own to reserve and settle)
+      storesAnswer: true,
     });
     const { result, route } = await call.complete(ctx.cancellationSignal);
     if (!hasOutput(result))
@@ -207,24 +223,29 @@ async function runRow(batchId: string, idx: number, row: RowToRun, ctx: Context)
       outputTokens: usage.completionTokens,
     };
     const body = kind.render(result, usage, bill, { model: model.id, provider: route.provider.id, body: row.body });
-    // A row's answer is stored before its charge, so the balance after it is not known here.
+    // A row's answer is stored with (or before) its charge, so the balance after it is not known here.
     delete (body as { remainingBalance?: number }).remainingBalance;
-    const stored = await recordSuccess(batchId, idx, {
-      result: body,
-      inputTokens: usage.promptTokens,
-      outputTokens: usage.completionTokens,
-      cost,
-      holdId: call.reservation ?? null,
-      providerId: route.provider.id,
-    });
-    if (stored) await call.settle(usage, produced);
-    else await settleStored(batchId, idx, (await rowToRun(batchId, idx))!); // another attempt stored first
+    const stored = await call.settleWith(
+      usage,
+      produced,
+      successWrite(batchId, idx, {
+        result: body,
+        inputTokens: usage.promptTokens,
+        outputTokens: usage.completionTokens,
+        cost,
+        providerId: route.provider.id,
+      }),
+    );
+    if (!stored) await settleStored(batchId, idx, (await rowToRun(batchId, idx))!); // another attempt stored first
   } catch (err) {
-    if (ctx.cancellationSignal.aborted) throw err; // the worker is shutting down: the row runs again elsewhere
     const attempt = ctx.info.attempt;
     const retryable = err instanceof RequestError ? err.retryable : true;
-    // keep the hold: the next attempt finds it by the row's key and carries on with it
-    if (retryable && attempt < config.batchRowAttempts) throw err;
+    // the worker is shutting down (the row runs again elsewhere), or the engine retries the row:
+    // an exact hold is kept for the next attempt, which finds it by the row's key
+    if (ctx.cancellationSignal.aborted || (retryable && attempt < config.batchRowAttempts)) {
+      call?.metered.suspend();
+      throw err;
+    }
     await call?.fail((err as { code?: string }).code ?? 'error');
     const failure =
       err instanceof RequestError

@@ -4,6 +4,7 @@
 // and progress is visible to the status routes while the batch runs.
 import type { Caller } from '../accounts/keys.js';
 import { db } from '../db.js';
+import type { WriteWithCharge } from '../ledger/leases.js';
 
 /** The batch as its columns hold it (SQL names). */
 export interface BatchRecord {
@@ -184,30 +185,30 @@ export interface RowSuccess {
   outputTokens: number;
   /** nano-USD at the batch price */
   cost: bigint;
-  holdId: string | null;
   providerId: string;
 }
 
 /**
- * The row's answer, stored BEFORE its charge is settled (so a retry after a crash settles the
- * stored answer instead of asking the provider again) and counted. False if the row had already
- * left `pending` (another attempt stored it first).
+ * The row's answer stored and counted in the batch, as the write that goes with its charge
+ * (MeteredCall.settleWith): paid from a lease, one statement stores, counts and charges; paid
+ * from the row's own hold (`holdId`), the answer is stored BEFORE the hold is settled, so a retry
+ * after a crash settles the stored answer instead of asking the provider again. Writes nothing if
+ * the row had already left `pending` (another attempt stored it first).
  */
-export async function recordSuccess(batchId: string, idx: number, s: RowSuccess): Promise<boolean> {
-  const { rows } = await db().requestPool.query({
+export function successWrite(batchId: string, idx: number, s: RowSuccess) {
+  return (holdId: string | null): WriteWithCharge => ({
     name: 'batch_row_success',
-    text: `WITH r AS (
+    ctes: `r AS (
         UPDATE batch_rows SET status = 'succeeded', status_code = 200, result = $3, input_tokens = $4::int,
           output_tokens = $5::int, cost = $6::numeric, hold_id = $7, provider_id = $8, finished_at = now()
-        WHERE batch_id = $1 AND idx = $2 AND status = 'pending' RETURNING 1
-      ), b AS (
+        FROM l WHERE batch_id = $1 AND idx = $2 AND status = 'pending' RETURNING 1
+      ), x AS (
         UPDATE batches SET completed = completed + 1, input_tokens = input_tokens + $4::int,
           output_tokens = output_tokens + $5::int, cost = cost + $6::numeric
         FROM r WHERE id = $1 RETURNING 1
-      ) SELECT count(*)::int AS n FROM b`,
-    values: [batchId, idx, s.result, s.inputTokens, s.outputTokens, s.cost.toString(), s.holdId, s.providerId],
+      )`,
+    values: [batchId, idx, s.result, s.inputTokens, s.outputTokens, s.cost.toString(), holdId, s.providerId],
   });
-  return rows[0].n === 1;
 }
 
 /** The row failed for good: stored as an error line, counted, never charged. */

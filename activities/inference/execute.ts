@@ -9,7 +9,8 @@ import { atPriceBps, costOfUsage, worstCaseCost } from '../billing/pricing.js';
 import type { Route } from '../catalog/catalog.js';
 import { config } from '../config.js';
 import type { InferenceRequest, InferenceResult, NativeRequest, StreamEvent, Usage } from '../core/types.js';
-import { type Bill as MeteredBill, billOf, MeteredCall } from '../metering/meteredCall.js';
+import { type Bill as MeteredBill, billOf, type Charge, MeteredCall, type Outcome } from '../metering/meteredCall.js';
+import type { WriteWithCharge } from '../ledger/leases.js';
 import { capability, targetFor } from '../providers/registry.js';
 import type { NativePassThrough, ProviderTarget } from '../providers/types.js';
 import { recordLatency, recordThroughput } from '../routing/stats.js';
@@ -53,6 +54,8 @@ export interface CallContext {
   priceBps?: number;
   /** the reservation's idempotency key (a batch row's: its retries find the same hold) */
   holdKey?: string;
+  /** the answer is stored with its charge, by settleWith (a batch row; see MeteredCallSpec.storesAnswer) */
+  storesAnswer?: boolean;
   /**
    * PII redaction: the request was masked by this redactor, whose placeholders the answer gets back
    * (whole, or as the stream goes); its fee is part of the worst case and of the charge, so it is
@@ -112,6 +115,7 @@ export class InferenceCall {
       forcePaygo: ctx.forcePaygo,
       explicitProvider: ctx.explicitProvider,
       holdKey: ctx.holdKey,
+      storesAnswer: ctx.storesAnswer,
       creditLease: true,
       worstCase: (route) =>
         this.priced(worstCaseCost(route, promptTokenEstimate, request.maxTokens)) +
@@ -244,18 +248,46 @@ export class InferenceCall {
    * our estimate of the prompt and of the text produced (documented in the README).
    */
   async settle(usage: Usage | null, producedText: string, status = 'completed'): Promise<{ usage: Usage; bill: Bill }> {
+    const settled = await this.settleBy(usage, producedText, status, (cost, outcome) =>
+      this.metered.settle(cost, outcome),
+    );
+    return settled!;
+  }
+
+  /**
+   * settle(), with the answer stored by `write` in the same statement as the charge where a lease
+   * pays (MeteredCall.settleWith). Undefined when the answer was already stored (another attempt):
+   * nothing charged.
+   */
+  settleWith(
+    usage: Usage | null,
+    producedText: string,
+    write: (holdId: string | null) => WriteWithCharge,
+  ): Promise<{ usage: Usage; bill: Bill } | undefined> {
+    return this.settleBy(usage, producedText, 'completed', (cost, outcome) =>
+      this.metered.settleWith(cost, outcome, write),
+    );
+  }
+
+  private async settleBy(
+    usage: Usage | null,
+    producedText: string,
+    status: string,
+    charge: (costUsd: bigint, outcome: Outcome) => Promise<Charge | undefined>,
+  ): Promise<{ usage: Usage; bill: Bill } | undefined> {
     const route = this.metered.route!;
     const billed = this.billable(usage, producedText);
     const affinity = this.ctx.affinity;
     if (affinity && route.supportsCaching && (affinity.asked || billed.cachedTokens > 0 || billed.cacheWriteTokens > 0))
       rememberRoute(affinity.prefixes, route);
-    const charge = await this.metered.settle(this.costOf(route, billed), {
+    const charged = await charge(this.costOf(route, billed), {
       status,
       inputUnits: billed.promptTokens,
       outputUnits: billed.completionTokens,
     });
+    if (!charged) return undefined;
     if (status === 'completed') recordThroughput(route.id, billed.completionTokens, Date.now() - this.started);
-    const bill: Bill = { ...billOf(charge), inputTokens: billed.promptTokens, outputTokens: billed.completionTokens };
+    const bill: Bill = { ...billOf(charged), inputTokens: billed.promptTokens, outputTokens: billed.completionTokens };
     return { usage: billed, bill };
   }
 

@@ -58,6 +58,8 @@ export interface PrepareInput {
   /** a batch row: its price (basis points of the synchronous one) and its reservation's key */
   priceBps?: number;
   holdKey?: string;
+  /** a batch row: its answer is stored with its charge (InferenceCall.settleWith) */
+  storesAnswer?: boolean;
   /** the request was masked (activities/redaction/): restore the answer, charge the fee */
   redaction?: CallContext['redaction'];
   /** native web search's fee per search (see CallContext.searchFee) */
@@ -138,6 +140,7 @@ export function planCall(p: PrepareInput): InferenceCall {
     explicitProvider: p.prefs.explicit !== undefined,
     priceBps: p.priceBps,
     holdKey: p.holdKey,
+    storesAnswer: p.storesAnswer,
     redaction: p.redaction,
     searchFee: p.searchFee,
     affinity: prefixes && { prefixes, asked: cachingAsked(p), blockedFallbacks },

@@ -219,6 +219,114 @@ export function releaseLeased(f: LeasedFunds): void {
   f.lease.free += f.amount;
 }
 
+/**
+ * A write of the caller's that must happen together with a leased call's charge (a batch row's
+ * stored answer): SQL of common table expressions driven by a CTE named `l` (one row: the lease,
+ * locked; or `SELECT 1` where no lease is involved), the last of them named `x`, returning one row
+ * when it wrote. Its parameters are `values` ($1…); `name` prepares it.
+ */
+export interface WriteWithCharge {
+  name: string;
+  ctes: string;
+  values: unknown[];
+}
+
+/**
+ * Charge `usd` from the lease in the SAME statement as `write`, or neither: the charge can never
+ * be lost after the write (a worker killed between two statements), nor made without it. The
+ * lease row is locked first, so a lease the sweeper has just given back charges nothing and
+ * writes nothing. Returns whether `write` wrote (false: it found its work already done, e.g. by
+ * another attempt, and nothing was charged), or undefined when the lease is gone (nothing
+ * written; the caller pays another way). The share goes back to the lease either way.
+ */
+export async function chargeLeasedWith(
+  f: LeasedFunds,
+  a: { usd: bigint; requestId: string; apiKeyId: string | null; reason: string | null },
+  write: WriteWithCharge,
+): Promise<{ written: boolean; settlement: Settlement } | undefined> {
+  if (f.done) throw new Error(`request ${a.requestId} was already settled`);
+  const lease = f.lease;
+  // as settleLeased: at most the share plus what the lease still has free
+  const room = f.amount + lease.free;
+  const charged = a.usd < room ? a.usd : room;
+  const n = write.values.length;
+  const p = (i: number) => `$${n + i}`;
+  let row: { active: number; written: number; available: string | null };
+  try {
+    const { rows } = await db().requestPool.query({
+      name: `${write.name}+lease_charge`,
+      text: `WITH l AS (
+         SELECT id FROM balance_holds WHERE id = ${p(1)} AND status = 'active' FOR UPDATE
+       ), ${write.ctes},
+       h AS (
+         UPDATE balance_holds SET charged = COALESCE(charged, 0) + ${p(2)}::numeric,
+           expires_at = now() + make_interval(secs => ${p(6)})
+         FROM x WHERE id = ${p(1)} RETURNING account_id
+       ), b AS (
+         UPDATE balances bal SET amount = bal.amount - ${p(2)}::numeric, held = bal.held - ${p(2)}::numeric, updated_at = now()
+         FROM h WHERE bal.account_id = h.account_id AND bal.currency = 'USD'
+         RETURNING bal.amount AS balance_after, bal.amount - bal.held AS available
+       ), e AS (
+         INSERT INTO ledger_entries (account_id, currency, amount, balance_after, kind, reason, idempotency_key, hold_id, request_id)
+         SELECT h.account_id, 'USD', -${p(2)}::numeric, b.balance_after, 'charge', ${p(5)}, 'charge:' || ${p(3)}::text, ${p(1)}, ${p(3)}
+         FROM h, b WHERE ${p(2)}::numeric > 0
+       ), k AS (
+         INSERT INTO key_daily_usage (key_id, day, requests, usd_spent)
+         SELECT ${p(4)}::uuid, (now() AT TIME ZONE 'UTC')::date, 0, ${p(2)}::numeric
+         FROM h WHERE ${p(4)}::uuid IS NOT NULL AND ${p(2)}::numeric > 0
+         ON CONFLICT (key_id, day) DO UPDATE SET usd_spent = key_daily_usage.usd_spent + EXCLUDED.usd_spent
+       )
+       SELECT (SELECT count(*) FROM l)::int AS active, (SELECT count(*) FROM x)::int AS written,
+         (SELECT available FROM b) AS available`,
+      values: [...write.values, lease.id, charged.toString(), a.requestId, a.apiKeyId, a.reason, LEASE_TTL_SECONDS],
+    });
+    row = rows[0];
+  } catch (err) {
+    releaseLeased(f);
+    throw err;
+  }
+  releaseLeased(f);
+  if (row.active === 0) {
+    lease.closed = true; // given back behind this process's back (it stalled past its expiry)
+    return undefined;
+  }
+  const written = row.written > 0;
+  if (written) lease.free -= charged;
+  if (row.available !== null) lease.account.available = BigInt(row.available);
+  return {
+    written,
+    settlement: {
+      holdId: lease.id,
+      currency: 'USD',
+      charged: written ? charged : 0n,
+      balanceAfter: 0n,
+      available: availableOf(lease.account),
+    },
+  };
+}
+
+/** A WriteWithCharge on its own, where no lease pays (the exact path settles its hold after it): did it write? */
+export async function writeWithoutCharge(w: WriteWithCharge): Promise<boolean> {
+  const { rows } = await db().requestPool.query({
+    name: `${w.name}+alone`,
+    text: `WITH l AS (SELECT 1), ${w.ctes} SELECT (SELECT count(*) FROM x)::int AS written`,
+    values: w.values,
+  });
+  return rows[0].written > 0;
+}
+
+/**
+ * Give back now this account's leases that no call is using (a batch activity's last rows are
+ * done): the idle timer would, a moment later, but a finished batch should leave nothing held.
+ */
+export async function closeIdleLeases(accountId: string): Promise<void> {
+  const acc = accounts.get(accountId);
+  if (!acc) return;
+  await Promise.all(
+    acc.leases.filter((l) => l.inflight === 0 && !l.pending.length && !l.flushing).map((l) => close(l)),
+  );
+}
+
 /** What the account can still spend, as this process knows it. */
 function availableOf(acc: AccountLeases): bigint {
   return acc.leases.reduce((sum, l) => (l.closed ? sum : sum + l.free), acc.available);

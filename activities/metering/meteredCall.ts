@@ -26,7 +26,16 @@ import { isCallersOwn, RequestError, UPSTREAM_ERROR } from '../core/errors.js';
 import { type Currency, formatAmount, toDisplayNumber } from '../core/money.js';
 import { recordRequest } from './records.js';
 import { type AllowanceClaim, type Bypass, claimAllowance, giveBack } from '../ledger/allowance.js';
-import { releaseLeased, reserveFromLease, settleLeased, unchargeLeased, type LeasedFunds } from '../ledger/leases.js';
+import {
+  chargeLeasedWith,
+  writeWithoutCharge,
+  releaseLeased,
+  reserveFromLease,
+  settleLeased,
+  unchargeLeased,
+  type LeasedFunds,
+  type WriteWithCharge,
+} from '../ledger/leases.js';
 import { InsufficientFunds, refundCharges, release, reserve, settle, type Settlement } from '../ledger/ledger.js';
 import {
   refundTeamBudget,
@@ -73,6 +82,12 @@ export interface MeteredCallSpec {
   creditLease?: boolean;
   /** the reservation's idempotency key (default `hold:<requestId>`) */
   holdKey?: string;
+  /**
+   * The call's answer is stored by `settleWith`, in the same statement as its charge (a batch
+   * row): so even a job's call may pay from this process's credit lease, since no charge can be
+   * left pending in memory when the process dies.
+   */
+  storesAnswer?: boolean;
   /** the caller asked for pay-as-you-go (`X-Billing-Mode`, completions' `billing_mode`) */
   forcePaygo?: boolean;
   /** the caller chose the provider (`X-Provider`, `provider: "id"`): billed pay-as-you-go (spec) */
@@ -210,8 +225,13 @@ export class MeteredCall {
     if (worst === 0n) return undefined;
     if (this.team) return this.reserveForTeam(this.team, caller.userId!, worst);
     // Keys with a daily USD cap are checked exactly, so they never lease; jobs never lease either
-    // (their reservation outlives this process's lease bookkeeping).
-    if (this.spec.creditLease && holdTtlSeconds === undefined && caller.dailyUsdLimit == null) {
+    // (their reservation outlives this process's lease bookkeeping), unless their answer and its
+    // charge are written together (storesAnswer).
+    if (
+      this.spec.creditLease &&
+      (holdTtlSeconds === undefined || this.spec.storesAnswer) &&
+      caller.dailyUsdLimit == null
+    ) {
       this.leased = await reserveFromLease(caller.accountId, worst);
       if (this.leased) return { currency: 'USD', amount: worst, available: 0n };
     }
@@ -434,6 +454,41 @@ export class MeteredCall {
     return this.settled(outcome, charge);
   }
 
+  /**
+   * Store the answer (`write`, see WriteWithCharge) and charge `costUsd` for it. Paid from a
+   * lease: one statement does both. Paid from an exact hold: the write, then the settlement (a
+   * retry finds the stored answer and settles its hold; activities/batches/run.ts). Returns
+   * undefined when `write` found the answer already stored (by another attempt of the same work):
+   * nothing is charged here, and an exact hold, shared with that attempt by its key, is left open
+   * for it.
+   */
+  async settleWith(
+    costUsd: bigint,
+    outcome: Outcome,
+    write: (holdId: string | null) => WriteWithCharge,
+  ): Promise<Charge | undefined> {
+    for (let tries = 0; this.leased; tries++) {
+      if (tries === 3) throw new Error(`${this.spec.requestId}: the credit leases it took kept expiring`);
+      const providerId = this.answered?.provider.id ?? this.servedBy;
+      const { caller, requestId, surface, modelId } = this.spec;
+      const done = await chargeLeasedWith(
+        this.leased,
+        { usd: costUsd, requestId, apiKeyId: caller.keyId, reason: `${surface} ${modelId} via ${providerId}` },
+        write(null),
+      );
+      if (done) {
+        if (!done.written) return undefined;
+        const s = done.settlement;
+        return this.settled(outcome, { currency: s.currency, charged: s.charged, costUsd, available: s.available });
+      }
+      // the lease was given back while this process stalled: reserve again (another lease, or a hold)
+      this.leased = undefined;
+      await this.reserve();
+    }
+    if (!(await writeWithoutCharge(write(this.holdId ?? null)))) return undefined;
+    return this.settle(costUsd, outcome);
+  }
+
   private settled(outcome: Outcome, charge: Charge): Charge {
     this.state = 'settled';
     this.charge = charge;
@@ -465,6 +520,17 @@ export class MeteredCall {
     else if (this.holdId) await release(this.holdId);
     if (this.team) await releaseTeamBudget(this.spec.requestId);
     this.record('failed', { inputUnits: null, outputUnits: null }, null, code);
+  }
+
+  /**
+   * A later attempt of the same work will carry this call on (a batch row the engine retries): an
+   * exact hold stays open for it (it finds the hold by key), a share of this process's lease, which
+   * no other attempt can find, goes back to the lease now.
+   */
+  suspend(): void {
+    if (this.state !== 'open' || !this.leased) return;
+    releaseLeased(this.leased);
+    this.leased = undefined;
   }
 
   /**

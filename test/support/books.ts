@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { db } from '../../activities/db.js';
 import { flushLeases } from '../../activities/ledger/leases.js';
-import { balances } from '../../activities/ledger/ledger.js';
+import { balances, releaseExpiredHolds } from '../../activities/ledger/ledger.js';
 
 export async function assertBooksBalance(accountId?: string): Promise<void> {
   // charges taken from credit leases are written every few milliseconds; write them now
@@ -40,4 +40,23 @@ export async function assertBooksBalance(accountId?: string): Promise<void> {
 export async function settledBalances(accountId: string) {
   await flushLeases({ close: true });
   return (await balances(accountId))!;
+}
+
+/**
+ * After a worker was killed: what the account still holds must be the dead process's credit
+ * leases and nothing else (batch rows pay from leases: activities/batches/run.ts). The hold sweeper
+ * gives them back once they expire; here they are made to expire now and swept, and the books
+ * checked again.
+ */
+export async function sweepDeadLeases(accountId: string): Promise<void> {
+  const { rows } = await db().pool.query(
+    `SELECT idempotency_key FROM balance_holds WHERE account_id = $1 AND status = 'active'`,
+    [accountId],
+  );
+  for (const h of rows) assert.match(h.idempotency_key, /^lease:/, 'only a dead worker’s lease is still held');
+  await db().pool.query(`UPDATE balance_holds SET expires_at = now() WHERE account_id = $1 AND status = 'active'`, [
+    accountId,
+  ]);
+  while ((await releaseExpiredHolds()) > 0);
+  await assertBooksBalance(accountId);
 }
