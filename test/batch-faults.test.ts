@@ -13,6 +13,12 @@ import { useTemporal } from './support/temporal.js';
 import { onOwnWorkers } from './support/ownWorkers.js';
 import { assertBooksBalance, sweepDeadLeases } from './support/books.js';
 import { until } from './support/wait.js';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { finishBatch, runBatchRows } from '../activities/batches/run.js';
+import { storedCaller, successWrite } from '../activities/batches/store.js';
+import { writeWithoutCharge } from '../activities/ledger/leases.js';
+import { reserve, settle } from '../activities/ledger/ledger.js';
+import { resolveKey } from '../activities/accounts/keys.js';
 
 const MODEL = 'openai/gpt-4o-mini';
 
@@ -149,4 +155,114 @@ describe('batches when their worker is killed', function () {
         assert.ok(retried <= 8, `${retried} rows asked twice: at most the 8 in flight when the worker died`);
       });
     });
+
+  /** A running batch of `n` rows of this test's account, made directly in its tables. */
+  async function runningBatch(prefix: string, key: string, keyId: string, accountId: string, n: number) {
+    const resolved = await resolveKey(key);
+    assert.ok(resolved.caller);
+    const id = `${prefix}_${Date.now()}`;
+    await db().pool.query(
+      `INSERT INTO batches (id, kind, account_id, api_key_id, endpoint, model, status, payer, total, in_progress_at, expires_at)
+       VALUES ($1, 'inline', $2, $3, '/v1/chat/completions', $4, 'in_progress', $5, $6, now(), now() + interval '1 hour')`,
+      [id, accountId, keyId, MODEL, storedCaller(resolved.caller), n],
+    );
+    await db().pool.query(
+      `INSERT INTO batch_rows (batch_id, idx, custom_id, body)
+       SELECT $1, g, 'r' || g, jsonb_build_object('messages', jsonb_build_array(jsonb_build_object('role', 'user',
+         'content', 'race ' || g)), 'max_tokens', 20) FROM generate_series(0, $2 - 1) g`,
+      [id, n],
+    );
+    return id;
+  }
+
+  it('three attempts of the same rows at once (a worker presumed dead still running): each row stored, counted and charged once', async () => {
+    const { key, keyId, accountId } = await b.account('5');
+    const N = 48;
+    const id = await runningBatch('batch_race', key, keyId, accountId, N);
+    // answers at uneven speeds, so the attempts' rows finish interleaved
+    b.openai.script(...Array.from({ length: N * 3 }, (_, i) => ({ delayMs: (i * 7) % 40 })));
+    const attempt = () =>
+      new MockActivityEnvironment().run(runBatchRows, id, 0, N, 6, Date.now() + 60_000) as Promise<string>;
+    assert.deepEqual(await Promise.all([attempt(), attempt(), attempt()]), ['done', 'done', 'done']);
+    assert.equal(
+      await (new MockActivityEnvironment().run(finishBatch, id, {
+        cancelled: false,
+        expired: false,
+      }) as Promise<string>),
+      'completed',
+    );
+
+    const { rows: batch } = await db().pool.query(`SELECT completed, failed, cost::text FROM batches WHERE id = $1`, [
+      id,
+    ]);
+    assert.equal(batch[0].completed, N, 'each row counted once');
+    assert.equal(batch[0].failed, 0);
+    const { rows: stored } = await db().pool.query(
+      `SELECT idx, status, cost::text FROM batch_rows WHERE batch_id = $1 ORDER BY idx`,
+      [id],
+    );
+    assert.ok(stored.every((r) => r.status === 'succeeded'));
+    const { rows: charges } = await db().pool.query(
+      `SELECT request_id, amount FROM ledger_entries WHERE account_id = $1 AND kind = 'charge'`,
+      [accountId],
+    );
+    assert.equal(charges.length, N, 'one charge per row');
+    let total = 0n;
+    for (const r of stored) {
+      const c = charges.filter((x) => x.request_id === `${id}:${r.idx}`);
+      assert.equal(c.length, 1, `row ${r.idx} charged once`);
+      assert.equal(-BigInt(c[0].amount), BigInt(r.cost), `row ${r.idx} charged its stored cost`);
+      total += BigInt(r.cost);
+    }
+    assert.equal(BigInt(batch[0].cost), total, "the batch's cost is the sum of its rows'");
+    const usd = await b.usd(accountId);
+    assert.equal(usd.held, 0n, 'every hold settled or released, every lease given back');
+    assert.equal(usd.amount, 5_000_000_000n - total);
+    await assertBooksBalance(accountId);
+  });
+
+  it('a batch that ends with rows’ holds still open: a stored answer is charged once at its cost, any other hold given back', async () => {
+    const { key, keyId, accountId } = await b.account('5');
+    const id = await runningBatch('batch_open', key, keyId, accountId, 3);
+    // row 0: answered and stored, and its activity ran out of attempts before the charge; row 1:
+    // its last attempt died holding; row 2: settled as usual
+    const hold = (idx: number) =>
+      reserve({ accountId, usd: 2_000_000n, idempotencyKey: `hold:${id}:${idx}`, requestId: `${id}:${idx}` });
+    const [h0, h1, h2] = await Promise.all([hold(0), hold(1), hold(2)]);
+    const stored = (idx: number, holdId: string, cost: bigint) =>
+      writeWithoutCharge(
+        successWrite(id, idx, { result: { ok: idx }, inputTokens: 5, outputTokens: 7, cost, providerId: 'openai' })(
+          holdId,
+        ),
+      );
+    assert.ok(await stored(0, h0.id, 700_000n));
+    assert.ok(await stored(2, h2.id, 300_000n));
+    await settle({ holdId: h2.id, usd: 300_000n });
+    await db().pool.query(`UPDATE batch_rows SET status = 'failed' WHERE batch_id = $1 AND idx = 1`, [id]);
+
+    const finish = () =>
+      new MockActivityEnvironment().run(finishBatch, id, { cancelled: false, expired: false }) as Promise<string>;
+    assert.equal(await finish(), 'completed');
+    assert.equal(await finish(), 'completed', 'a retried finish changes nothing');
+    const { rows: charges } = await db().pool.query(
+      `SELECT request_id, amount FROM ledger_entries WHERE account_id = $1 AND kind = 'charge' ORDER BY request_id`,
+      [accountId],
+    );
+    assert.deepEqual(
+      charges.map((c) => [c.request_id, -BigInt(c.amount)]),
+      [
+        [`${id}:0`, 700_000n],
+        [`${id}:2`, 300_000n],
+      ],
+    );
+    const { rows: holds } = await db().pool.query(`SELECT id, status FROM balance_holds WHERE id = ANY($1::uuid[])`, [
+      [h0.id, h1.id, h2.id],
+    ]);
+    assert.equal(holds.find((h) => h.id === h0.id).status, 'settled');
+    assert.equal(holds.find((h) => h.id === h1.id).status, 'released');
+    const usd = await b.usd(accountId);
+    assert.equal(usd.held, 0n);
+    assert.equal(usd.amount, 5_000_000_000n - 1_000_000n);
+    await assertBooksBalance(accountId);
+  });
 });

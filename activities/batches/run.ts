@@ -44,6 +44,7 @@ import {
   rowRequestId,
   rowToRun,
   rowsToRun,
+  rowsWithOpenHolds,
   type RowToRun,
   TERMINAL,
 } from './store.js';
@@ -290,6 +291,19 @@ export async function finishBatch(batchId: string, how: { cancelled: boolean; ex
       [batchId],
     );
   const left = await closePendingRows(batchId, cancelled ? 'cancelled' : how.expired ? 'expired' : 'failed');
+  // No row runs any more: a stored answer's open hold is charged (settled at its stored cost), any
+  // other row's is given back, instead of staying held until it expires a day later.
+  for (const row of await rowsWithOpenHolds(batchId)) {
+    if (row.status === 'succeeded' && row.hold_id === row.open_hold) await settleStored(batchId, row.idx, row);
+    else
+      await MeteredCall.adopted({
+        caller: callerOf(row.payer),
+        requestId: rowRequestId(batchId, row.idx),
+        surface: rowKind(row.endpoint).surface,
+        modelId: row.model,
+        holdId: row.open_hold,
+      }).fail('batch_row_not_run');
+  }
   const files = batch.kind === 'file' ? await finishBatchFiles(batch, () => Context.current().heartbeat()) : {};
   // counted with an earlier attempt's closing too (this one may be a retry that finds none left)
   const status = cancelled ? 'cancelled' : how.expired && batch.expired + left > 0 ? 'expired' : 'completed';

@@ -249,6 +249,26 @@ export async function closePendingRows(batchId: string, as: 'cancelled' | 'expir
   return rows[0]?.n ?? 0;
 }
 
+/**
+ * Rows whose own hold is still open once the batch's rows have all run: answers stored whose
+ * charge never followed (their activity ran out of attempts between the two) and rows that ended
+ * without an answer while holding (their last attempt died). Found by the rows' hold keys. (Rows
+ * paid from a lease have no hold of their own: their charge was written with their answer.)
+ */
+export async function rowsWithOpenHolds(
+  batchId: string,
+): Promise<Array<RowToRun & { idx: number; open_hold: string }>> {
+  const { rows } = await db().pool.query<RowToRun & { idx: number; open_hold: string }>(
+    `SELECT r.idx, r.status, r.custom_id, r.body, r.hold_id, r.cost::text, r.provider_id, r.input_tokens,
+            r.output_tokens, b.status AS batch_status, b.endpoint, b.model, b.payer, h.id AS open_hold
+     FROM batch_rows r JOIN batches b ON b.id = r.batch_id
+       JOIN balance_holds h ON h.idempotency_key = 'hold:' || r.batch_id || ':' || r.idx AND h.status = 'active'
+     WHERE r.batch_id = $1`,
+    [batchId],
+  );
+  return rows;
+}
+
 /** A finished row as the output (or error) file and inline `results` show it. */
 export interface FinishedRow {
   idx: number;
