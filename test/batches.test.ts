@@ -143,6 +143,42 @@ describe('inline batches (/api/beta/batches) on the batch workflow', function ()
     assert.deepEqual(desc.searchAttributes.SwitchyardAccountId, [accountId]);
   });
 
+  it('10,000 rows: each answered and charged once, and no workflow history grows with the batch', async function () {
+    this.timeout(300_000);
+    const N = 10_000;
+    const res = await create({
+      endpoint: '/v1/chat/completions',
+      model: MODEL,
+      requests: Array.from({ length: N }, (_, i) => chatRow(`r${i}`, `row ${i}`, { max_tokens: 16 })),
+    });
+    assert.equal(res.status, 202, await res.clone().text());
+    const made = (await res.json()) as any;
+    const done = await ended(made.id, 240_000);
+    assert.equal(done.status, 'completed');
+    assert.deepEqual(done.request_counts, { total: N, completed: N, failed: 0 });
+    assert.equal(b.openai.requests.length, N, 'the upstream saw each row once');
+
+    const { rows } = await db().pool.query(
+      `SELECT count(*)::int AS n, count(DISTINCT request_id)::int AS rows, COALESCE(-sum(amount), 0)::text AS total
+       FROM ledger_entries WHERE account_id = $1 AND kind = 'charge' AND request_id LIKE $2`,
+      [accountId, `${made.id}:%`],
+    );
+    assert.deepEqual(rows[0], { n: N, rows: N, total: String(Math.round(done.cost * 1e9)) });
+    assert.equal((await b.usd(accountId)).held, 0n, 'nothing left held');
+
+    // the parent's history grows by a few events per chunk of SWITCHYARD_BATCH_CHUNK_ROWS rows, a
+    // chunk's by a few per activity of SWITCHYARD_BATCH_ROWS_PER_ACTIVITY rows: none by the row
+    const t = await useTemporal();
+    const events = async (id: string) => (await t.client.workflow.getHandle(id).fetchHistory()).events?.length ?? 0;
+    const chunks = Math.ceil(N / config.batchChunkRows);
+    assert.ok((await events(made.id)) <= 20 + 12 * chunks, `the parent's history: ${await events(made.id)} events`);
+    for (let from = 0; from < N; from += config.batchChunkRows) {
+      const activities = Math.ceil(Math.min(config.batchChunkRows, N - from) / config.batchRowsPerActivity);
+      const n = await events(`${made.id}:rows:${from}`);
+      assert.ok(n <= 20 + 12 * activities, `chunk ${from}: ${n} events for ${activities} activities`);
+    }
+  });
+
   it('the built-in local model answers batch rows in-process, each at half its price', async () => {
     const LOCAL = 'local/stories260k';
     const rows = [0, 1].map((i) => ({
