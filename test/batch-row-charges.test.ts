@@ -47,16 +47,15 @@ async function batchOf(caller: Payer, n: number): Promise<string> {
   return id;
 }
 
-/** One attempt at row `idx`: reserve (a lease share, or the row's own hold), answer, store and charge `cost`. */
-async function attempt(caller: Payer, batchId: string, idx: number, cost: bigint) {
+/** Row `idx`'s call, reserved (a lease share, or the row's own hold) and answered: what is left is to store it. */
+async function answered(caller: Payer, batchId: string, idx: number): Promise<MeteredCall> {
   const requestId = `${batchId}:${idx}`;
-  const route = catalog().model(MODEL)!.routes[0];
   const call = new MeteredCall({
     caller,
     requestId,
     surface: 'batch',
     modelId: MODEL,
-    routes: [route],
+    routes: [catalog().model(MODEL)!.routes[0]],
     worstCase: () => usd('0.001'),
     shortfall: () => 'test',
     holdTtlSeconds: 3600,
@@ -66,15 +65,26 @@ async function attempt(caller: Payer, batchId: string, idx: number, cost: bigint
   });
   await call.reserve();
   await call.attempt(never, async () => 'answer');
-  const write = successWrite(batchId, idx, {
-    result: { answer: idx },
-    inputTokens: 10,
-    outputTokens: 5,
-    cost,
-    providerId: route.provider.id,
-  });
-  return call.settleWith(cost, { inputUnits: 10, outputUnits: 5 }, write);
+  return call;
 }
+
+/** Store row `idx`'s answer with its charge of `cost`. */
+const store = (call: MeteredCall, batchId: string, idx: number, cost: bigint) =>
+  call.settleWith(
+    cost,
+    { inputUnits: 10, outputUnits: 5 },
+    successWrite(batchId, idx, {
+      result: { answer: idx },
+      inputTokens: 10,
+      outputTokens: 5,
+      cost,
+      providerId: 'openai',
+    }),
+  );
+
+/** One whole attempt at row `idx`. */
+const attempt = async (caller: Payer, batchId: string, idx: number, cost: bigint) =>
+  store(await answered(caller, batchId, idx), batchId, idx, cost);
 
 async function rowsOf(batchId: string) {
   const { rows } = await db().pool.query(
@@ -161,41 +171,11 @@ describe('batch rows: the answer and its charge together', () => {
   }
 
   /** Rows 0..n-1 of a batch, each reserved (all sharing one lease) and answered, not yet stored. */
-  async function answeredRows(caller: Payer, batchId: string, n: number): Promise<MeteredCall[]> {
-    const route = catalog().model(MODEL)!.routes[0];
-    return Promise.all(
-      Array.from({ length: n }, async (_, i) => {
-        const requestId = `${batchId}:${i}`;
-        const call = new MeteredCall({
-          caller,
-          requestId,
-          surface: 'batch',
-          modelId: MODEL,
-          routes: [route],
-          worstCase: () => usd('0.001'),
-          shortfall: () => 'test',
-          holdTtlSeconds: 3600,
-          holdKey: `hold:${requestId}`,
-          creditLease: true,
-          storesAnswer: true,
-        });
-        await call.reserve();
-        await call.attempt(never, async () => 'answer');
-        return call;
-      }),
-    );
-  }
+  const answeredRows = (caller: Payer, batchId: string, n: number) =>
+    Promise.all(Array.from({ length: n }, (_, i) => answered(caller, batchId, i)));
 
-  const store = (calls: MeteredCall[], batchId: string) =>
-    Promise.all(
-      calls.map((call, i) =>
-        call.settleWith(
-          2000n,
-          { inputUnits: 10, outputUnits: 5 },
-          successWrite(batchId, i, { result: {}, inputTokens: 10, outputTokens: 5, cost: 2000n, providerId: 'openai' }),
-        ),
-      ),
-    );
+  const storeAll = (calls: MeteredCall[], batchId: string) =>
+    Promise.all(calls.map((call, i) => store(call, batchId, i, 2000n)));
 
   async function expireLeases(accountId: string): Promise<string[]> {
     const { rows } = await db().pool.query(
@@ -230,7 +210,7 @@ describe('batch rows: the answer and its charge together', () => {
     const swept = await expireLeases(caller.accountId);
     assert.equal(swept.length, 1, 'the rows share one lease');
     while ((await releaseExpiredHolds()) > 0);
-    const outcomes = await store(calls, batchId);
+    const outcomes = await storeAll(calls, batchId);
     assert.ok(outcomes.every((c) => c?.charged === 2000n));
     await assertEachRowChargedOnce(caller, batchId, N, swept);
   });
@@ -244,7 +224,7 @@ describe('batch rows: the answer and its charge together', () => {
     const sweeping = (async () => {
       while ((await releaseExpiredHolds()) > 0);
     })();
-    const outcomes = await store(calls, batchId);
+    const outcomes = await storeAll(calls, batchId);
     await sweeping;
     assert.ok(outcomes.every((c) => c?.charged === 2000n));
     await assertEachRowChargedOnce(caller, batchId, N, []);
