@@ -129,9 +129,10 @@ describe('batches when their worker is killed', function () {
         assert.equal(BigInt(Math.round(done.cost * 1e9)), total);
         await assertBooksBalance(accountId);
         await sweepDeadLeases(accountId);
-        const { rows: bal } = await db().pool.query(`SELECT amount, held FROM balances WHERE account_id = $1`, [
-          accountId,
-        ]);
+        const { rows: bal } = await db().pool.query(
+          `SELECT amount, held FROM balances WHERE account_id = $1 AND currency = 'USD'`,
+          [accountId],
+        );
         assert.equal(bal[0].held, '0', 'no reservation left behind once the dead lease expired');
         assert.equal(BigInt(bal[0].amount), 5_000_000_000n - total);
 
