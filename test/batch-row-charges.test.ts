@@ -202,6 +202,30 @@ describe('batch rows: the answer and its charge together', () => {
     await assertBooksBalance(caller.accountId);
   }
 
+  it('rows storing at once on one lease share statements (group commit), each still charged once at its cost', async () => {
+    const caller = await payer();
+    const N = 40;
+    const batchId = await batchOf(caller, N);
+    const calls = await answeredRows(caller, batchId, N);
+    // count the statements that store and charge, by their prepared name
+    const pool = db().requestPool;
+    const query = pool.query.bind(pool);
+    let statements = 0;
+    (pool as { query: unknown }).query = (q: unknown, ...rest: unknown[]) => {
+      if ((q as { name?: string }).name === 'batch_row_success+lease_charge') statements++;
+      return (query as (...a: unknown[]) => unknown)(q, ...rest);
+    };
+    try {
+      const outcomes = await storeAll(calls, batchId);
+      assert.ok(outcomes.every((c) => c?.charged === 2000n));
+    } finally {
+      (pool as { query: unknown }).query = query;
+    }
+    // the first goes out alone, the rest wait for it and go together
+    assert.ok(statements >= 2 && statements <= 4, `${statements} statements for ${N} rows`);
+    await assertEachRowChargedOnce(caller, batchId, N, []);
+  });
+
   it('a lease the sweeper gave back (its process stalled) pays for nothing: the rows reserve again and are charged once', async () => {
     const caller = await payer();
     const N = 8;

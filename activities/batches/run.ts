@@ -5,7 +5,9 @@
 //   reserve  its worst case from the lease, in memory;
 //   call     the provider (fallback between routes as for any request);
 //   store    the answer, its count in the batch and its charge (`charge:<row request id>`) in ONE
-//            statement (MeteredCall.settleWith): a row is stored and charged together, or neither.
+//            statement (MeteredCall.settleWith): a row is stored and charged together, or neither;
+//            rows finishing at once on this worker's lanes share that statement (group commit,
+//            ledger/leases.ts).
 // Otherwise (an account close to empty, a key with a daily cap) the row holds its own money:
 //   reserve  hold key `hold:<batch id>:<idx>`: every attempt of the row finds the same hold;
 //   store    the answer and its cost in the row, counted in the batch, in one statement;
@@ -18,8 +20,8 @@
 // with backoff; a failure for good (or the last attempt's) releases the reservation and stores the
 // row as an error line, uncharged.
 // Why leases: per row, the exact path is three statements on the account's balance row and the
-// batch's counters (reserve, store, settle); the lease path is one, and statements are what a
-// batch row spends most of the worker's CPU on (README, Benchmarks: Batches).
+// batch's counters (reserve, store, settle); the lease path is at most one, and statements were
+// most of what a row cost the worker and PostgreSQL (README, Benchmarks: Batches).
 import { Context } from '@temporalio/activity';
 import { catalog } from '../catalog/catalog.js';
 import { batchPriceBps } from '../billing/pricing.js';

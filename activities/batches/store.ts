@@ -198,16 +198,30 @@ export interface RowSuccess {
 export function successWrite(batchId: string, idx: number, s: RowSuccess) {
   return (holdId: string | null): WriteWithCharge => ({
     name: 'batch_row_success',
+    types: ['text', 'int', 'text', 'int', 'int', 'numeric', 'uuid', 'text'],
+    // rows of several batches may share a statement: each batch counts its own
     ctes: `r AS (
-        UPDATE batch_rows SET status = 'succeeded', status_code = 200, result = $3, input_tokens = $4::int,
-          output_tokens = $5::int, cost = $6::numeric, hold_id = $7, provider_id = $8, finished_at = now()
-        FROM l WHERE batch_id = $1 AND idx = $2 AND status = 'pending' RETURNING 1
-      ), x AS (
-        UPDATE batches SET completed = completed + 1, input_tokens = input_tokens + $4::int,
-          output_tokens = output_tokens + $5::int, cost = cost + $6::numeric
-        FROM r WHERE id = $1 RETURNING 1
-      )`,
-    values: [batchId, idx, s.result, s.inputTokens, s.outputTokens, s.cost.toString(), holdId, s.providerId],
+        UPDATE batch_rows br SET status = 'succeeded', status_code = 200, result = i.v3::jsonb, input_tokens = i.v4,
+          output_tokens = i.v5, cost = i.v6, hold_id = i.v7, provider_id = i.v8, finished_at = now()
+        FROM i, l WHERE br.batch_id = i.v1 AND br.idx = i.v2 AND br.status = 'pending'
+        RETURNING i.n, br.batch_id, br.input_tokens, br.output_tokens, br.cost
+      ), counted AS (
+        UPDATE batches b SET completed = b.completed + s.rows, input_tokens = b.input_tokens + s.input_tokens,
+          output_tokens = b.output_tokens + s.output_tokens, cost = b.cost + s.cost
+        FROM (SELECT batch_id, count(*)::int AS rows, sum(input_tokens) AS input_tokens,
+                     sum(output_tokens) AS output_tokens, sum(cost) AS cost FROM r GROUP BY batch_id) s
+        WHERE b.id = s.batch_id
+      ), x AS (SELECT n FROM r)`,
+    values: [
+      batchId,
+      idx,
+      JSON.stringify(s.result),
+      s.inputTokens,
+      s.outputTokens,
+      s.cost.toString(),
+      holdId,
+      s.providerId,
+    ],
   });
 }
 

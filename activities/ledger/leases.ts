@@ -221,15 +221,32 @@ export function releaseLeased(f: LeasedFunds): void {
 
 /**
  * A write of the caller's that must happen together with a leased call's charge (a batch row's
- * stored answer): SQL of common table expressions driven by a CTE named `l` (one row: the lease,
- * locked; or `SELECT 1` where no lease is involved), the last of them named `x`, returning one row
- * when it wrote. Its parameters are `values` ($1…); `name` prepares it.
+ * stored answer). Writes of one `name` that come at once share a statement, so the write is SQL
+ * over a set: common table expressions reading `i`, the writes (columns v1, v2, … of `types`, one
+ * row per write, and `n`, its position), driven by `l` (one row: the lease, locked; or `SELECT 1`
+ * where no lease pays), the last of them named `x` and returning the `n` of each write it made.
+ * `values`: this write's row of `i`.
  */
 export interface WriteWithCharge {
   name: string;
+  types: readonly string[];
   ctes: string;
   values: unknown[];
 }
+
+/** A write waiting for its lease's next statement, with the charge that goes with it. */
+interface QueuedWrite {
+  write: WriteWithCharge;
+  charge: { amount: bigint; requestId: string; apiKeyId: string | null; reason: string | null };
+  done: (outcome: { written: boolean; available: bigint } | undefined) => void;
+  failed: (err: unknown) => void;
+}
+
+/** Writes waiting per lease, and whether one of its statements is in flight. */
+const queues = new WeakMap<Lease, { waiting: QueuedWrite[]; writing: boolean }>();
+
+/** Most writes one statement carries. */
+const GROUP_MAX = 256;
 
 /**
  * Charge `usd` from the lease in the SAME statement as `write`, or neither: the charge can never
@@ -238,6 +255,11 @@ export interface WriteWithCharge {
  * writes nothing. Returns whether `write` wrote (false: it found its work already done, e.g. by
  * another attempt, and nothing was charged), or undefined when the lease is gone (nothing
  * written; the caller pays another way). The share goes back to the lease either way.
+ *
+ * Group commit: the first write of a lease goes out at once; writes that come while a statement
+ * of the lease is in flight wait for it and then go out together, in one statement (rows finishing
+ * on many lanes of a worker at once). Every write of the account updates the same rows (the lease,
+ * the balance, the batch's counters): once per statement instead of once per write.
  */
 export async function chargeLeasedWith(
   f: LeasedFunds,
@@ -245,63 +267,119 @@ export async function chargeLeasedWith(
   write: WriteWithCharge,
 ): Promise<{ written: boolean; settlement: Settlement } | undefined> {
   if (f.done) throw new Error(`request ${a.requestId} was already settled`);
+  f.done = true;
   const lease = f.lease;
-  // as settleLeased: at most the share plus what the lease still has free
-  const room = f.amount + lease.free;
-  const charged = a.usd < room ? a.usd : room;
-  const n = write.values.length;
-  const p = (i: number) => `$${n + i}`;
-  let row: { active: number; written: number; available: string | null };
+  // as settleLeased: at most the share plus what the lease still has free, taken from it now
+  lease.free += f.amount;
+  const charged = a.usd < lease.free ? a.usd : lease.free;
+  lease.free -= charged;
+  let outcome: { written: boolean; available: bigint } | undefined;
   try {
-    const { rows } = await db().requestPool.query({
-      name: `${write.name}+lease_charge`,
-      text: `WITH l AS (
-         SELECT id FROM balance_holds WHERE id = ${p(1)} AND status = 'active' FOR UPDATE
-       ), ${write.ctes},
-       h AS (
-         UPDATE balance_holds SET charged = COALESCE(charged, 0) + ${p(2)}::numeric,
-           expires_at = now() + make_interval(secs => ${p(6)})
-         FROM x WHERE id = ${p(1)} RETURNING account_id
-       ), b AS (
-         UPDATE balances bal SET amount = bal.amount - ${p(2)}::numeric, held = bal.held - ${p(2)}::numeric, updated_at = now()
-         FROM h WHERE bal.account_id = h.account_id AND bal.currency = 'USD'
-         RETURNING bal.amount AS balance_after, bal.amount - bal.held AS available
-       ), e AS (
-         INSERT INTO ledger_entries (account_id, currency, amount, balance_after, kind, reason, idempotency_key, hold_id, request_id)
-         SELECT h.account_id, 'USD', -${p(2)}::numeric, b.balance_after, 'charge', ${p(5)}, 'charge:' || ${p(3)}::text, ${p(1)}, ${p(3)}
-         FROM h, b WHERE ${p(2)}::numeric > 0
-       ), k AS (
-         INSERT INTO key_daily_usage (key_id, day, requests, usd_spent)
-         SELECT ${p(4)}::uuid, (now() AT TIME ZONE 'UTC')::date, 0, ${p(2)}::numeric
-         FROM h WHERE ${p(4)}::uuid IS NOT NULL AND ${p(2)}::numeric > 0
-         ON CONFLICT (key_id, day) DO UPDATE SET usd_spent = key_daily_usage.usd_spent + EXCLUDED.usd_spent
-       )
-       SELECT (SELECT count(*) FROM l)::int AS active, (SELECT count(*) FROM x)::int AS written,
-         (SELECT available FROM b) AS available`,
-      values: [...write.values, lease.id, charged.toString(), a.requestId, a.apiKeyId, a.reason, LEASE_TTL_SECONDS],
+    outcome = await new Promise((done, failed) => {
+      const q = queues.get(lease) ?? { waiting: [], writing: false };
+      queues.set(lease, q);
+      q.waiting.push({ write, charge: { ...a, amount: charged }, done, failed });
+      if (!q.writing) void drainWrites(lease, q);
     });
-    row = rows[0];
-  } catch (err) {
-    releaseLeased(f);
-    throw err;
+  } finally {
+    lease.inflight--;
+    lease.lastUsed = Date.now();
   }
-  releaseLeased(f);
-  if (row.active === 0) {
-    lease.closed = true; // given back behind this process's back (it stalled past its expiry)
-    return undefined;
-  }
-  const written = row.written > 0;
-  if (written) lease.free -= charged;
-  if (row.available !== null) lease.account.available = BigInt(row.available);
+  if (!outcome) return undefined;
+  if (!outcome.written) lease.free += charged;
+  lease.account.available = outcome.available;
   return {
-    written,
+    written: outcome.written,
     settlement: {
       holdId: lease.id,
       currency: 'USD',
-      charged: written ? charged : 0n,
+      charged: outcome.written ? charged : 0n,
       balanceAfter: 0n,
       available: availableOf(lease.account),
     },
+  };
+}
+
+async function drainWrites(lease: Lease, q: { waiting: QueuedWrite[]; writing: boolean }): Promise<void> {
+  q.writing = true;
+  try {
+    while (q.waiting.length) {
+      // writes of one kind share a statement; another kind waits for the next
+      const name = q.waiting[0].write.name;
+      const group: QueuedWrite[] = [];
+      const rest: QueuedWrite[] = [];
+      for (const w of q.waiting) (w.write.name === name && group.length < GROUP_MAX ? group : rest).push(w);
+      q.waiting = rest;
+      try {
+        const { active, written, available } = await writeGroup(lease, group);
+        if (!active) lease.closed = true; // given back behind this process's back (it stalled past its expiry)
+        for (const [n, w] of group.entries()) w.done(active ? { written: written.has(n + 1), available } : undefined);
+      } catch (err) {
+        for (const w of group) w.failed(err);
+      }
+    }
+  } finally {
+    q.writing = false;
+  }
+}
+
+/** The SQL of `i`: the writes' columns unnested, after `before` parameters. */
+const writesOf = (w: WriteWithCharge, before: number) =>
+  `i AS (SELECT * FROM unnest(${w.types.map((t, k) => `$${before + k + 1}::${t}[]`).join(', ')})
+     WITH ORDINALITY AS i(${w.types.map((_, k) => `v${k + 1}`).join(', ')}, n))`;
+
+/** One statement: the lease locked, the writes made, and the charges of those that wrote. */
+async function writeGroup(
+  lease: Lease,
+  group: QueuedWrite[],
+): Promise<{ active: boolean; written: Set<number>; available: bigint }> {
+  const w = group[0].write;
+  const k = w.types.length;
+  const p = (i: number) => `$${k + 1 + i}`;
+  const { rows } = await db().requestPool.query({
+    name: `${w.name}+lease_charge`,
+    text: `WITH l AS (
+       SELECT id FROM balance_holds WHERE id = $1 AND status = 'active' FOR UPDATE
+     ), ${writesOf(w, 1)}, ${w.ctes},
+     c AS (
+       SELECT c.* FROM x JOIN unnest(${p(1)}::numeric[], ${p(2)}::text[], ${p(3)}::uuid[], ${p(4)}::text[])
+         WITH ORDINALITY AS c(amount, request_id, api_key_id, reason, n) ON c.n = x.n
+     ), t AS (SELECT SUM(amount) AS total FROM c),
+     h AS (
+       UPDATE balance_holds SET charged = COALESCE(charged, 0) + t.total, expires_at = now() + make_interval(secs => ${p(5)})
+       FROM t WHERE id = $1 AND t.total IS NOT NULL RETURNING account_id
+     ), b AS (
+       UPDATE balances bal SET amount = bal.amount - t.total, held = bal.held - t.total, updated_at = now()
+       FROM h, t WHERE bal.account_id = h.account_id AND bal.currency = 'USD'
+       RETURNING bal.amount + t.total AS before, bal.amount - bal.held AS available
+     ), e AS (
+       INSERT INTO ledger_entries (account_id, currency, amount, balance_after, kind, reason, idempotency_key, hold_id, request_id)
+       SELECT h.account_id, 'USD', -c.amount, b.before - SUM(c.amount) OVER (ORDER BY c.n), 'charge', c.reason,
+              'charge:' || c.request_id, $1, c.request_id
+       FROM h, b, c WHERE c.amount > 0
+     ), kd AS (
+       INSERT INTO key_daily_usage (key_id, day, requests, usd_spent)
+       SELECT c.api_key_id, (now() AT TIME ZONE 'UTC')::date, 0, SUM(c.amount) FROM c, h
+       WHERE c.api_key_id IS NOT NULL AND c.amount > 0 GROUP BY c.api_key_id
+       ON CONFLICT (key_id, day) DO UPDATE SET usd_spent = key_daily_usage.usd_spent + EXCLUDED.usd_spent
+     )
+     SELECT (SELECT count(*) FROM l)::int AS active, ARRAY(SELECT n::int FROM x) AS written,
+       (SELECT available FROM b) AS available`,
+    values: [
+      lease.id,
+      ...w.types.map((_, col) => group.map((q) => q.write.values[col])),
+      group.map((q) => q.charge.amount.toString()),
+      group.map((q) => q.charge.requestId),
+      group.map((q) => q.charge.apiKeyId),
+      group.map((q) => q.charge.reason),
+      LEASE_TTL_SECONDS,
+    ],
+  });
+  const r = rows[0];
+  return {
+    active: r.active > 0,
+    written: new Set<number>(r.written),
+    available: r.available === null ? lease.account.available : BigInt(r.available),
   };
 }
 
@@ -309,8 +387,8 @@ export async function chargeLeasedWith(
 export async function writeWithoutCharge(w: WriteWithCharge): Promise<boolean> {
   const { rows } = await db().requestPool.query({
     name: `${w.name}+alone`,
-    text: `WITH l AS (SELECT 1), ${w.ctes} SELECT (SELECT count(*) FROM x)::int AS written`,
-    values: w.values,
+    text: `WITH l AS (SELECT 1), ${writesOf(w, 0)}, ${w.ctes} SELECT (SELECT count(*) FROM x)::int AS written`,
+    values: w.values.map((v) => [v]),
   });
   return rows[0].written > 0;
 }
