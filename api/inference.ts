@@ -133,7 +133,8 @@ async function relay(
   let failure: unknown;
   // not async: an event that needs no waiting costs no promise
   const take = (e: StreamEvent): Promise<void> | undefined => {
-    if (e.type === 'text' || e.type === 'reasoning') produced += e.text;
+    // a relayed frame that only continues the text carries that text (see StreamEvent)
+    if (e.type === 'text' || e.type === 'reasoning' || e.type === 'native') produced += e.text ?? '';
     else if (e.type === 'tool_call') produced += e.argumentsDelta;
     else if (e.type === 'finish') {
       finish = e.reason;

@@ -102,13 +102,16 @@ export const openaiPassThrough: NativePassThrough = {
     return result;
   },
 
-  async *stream(
+  stream(
     native: NativeRequest,
     req: InferenceRequest,
     target: ProviderTarget,
     signal: AbortSignal,
   ): AsyncGenerator<StreamEvent> {
-    const res = await post(native, req, target, signal, true);
-    yield* readStream(res, target.providerId, signal, { legacy: false, excludeReasoning: false, relay: true });
+    return readStream(() => post(native, req, target, signal, true), target.providerId, signal, {
+      legacy: false,
+      excludeReasoning: false,
+      relay: true,
+    });
   },
 };
