@@ -12,11 +12,8 @@ export class SseWriter {
   /** while the socket is full: settles once it can take more (or the caller is gone) */
   private full: Promise<void> | undefined;
 
-  /** `onClientGone`: the caller disconnected before the stream ended (abort the upstream call there). */
-  constructor(
-    private readonly ctx: Context,
-    onClientGone: () => void,
-  ) {
+  /** A caller who disconnects before the end aborts the upstream call through clientAbortSignal (clientAbort.ts). */
+  constructor(private readonly ctx: Context) {
     ctx.respond = false;
     const socket = ctx.req.socket;
     socket.setTimeout(0);
@@ -30,7 +27,6 @@ export class SseWriter {
     ctx.res.on('close', () => {
       if (this.ended) return;
       this.gone = true;
-      onClientGone();
     });
   }
 
