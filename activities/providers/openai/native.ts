@@ -32,7 +32,9 @@ function upstreamBody(
     stream_options: streamOptions,
     ...rest
   } = native.body;
-  const body: Body = { ...rest, model: req.model };
+  // `rest` is already this request's own copy: completed in place, `model` where the caller put it
+  const body: Body = rest;
+  body.model = req.model;
   // the cap the reservation was made for, always sent, so the bill can never exceed it
   body[q.maxTokensField] = req.maxTokens;
   Object.assign(body, reasoningFields(req.reasoning, q));
