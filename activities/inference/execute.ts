@@ -255,7 +255,11 @@ export class InferenceCall {
       outputUnits: billed.completionTokens,
     });
     if (status === 'completed') recordThroughput(route.id, billed.completionTokens, Date.now() - this.started);
-    const bill: Bill = { ...billOf(charge), inputTokens: billed.promptTokens, outputTokens: billed.completionTokens };
+    // billOf's object is this call's own: completed rather than copied (a copy on every answer)
+    const bill: Bill = Object.assign(billOf(charge), {
+      inputTokens: billed.promptTokens,
+      outputTokens: billed.completionTokens,
+    });
     return { usage: billed, bill };
   }
 
