@@ -82,11 +82,13 @@ export async function* readStream(
           break reading;
         }
         if (frame.data === '') continue;
-        // past the first content, most chunks of a pass-through only continue the text: relayed
-        // as they came, their text read without parsing them (see plainTextDelta)
-        if (!held && opts.relay && frame.event === undefined) {
+        // most chunks of a pass-through only continue the text: relayed as they came, their text
+        // read without parsing them (see plainTextDelta); the first with text lets the held ones go
+        if (opts.relay && frame.event === undefined) {
           const text = plainTextDelta(frame.data);
-          if (text !== undefined) {
+          if (text !== undefined && (!held || text !== '')) {
+            if (held) for (const e of held) yield e;
+            held = undefined;
             yield { type: 'native', event: undefined, data: frame.data, text };
             continue;
           }
