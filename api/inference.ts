@@ -91,19 +91,17 @@ export async function streamOnce(
   call: InferenceCall,
   surfaceFor: (sse: SseWriter, route: Route, passedThrough: boolean) => StreamSurface,
 ): Promise<void> {
-  const abort = new AbortController();
-  const onClientGone = () => abort.abort(new Error('client disconnected'));
-  ctx.res.once('close', onClientGone);
+  // The connection's own signal, as for a whole answer (clientAbort.ts): a response closes before
+  // its end only when its connection does, so it aborts the upstream call exactly when a
+  // controller of the stream's own would, without building one per stream.
   let opened: Awaited<ReturnType<InferenceCall['openStream']>>;
   try {
-    opened = await call.openStream(abort.signal);
+    opened = await call.openStream(clientAbortSignal(ctx));
   } catch (err) {
     await call.fail(errorCode(err));
     throw err;
-  } finally {
-    ctx.res.off('close', onClientGone);
   }
-  const sse = new SseWriter(ctx, onClientGone);
+  const sse = new SseWriter(ctx);
   try {
     await relay(call, opened, sse, surfaceFor(sse, opened.route, opened.passedThrough));
   } catch (err) {
@@ -133,7 +131,8 @@ async function relay(
   let failure: unknown;
   // not async: an event that needs no waiting costs no promise
   const take = (e: StreamEvent): Promise<void> | undefined => {
-    if (e.type === 'text' || e.type === 'reasoning') produced += e.text;
+    // a relayed frame that only continues the text carries that text (see StreamEvent)
+    if (e.type === 'text' || e.type === 'reasoning' || e.type === 'native') produced += e.text ?? '';
     else if (e.type === 'tool_call') produced += e.argumentsDelta;
     else if (e.type === 'finish') {
       finish = e.reason;

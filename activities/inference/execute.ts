@@ -287,7 +287,11 @@ export class InferenceCall {
     });
     if (!charged) return undefined;
     if (status === 'completed') recordThroughput(route.id, billed.completionTokens, Date.now() - this.started);
-    const bill: Bill = { ...billOf(charged), inputTokens: billed.promptTokens, outputTokens: billed.completionTokens };
+    // billOf's object is this call's own: completed rather than copied (a copy on every answer)
+    const bill: Bill = Object.assign(billOf(charged), {
+      inputTokens: billed.promptTokens,
+      outputTokens: billed.completionTokens,
+    });
     return { usage: billed, bill };
   }
 

@@ -19,38 +19,53 @@ export async function* sseBatches(body: AsyncIterable<Uint8Array | string>): Asy
   const decoder = new TextDecoder();
   let buffer = '';
   let event: string | undefined;
-  let data: string[] = [];
+  // the frame's data lines so far, joined with "\n" as they come (no array per frame)
+  let data: string | undefined;
   const flush = (): SseFrame | undefined => {
-    if (data.length === 0 && event === undefined) return undefined;
-    const frame = { event, data: data.join('\n') };
+    if (data === undefined && event === undefined) return undefined;
+    const frame = { event, data: data ?? '' };
     event = undefined;
-    data = [];
+    data = undefined;
     return frame;
   };
   const line = (raw: string): SseFrame | undefined => {
     if (raw === '') return flush();
-    if (raw.startsWith(':')) return undefined;
-    const colon = raw.indexOf(':');
-    const field = colon === -1 ? raw : raw.slice(0, colon);
-    let value = colon === -1 ? '' : raw.slice(colon + 1);
-    if (value.startsWith(' ')) value = value.slice(1);
-    if (field === 'data') data.push(value);
+    let field: string;
+    let value: string;
+    // the usual line, read without taking it apart
+    if (raw.startsWith('data: ')) {
+      field = 'data';
+      value = raw.slice(6);
+    } else {
+      if (raw.startsWith(':')) return undefined;
+      const colon = raw.indexOf(':');
+      field = colon === -1 ? raw : raw.slice(0, colon);
+      value = colon === -1 ? '' : raw.slice(colon + 1);
+      if (value.startsWith(' ')) value = value.slice(1);
+    }
+    if (field === 'data') data = data === undefined ? value : `${data}\n${value}`;
     else if (field === 'event') event = value;
     return undefined;
   };
   for await (const chunk of body) {
     buffer += typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
     const frames: SseFrame[] = [];
-    let nl: number;
-    // biome-ignore lint/suspicious/noAssignInExpressions: the usual loop over the lines in a buffer
-    while ((nl = buffer.search(/\r\n|\r|\n/)) !== -1) {
+    // Lines are read from `at` on, and the buffer cut once per chunk, not once per line. A stream
+    // without "\r" (the usual one) is searched for it once.
+    let at = 0;
+    let cr = buffer.indexOf('\r');
+    for (;;) {
+      if (cr !== -1 && cr < at) cr = buffer.indexOf('\r', at);
+      const lf = buffer.indexOf('\n', at);
+      const nl = cr !== -1 && (lf === -1 || cr < lf) ? cr : lf;
+      if (nl === -1) break;
       // a lone "\r" at the end may be the first half of "\r\n": wait for the next chunk
-      if (buffer[nl] === '\r' && nl === buffer.length - 1) break;
-      const raw = buffer.slice(0, nl);
-      buffer = buffer.slice(buffer[nl] === '\r' && buffer[nl + 1] === '\n' ? nl + 2 : nl + 1);
-      const frame = line(raw);
+      if (nl === cr && nl === buffer.length - 1) break;
+      const frame = line(buffer.slice(at, nl));
+      at = nl === cr && buffer.charCodeAt(nl + 1) === 10 ? nl + 2 : nl + 1;
       if (frame) frames.push(frame);
     }
+    if (at > 0) buffer = buffer.slice(at);
     if (frames.length) yield frames;
   }
   buffer += decoder.decode();

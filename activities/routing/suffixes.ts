@@ -69,6 +69,8 @@ function isSuffix(token: string): boolean {
  * the longest name that exists wins, so ids containing ":" keep working.
  */
 export function parseModelName(name: string, exists: (base: string) => boolean): ModelName {
+  // most names have no suffix: what the rest would work out, without its arrays
+  if (!name.includes(':')) return { base: name, suffixes: [] };
   const tokens = name.split(':');
   let cut = tokens.length;
   // peel suffixes from the end while the remainder is not itself a model

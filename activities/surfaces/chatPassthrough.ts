@@ -8,13 +8,13 @@
 import type { Bill } from '../inference/execute.js';
 import type { NativeRequest, StreamEvent, Usage } from '../core/types.js';
 import { usageJson, withBill, type ChatMeta } from './chatResponse.js';
-import { renamed, renamedText } from './passthrough.js';
+import { ModelRename, renamed } from './passthrough.js';
 
 /**
  * Body fields only the gateway reads: routing preferences, prompt caching (README, Prompt caching), tool-call cap, and
  * web search turned off (`web_search: false`; a request that searches is never passed through).
  */
-const GATEWAY_FIELDS = [
+const GATEWAY_FIELDS = new Set([
   'provider',
   'caching',
   'stickyprovider',
@@ -25,7 +25,7 @@ const GATEWAY_FIELDS = [
   'web_search',
   'webSearch',
   'linkup',
-];
+]);
 
 /**
  * The caller's body for a pass-through, or undefined when the answer needs the gateway's hand
@@ -35,7 +35,7 @@ const GATEWAY_FIELDS = [
 export function chatPassThroughBody(body: Record<string, any>): NativeRequest | undefined {
   if (body.max_tool_calls !== undefined) return undefined;
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(body)) if (!GATEWAY_FIELDS.includes(k)) out[k] = v;
+  for (const k of Object.keys(body)) if (!GATEWAY_FIELDS.has(k)) out[k] = body[k];
   // spec: tool_choice 'none' drops the tools
   if (body.tool_choice === 'none') {
     delete out.tools;
@@ -78,7 +78,7 @@ export class ChatRelay {
   private tail: NativeEvent[] = [];
   private usageChunks: NativeEvent[] = [];
   /** the model name the upstream's chunks carry (from the parsed ones), for renaming unparsed ones */
-  private upstreamModel: unknown;
+  private rename: ModelRename | undefined;
 
   constructor(
     private readonly meta: Pick<ChatMeta, 'model' | 'provider'>,
@@ -90,11 +90,13 @@ export class ChatRelay {
     if (e.json === undefined) {
       // a plain text delta, not parsed (providers/openai/stream.ts plainTextDelta): no finish, no
       // usage, no provider field of its own; renamed in its text as a parsed one would be
-      const shown = this.tail.length ? undefined : renamedText(e.data, this.upstreamModel, this.meta);
+      const shown = this.tail.length ? undefined : this.rename?.in(e.data);
       if (shown !== undefined) return shown;
       e.json = JSON.parse(e.data);
     }
-    this.upstreamModel = e.json?.model;
+    const upstream = e.json?.model;
+    if (typeof upstream !== 'string') this.rename = undefined;
+    else if (this.rename?.upstream !== upstream) this.rename = new ModelRename(upstream, this.meta);
     if (isUsageOnly(e.json)) {
       this.usageChunks.push(e); // shown last, and only when the caller asked for usage
       return null;

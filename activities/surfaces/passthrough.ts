@@ -30,16 +30,35 @@ function safeData(data: string, json: unknown): string {
  * `data` with `"model":"<upstream>"` edited in its text, or undefined when that text is not there
  * (or the data spans lines). For data without a `provider` field of its own.
  */
-export function renamedText(
-  data: string,
-  upstream: unknown,
-  { model, provider }: { model: string; provider?: string },
-): string | undefined {
-  if (typeof upstream !== 'string' || data.includes('\n')) return undefined;
-  if (upstream === model && provider === undefined) return data;
-  const exact = `"model":${JSON.stringify(upstream)}`;
-  const at = data.indexOf(exact);
-  if (at === -1) return undefined;
-  const added = provider === undefined ? '' : `,"provider":${JSON.stringify(provider)}`;
-  return `${data.slice(0, at)}"model":${JSON.stringify(model)}${added}${data.slice(at + exact.length)}`;
+function renamedText(data: string, upstream: unknown, to: { model: string; provider?: string }): string | undefined {
+  return typeof upstream === 'string' ? new ModelRename(upstream, to).in(data) : undefined;
+}
+
+/**
+ * renamedText for the frames of one stream: what to find and what to write in its place, made
+ * once per upstream model name rather than once per frame.
+ */
+export class ModelRename {
+  private readonly find: string;
+  private readonly replacement: string;
+  private readonly unchanged: boolean;
+
+  constructor(
+    readonly upstream: string,
+    { model, provider }: { model: string; provider?: string },
+  ) {
+    this.find = `"model":${JSON.stringify(upstream)}`;
+    const added = provider === undefined ? '' : `,"provider":${JSON.stringify(provider)}`;
+    this.replacement = `"model":${JSON.stringify(model)}${added}`;
+    this.unchanged = upstream === model && provider === undefined;
+  }
+
+  /** `data` renamed, or undefined when its model's text is not there (or the data spans lines). */
+  in(data: string): string | undefined {
+    if (data.includes('\n')) return undefined;
+    if (this.unchanged) return data;
+    const at = data.indexOf(this.find);
+    if (at === -1) return undefined;
+    return data.slice(0, at) + this.replacement + data.slice(at + this.find.length);
+  }
 }

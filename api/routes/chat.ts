@@ -44,7 +44,8 @@ textRoute(
     // the advisor's checks first (api/advisor.ts): a refused request costs nothing
     async translate(body, model, name, ctx) {
       const advisor = await advisorWanted(ctx, body, model, name);
-      if (!advisor) return { ...chatToInternal(body, model, name), advisor };
+      // the translation's own object, completed rather than copied
+      if (!advisor) return Object.assign(chatToInternal(body, model, name), { advisor });
       const { advisor: _, ...rest } = body;
       return { ...chatToInternal(rest, model, name), advisor };
     },
@@ -76,14 +77,16 @@ textRoute(
           : undefined;
     // routes to an OpenAI-compatible upstream get the caller's own body (pass-through); others the translation
     const call = await prepare({ native: chatPassThroughBody(body) });
-    const meta: ChatMeta = {
+    // what translated answers show (a passed-through one shows the upstream's own)
+    const created = Math.floor(Date.now() / 1000);
+    const meta = (provider: string): ChatMeta => ({
       id: `chatcmpl-${String(ctx.state.requestId).slice(4)}`,
-      created: Math.floor(Date.now() / 1000),
+      created,
       model: model.id,
-      provider: '',
+      provider,
       showReasoning: !call.ctx.request.reasoning?.exclude,
       maxToolCalls: input.maxToolCalls,
-    };
+    });
     if (body.stream) {
       return streamOnce(ctx, call, (sse, route, passedThrough) => {
         if (passedThrough) {
@@ -102,7 +105,7 @@ textRoute(
             },
           };
         }
-        const chunker = new ChatChunker({ ...meta, provider: route.provider.id });
+        const chunker = new ChatChunker(meta(route.provider.id));
         return {
           start: () => sse.data(chunker.first()),
           event(e) {
@@ -124,7 +127,7 @@ textRoute(
     if (result.native) {
       answer = passedThroughCompletion(result.native, usage, bill, { model: model.id, provider: route.provider.id });
     } else {
-      const completion = toChatCompletion(result, usage, bill, { ...meta, provider: route.provider.id });
+      const completion = toChatCompletion(result, usage, bill, meta(route.provider.id));
       const shown = web(result.content, result.citations);
       answer = shown ? withSearchCitations(completion, shown, 'message') : completion;
     }

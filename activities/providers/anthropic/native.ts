@@ -85,8 +85,7 @@ export const anthropicPassThrough: NativePassThrough = {
         // past the first content, text deltas are relayed and billed without parsing them
         const text = held ? undefined : plainTextDeltaFrame(frame);
         if (text !== undefined) {
-          yield { type: 'native', event: frame.event, data: frame.data };
-          if (text !== '') yield { type: 'text', text };
+          yield { type: 'native', event: frame.event, data: frame.data, text };
           continue;
         }
         const derived = decoder.push(frame);

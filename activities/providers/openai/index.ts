@@ -24,8 +24,8 @@ async function call(
   target: ProviderTarget,
   signal: AbortSignal,
   stream: boolean,
+  q = quirksFor(target.providerId, target.options),
 ): Promise<{ res: UpstreamResponse; legacy: boolean }> {
-  const q = quirksFor(target.providerId, target.options);
   const legacy = usesCompletionsEndpoint(req, q);
   const body = legacy ? toCompletionBody(req, q, stream) : toChatBody(req, q, stream);
   const url = endpointUrl(target.baseUrl, legacy ? 'completions' : 'chat/completions');
@@ -51,16 +51,12 @@ async function complete(req: InferenceRequest, target: ProviderTarget, signal: A
     : fromChatResponse(target.providerId, json, !!req.reasoning?.exclude);
 }
 
-// An async generator runs nothing until the first next(): the upstream call, and any failure to
-// get a good response, belong to that first next() as the ChatAdapter contract requires.
-async function* stream(
-  req: InferenceRequest,
-  target: ProviderTarget,
-  signal: AbortSignal,
-): AsyncGenerator<StreamEvent> {
-  const { res, legacy } = await call(req, target, signal, true);
-  yield* readStream(res, target.providerId, signal, {
-    legacy,
+// readStream makes the upstream call on the first next(): it, and any failure to get a good
+// response, belong to that first next() as the ChatAdapter contract requires.
+function stream(req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): AsyncGenerator<StreamEvent> {
+  const q = quirksFor(target.providerId, target.options);
+  return readStream(async () => (await call(req, target, signal, true, q)).res, target.providerId, signal, {
+    legacy: usesCompletionsEndpoint(req, q),
     excludeReasoning: !!req.reasoning?.exclude,
     relay: false,
   });

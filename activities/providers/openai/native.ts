@@ -32,7 +32,9 @@ function upstreamBody(
     stream_options: streamOptions,
     ...rest
   } = native.body;
-  const body: Body = { ...rest, model: req.model };
+  // `rest` is already this request's own copy: completed in place, `model` where the caller put it
+  const body: Body = rest;
+  body.model = req.model;
   // the cap the reservation was made for, always sent, so the bill can never exceed it
   body[q.maxTokensField] = req.maxTokens;
   Object.assign(body, reasoningFields(req.reasoning, q));
@@ -102,13 +104,16 @@ export const openaiPassThrough: NativePassThrough = {
     return result;
   },
 
-  async *stream(
+  stream(
     native: NativeRequest,
     req: InferenceRequest,
     target: ProviderTarget,
     signal: AbortSignal,
   ): AsyncGenerator<StreamEvent> {
-    const res = await post(native, req, target, signal, true);
-    yield* readStream(res, target.providerId, signal, { legacy: false, excludeReasoning: false, relay: true });
+    return readStream(() => post(native, req, target, signal, true), target.providerId, signal, {
+      legacy: false,
+      excludeReasoning: false,
+      relay: true,
+    });
   },
 };

@@ -47,13 +47,16 @@ export interface ReadOptions {
 }
 
 // Events are yielded one by one rather than with `yield*` over an array: that wraps the array in
-// an async iterator, one more await per event on the hottest loop of a stream.
+// an async iterator, one more await per event on the hottest loop of a stream. The upstream call
+// is `open`ed on the first next() (as the ChatAdapter contract asks) by this generator itself, so
+// an adapter returns it as it is instead of delegating to it (`yield*`: more awaits per event).
 export async function* readStream(
-  res: UpstreamResponse,
+  open: () => Promise<UpstreamResponse>,
   providerId: string,
   signal: AbortSignal,
   opts: ReadOptions,
 ): AsyncGenerator<StreamEvent> {
+  const res = await open();
   if (String(res.headers['content-type'] ?? '').includes('application/json')) {
     // a server (or proxy) that ignored `stream: true` answered in one piece: replay it as events
     const json = await readJson(providerId, res).catch((err) => {
@@ -79,13 +82,14 @@ export async function* readStream(
           break reading;
         }
         if (frame.data === '') continue;
-        // past the first content, most chunks of a pass-through only continue the text: relayed
-        // as they came, their text read without parsing them (see plainTextDelta)
-        if (!held && opts.relay && frame.event === undefined) {
+        // most chunks of a pass-through only continue the text: relayed as they came, their text
+        // read without parsing them (see plainTextDelta); the first with text lets the held ones go
+        if (opts.relay && frame.event === undefined) {
           const text = plainTextDelta(frame.data);
-          if (text !== undefined) {
-            yield { type: 'native', event: undefined, data: frame.data };
-            if (text !== '') yield { type: 'text', text };
+          if (text !== undefined && (!held || text !== '')) {
+            if (held) for (const e of held) yield e;
+            held = undefined;
+            yield { type: 'native', event: undefined, data: frame.data, text };
             continue;
           }
         }
