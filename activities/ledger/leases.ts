@@ -281,6 +281,9 @@ export async function chargeLeasedWith(
       q.waiting.push({ write, charge: { ...a, amount: charged }, done, failed });
       if (!q.writing) void drainWrites(lease, q);
     });
+  } catch (err) {
+    lease.free += charged; // nothing was written or charged: the share's room goes back
+    throw err;
   } finally {
     lease.inflight--;
     lease.lastUsed = Date.now();
