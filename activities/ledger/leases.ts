@@ -234,6 +234,28 @@ export interface WriteWithCharge {
   values: unknown[];
 }
 
+/**
+ * The charges `c` (amount, request_id, api_key_id, reason, n) taken from the lease `$1`, whose row
+ * `h` has just been charged their total `t`: the balance, one ledger entry per charge (in order,
+ * each with the balance after it) and the keys' daily spend. One text for both statements that
+ * write lease charges (the flush of pending charges, and writes with their charge).
+ */
+const LEASE_CHARGE_ENTRIES = `b AS (
+       UPDATE balances bal SET amount = bal.amount - t.total, held = bal.held - t.total, updated_at = now()
+       FROM h, t WHERE bal.account_id = h.account_id AND bal.currency = 'USD'
+       RETURNING bal.amount + t.total AS before, bal.amount - bal.held AS available
+     ), e AS (
+       INSERT INTO ledger_entries (account_id, currency, amount, balance_after, kind, reason, idempotency_key, hold_id, request_id)
+       SELECT h.account_id, 'USD', -c.amount, b.before - SUM(c.amount) OVER (ORDER BY c.n), 'charge', c.reason,
+              'charge:' || c.request_id, $1, c.request_id
+       FROM h, b, c WHERE c.amount > 0
+     ), k AS (
+       INSERT INTO key_daily_usage (key_id, day, requests, usd_spent)
+       SELECT c.api_key_id, (now() AT TIME ZONE 'UTC')::date, 0, SUM(c.amount) FROM c, h
+       WHERE c.api_key_id IS NOT NULL AND c.amount > 0 GROUP BY c.api_key_id
+       ON CONFLICT (key_id, day) DO UPDATE SET usd_spent = key_daily_usage.usd_spent + EXCLUDED.usd_spent
+     )`;
+
 /** A write waiting for its lease's next statement, with the charge that goes with it. */
 interface QueuedWrite {
   write: WriteWithCharge;
@@ -351,21 +373,7 @@ async function writeGroup(
      h AS (
        UPDATE balance_holds SET charged = COALESCE(charged, 0) + t.total, expires_at = now() + make_interval(secs => ${p(5)})
        FROM t WHERE id = $1 AND t.total IS NOT NULL RETURNING account_id
-     ), b AS (
-       UPDATE balances bal SET amount = bal.amount - t.total, held = bal.held - t.total, updated_at = now()
-       FROM h, t WHERE bal.account_id = h.account_id AND bal.currency = 'USD'
-       RETURNING bal.amount + t.total AS before, bal.amount - bal.held AS available
-     ), e AS (
-       INSERT INTO ledger_entries (account_id, currency, amount, balance_after, kind, reason, idempotency_key, hold_id, request_id)
-       SELECT h.account_id, 'USD', -c.amount, b.before - SUM(c.amount) OVER (ORDER BY c.n), 'charge', c.reason,
-              'charge:' || c.request_id, $1, c.request_id
-       FROM h, b, c WHERE c.amount > 0
-     ), kd AS (
-       INSERT INTO key_daily_usage (key_id, day, requests, usd_spent)
-       SELECT c.api_key_id, (now() AT TIME ZONE 'UTC')::date, 0, SUM(c.amount) FROM c, h
-       WHERE c.api_key_id IS NOT NULL AND c.amount > 0 GROUP BY c.api_key_id
-       ON CONFLICT (key_id, day) DO UPDATE SET usd_spent = key_daily_usage.usd_spent + EXCLUDED.usd_spent
-     )
+     ), ${LEASE_CHARGE_ENTRIES}
      SELECT (SELECT count(*) FROM l)::int AS active, ARRAY(SELECT n::int FROM x) AS written,
        (SELECT available FROM b) AS available`,
     values: [
@@ -439,19 +447,7 @@ async function write(lease: Lease, batch: PendingCharge[]): Promise<void> {
        h AS (
          UPDATE balance_holds SET charged = COALESCE(charged, 0) + (SELECT total FROM t), expires_at = now() + make_interval(secs => $6)
          WHERE id = $1 AND status = 'active' RETURNING account_id
-       ), b AS (
-         UPDATE balances bal SET amount = bal.amount - t.total, held = bal.held - t.total, updated_at = now()
-         FROM h, t WHERE bal.account_id = h.account_id AND bal.currency = 'USD'
-         RETURNING bal.amount + t.total AS before, bal.amount - bal.held AS available
-       ), e AS (
-         INSERT INTO ledger_entries (account_id, currency, amount, balance_after, kind, reason, idempotency_key, hold_id, request_id)
-         SELECT h.account_id, 'USD', -c.amount, b.before - SUM(c.amount) OVER (ORDER BY c.n), 'charge', c.reason, 'charge:' || c.request_id, $1, c.request_id
-         FROM h, b, c
-       ), k AS (
-         INSERT INTO key_daily_usage (key_id, day, requests, usd_spent)
-         SELECT c.api_key_id, (now() AT TIME ZONE 'UTC')::date, 0, SUM(c.amount) FROM c, h WHERE c.api_key_id IS NOT NULL GROUP BY c.api_key_id
-         ON CONFLICT (key_id, day) DO UPDATE SET usd_spent = key_daily_usage.usd_spent + EXCLUDED.usd_spent
-       )
+       ), ${LEASE_CHARGE_ENTRIES}
        SELECT available FROM b`,
       values: [
         lease.id,
