@@ -422,13 +422,8 @@ export class MeteredCall {
 
   /** Charge `costUsd` on the answering route and release the rest; record the request. */
   async settle(costUsd: bigint, outcome: Outcome): Promise<Charge> {
-    const providerId = this.answered?.provider.id ?? this.servedBy;
-    if (!providerId) throw new Error(`${this.spec.requestId}: settle before any route answered`);
-    const { caller, requestId, surface, modelId } = this.spec;
-    // a team-billed charge says whose it was in the owner's ledger too (the entry's actor_user_id)
-    const reason = this.team
-      ? `${surface} ${modelId} via ${providerId}, by user ${caller.userId} for team "${this.team.teamName}"`
-      : `${surface} ${modelId} via ${providerId}`;
+    const { caller, requestId } = this.spec;
+    const reason = this.chargeReason();
     if (this.allowance)
       return this.settled(outcome, {
         currency: 'USD',
@@ -454,6 +449,17 @@ export class MeteredCall {
     return this.settled(outcome, charge);
   }
 
+  /** What the charge's ledger entry says it was for. */
+  private chargeReason(): string {
+    const providerId = this.answered?.provider.id ?? this.servedBy;
+    if (!providerId) throw new Error(`${this.spec.requestId}: settle before any route answered`);
+    const { caller, surface, modelId } = this.spec;
+    // a team-billed charge says whose it was in the owner's ledger too (the entry's actor_user_id)
+    return this.team
+      ? `${surface} ${modelId} via ${providerId}, by user ${caller.userId} for team "${this.team.teamName}"`
+      : `${surface} ${modelId} via ${providerId}`;
+  }
+
   /**
    * Store the answer (`write`, see WriteWithCharge) and charge `costUsd` for it. Paid from a
    * lease: one statement does both. Paid from an exact hold: the write, then the settlement (a
@@ -469,11 +475,10 @@ export class MeteredCall {
   ): Promise<Charge | undefined> {
     for (let tries = 0; this.leased; tries++) {
       if (tries === 3) throw new Error(`${this.spec.requestId}: the credit leases it took kept expiring`);
-      const providerId = this.answered?.provider.id ?? this.servedBy;
-      const { caller, requestId, surface, modelId } = this.spec;
+      const { caller, requestId } = this.spec;
       const done = await chargeLeasedWith(
         this.leased,
-        { usd: costUsd, requestId, apiKeyId: caller.keyId, reason: `${surface} ${modelId} via ${providerId}` },
+        { usd: costUsd, requestId, apiKeyId: caller.keyId, reason: this.chargeReason() },
         write(null),
       );
       if (done) {
