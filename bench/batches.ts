@@ -15,7 +15,15 @@ import { db } from '../activities/db.js';
 import { config } from '../activities/config.js';
 import { findTemporalCli, startDevServer } from '../temporal-dev/index.js';
 import { SEARCH_ATTRIBUTES } from '../bin/worker.js';
-import { cpuMs, printTable, processCpuMs, startProcess, stopProcesses, withBenchDatabase } from './harness.js';
+import {
+  cpuMs,
+  ownCpuMs,
+  printTable,
+  processCpuMs,
+  startProcess,
+  stopProcesses,
+  withBenchDatabase,
+} from './harness.js';
 
 const ROWS = Number(process.env.BENCH_BATCH_ROWS ?? 10_000);
 const SYNC_CONCURRENCY = Number(process.env.BENCH_BATCH_SYNC_CONCURRENCY ?? 16);
@@ -86,10 +94,7 @@ function postgresCpuMs(): number {
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      sum += ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') sum += ownCpuMs(Number(pid));
     } catch {
       // it exited while being read
     }

@@ -43,12 +43,16 @@ function childrenOf(pid: number): number[] {
   return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
 }
 
-/** A process's CPU time and its children's (an API supervisor's processes). */
-export function processCpuMs(pid: number): number {
+/** A process's own CPU time (utime + stime, in 1/100 s ticks), ms. */
+export function ownCpuMs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const own = ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in 1/100 s ticks
-  return childrenOf(pid).reduce((sum, child) => sum + processCpuMs(child), own);
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
+
+/** A process's CPU time and its children's (an API supervisor's processes). */
+export function processCpuMs(pid: number): number {
+  return childrenOf(pid).reduce((sum, child) => sum + processCpuMs(child), ownCpuMs(pid));
 }
 
 /** Resident memory of a process and its children, MB (VmRSS in /proc/<pid>/status). */
