@@ -2,10 +2,17 @@
 // its Node flags, authentication, billing), a worker (`npm run worker`), a Temporal dev server and
 // the loopback fal queue server (bench/fal-upstream.ts, whose jobs never finish). First
 // BENCH_JOBS_IN_FLIGHT (300) video jobs are submitted and left running, each workflow polling the
-// upstream every SWITCHYARD_VIDEO_POLL_MS (5000, the default); then, request by request in turn,
-// BENCH_JOBS_SAMPLES (300) times: POST /api/generate-video to its 202 (the workflow started), GET
-// /api/v1/models on the same gateway for scale, and a bare workflow start from this process's own
-// warm Temporal client (the engine's share of a job's acceptance). Prints p50/p95/p99/max.
+// upstream every SWITCHYARD_VIDEO_POLL_MS (5000, the default); then
+// BENCH_JOBS_SAMPLES (300) rounds of, in turn: POST /api/generate-video to its 202 (the workflow
+// started), GET /api/v1/models on the same gateway for scale, and a bare workflow start from this
+// process's own warm Temporal client (the engine's share of a job's acceptance). Prints
+// p50/p95/p99/max, and what each workflow started cost the engine, the worker and the gateway.
+//
+// The rounds are sequential (one request at a time) and arrive at each rate BENCH_JOBS_RATES
+// lists, one phase after the other: rounds a second (`10,max` by default), `max` = back to
+// back. A job costs the engine and the worker far more after its 202 than before it (its first
+// workflow tasks and activities), so back to back on a small machine measures the engine's
+// capacity, where every start queues behind the previous jobs' work, more than its latency.
 //
 // BENCH_TEMPORAL_DB picks the dev server's persistence, a comma-separated list measured one after
 // the other in one run: `file` (default: a SQLite file, as `npm start` runs it), `file-cli-defaults`
@@ -34,6 +41,13 @@ import {
 const IN_FLIGHT = Number(process.env.BENCH_JOBS_IN_FLIGHT ?? 300);
 const SAMPLES = Number(process.env.BENCH_JOBS_SAMPLES ?? 300);
 const POLL_MS = process.env.SWITCHYARD_VIDEO_POLL_MS ?? '5000';
+const RATES = (process.env.BENCH_JOBS_RATES ?? '10,max').split(',').map((s) => {
+  const rate = s.trim();
+  if (rate === 'max') return rate;
+  if (!(Number(rate) > 0))
+    throw new Error(`BENCH_JOBS_RATES: "${rate}" is neither a number of rounds a second nor "max"`);
+  return Number(rate);
+});
 const PERSISTENCE = (process.env.BENCH_TEMPORAL_DB ?? 'file').split(',').map((s) => s.trim());
 const BASE = process.env.BENCH_BASE ? path.resolve(process.env.BENCH_BASE, 'bin/api.ts') : undefined;
 const MODEL = 'kling/v2.1-master-text-to-video';
@@ -81,6 +95,7 @@ async function measure(persistence: string): Promise<string[][]> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-jobs-'));
   const temporal = await devServer(persistence, dataDir);
   const rows: string[][] = [];
+  const notes: string[] = [];
   try {
     await withBenchDatabase(async ({ url, keys }) => {
       const key = keys[0];
@@ -149,29 +164,53 @@ async function measure(persistence: string): Promise<string[][]> {
         if (times) for (const [k, ms] of t.entries()) times[k].push(ms);
       };
       for (let i = 0; i < 10; i++) await round(); // warm-up
-      const times: number[][] = [[], ...gateways.map(() => []), []];
-      for (let i = 0; i < SAMPLES; i++) await round(times);
 
-      const running = await client.workflow
+      // video jobs running when a phase begins (the bench's own, which never finish)
+      let running = submitted + 10 * gateways.length;
+      for (const rate of RATES) {
+        // Rounds start on a fixed schedule (rate per second), not a fixed pause after each: a
+        // round that runs late delays the next one only until it is done, as arrivals would.
+        const interval = rate === 'max' ? 0 : 1000 / rate;
+        const times: number[][] = [[], ...gateways.map(() => []), []];
+        const busy0 = cpu();
+        const t0 = performance.now();
+        for (let i = 0; i < SAMPLES; i++) {
+          const wait = t0 + i * interval - performance.now();
+          if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+          await round(times);
+        }
+        const seconds = (performance.now() - t0) / 1000;
+        // what each job accepted cost the engine, the worker and the gateway (bare starts count as jobs)
+        const jobs = SAMPLES * (gateways.length + 1);
+        const perJob = cpu().map((ms, i) => ((ms - busy0[i]) / jobs).toFixed(1));
+        const label = rate === 'max' ? 'back to back' : `${rate}/s`;
+        notes.push(
+          `  ${label}: ${(SAMPLES / seconds).toFixed(1)} rounds/s from ${running} video jobs in flight; CPU ms per workflow started: Temporal server ` +
+            `${perJob[0]}, worker ${perJob[1]}, gateway ${perJob[2]}`,
+        );
+        const row = (name: string, t: number[]) => {
+          t.sort((a, b) => a - b);
+          const cells = [50, 95, 99].map((p) => percentile(t, p).toFixed(2));
+          return [persistence, label, name, ...cells, t[t.length - 1].toFixed(2)];
+        };
+        rows.push(row('GET /api/v1/models', times[0]));
+        for (const [i, g] of gateways.entries())
+          rows.push(row(`POST /api/generate-video → 202${BASE ? ` (${g.name})` : ''}`, times[1 + i]));
+        rows.push(row('bare workflow start (warm client)', times[1 + gateways.length]));
+        running += SAMPLES * gateways.length;
+      }
+
+      const runningAtEnd = await client.workflow
         .count(`WorkflowType = 'videoJob' AND ExecutionStatus = 'Running'`)
         .then((c) => String(c.count))
         .catch(() => '?');
       await connection.close();
       await Promise.all(pools.map((p) => p.close()));
 
-      const row = (name: string, t: number[]) => {
-        t.sort((a, b) => a - b);
-        const cells = [50, 95, 99].map((p) => percentile(t, p).toFixed(2));
-        return [persistence, name, ...cells, t[t.length - 1].toFixed(2)];
-      };
-      rows.push(row('GET /api/v1/models', times[0]));
-      for (const [i, g] of gateways.entries())
-        rows.push(row(`POST /api/generate-video → 202${BASE ? ` (${g.name})` : ''}`, times[1 + i]));
-      rows.push(row('bare workflow start (warm client)', times[1 + gateways.length]));
       console.log(
-        `[${persistence}] ${running} video jobs running at the end; first job after start-up: ${first.join('; ')}\n` +
+        `[${persistence}] ${runningAtEnd} video jobs running at the end; first job after start-up: ${first.join('; ')}\n` +
           `  CPU with ${IN_FLIGHT} jobs in flight and none arriving (share of one core): Temporal server ` +
-          `${idle[0]}, worker ${idle[1]}, gateway ${idle[2]}`,
+          `${idle[0]}, worker ${idle[1]}, gateway ${idle[2]}\n${notes.join('\n')}`,
       );
     });
   } finally {
@@ -186,9 +225,9 @@ try {
   for (const persistence of PERSISTENCE) rows.push(...(await measure(persistence)));
   console.log(
     `\njob acceptance: ${IN_FLIGHT} video jobs in flight before the measurement, each polling the fal loopback ` +
-      `every ${POLL_MS} ms; ${SAMPLES} samples of each, in turn\n`,
+      `every ${POLL_MS} ms; ${SAMPLES} rounds at each arrival rate, each round one of each in turn\n`,
   );
-  printTable(['Temporal dev server', '', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms'], rows);
+  printTable(['Temporal dev server', 'arrivals', '', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms'], rows);
 } catch (err) {
   console.error(err);
   stopProcesses('SIGTERM');
