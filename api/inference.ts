@@ -32,9 +32,10 @@ export function chargeOnDelivery(ctx: Context, metered: MeteredCall): void {
     undelivered();
     return;
   }
-  res.once('finish', () => metered.delivered());
+  // One listener: a response emits 'close' after 'finish' too, so 'close' alone tells both apart
   res.once('close', () => {
-    if (!res.writableFinished) undelivered();
+    if (res.writableFinished) metered.delivered();
+    else undelivered();
   });
 }
 

@@ -82,13 +82,13 @@ export function declaredSchema(
 /** Validate ctx.request.body before the route runs; the route then trusts its shape. */
 export function validateBody(schema: Schema): Middleware<AppState> {
   const validate = bodyAjv.compile(schema);
-  const middleware: Middleware<AppState> = async (ctx, next) => {
+  const middleware: Middleware<AppState> = (ctx, next) => {
     const body = (ctx.request as { body?: unknown }).body;
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
       throw new RequestError(400, 'invalid_json', 'Request body must be a JSON object.');
     }
     check(validate, body, validationStatus(ctx));
-    await next();
+    return next();
   };
   declared.set(middleware, { where: 'body', schema });
   return middleware;

@@ -65,13 +65,18 @@ export function decodePayment(header: string): PaymentPayload {
  * as always; one without, that asks for a quote or brings a payment, runs as the x402 house
  * account with ctx.state.x402 set; anything else is refused by `authenticate` (401 missing_api_key).
  */
-export const authenticateOrX402: Middleware<AppState> = async (ctx, next) => {
+export const authenticateOrX402: Middleware<AppState> = (ctx, next) => {
   const header = paymentHeader(ctx);
+  // not async itself: a request with credentials (nearly all) runs authenticate's promise, not one around it
   if (hasCredentials(ctx) || (!header && !TRUTHY.test(ctx.get('x-x402').trim()))) return authenticate(ctx, next);
+  return asX402Caller(ctx, next, header);
+};
+
+async function asX402Caller(ctx: AppContext, next: () => Promise<unknown>, header: string): Promise<void> {
   ctx.state.x402 = header ? { payment: decodePayment(header) } : {};
   ctx.state.caller = await x402Caller();
   await next();
-};
+}
 
 /** The top-level `payment` object of a 402 (wire-details). */
 function paymentObject(ctx: AppContext, p: X402Payment) {

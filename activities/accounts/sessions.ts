@@ -4,10 +4,10 @@
 // cookie reads the row (one indexed query; no cache, so nothing to invalidate). A session unused for
 // config.sessionTtlSeconds expires; each use pushes the expiry back (written at most once a minute).
 // A session resolves to the same Caller an API key of the user's personal account does (keys.ts).
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { db } from '../db.js';
 import { config } from '../config.js';
-import { type Caller, sessionCaller } from './keys.js';
+import { type Caller, sessionCaller, sha256Hex } from './keys.js';
 import type { RedactionDefault } from '../../prisma/generated/client.js';
 
 /** How a session was opened. */
@@ -27,7 +27,7 @@ const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/;
 const TOUCH_EVERY_MS = 60_000;
 
 function hashToken(token: string): string {
-  return createHash('sha256').update(token).digest('hex');
+  return sha256Hex(token);
 }
 
 /** Open a session for `userId`; the token goes into the cookie and is not kept anywhere. */

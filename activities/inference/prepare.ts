@@ -124,7 +124,10 @@ export function planCall(p: PrepareInput): InferenceCall {
       { param: 'max_tokens' },
     );
   }
-  const request: InferenceRequest = { ...p.request, model: '', maxTokens: p.request.maxTokens ?? ceiling };
+  // `model` first, not after the spread: V8 (Node 20) copies `{ ...x }` fast, but giving the copy a
+  // property `x` lacks takes a slow path (about 1 µs here, 1.5% of a chat request's CPU in a profile).
+  // The attempt's own copy (execute.ts) then only replaces `model`, which stays fast.
+  const request: InferenceRequest = { model: '', ...p.request, maxTokens: p.request.maxTokens ?? ceiling };
   return new InferenceCall({
     caller: p.caller,
     requestId: p.requestId,

@@ -12,7 +12,7 @@ import { PAYGO_BILLING_MODES } from '../schemas/completions.js';
 import { RequestError } from '../../activities/core/errors.js';
 import type { AppState } from '../state.js';
 
-export const billingMode: Middleware<AppState> = async (ctx, next) => {
+export const billingMode: Middleware<AppState> = (ctx, next) => {
   const raw = ctx.get('x-billing-mode').trim();
   if (raw) {
     if (!(PAYGO_BILLING_MODES as readonly string[]).includes(raw.toLowerCase())) {
@@ -25,5 +25,5 @@ export const billingMode: Middleware<AppState> = async (ctx, next) => {
     }
     ctx.state.forcePaygo = true;
   }
-  await next();
+  return next();
 };

@@ -16,7 +16,7 @@ const MODERATION: Array<[header: string, feature: string]> = [['moderation', 'an
 const REDACTION: Array<[header: string, feature: string]> = REDACTION_HEADERS.map((h) => [h, 'PII redaction']);
 
 function refuse(features: Array<[header: string, feature: string]>): Middleware {
-  return async (ctx, next) => {
+  return (ctx, next) => {
     for (const [header, feature] of features) {
       const value = ctx.headers[header]; // Node lower-cases header names
       if (value === undefined) continue;
@@ -28,7 +28,7 @@ function refuse(features: Array<[header: string, feature: string]>): Middleware 
         { param: header },
       );
     }
-    await next();
+    return next();
   };
 }
 

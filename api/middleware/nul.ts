@@ -46,7 +46,7 @@ export function refuseNulInJson(body: unknown): void {
  * Path parameters and query strings. Only `%00` decodes to NUL (the router and the query parser
  * turn invalid escapes into text or U+FFFD), so a URL without it costs one substring search.
  */
-export const refuseNulInUrl: Middleware<AppState> = async (ctx, next) => {
+export const refuseNulInUrl: Middleware<AppState> = (ctx, next) => {
   if (ctx.url.includes('%00')) {
     const params: Record<string, unknown> = (ctx as { params?: Record<string, unknown> }).params ?? {};
     for (const [name, value] of Object.entries(params)) {
@@ -59,5 +59,5 @@ export const refuseNulInUrl: Middleware<AppState> = async (ctx, next) => {
       if (values.some((v) => v?.includes('\0'))) throw refusal(name, false);
     }
   }
-  await next();
+  return next();
 };

@@ -25,9 +25,9 @@ export function surface(
   limits: { limitBytes?: number; maxValues?: number; jsonOnly?: boolean; raw?: boolean } = {},
 ): Middleware<AppState> {
   const middleware = compose<AppContext>([
-    async (ctx, next) => {
+    (ctx, next) => {
       ctx.state.envelope = envelope;
-      await next();
+      return next();
     },
     ...(limits.jsonOnly ? [refuseNonJson] : []),
     refuseNulInUrl,

@@ -7,10 +7,10 @@ import type { AppState } from '../state.js';
 
 const PREFIX = '/api/v1thinking/';
 
-export const thinkingPath: Middleware<AppState> = async (ctx, next) => {
+export const thinkingPath: Middleware<AppState> = (ctx, next) => {
   if (ctx.path.startsWith(PREFIX)) {
     ctx.path = `/api/v1/${ctx.path.slice(PREFIX.length)}`;
     ctx.state.thinkingPath = true;
   }
-  await next();
+  return next();
 };
