@@ -240,8 +240,17 @@ export function providerEnvNames(providerId: string): { apiKey: string; baseUrl:
   return names;
 }
 
-/** Upstream credentials follow the usual convention: `<PROVIDER>_API_KEY`, `<PROVIDER>_BASE_URL`. */
-export function providerEnv(providerId: string): { apiKey?: string; baseUrl?: string } {
+/** A provider's settings: its key and base URL (over the catalog's), unset when empty. */
+export interface ProviderSettings {
+  apiKey?: string;
+  baseUrl?: string;
+}
+
+/**
+ * Upstream credentials follow the usual convention: `<PROVIDER>_API_KEY`, `<PROVIDER>_BASE_URL`. The
+ * catalog reads them when it loads (a route's `settings`), so a change needs a catalog reload.
+ */
+export function providerEnv(providerId: string): ProviderSettings {
   const names = providerEnvNames(providerId);
   return { apiKey: str(names.apiKey), baseUrl: str(names.baseUrl) };
 }

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import { useChatBench, readSse } from './support/chatEnv.js';
+import { useProviderEnv } from './support/providerEnv.js';
 import { config } from '../activities/config.js';
 import { parseAmount } from '../activities/core/money.js';
 
@@ -74,15 +75,14 @@ describe('upstream deadlines per attempt', function () {
     const b = bench();
     const { key } = await b.account('1');
     const hole = await blackhole();
-    const was = process.env.OPENAI_BASE_URL;
-    process.env.OPENAI_BASE_URL = hole.url;
+    const restore = await useProviderEnv({ OPENAI_BASE_URL: hole.url });
     try {
       const { value: res, ms } = await timed(() => b.post(key, hello));
       assert.equal(res.status, 200);
       assert.equal(((await res.json()) as any).provider, 'openrouter');
       withinDeadline(ms);
     } finally {
-      process.env.OPENAI_BASE_URL = was;
+      await restore();
       hole.close();
     }
   });

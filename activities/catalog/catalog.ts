@@ -1,7 +1,7 @@
 // The model catalog as the hot path sees it: read from the database into memory, looked up by
 // id or alias without a query, refreshed on a timer (and at once after a sync in this process).
 import { db } from '../db.js';
-import { providerEnv, providerEnvNames } from '../config.js';
+import { providerEnv, providerEnvNames, type ProviderSettings } from '../config.js';
 import { applyMarkup, parseAmount } from '../core/money.js';
 import { findLocalModel } from '../providers/local/modelFiles.js';
 import type { CatalogFileModel, CatalogFilePlan, CatalogFileProvider, CatalogFileRoute } from './file.js';
@@ -33,6 +33,8 @@ export interface Route
   upstreamPrice: RoutePrice;
   /** configured and usable now (key present, base URL set, or model file on disk) */
   available: boolean;
+  /** the provider's key and base URL from the environment, as read when this catalog was loaded (see `loadCatalog`) */
+  settings: ProviderSettings;
 }
 
 /** A catalog model as the hot path sees it: the file's fields, plus when it was first seen and its live routes. */
@@ -52,6 +54,8 @@ export class Catalog {
     readonly models: ModelInfo[],
     readonly providers: ProviderInfo[],
     readonly plans: PlanInfo[] = [],
+    /** each provider's settings, read when the catalog was loaded */
+    private readonly settings: ReadonlyMap<string, ProviderSettings> = new Map(),
   ) {
     for (const m of models) for (const name of [m.id, ...m.aliases]) this.byName.set(name.toLowerCase(), m);
   }
@@ -69,20 +73,24 @@ export class Catalog {
   /** Whether a provider can serve anything right now. */
   providerAvailable(providerId: string): boolean {
     const p = this.providers.find((x) => x.id === providerId);
-    return !!p && isConfigured(p);
+    return !!p && isConfigured(p, this.settings.get(p.id) ?? {});
   }
 }
 
-function isConfigured(p: ProviderInfo): boolean {
+function isConfigured(p: ProviderInfo, settings: ProviderSettings): boolean {
   if (p.protocol === 'local') return true;
-  const env = providerEnv(p.id);
-  return p.options.keyless ? !!env.baseUrl : !!env.apiKey;
+  return p.options.keyless ? !!settings.baseUrl : !!settings.apiKey;
 }
 
-function routeAvailable(p: ProviderInfo, upstreamModel: string, options: Record<string, unknown> = {}): boolean {
+function routeAvailable(
+  p: ProviderInfo,
+  settings: ProviderSettings,
+  upstreamModel: string,
+  options: Record<string, unknown> = {},
+): boolean {
   // `builtin: true` = a local engine shipped with the code (the speech engine): no model file.
   if (p.protocol === 'local') return options.builtin === true || findLocalModel(upstreamModel) !== null;
-  return isConfigured(p);
+  return isConfigured(p, settings);
 }
 
 /**
@@ -146,6 +154,12 @@ interface RouteRow {
   options: Record<string, unknown> | null;
 }
 
+/**
+ * Read the catalog into memory, with each provider's settings (`<PROVIDER>_API_KEY`,
+ * `<PROVIDER>_BASE_URL`) as the environment has them now. It runs at start-up and then every 30 s
+ * (`startCatalogRefresh`; there is no notification), so a process's routes carry the settings it
+ * started with: nothing in the gateway changes its own environment.
+ */
 export async function loadCatalog(): Promise<Catalog> {
   const { pool } = db();
   const [{ rows: providerRows }, { rows: models0 }, { rows: routeRows }, { rows: planRows }] = await Promise.all([
@@ -170,6 +184,9 @@ export async function loadCatalog(): Promise<Catalog> {
     options: (p.options ?? {}) as Record<string, unknown>,
   }));
   const providerById = new Map(providers.map((p) => [p.id, p]));
+  // Read here, not per upstream attempt (a `process.env` read costs a call into C++ each): the
+  // environment is the process's own, so this sees every change a running gateway can see.
+  const settings = new Map(providers.map((p) => [p.id, providerEnv(p.id)]));
   const models: ModelInfo[] = modelRows.map((m) => ({
     id: m.id,
     name: m.name,
@@ -192,6 +209,7 @@ export async function loadCatalog(): Promise<Catalog> {
       .filter((r) => providerById.has(r.providerId))
       .map((r) => {
         const provider = providerById.get(r.providerId)!;
+        const providerSettings = settings.get(r.providerId)!;
         const options = (r.options ?? {}) as Record<string, unknown>;
         const optionPrice = (key: string) =>
           typeof options[key] === 'string' ? parseAmount(options[key] as string, 'USD') : null;
@@ -225,12 +243,13 @@ export async function loadCatalog(): Promise<Catalog> {
           supportsTools: r.supportsTools,
           supportsCaching: r.supportsCaching,
           options: (r.options ?? {}) as Record<string, unknown>,
-          available: routeAvailable(provider, r.upstreamModel, (r.options ?? {}) as Record<string, unknown>),
+          available: routeAvailable(provider, providerSettings, r.upstreamModel, options),
+          settings: providerSettings,
         };
       }),
   }));
   const plans = planRows.map((p) => ({ ...p, price: BigInt(p.price) }));
-  current = new Catalog(models, providers, plans);
+  current = new Catalog(models, providers, plans, settings);
   return current;
 }
 

@@ -3,7 +3,6 @@
 // provider: a folder beside this file whose index.ts exports a `Provider` (types.ts) with the
 // capabilities it has, and one line in PROVIDERS.
 import type { Route } from '../catalog/catalog.js';
-import { providerEnv } from '../config.js';
 import { upstreamError } from '../core/errors.js';
 import { anthropicProvider } from './anthropic/index.js';
 import { elevenlabsProvider } from './elevenlabs/index.js';
@@ -49,9 +48,12 @@ export function capability<K extends Capability>(route: Route, kind: K): NonNull
 /** A route's options over its provider's, merged once per route (a catalog reload makes new routes). */
 const mergedOptions = new WeakMap<Route, Record<string, unknown>>();
 
-/** Everything an adapter needs to reach one route: base URL and key (settings over catalog), options, headers. */
+/**
+ * Everything an adapter needs to reach one route: base URL and key (settings over catalog, as read
+ * when the catalog loaded), options, headers.
+ */
 export function targetFor(route: Route, passHeaders?: Record<string, Record<string, string>>): ProviderTarget {
-  const env = providerEnv(route.provider.id);
+  const settings = route.settings;
   let options = mergedOptions.get(route);
   if (!options) {
     options = { ...route.provider.options, ...route.options };
@@ -59,8 +61,8 @@ export function targetFor(route: Route, passHeaders?: Record<string, Record<stri
   }
   return {
     providerId: route.provider.id,
-    baseUrl: env.baseUrl ?? route.provider.baseUrl ?? '',
-    apiKey: env.apiKey,
+    baseUrl: settings.baseUrl ?? route.provider.baseUrl ?? '',
+    apiKey: settings.apiKey,
     options,
     headers: passHeaders?.[route.provider.protocol],
   };
