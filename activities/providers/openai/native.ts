@@ -44,9 +44,10 @@ function upstreamBody(
     if (q.streamUsage) body.stream_options = { ...options, include_usage: true };
     else if (streamOptions !== undefined) body.stream_options = streamOptions;
   }
-  if (!q.extendedSampling) for (const k of ['top_k', 'min_p', 'repetition_penalty']) delete body[k];
-  if (!q.sendUser) delete body.user;
-  if (Array.isArray(body.messages)) {
+  if (!q.extendedSampling) leaveOut(body, EXTENDED_SAMPLING);
+  if (!q.sendUser && body.user !== undefined) delete body.user;
+  // (OpenAI with message names takes every turn as it is: no copy of the list then)
+  if (Array.isArray(body.messages) && (providerId !== 'openai' || !q.messageNames)) {
     body.messages = body.messages.map((m: Body) => {
       let out = m;
       // `developer` is OpenAI's newer name for a system turn; other servers know only `system`
@@ -58,8 +59,19 @@ function upstreamBody(
       return out;
     });
   }
-  for (const p of q.dropParams) delete body[p];
+  leaveOut(body, q.dropParams);
   return body;
+}
+
+/** Sampling fields only some vendors take (quirks' `extendedSampling`). */
+const EXTENDED_SAMPLING = ['top_k', 'min_p', 'repetition_penalty'];
+
+/**
+ * Takes `keys` out of the body, touching only those present: callers seldom send them, and a
+ * `delete` is a call into the runtime even when there is nothing to delete.
+ */
+function leaveOut(body: Body, keys: readonly string[]): void {
+  for (const k of keys) if (body[k] !== undefined) delete body[k];
 }
 
 async function post(
