@@ -13,6 +13,11 @@ function secondsUntilUtcMidnight(now = new Date()): number {
   return Math.max(1, Math.ceil((next - now.getTime()) / 1000));
 }
 
+/** Whether the key has a daily cap, i.e. whether `admitRequest` has anything to count (most keys have none). */
+export function hasDailyCap(caller: Caller): boolean {
+  return caller.dailyRequestLimit != null || caller.dailyUsdLimit != null;
+}
+
 /** Count this request against the key's caps, or say which cap it would break (and count nothing). */
 export async function admitRequest(caller: Caller): Promise<DailyLimitVerdict> {
   const rpd = caller.dailyRequestLimit;

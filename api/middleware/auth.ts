@@ -7,8 +7,8 @@
 // cookie must pass the CSRF origin check (api/session.ts).
 import type Koa from 'koa';
 import type { Context, Middleware } from 'koa';
-import { resolveKey } from '../../activities/accounts/keys.js';
-import { admitRequest } from '../../activities/accounts/limits.js';
+import { resolveKey, type Caller } from '../../activities/accounts/keys.js';
+import { admitRequest, hasDailyCap } from '../../activities/accounts/limits.js';
 import type { AppContext, AppState } from '../state.js';
 import { config } from '../../activities/config.js';
 import { RequestError } from '../../activities/core/errors.js';
@@ -114,7 +114,15 @@ export const authenticate: Middleware<AppState> = async (ctx, next) => {
       `Invalid API key. Check the key you are sending; keys look like sk-${config.serviceName}-<uuid>.`;
     throw new RequestError(401, 'invalid_api_key', why);
   }
-  const verdict = await admitRequest(resolved.caller);
+  // Most keys have no daily cap: then nothing to count, and no await on the way to the route.
+  if (hasDailyCap(resolved.caller)) await admit(resolved.caller);
+  ctx.state.caller = resolved.caller;
+  await next();
+};
+
+/** Count the request against its key's daily caps, or refuse it with 429 (counting nothing). */
+async function admit(caller: Caller): Promise<void> {
+  const verdict = await admitRequest(caller);
   if (!verdict.ok) {
     const what = verdict.code === 'daily_rpd_limit_exceeded' ? 'daily request limit' : 'daily spending limit';
     throw new RequestError(429, verdict.code, `This API key has reached its ${what}. It resets at 00:00 UTC.`, {
@@ -122,6 +130,4 @@ export const authenticate: Middleware<AppState> = async (ctx, next) => {
       headers: { 'Retry-After': String(verdict.retryAfterSeconds) },
     });
   }
-  ctx.state.caller = resolved.caller;
-  await next();
-};
+}
