@@ -180,10 +180,7 @@ const CACHE_MAX = 50_000;
  * With `mayQuery` false, a key this process has not known to be good is not looked up in the
  * database (reason "not_looked_up"); a good key's cached entry is still refreshed.
  */
-export async function resolveKey(
-  raw: string,
-  mayQuery = true,
-): Promise<{ caller: Caller } | { caller: null; reason: string }> {
+export async function resolveKey(raw: string, mayQuery = true): Promise<KeyVerdict> {
   if (!isWellFormedKey(raw)) return { caller: null, reason: 'invalid' };
   const hash = hashKey(raw);
   const now = Date.now();
@@ -194,6 +191,23 @@ export async function resolveKey(
     if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value as string);
     cache.set(hash, hit);
   }
+  return verdictOf(hit, now);
+}
+
+/**
+ * resolveKey's answer when this process has it in memory (within the cache's TTL), with no promise:
+ * the request path awaits resolveKey only when the database must be asked. Undefined: call resolveKey.
+ */
+export function knownKey(raw: string): KeyVerdict | undefined {
+  if (!isWellFormedKey(raw)) return { caller: null, reason: 'invalid' };
+  const now = Date.now();
+  const hit = cache.get(hashKey(raw));
+  return hit && now - hit.at <= config.keyCacheTtlMs ? verdictOf(hit, now) : undefined;
+}
+
+type KeyVerdict = { caller: Caller } | { caller: null; reason: string };
+
+function verdictOf(hit: Resolution, now: number): KeyVerdict {
   if (hit.caller && hit.expiresAt && hit.expiresAt.getTime() <= now) return { caller: null, reason: 'expired' };
   return hit.caller ? { caller: hit.caller } : { caller: null, reason: hit.reason ?? 'invalid' };
 }

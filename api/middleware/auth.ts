@@ -7,7 +7,7 @@
 // cookie must pass the CSRF origin check (api/session.ts).
 import type Koa from 'koa';
 import type { Context, Middleware } from 'koa';
-import { resolveKey, type Caller } from '../../activities/accounts/keys.js';
+import { knownKey, resolveKey, type Caller } from '../../activities/accounts/keys.js';
 import { admitRequest, hasDailyCap } from '../../activities/accounts/limits.js';
 import type { AppContext, AppState } from '../state.js';
 import { config } from '../../activities/config.js';
@@ -98,7 +98,7 @@ export const authenticate: Middleware<AppState> = async (ctx, next) => {
   const blockedFor = failures.retryAfterSeconds(ctx.ip, limit);
   // A blocked address may still use a key this process knows to be good; anything else would
   // cost a database lookup for what is most likely another guess.
-  const resolved = await resolveKey(raw, blockedFor === 0);
+  const resolved = knownKey(raw) ?? (await resolveKey(raw, blockedFor === 0));
   if (!resolved.caller) {
     if (blockedFor > 0) {
       throw new RequestError(
