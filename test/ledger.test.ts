@@ -90,6 +90,30 @@ describe('ledger', () => {
     assert.equal((await balances(id))!.USD.amount, usd('0.999979'));
   });
 
+  it('a reservation under the key of a hold being settled answers that hold without waiting (it deadlocked)', async () => {
+    const id = await funded('1');
+    const k = key('retried');
+    const hold = await reserve({ accountId: id, usd: usd('0.3'), idempotencyKey: k });
+    // a settlement of that hold in flight: its row taken, the balance row next (as settle's statement does)
+    const settling = await db().pool.connect();
+    try {
+      await settling.query('BEGIN');
+      await settling.query(`UPDATE balance_holds SET status = 'settled', charged = 0 WHERE id = $1`, [hold.id]);
+      // A second attempt reserving under the same key. Before, it locked the balance row and then
+      // waited on the key's unique check for the settlement, which waited for the balance row.
+      const again = reserve({ accountId: id, usd: usd('0.3'), idempotencyKey: k });
+      const first = await Promise.race([again, new Promise((r) => setTimeout(() => r('still waiting'), 3000))]);
+      assert.notEqual(first, 'still waiting', 'the second reservation waited for the settlement');
+      assert.equal((first as Awaited<typeof again>).id, hold.id);
+      // and the settlement gets the balance row
+      await settling.query(`UPDATE balances SET updated_at = now() WHERE account_id = $1`, [id]);
+    } finally {
+      await settling.query('ROLLBACK');
+      settling.release();
+    }
+    await release(hold.id);
+  });
+
   it('charges nothing for a zero-cost settlement and nothing for a released hold', async () => {
     const id = await funded('1');
     const h1 = await reserve({ accountId: id, usd: usd('0.5'), idempotencyKey: key('r') });

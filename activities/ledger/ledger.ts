@@ -162,10 +162,17 @@ export function debit(a: {
 // which may be older than `cur` (a release committed meanwhile) and refuse what `cur` allows.
 // Its SET adds the hold only where the row it is computed on has room, because PostgreSQL checks
 // the CHECK constraints on that first (possibly stale) version before it moves on to the newest.
+//
+// A hold already taken under the same idempotency key (`prior`: a retried job step, a second
+// attempt of a batch row) is answered without locking the balance. Locking it first deadlocked:
+// the INSERT's unique check on the key waits for whoever is settling or releasing that earlier
+// hold, and that statement, holding the hold's row, waits for the balance row this one holds.
 const HOLD_INSERT = `
-  WITH cur AS (
+  WITH prior AS (
+    SELECT id FROM balance_holds WHERE idempotency_key = $5
+  ), cur AS (
     SELECT amount - held AS available FROM balances
-    WHERE account_id = $1 AND currency = $2::"Currency" FOR UPDATE
+    WHERE account_id = $1 AND currency = $2::"Currency" AND NOT EXISTS (SELECT 1 FROM prior) FOR UPDATE
   ), b AS (
     UPDATE balances
     SET held = held + CASE WHEN amount - held >= $3::numeric THEN $3::numeric ELSE 0 END, updated_at = now()
@@ -179,7 +186,8 @@ const HOLD_INSERT = `
     FROM b
     RETURNING id
   )
-  SELECT (SELECT id FROM h) AS id, (SELECT available FROM b) AS available, (SELECT available FROM cur) AS seen`;
+  SELECT (SELECT id FROM h) AS id, (SELECT available FROM b) AS available, (SELECT available FROM cur) AS seen,
+         EXISTS (SELECT 1 FROM prior) AS prior`;
 
 /**
  * Reserve the worst case of a request, priced in USD, as one conditional update: USD first,
@@ -221,6 +229,10 @@ export async function reserve(a: {
           a.team?.actorUserId ?? null,
         ],
       });
+      if (rows[0].prior) {
+        const prior = await holdByKey(a.idempotencyKey);
+        if (prior) return prior;
+      }
       if (rows[0].id) {
         return {
           id: rows[0].id,
