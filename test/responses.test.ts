@@ -313,6 +313,9 @@ describe('responses API (OpenAI Responses wire format)', function () {
         { model: MODEL, input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }] },
         'input[0].content[0].type',
       ],
+      // a type that is not text is named as such, not shown as "[object Object]"
+      [{ model: MODEL, input: [{ type: { a: 1 }, call_id: 'c1', output: 'x' }] }, 'input[0].type'],
+      [{ model: MODEL, input: [{ role: 'user', content: [{ type: [1] }] }] }, 'input[0].content[0].type'],
       [{ model: MODEL, input: 'hi', temperature: 5 }, 'temperature'],
       [{ model: MODEL, input: 'hi', text: { format: { type: 'json_schema', schema: { type: 'object' } } } }, /name/],
       [{ model: MODEL, input: 'hi', background: true, stream: true }, 'stream'],
@@ -324,6 +327,7 @@ describe('responses API (OpenAI Responses wire format)', function () {
       assert.equal(res.status, 400, JSON.stringify({ body, j }));
       assert.equal(j.error.type, 'invalid_request_error');
       assert.ok(j.error.message);
+      assert.doesNotMatch(j.error.message, /\[object /);
       if (typeof param === 'string') assert.equal(j.error.param, param, JSON.stringify(j));
       else assert.match(String(j.error.param), param);
     }
