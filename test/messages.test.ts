@@ -575,6 +575,22 @@ describe('messages API (Anthropic wire format)', function () {
         },
         /image\/bmp/,
       ));
+    it('an image source whose type or media type is not text: named as such, not "[object Object]"', async () => {
+      const image = (source: unknown) => ({
+        model,
+        max_tokens: 10,
+        messages: [{ role: 'user', content: [{ type: 'image', source }] }],
+      });
+      const a = await expect400(
+        image({ type: { url: 1 }, url: 'https://x.test/a.png' }),
+        /source\.type must be a string, not an object/,
+      );
+      const b = await expect400(
+        image({ type: 'base64', media_type: ['image/png'], data: 'AAAA' }),
+        /media_type must be a string, not an array/,
+      );
+      for (const j of [a, b]) assert.doesNotMatch(j.error.message, /\[object /);
+    });
     it('a tool_result for no tool_use', () =>
       expect400(
         {

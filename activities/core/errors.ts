@@ -133,3 +133,15 @@ export function scrubSecrets(text: string): string {
 export function isRetryableStatus(status: number): boolean {
   return status === 408 || status === 409 || status === 425 || status === 429 || status >= 500;
 }
+
+/**
+ * What a refusal says of a value the caller sent that the gateway cannot take (a `type`, a media
+ * type): the text itself, or that it is missing or not text at all, since an object would read as
+ * "[object Object]".
+ */
+export function notSupported(value: unknown): string {
+  if (typeof value === 'string') return `'${value}' is not supported`;
+  if (value === undefined || value === null) return 'is missing';
+  const kind = Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+  return `must be a string, not ${kind}`;
+}

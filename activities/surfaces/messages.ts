@@ -17,7 +17,7 @@ import type {
 import type { ModelName } from '../routing/suffixes.js';
 import type { ProviderPreferences } from '../routing/planRoute.js';
 import { cacheControlOf, toolSpecLimit, type ChatPlanInput } from './chat.js';
-import { RequestError } from '../core/errors.js';
+import { notSupported, RequestError } from '../core/errors.js';
 import { promptCachingOf } from './promptCaching.js';
 
 const bad = (code: string, message: string, param: string | null = null) =>
@@ -51,7 +51,7 @@ function imagePart(b: any, where: string): ContentPart {
   if (src.type === 'base64') {
     if (!IMAGE_MEDIA_TYPES.includes(src.media_type)) {
       throw invalid(
-        `${where}.source.media_type '${src.media_type}' is not supported; use one of ${IMAGE_MEDIA_TYPES.join(', ')}.`,
+        `${where}.source.media_type ${notSupported(src.media_type)}; use one of ${IMAGE_MEDIA_TYPES.join(', ')}.`,
         `${where}.source.media_type`,
       );
     }
@@ -64,7 +64,7 @@ function imagePart(b: any, where: string): ContentPart {
       throw invalid(`${where}.source.url must be an http(s) URL.`, `${where}.source.url`);
     return { type: 'image', url: src.url };
   }
-  throw invalid(`${where}.source.type '${src.type}' is not supported; use 'base64' or 'url'.`, `${where}.source.type`);
+  throw invalid(`${where}.source.type ${notSupported(src.type)}; use 'base64' or 'url'.`, `${where}.source.type`);
 }
 
 function documentPart(b: any, where: string): ContentPart {
@@ -287,7 +287,7 @@ function parseFormat(raw: any): ResponseFormat | undefined {
     return { type: 'json_schema', name: 'output', schema: raw.schema };
   }
   throw invalid(
-    `output_config.format.type '${raw.type}' is not supported here; use 'json_schema'.`,
+    `output_config.format.type ${notSupported(raw.type)} here; use 'json_schema'.`,
     'output_config.format.type',
   );
 }

@@ -11,7 +11,7 @@ import type { FinishReason, InferenceResult, StreamEvent, Usage } from '../core/
 import type { ModelName } from '../routing/suffixes.js';
 import { chatToInternal, type ChatPlanInput } from './chat.js';
 import { withBill } from './chatResponse.js';
-import { RequestError } from '../core/errors.js';
+import { notSupported, RequestError } from '../core/errors.js';
 import { HOSTED_WEB_SEARCH_TOOLS } from '../search/settings.js';
 
 const bad = (code: string, message: string, param: string | null = null) =>
@@ -59,7 +59,7 @@ function partsOf(content: any, role: string, at: string): string | any[] {
         throw new RequestError(
           400,
           'unsupported_input_modality',
-          `${where}.type ${unsupportedType(p.type)}; this gateway takes 'input_text', 'input_image' and 'output_text' parts.`,
+          `${where}.type ${notSupported(p.type)}; this gateway takes 'input_text', 'input_image' and 'output_text' parts.`,
           { param: `${where}.type` },
         );
     }
@@ -133,7 +133,7 @@ function inputToChatMessages(input: string | any[], history: ChatMessage[]): Cha
       default:
         throw bad(
           'invalid_parameter_value',
-          `${at}.type ${unsupportedType(item.type)}; input items are messages, 'function_call', 'function_call_output' and 'reasoning'.`,
+          `${at}.type ${notSupported(item.type)}; input items are messages, 'function_call', 'function_call_output' and 'reasoning'.`,
           `${at}.type`,
         );
     }
@@ -237,17 +237,6 @@ export function responsesToInternal(
   };
   if (chatBody.tools && !chatBody.tools.length) chatBody.tools = undefined;
   return { ...chatToInternal(chatBody, model, name), conversation, chatBody };
-}
-
-/**
- * What an error says of a `type` it cannot take: the text itself, or that it is missing or not
- * text at all (an object would otherwise read as "[object Object]").
- */
-function unsupportedType(type: unknown): string {
-  if (typeof type === 'string') return `'${type}' is not supported`;
-  if (type === undefined || type === null) return 'is missing';
-  const kind = Array.isArray(type) ? 'an array' : typeof type === 'object' ? 'an object' : `a ${typeof type}`;
-  return `must be a string, not ${kind}`;
 }
 
 /**
