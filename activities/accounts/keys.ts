@@ -2,7 +2,8 @@
 // display prefix are stored. Resolution is on every request's path, so resolved keys are kept
 // in memory for a few seconds (config.keyCacheTtlMs); changing a key through this module evicts
 // it here at once and announces it to the other processes (cacheChanges.ts), which evict it too.
-import * as crypto from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import { sha256Hex } from '../core/hash.js';
 import { db } from '../db.js';
 import { config } from '../config.js';
 import { announceKeyChanges } from './cacheChanges.js';
@@ -24,21 +25,12 @@ function keyPattern(): RegExp {
 }
 
 function generateKey(): string {
-  return `sk-${config.serviceName}-${crypto.randomUUID()}`;
+  return `sk-${config.serviceName}-${randomUUID()}`;
 }
 
 export function isWellFormedKey(raw: string): boolean {
   return keyPattern().test(raw) || LEGACY_KEY.test(raw);
 }
-
-/**
- * sha256 of a text, hex. Every request hashes its key (or session token) to find it: `crypto.hash`
- * (Node 20.12 and later) does it in one call, without a Hash object, in about a third of the time
- * of createHash().update().digest() (about 1.5% of a chat request's CPU in a profile).
- */
-export const sha256Hex: (text: string) => string = crypto.hash
-  ? (text) => crypto.hash('sha256', text, 'hex')
-  : (text) => crypto.createHash('sha256').update(text).digest('hex');
 
 export function hashKey(raw: string): string {
   return sha256Hex(raw.toLowerCase());

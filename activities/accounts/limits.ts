@@ -20,9 +20,9 @@ export function hasDailyCap(caller: Caller): boolean {
 
 /** Count this request against the key's caps, or say which cap it would break (and count nothing). */
 export async function admitRequest(caller: Caller): Promise<DailyLimitVerdict> {
+  if (!hasDailyCap(caller)) return { ok: true };
   const rpd = caller.dailyRequestLimit;
   const usd = caller.dailyUsdLimit;
-  if (rpd == null && usd == null) return { ok: true };
   const { rows } = await db().pool.query(
     `INSERT INTO key_daily_usage AS u (key_id, day, requests, usd_spent)
      SELECT $1, (now() AT TIME ZONE 'UTC')::date, 1, 0

@@ -9,11 +9,11 @@
 // metered call falls back to the next route. Going silent later cuts the stream (the caller gets
 // the cut frame and pays for what was produced). Jobs add no loop of their own: a failed attempt
 // fails the activity, and the workflow engine's retry policy decides what happens next.
-import { createHash } from 'node:crypto';
 import { Agent, errors } from 'undici';
 import type { Dispatcher } from 'undici';
 import { RequestError, upstreamError, isRetryableStatus } from '../core/errors.js';
 import { config } from '../config.js';
+import { sha256Hex } from '../core/hash.js';
 
 /** The shared pool, made again only if the connect deadline setting changes (tests change it). */
 let pool: { connectMs: number; agent: Agent } | undefined;
@@ -44,8 +44,6 @@ export interface WireDigests {
   sent?: string;
   received?: string;
 }
-
-const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
 
 export interface UpstreamResponse {
   status: number;
@@ -92,7 +90,7 @@ export async function send(
     wire?: WireDigests;
   },
 ): Promise<UpstreamResponse> {
-  if (init.wire && init.body !== undefined) init.wire.sent = sha256(init.body);
+  if (init.wire && init.body !== undefined) init.wire.sent = sha256Hex(init.body);
   try {
     const { origin, path } = target(url);
     const res = await agent().request({
@@ -173,7 +171,7 @@ export async function readJson(providerId: string, res: UpstreamResponse, wire?:
   try {
     if (wire) {
       const bytes = Buffer.from(await res.body.arrayBuffer());
-      wire.received = sha256(bytes);
+      wire.received = sha256Hex(bytes);
       text = bytes.toString('utf8');
     } else text = await res.body.text();
   } catch (err) {
