@@ -159,6 +159,18 @@ export function textRoute<T extends Translated>(
     }
     const provider = ctx.get('x-provider').trim();
     if (provider) input.prefs.explicit = provider;
+    // The answer's plan, without reserving anything: what x402 prices, and the check that the
+    // request can be answered at all before a paid step (the moderation preflight) is spent on it.
+    const plan = (request: PrepareInput['request'] = input.request) =>
+      planCall({
+        caller: ctx.state.caller,
+        requestId: ctx.state.requestId,
+        surface: spec.surface,
+        model,
+        request,
+        needs: input.needs,
+        prefs: input.prefs,
+      });
     let paid: string | undefined;
     if (ctx.state.x402) {
       if (name.memory)
@@ -170,16 +182,7 @@ export function textRoute<T extends Translated>(
           param: web.source.startsWith('the') ? 'model' : web.source.replace(/'/g, ''),
         });
       // priced as it would be reserved: the dearest route's worst case
-      const worst = () =>
-        planCall({
-          caller: ctx.state.caller,
-          requestId: ctx.state.requestId,
-          surface: spec.surface,
-          model,
-          request: input.request,
-          needs: input.needs,
-          prefs: input.prefs,
-        }).metered.worstCase() + (redact ? REDACTION_FEE_NANO_USD : 0n);
+      const worst = () => plan().metered.worstCase() + (redact ? REDACTION_FEE_NANO_USD : 0n);
       paid = await admitX402(ctx, spec.surface, body, worst);
     }
     const calls: InferenceCall[] = [];
@@ -207,6 +210,9 @@ export function textRoute<T extends Translated>(
       await memory?.call.metered.abandon((err as { code?: string }).code ?? 'error');
       throw err;
     }
+    // with a web search: reserved with room for its results, which are searched for after
+    const reserved = (): PrepareInput['request'] =>
+      search ? { ...input.request, messages: search.withRoom(input.request.messages) } : input.request;
     // the caller's own body no longer is what is sent: translate, never pass through
     const rewritten = !!memory || !!search || native;
     try {
@@ -218,8 +224,13 @@ export function textRoute<T extends Translated>(
         const count = Object.values(byCategory).reduce((n, c) => n + c, 0);
         ctx.set('X-Redaction', `applied; pii=${count}; credentials=${credentials}`);
       }
-      // after masking: the preflight's upstream sees no more personal data than the answer's
-      if (moderation) await moderationPreflight(ctx, moderation, input.request);
+      // After masking: the preflight's upstream sees no more personal data than the answer's. A
+      // request no route can answer (an unknown provider, too long a prompt) is refused before the
+      // preflight is charged: its charge stands only for a request it could have let through.
+      if (moderation) {
+        plan(reserved());
+        await moderationPreflight(ctx, moderation, input.request);
+      }
       await answer({
         ctx,
         body,
@@ -235,8 +246,7 @@ export function textRoute<T extends Translated>(
             requestId: part ? `${ctx.state.requestId}:${part}` : ctx.state.requestId,
             surface: spec.surface,
             model,
-            // with a web search: reserved with room for its results, which are searched for after
-            request: search ? { ...input.request, messages: search.withRoom(input.request.messages) } : input.request,
+            request: reserved(),
             needs: input.needs,
             prefs: input.prefs,
             ...extra,

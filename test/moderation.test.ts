@@ -214,6 +214,19 @@ describe('moderation (POST /api/v1/moderations and the moderation header)', func
       assert.equal(await spent(accountId), 0n);
     });
 
+    it('a request no route can answer (unknown provider, too long a prompt) is refused before the preflight is run or charged', async () => {
+      const { key, accountId } = await b.account();
+      const unknown = await b.post(key, chat(CLEAN), { moderation: 'true', 'x-provider': 'no-such-provider' });
+      assert.equal(unknown.status, 400, await unknown.clone().text());
+      assert.equal((await errorOf(unknown)).code, 'provider_unknown_provider');
+      const long = await b.post(key, chat(CLEAN, { max_tokens: 100_000_000 }), { moderation: 'true' });
+      assert.equal(long.status, 400, await long.clone().text());
+      assert.equal((await errorOf(long)).code, 'context_length_exceeded');
+      assert.equal(b.openai.requests.length, 0, 'neither the preflight nor the answer was sent');
+      assert.equal(await spent(accountId), 0n);
+      await assertBooksBalance(accountId);
+    });
+
     it('inline_moderation_requires_api_key: a session or an x402 payment may not ask for the preflight', async () => {
       const p = await person(b.base);
       const res = await p.b.post('/api/v1/chat/completions', chat(CLEAN), { moderation: 'true' });
