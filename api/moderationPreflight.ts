@@ -1,10 +1,11 @@
 // The `moderation` header's paid input-safety preflight on chat completions: the request's system
 // and user text goes to a moderation model (the header's `true` = the default model, or a model
-// id) before anything is reserved for the answer. The preflight is charged whatever it finds (the
-// spec's rule; its own ledger entry, apart from the answer's); a flagged request is refused with
-// 400 `content_policy_violation` and the answer is neither reserved nor charged. Only an API key
-// may ask for it (`inline_moderation_requires_api_key`): a session or an accountless x402 payment
-// has no key to bill a second, separate charge to.
+// id) once the answer's worst case is reserved (api/textRoute.ts) and before anything is sent, so
+// a request the balance cannot answer is a 402 that spends nothing. The preflight is charged
+// whatever it finds (the spec's rule; its own ledger entry, apart from the answer's); a flagged
+// request is refused with 400 `content_policy_violation`, the answer's reservation released and
+// nothing sent. Only an API key may ask for it (`inline_moderation_requires_api_key`): a session
+// or an accountless x402 payment has no key to bill a second, separate charge to.
 import { RequestError } from '../activities/core/errors.js';
 import type { InferenceRequest } from '../activities/core/types.js';
 import { ModerationCall, moderationModelOf, preflightInputOf } from '../activities/moderation/moderate.js';

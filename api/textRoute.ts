@@ -13,12 +13,13 @@
 // redaction (on the routes that offer it: the `redaction` header, a `:redaction` suffix, or the
 // key's or account's default) masks the request before anything is reserved or sent, and refuses
 // it if masking fails (activities/redaction/); a redacted request is translated too, and its
-// answer restored. On chat completions the `moderation` header then runs the paid input-safety
-// preflight (api/moderationPreflight.ts): charged whatever it finds, and a flagged request is
-// refused (`content_policy_violation`) before the answer's money is reserved. The handler only
-// answers. Whatever
-// the handler does, an answer the caller never receives is not charged: a failure after the
-// money moved releases or refunds it, and so does a caller gone before the answer was written.
+// answer restored. On chat completions the `moderation` header runs the paid input-safety
+// preflight (api/moderationPreflight.ts) once the answer's worst case is reserved, so a request
+// that could not be answered or paid for is refused with nothing charged; the preflight is charged
+// whatever it finds, and a flagged request (`content_policy_violation`) gives the answer's
+// reservation back. The handler only answers. Whatever the handler does, an answer the caller
+// never receives is not charged: a failure after the money moved releases or refunds it, and so
+// does a caller gone before the answer was written.
 import type Router from '@koa/router';
 import type { Schema } from 'ajv';
 import type { ModelInfo } from '../activities/catalog/catalog.js';
@@ -159,18 +160,6 @@ export function textRoute<T extends Translated>(
     }
     const provider = ctx.get('x-provider').trim();
     if (provider) input.prefs.explicit = provider;
-    // The answer's plan, without reserving anything: what x402 prices, and the check that the
-    // request can be answered at all before a paid step (the moderation preflight) is spent on it.
-    const plan = (request: PrepareInput['request'] = input.request) =>
-      planCall({
-        caller: ctx.state.caller,
-        requestId: ctx.state.requestId,
-        surface: spec.surface,
-        model,
-        request,
-        needs: input.needs,
-        prefs: input.prefs,
-      });
     let paid: string | undefined;
     if (ctx.state.x402) {
       if (name.memory)
@@ -182,11 +171,21 @@ export function textRoute<T extends Translated>(
           param: web.source.startsWith('the') ? 'model' : web.source.replace(/'/g, ''),
         });
       // priced as it would be reserved: the dearest route's worst case
-      const worst = () => plan().metered.worstCase() + (redact ? REDACTION_FEE_NANO_USD : 0n);
+      const worst = () =>
+        planCall({
+          caller: ctx.state.caller,
+          requestId: ctx.state.requestId,
+          surface: spec.surface,
+          model,
+          request: input.request,
+          needs: input.needs,
+          prefs: input.prefs,
+        }).metered.worstCase() + (redact ? REDACTION_FEE_NANO_USD : 0n);
       paid = await admitX402(ctx, spec.surface, body, worst);
     }
     const calls: InferenceCall[] = [];
     let searched: Promise<InferenceRequest['messages']> | undefined;
+    let moderated: Promise<void> | undefined;
     const memory = name.memory
       ? await withMemory(
           ctx.state.caller,
@@ -210,9 +209,6 @@ export function textRoute<T extends Translated>(
       await memory?.call.metered.abandon((err as { code?: string }).code ?? 'error');
       throw err;
     }
-    // with a web search: reserved with room for its results, which are searched for after
-    const reserved = (): PrepareInput['request'] =>
-      search ? { ...input.request, messages: search.withRoom(input.request.messages) } : input.request;
     // the caller's own body no longer is what is sent: translate, never pass through
     const rewritten = !!memory || !!search || native;
     try {
@@ -223,13 +219,6 @@ export function textRoute<T extends Translated>(
         const { masked: byCategory, credentials } = masked.redactor.counts;
         const count = Object.values(byCategory).reduce((n, c) => n + c, 0);
         ctx.set('X-Redaction', `applied; pii=${count}; credentials=${credentials}`);
-      }
-      // After masking: the preflight's upstream sees no more personal data than the answer's. A
-      // request no route can answer (an unknown provider, too long a prompt) is refused before the
-      // preflight is charged: its charge stands only for a request it could have let through.
-      if (moderation) {
-        plan(reserved());
-        await moderationPreflight(ctx, moderation, input.request);
       }
       await answer({
         ctx,
@@ -246,7 +235,8 @@ export function textRoute<T extends Translated>(
             requestId: part ? `${ctx.state.requestId}:${part}` : ctx.state.requestId,
             surface: spec.surface,
             model,
-            request: reserved(),
+            // with a web search: reserved with room for its results, which are searched for after
+            request: search ? { ...input.request, messages: search.withRoom(input.request.messages) } : input.request,
             needs: input.needs,
             prefs: input.prefs,
             ...extra,
@@ -258,6 +248,14 @@ export function textRoute<T extends Translated>(
             ...phase,
           });
           calls.push(call);
+          // The preflight runs once, when the first call is reserved and before anything is sent: a
+          // request that cannot be planned or afforded is refused before the preflight is charged,
+          // and a flagged one gives its reservation back (below). It reads the masked messages, so
+          // its upstream sees no more personal data than the answer's.
+          if (moderation) {
+            moderated ??= moderationPreflight(ctx, moderation, input.request);
+            await moderated;
+          }
           // one search for the request, however many calls answer it (chat's `n`)
           if (search) {
             searched ??= search.run(input.request.messages, clientAbortSignal(ctx));
