@@ -565,6 +565,13 @@ describe('chat completions', function () {
       assert.equal((await res.json()).error.code, 'no_fallback_available');
       res = await b.post(key, { ...hello, provider: { max_price: { prompt: 0.01 } } });
       assert.equal((await res.json()).error.code, 'no_fallback_available');
+      // a limit finer than a nano-dollar is cut to one, not refused (nor a 500); any size is a limit
+      res = await b.post(key, { ...hello, provider: { max_price: { prompt: 1e-10 } } });
+      assert.equal((await res.json()).error.code, 'no_fallback_available');
+      for (const completion of [999999.9999999994, 1e21]) {
+        res = await b.post(key, { ...hello, provider: { max_price: { prompt: 1.2345678912345, completion } } });
+        assert.equal(res.status, 200, await res.clone().text());
+      }
     });
 
     it('provider.data_collection "deny" routes only to providers that retain no data', async () => {

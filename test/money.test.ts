@@ -5,6 +5,7 @@ import {
   costOfTokens,
   formatAmount,
   parseAmount,
+  parseLimit,
   toDisplayNumber,
   usdToXno,
 } from '../activities/core/money.js';
@@ -28,6 +29,15 @@ describe('money', () => {
     assert.throws(() => parseAmount('abc', 'USD'), /not a decimal/);
     assert.throws(() => parseAmount(Number.NaN, 'USD'), /finite/);
     assert.equal(parseAmount('1.500000000000', 'USD'), 1_500_000_000n); // trailing zeros are fine
+  });
+
+  it("cuts a caller's limit to the currency's precision instead of refusing it", () => {
+    assert.equal(parseLimit(0.1, 'USD'), 100_000_000n);
+    assert.equal(parseLimit(999999.9999999994, 'USD'), 999_999_999_999_999n);
+    assert.equal(parseLimit(1e-10, 'USD'), 0n);
+    assert.equal(parseLimit(1.5e-9, 'USD'), 1n);
+    assert.equal(parseLimit(1e21, 'USD'), 10n ** 30n);
+    assert.equal(parseLimit(9007199254740994, 'USD'), 9007199254740994n * 10n ** 9n);
   });
 
   it('rounds charges up, once', () => {

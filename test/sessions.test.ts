@@ -353,6 +353,19 @@ describe('users and sessions', function () {
       }
       assert.deepEqual((await b.get('/api/keys')).body.keys, []);
     });
+
+    it('takes a daily USD limit as a number of any precision, cut to the nano-dollar', async () => {
+      const { b } = await signedUp();
+      for (const [limit, shown] of [
+        [1e-10, '0'],
+        [0.1234567891, '0.123456789'],
+        [2.5, '2.5'],
+      ] as const) {
+        const made = await b.post('/api/keys', { daily_usd_limit: limit });
+        assert.equal(made.status, 201, JSON.stringify(made.body));
+        assert.equal(made.body.daily_usd_limit, shown);
+      }
+    });
   });
 
   describe('sign-up policy (SWITCHYARD_SIGNUP)', () => {

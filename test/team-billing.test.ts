@@ -167,6 +167,14 @@ describe('billing to a team', function () {
     assert.ok((await spent()) <= limit);
     const self = (await t.member.b.get(`/api/teams/${t.uuid}/members/self`)).body;
     assert.equal(self.effective_usage_limit_usd, Number(formatAmount(limit, 'USD')));
+    // a limit finer than the nano-dollar is cut to it, not refused
+    const fine = await t.owner.b.req('PATCH', `/api/teams/${t.uuid}/members`, {
+      sessionId: t.member.user.id,
+      usage_limit_usd: 0.1234567891,
+    });
+    assert.equal(fine.status, 200, JSON.stringify(fine.body));
+    const cut = (await t.member.b.get(`/api/teams/${t.uuid}/members/self`)).body;
+    assert.equal(cut.effective_usage_limit_usd, 0.123456789);
   });
 
   it('holds the team limit under a race of many members at once, and the books balance', async () => {

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import type { PoolClient } from 'pg';
 import { db, isUniqueViolation } from '../db.js';
 import { RequestError } from '../core/errors.js';
-import { formatAmount, parseAmount, toDisplayNumber } from '../core/money.js';
+import { formatAmount, parseLimit, toDisplayNumber } from '../core/money.js';
 import { balances } from '../ledger/ledger.js';
 import { forgetTeamBilling } from '../ledger/teamBudget.js';
 
@@ -288,10 +288,10 @@ async function memberRole(teamId: number, userId: number, c?: PoolClient): Promi
   return rows[0]?.role;
 }
 
-/** A USD amount from a body (number, already range-checked by the schema) in nano-USD, or null. */
+/** A USD limit from a body (number, already range-checked by the schema) in nano-USD, or null. */
 export function usdUnits(v: number | null | undefined): bigint | null | undefined {
   if (v === undefined) return undefined;
-  return v === null ? null : parseAmount(v, 'USD');
+  return v === null ? null : parseLimit(v, 'USD');
 }
 
 /** Change a member's role, or their limit (amount and whether it is enforced). */

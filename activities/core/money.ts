@@ -27,6 +27,20 @@ export function parseAmount(text: string | number, currency: Currency): bigint {
   return sign ? -units : units;
 }
 
+/**
+ * A caller's limit (`max_price`: "no dearer than") as units: decimals past the currency's precision
+ * are cut off, not refused, since every price is a whole number of units and so is no dearer than
+ * 0.1234567891 exactly when it is no dearer than 0.123456789.
+ */
+export function parseLimit(n: number, currency: Currency): bigint {
+  // every double from 2^53 up is a whole number, and their text may be in exponent notation
+  if (Number.isInteger(n)) return BigInt(n) * SCALE[currency];
+  const m = DECIMAL_TEXT.exec(numberToPlainText(n));
+  if (!m) throw new RangeError(`"${n}" is not a decimal amount`);
+  const [, sign, whole, frac = ''] = m;
+  return parseAmount(`${sign ?? ''}${whole}.${frac.slice(0, DECIMALS[currency]) || '0'}`, currency);
+}
+
 /** 1250000000n → "1.25": the shortest exact decimal text. */
 export function formatAmount(units: bigint, currency: Currency): string {
   const negative = units < 0n;

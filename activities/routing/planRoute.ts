@@ -5,7 +5,7 @@
 // the rest are fallbacks.
 import { settingToEnable, type Catalog, type ModelInfo, type Route } from '../catalog/catalog.js';
 import type { Caller } from '../accounts/keys.js';
-import { parseAmount } from '../core/money.js';
+import { parseLimit } from '../core/money.js';
 import { routeStats } from './stats.js';
 import type { RouteSort } from './suffixes.js';
 import { RequestError } from '../core/errors.js';
@@ -131,8 +131,8 @@ export function planRoute(
     keep('provider.min_quantization', (r) => (QUANTIZATION_BITS[r.quantization ?? ''] ?? 0) >= floor);
   }
   if (prefs.maxPrice) {
-    const p = prefs.maxPrice.prompt === undefined ? undefined : parseAmount(prefs.maxPrice.prompt, 'USD');
-    const c = prefs.maxPrice.completion === undefined ? undefined : parseAmount(prefs.maxPrice.completion, 'USD');
+    const p = prefs.maxPrice.prompt === undefined ? undefined : parseLimit(prefs.maxPrice.prompt, 'USD');
+    const c = prefs.maxPrice.completion === undefined ? undefined : parseLimit(prefs.maxPrice.completion, 'USD');
     keep(
       'provider.max_price',
       (r) => (p === undefined || r.price.input <= p) && (c === undefined || r.price.output <= c),

@@ -15,7 +15,7 @@ import { createKeySchema } from '../schemas/auth.js';
 import type { AppContext, AppState } from '../state.js';
 import { RequestError } from '../../activities/core/errors.js';
 import { createKey, listKeys, revokeKey } from '../../activities/accounts/keys.js';
-import { formatAmount, parseAmount } from '../../activities/core/money.js';
+import { formatAmount, parseAmount, parseLimit } from '../../activities/core/money.js';
 
 export const keysRouter = new Router<AppState>();
 
@@ -68,7 +68,12 @@ keysRouter.post('/api/keys', surface('teams'), requireSession, validateBody(crea
   const { key, record } = await createKey(ctx.state.caller.accountId, {
     name: b.name?.trim() || undefined,
     dailyRequestLimit: b.daily_request_limit ?? null,
-    dailyUsdLimit: b.daily_usd_limit == null ? null : parseAmount(String(b.daily_usd_limit), 'USD'),
+    dailyUsdLimit:
+      b.daily_usd_limit == null
+        ? null
+        : typeof b.daily_usd_limit === 'number'
+          ? parseLimit(b.daily_usd_limit, 'USD')
+          : parseAmount(b.daily_usd_limit, 'USD'),
     providerAllow: b.provider_allow,
     providerDeny: b.provider_deny,
     zdrOnly: b.zdr_only,
