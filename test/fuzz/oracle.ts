@@ -1,7 +1,8 @@
-// What every answer must satisfy, whatever was asked: no 5xx, errors in the envelope of the
-// route's surface (api/errors.ts renderError) with the X-Request-ID, 429s with Retry-After, no
-// stack trace or internal detail (file paths, database or driver errors, socket errors, upstream
-// keys and addresses) anywhere in a body, and JSON or SSE that parses when it says it is.
+// What every answer must satisfy, whatever was asked: no 5xx (but a 503 shedding load, with
+// Retry-After), errors in the envelope of the route's surface (api/errors.ts renderError) with the
+// X-Request-ID, 429s with Retry-After (or x-should-retry: false), no stack trace or internal detail
+// (file paths, database or driver errors, socket errors, upstream keys and addresses) anywhere in a
+// body, and JSON or SSE that parses when it says it is.
 import type { Envelope } from '../../api/errors.js';
 import type { Answer } from './http.js';
 
@@ -47,7 +48,9 @@ export function judge(
   const notImplemented = a.status === 501 && !['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'].includes(method);
   // when the upstreams themselves fail, 502/503/504 is the truth (a 500 never is)
   const upstreamStatus = opts.upstreamsFailing && [502, 503, 504].includes(a.status);
-  if (a.status >= 500 && !notImplemented && !upstreamStatus) problems.push(`status ${a.status}`);
+  // a 503 with Retry-After is the gateway shedding load on purpose (uploads past the limit), not a failure
+  const shedding = a.status === 503 && a.headers['retry-after'] !== undefined;
+  if (a.status >= 500 && !notImplemented && !upstreamStatus && !shedding) problems.push(`status ${a.status}`);
   const fromGateway = a.headers['x-request-id'] !== undefined;
   // Node's HTTP server answers framing it cannot read itself (400/413/414/417/431, no body): the request
   // never became a request, so there is no route and no envelope to speak.
@@ -62,7 +65,9 @@ export function judge(
     if (!/application\/json/.test(String(a.headers['content-type'])))
       problems.push(`error content-type ${a.headers['content-type']}`);
   }
-  if (a.status === 429 && !a.headers['retry-after']) problems.push('429 without Retry-After');
+  // a quota (not a rate) says not to retry at all, as the openai SDK understands it
+  if (a.status === 429 && !a.headers['retry-after'] && a.headers['x-should-retry'] !== 'false')
+    problems.push('429 without Retry-After');
   const type = String(a.headers['content-type'] ?? '');
   if (a.status < 400 && method !== 'HEAD') {
     if (type.includes('application/json')) {

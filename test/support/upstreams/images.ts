@@ -33,6 +33,7 @@ export interface ImagesUpstream {
   url: string;
   apiKey: string;
   requests: RecordedRequest[];
+  /** the next answers, one per request, in place of any still scripted; none: plain answers */
   script(...replies: ImagesReply[]): void;
   /** the PNG answered as image `i` of a request with this prompt */
   imageFor(prompt: string, i: number): Buffer;
@@ -155,7 +156,10 @@ export async function startImagesUpstream(apiKey = 'sk-images-loopback'): Promis
     url: base,
     apiKey,
     requests,
-    script: (...r) => scripted.push(...r),
+    // replaces what was scripted, as the other loopbacks do: `script()` goes back to plain answers
+    script: (...r) => {
+      scripted = r;
+    },
     imageFor,
     close: () =>
       new Promise((r) => {
