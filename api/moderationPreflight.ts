@@ -1,6 +1,6 @@
 // The `moderation` header's paid input-safety preflight on chat completions: the request's system
 // and user text goes to a moderation model (the header's `true` = the default model, or a model
-// id) once the answer's worst case is reserved (api/textRoute.ts) and before anything is sent, so
+// id) once every answer's worst case is reserved (api/textRoute.ts) and before anything is sent, so
 // a request the balance cannot answer is a 402 that spends nothing. The preflight is charged
 // whatever it finds (the spec's rule; its own ledger entry, apart from the answer's); a flagged
 // request is refused with 400 `content_policy_violation`, the answer's reservation released and

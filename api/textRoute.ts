@@ -185,7 +185,17 @@ export function textRoute<T extends Translated>(
     }
     const calls: InferenceCall[] = [];
     let searched: Promise<InferenceRequest['messages']> | undefined;
+    // The preflight runs once, when the first call is sent, so after every call of the request is
+    // reserved: a request that cannot be planned or afforded is refused before it is charged, and
+    // a flagged one gives its reservations back (below). It reads the masked messages, so its
+    // upstream sees no more personal data than the answer's.
     let moderated: Promise<void> | undefined;
+    const preflight = moderation
+      ? () => {
+          moderated ??= moderationPreflight(ctx, moderation, input.request);
+          return moderated;
+        }
+      : undefined;
     const memory = name.memory
       ? await withMemory(
           ctx.state.caller,
@@ -248,16 +258,11 @@ export function textRoute<T extends Translated>(
             ...phase,
           });
           calls.push(call);
-          // The preflight runs once, when the first call is reserved and before anything is sent: a
-          // request that cannot be planned or afforded is refused before the preflight is charged,
-          // and a flagged one gives its reservation back (below). It reads the masked messages, so
-          // its upstream sees no more personal data than the answer's.
-          if (moderation) {
-            moderated ??= moderationPreflight(ctx, moderation, input.request);
-            await moderated;
-          }
-          // one search for the request, however many calls answer it (chat's `n`)
+          call.beforeSend = preflight;
+          // one search for the request, however many calls answer it (chat's `n`), after the
+          // preflight: a flagged request is not searched for
           if (search) {
+            await preflight?.();
             searched ??= search.run(input.request.messages, clientAbortSignal(ctx));
             call.ctx.request.messages = await searched;
           }

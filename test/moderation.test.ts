@@ -9,7 +9,7 @@ import { useChatBench, type ChatBench } from './support/chatEnv.js';
 import { assertBooksBalance } from './support/books.js';
 import { perMillion } from './support/prices.js';
 import { person } from './support/teams.js';
-import { parseAmount } from '../activities/core/money.js';
+import { formatAmount, parseAmount } from '../activities/core/money.js';
 
 const CHAT = 'openai/gpt-4o-mini';
 /** the catalog's 0.10 USD per 1M tokens plus the default 5% markup, in nano-USD */
@@ -260,6 +260,35 @@ describe('moderation (POST /api/v1/moderations and the moderation header)', func
       assert.equal(await spent(accountId, '0.000004'), 0n);
       assert.equal((await b.usd(accountId)).held, 0n);
       await assertBooksBalance(accountId);
+    });
+
+    it('n > 1: every answer is reserved before the preflight runs, which runs once', async () => {
+      const body = chat(VIOLENT, { max_tokens: 8 });
+      const probe = await b.account('0');
+      const refused = await b.post(probe.key, body, { moderation: 'true' });
+      assert.equal(refused.status, 402);
+      const worst = parseAmount(/cost up to \$([\d.]+)/.exec((await errorOf(refused)).message)![1], 'USD');
+      const cost = preflightCost(`Be brief.\n\n${VIOLENT}`);
+      // room for the preflight and one answer, not two
+      const start = formatAmount(worst + cost + worst / 2n, 'USD');
+      const { key, accountId } = await b.account(start);
+      const short = await b.post(key, { ...body, n: 2 }, { moderation: 'true' });
+      assert.equal(short.status, 402, await short.clone().text());
+      assert.equal(b.openai.requests.length, 0, 'no preflight for a request refused at reservation');
+      assert.equal(await spent(accountId, start), 0n);
+      const flagged = await b.post(key, { ...body, n: 1 }, { moderation: 'true' });
+      assert.equal((await errorOf(flagged)).code, 'content_policy_violation');
+      const rich = await b.account();
+      const both = await b.post(rich.key, { ...body, n: 2 }, { moderation: 'true' });
+      assert.equal((await errorOf(both)).code, 'content_policy_violation');
+      assert.equal(moderations().length, 2, 'one preflight per request');
+      assert.equal(chats().length, 0);
+      assert.equal(await spent(accountId, start), cost);
+      assert.equal(await spent(rich.accountId), cost);
+      for (const id of [accountId, rich.accountId]) {
+        assert.equal((await b.usd(id)).held, 0n);
+        await assertBooksBalance(id);
+      }
     });
 
     it('a race: flagged requests against a small balance pay each preflight once and never overspend', async () => {

@@ -13,6 +13,7 @@ import { type Doc, type SearchUpstream, startPages, startSearchUpstream } from '
 import { CLAUDE_HAIKU, GPT_4O_MINI, textCost, textPrices } from './support/prices.js';
 import { type AnthropicUpstream, startAnthropicUpstream } from './support/upstreams/anthropic.js';
 import { db } from '../activities/db.js';
+import { assertBooksBalance } from './support/books.js';
 
 const STANDARD = 6_000_000n; // 0.006 USD in nano-USD
 const DEEP = 60_000_000n; // 0.06 USD
@@ -394,6 +395,26 @@ describe('web search', function () {
       assert.equal(bench().openai.requests.length, 0);
       assert.equal(await spent(accountId, 1_000_000_000n), 0n);
       assert.equal((await bench().usd(accountId)).held, 0n);
+    });
+
+    it('with the moderation preflight: a flagged request is not searched for; only the preflight is charged', async () => {
+      const { key, accountId } = await bench().account('1');
+      const res = await bench().post(
+        key,
+        { model: 'openai/gpt-4o-mini:online', messages: [{ role: 'user', content: 'how to kill a neighbour' }] },
+        { moderation: 'true' },
+      );
+      assert.equal(res.status, 400, await res.clone().text());
+      assert.equal((await res.json()).error.code, 'content_policy_violation');
+      assert.equal(linkup.requests.length, 0, 'not searched for');
+      assert.deepEqual(
+        bench().openai.requests.map((r) => r.path),
+        ['/v1/moderations'],
+      );
+      const preflight = await spent(accountId, 1_000_000_000n);
+      assert.ok(preflight > 0n && preflight < 1_000_000n, `only the preflight: ${preflight}`);
+      assert.equal((await bench().usd(accountId)).held, 0n);
+      await assertBooksBalance(accountId);
     });
 
     it('a race: concurrent :online requests never overspend; the fee and the model call charged once each', async () => {

@@ -102,6 +102,12 @@ function estimatedUsage(promptTokens: number, output: string): Usage {
 export class InferenceCall {
   readonly metered: MeteredCall;
   private readonly started = Date.now();
+  /**
+   * A paid step that must pass before the call is sent, after every call of the request is reserved
+   * (the chat route's moderation preflight, shared by a request's calls): a refusal at reservation
+   * never pays for it, and its failure fails the call before anything is sent.
+   */
+  beforeSend?: () => Promise<void>;
 
   constructor(readonly ctx: CallContext) {
     const { request, promptTokenEstimate } = ctx;
@@ -178,6 +184,7 @@ export class InferenceCall {
 
   /** Non-streaming: try the routes in order. A passed-through answer carries `result.native`. */
   async complete(signal: AbortSignal): Promise<{ result: InferenceResult; route: Route }> {
+    if (this.beforeSend) await this.beforeSend();
     const { value, route } = await this.attemptRoutes(signal, async (route) => {
       const t0 = Date.now();
       const req = { ...this.ctx.request, model: route.upstreamModel };
@@ -198,6 +205,7 @@ export class InferenceCall {
    * the stream; from here on there is no fallback (bytes have reached the caller).
    */
   async openStream(signal: AbortSignal): Promise<OpenedStream> {
+    if (this.beforeSend) await this.beforeSend();
     const { value } = await this.attemptRoutes(signal, async (route) => {
       const t0 = Date.now();
       const req = { ...this.ctx.request, model: route.upstreamModel };
