@@ -109,6 +109,32 @@ export interface TextRouteSpec<T extends Translated> {
  */
 export const x402Routes = new Map<string, Middleware<AppState>>();
 
+/**
+ * A decision model answers the `questions` format (questionsFormat.ts), with neither PII redaction nor
+ * the moderation preflight: a request asking for either (by header, or by its key's or account's
+ * redaction default) is refused before anything is reserved or sent, rather than answered without
+ * it. The redaction suffixes are refused where the decision model's name is read.
+ */
+function refuseAddOnsWithQuestions(ctx: AppContext, spec: { redaction?: boolean; moderation?: boolean }): void {
+  if (
+    spec.redaction &&
+    redactionWanted({ headers: ctx.headers, suffix: false, callerDefault: ctx.state.caller.redaction })
+  )
+    throw new RequestError(
+      400,
+      'invalid_parameter_value',
+      "The questions format is answered by a decision model, which is not offered with PII redaction. Send the request with the header 'redaction: false' (it overrides a key's or account's default) to have it answered unredacted, or leave out the questions format.",
+      { param: 'redaction' },
+    );
+  if (spec.moderation && moderationWanted(ctx))
+    throw new RequestError(
+      400,
+      'invalid_parameter_value',
+      "The questions format is answered by a decision model, which is not offered with the moderation preflight. Remove the 'moderation' header (or set it to false), or leave out the questions format.",
+      { param: 'moderation' },
+    );
+}
+
 export function textRoute<T extends Translated>(
   router: Router<AppState>,
   spec: TextRouteSpec<T>,
@@ -123,7 +149,10 @@ export function textRoute<T extends Translated>(
   const handler: Middleware<AppState> = async (ctx) => {
     const body = ctx.request.body as TextBody;
     const questions = spec.questions?.find(body);
-    if (questions !== undefined) return spec.questions?.answer(ctx, body, questions);
+    if (questions !== undefined) {
+      refuseAddOnsWithQuestions(ctx, spec);
+      return spec.questions?.answer(ctx, body, questions);
+    }
     const { model, name } = resolveModel(body.model);
     if (name.redaction && !spec.redaction)
       throw new RequestError(

@@ -542,6 +542,74 @@ describe('decisions (POST /api/v1/decisions)', function () {
     assert.equal(await spent(accountId), 3n * cost(LOCAL, direct.usage.input_tokens));
   });
 
+  it('the questions format asked for with redaction or the moderation preflight: refused, not answered without them', async () => {
+    const { key, accountId } = await newAccount();
+    const always = await newAccount('10', { redaction: 'always' });
+    const questions = { review: REVIEW };
+    const send = (k: string, path: string, body: unknown, headers: Record<string, string> = {}) =>
+      fetch(`${api.base}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${k}`, ...headers },
+        body: JSON.stringify(body),
+      });
+    const chat = {
+      model: LOCAL,
+      messages: [{ role: 'user', content: STATE }],
+      response_format: { type: 'questions', questions },
+    };
+    const responses = { model: LOCAL, input: STATE, text: { format: { type: 'questions', questions } } };
+    await expectError(
+      await send(key, '/v1/chat/completions', chat, { redaction: 'true' }),
+      400,
+      'invalid_parameter_value',
+      'redaction',
+    );
+    await expectError(
+      await send(key, '/v1/responses', responses, { piiredaction: 'on' }),
+      400,
+      'invalid_parameter_value',
+      'redaction',
+    );
+    await expectError(
+      await send(always.key, '/v1/chat/completions', chat),
+      400,
+      'invalid_parameter_value',
+      'redaction',
+    );
+    await expectError(
+      await send(key, '/v1/chat/completions', chat, { moderation: 'true' }),
+      400,
+      'invalid_parameter_value',
+      'moderation',
+    );
+    for (const suffix of [':redaction', ':memory', ':online']) {
+      await expectError(
+        await send(key, '/v1/chat/completions', { ...chat, model: `${LOCAL}${suffix}` }),
+        400,
+        'invalid_parameter_value',
+        'model',
+      );
+      await expectError(
+        await send(key, '/api/v1/decisions', { model: `${LOCAL}${suffix}`, state: STATE, questions }),
+        400,
+        'invalid_parameter_value',
+        'model',
+      );
+    }
+    assert.equal(await spent(accountId), 0n);
+    assert.equal(await spent(always.accountId), 0n);
+    // a falsy header overrides the key's default: answered, unredacted, as asked
+    const answered = await send(always.key, '/v1/chat/completions', chat, { redaction: 'false' });
+    assert.equal(answered.status, 200, await answered.clone().text());
+    const plain = await send(
+      key,
+      '/v1/chat/completions',
+      { ...chat, model: `${LOCAL}:cheap` },
+      { moderation: 'false' },
+    );
+    assert.equal(plain.status, 200, await plain.clone().text());
+  });
+
   describe('every refusal, before anything is held', () => {
     it("the spec's codes for each field and family rule", async () => {
       const { key, accountId } = await newAccount();
