@@ -558,44 +558,19 @@ describe('decisions (POST /api/v1/decisions)', function () {
       response_format: { type: 'questions', questions },
     };
     const responses = { model: LOCAL, input: STATE, text: { format: { type: 'questions', questions } } };
-    await expectError(
-      await send(key, '/v1/chat/completions', chat, { redaction: 'true' }),
-      400,
-      'invalid_parameter_value',
-      'redaction',
-    );
-    await expectError(
-      await send(key, '/v1/responses', responses, { piiredaction: 'on' }),
-      400,
-      'invalid_parameter_value',
-      'redaction',
-    );
-    await expectError(
-      await send(always.key, '/v1/chat/completions', chat),
-      400,
-      'invalid_parameter_value',
-      'redaction',
-    );
-    await expectError(
-      await send(key, '/v1/chat/completions', chat, { moderation: 'true' }),
-      400,
-      'invalid_parameter_value',
-      'moderation',
-    );
-    for (const suffix of [':redaction', ':memory', ':online']) {
-      await expectError(
-        await send(key, '/v1/chat/completions', { ...chat, model: `${LOCAL}${suffix}` }),
-        400,
-        'invalid_parameter_value',
-        'model',
-      );
-      await expectError(
-        await send(key, '/api/v1/decisions', { model: `${LOCAL}${suffix}`, state: STATE, questions }),
-        400,
-        'invalid_parameter_value',
-        'model',
-      );
-    }
+    type Case = [key: string, path: string, body: unknown, headers: Record<string, string>, param: string];
+    const refused: Case[] = [
+      [key, '/v1/chat/completions', chat, { redaction: 'true' }, 'redaction'],
+      [key, '/v1/responses', responses, { piiredaction: 'on' }, 'redaction'],
+      [always.key, '/v1/chat/completions', chat, {}, 'redaction'],
+      [key, '/v1/chat/completions', chat, { moderation: 'true' }, 'moderation'],
+      ...[':redaction', ':memory', ':online'].flatMap((suffix): Case[] => [
+        [key, '/v1/chat/completions', { ...chat, model: `${LOCAL}${suffix}` }, {}, 'model'],
+        [key, '/api/v1/decisions', { model: `${LOCAL}${suffix}`, state: STATE, questions }, {}, 'model'],
+      ]),
+    ];
+    for (const [k, path, body, headers, param] of refused)
+      await expectError(await send(k, path, body, headers), 400, 'invalid_parameter_value', param);
     assert.equal(await spent(accountId), 0n);
     assert.equal(await spent(always.accountId), 0n);
     // a falsy header overrides the key's default: answered, unredacted, as asked
