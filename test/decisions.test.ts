@@ -564,7 +564,7 @@ describe('decisions (POST /api/v1/decisions)', function () {
       [key, '/v1/responses', responses, { piiredaction: 'on' }, 'redaction'],
       [always.key, '/v1/chat/completions', chat, {}, 'redaction'],
       [key, '/v1/chat/completions', chat, { moderation: 'true' }, 'moderation'],
-      ...[':redaction', ':memory', ':online'].flatMap((suffix): Case[] => [
+      ...[':redaction', ':memory', ':online', ':cheap'].flatMap((suffix): Case[] => [
         [key, '/v1/chat/completions', { ...chat, model: `${LOCAL}${suffix}` }, {}, 'model'],
         [key, '/api/v1/decisions', { model: `${LOCAL}${suffix}`, state: STATE, questions }, {}, 'model'],
       ]),
@@ -576,12 +576,7 @@ describe('decisions (POST /api/v1/decisions)', function () {
     // a falsy header overrides the key's default: answered, unredacted, as asked
     const answered = await send(always.key, '/v1/chat/completions', chat, { redaction: 'false' });
     assert.equal(answered.status, 200, await answered.clone().text());
-    const plain = await send(
-      key,
-      '/v1/chat/completions',
-      { ...chat, model: `${LOCAL}:cheap` },
-      { moderation: 'false' },
-    );
+    const plain = await send(key, '/v1/chat/completions', chat, { moderation: 'false' });
     assert.equal(plain.status, 200, await plain.clone().text());
   });
 

@@ -323,15 +323,15 @@ describe('embeddings (POST /api/v1/embeddings)', function () {
       );
       await expectError(await post(key, { model: 'nope/none', input: 'x' }), 404, 'model_not_found', 'model');
       await expectError(await post(key, { model: 'gpt-4o-mini', input: 'x' }), 400, 'invalid_parameter_value', 'model');
-      // the text routes' add-on suffixes: refused, not ignored (an ignored redaction would send the data unmasked)
-      for (const suffix of [':redaction', ':piiredacted', ':memory', ':online/linkup']) {
+      // the text models' suffixes: refused, not ignored (an ignored redaction would send the data unmasked)
+      for (const suffix of [':redaction', ':piiredacted', ':memory', ':online/linkup', ':cheap']) {
         const refused = await expectError(
           await post(key, { model: `${SMALL}${suffix}`, input: 'x' }),
           400,
           'invalid_parameter_value',
           'model',
         );
-        assert.match(refused.message, /embedding model, which is not offered with/);
+        assert.match(refused.message, /apply to text models, and '.+' is not one \(its category: embedding\)/);
       }
       await expectError(
         await post(key, { model: SMALL, input: 'x', provider: 'nobody' }),

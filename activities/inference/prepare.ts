@@ -38,14 +38,14 @@ export function resolveModel(requested: string, category = 'chat'): { model: Mod
       { param: 'model' },
     );
   }
-  // The add-on suffixes run on the text routes only (they read `name`); any other model's route
-  // would ignore them, and an ignored redaction sends the personal data it was asked to mask.
-  const addOn = name.redaction ? 'PII redaction' : name.memory ? 'memory' : name.online ? 'web search' : '';
-  if (addOn && category !== 'chat')
+  // Suffixes are read by the text routes only (routing, reasoning and the add-ons); any other
+  // model's route would ignore them, and an ignored `:redaction` sends the personal data it was
+  // asked to mask. So they are refused there, as `provider.sort` is.
+  if (name.suffixes.length && category !== 'chat')
     throw new RequestError(
       400,
       'invalid_parameter_value',
-      `Model '${model.id}' is a ${category} model, which is not offered with ${addOn}: remove that suffix from the model name (sent with '${name.suffixes.join('')}').`,
+      `Model suffixes ('${name.suffixes.join('')}') apply to text models, and '${model.id}' is not one (its category: ${category}). Remove them from the model name.`,
       { param: 'model' },
     );
   return { model, name };
