@@ -3,7 +3,7 @@
 // id) once every answer's worst case is reserved (api/textRoute.ts) and before anything is sent, so
 // a request the balance cannot answer is a 402 that spends nothing. The preflight is charged
 // whatever it finds (the spec's rule; its own ledger entry, apart from the answer's); a flagged
-// request is refused with 400 `content_policy_violation`, the answer's reservation released and
+// request is refused with 400 `content_policy_violation`, the answers' reservations released and
 // nothing sent. Only an API key may ask for it (`inline_moderation_requires_api_key`): a session
 // or an accountless x402 payment has no key to bill a second, separate charge to.
 import { RequestError } from '../activities/core/errors.js';

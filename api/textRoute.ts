@@ -113,7 +113,7 @@ export const x402Routes = new Map<string, Middleware<AppState>>();
  * A decision model answers the `questions` format (questionsFormat.ts), with neither PII redaction nor
  * the moderation preflight: a request asking for either (by header, or by its key's or account's
  * redaction default) is refused before anything is reserved or sent, rather than answered without
- * it. The add-on suffixes on a decision model are refused by resolveModel (inference/prepare.ts).
+ * it. Model suffixes on a decision model are refused by resolveModel (inference/prepare.ts).
  */
 function refuseAddOnsWithQuestions(ctx: AppContext, spec: { redaction?: boolean; moderation?: boolean }): void {
   if (
