@@ -41,7 +41,12 @@ import { refuseUnofferedBeside } from './middleware/notOffered.js';
 import { moderationPreflight, moderationWanted } from './moderationPreflight.js';
 import { config } from '../activities/config.js';
 import { redactRequest } from '../activities/redaction/mask.js';
-import { REDACTION_FEE_NANO_USD, redactionDecision, redactionWanted } from '../activities/redaction/policy.js';
+import {
+  REDACTION_FEE_NANO_USD,
+  redactionDecision,
+  redactionSuffix,
+  redactionWanted,
+} from '../activities/redaction/policy.js';
 import { surface } from './middleware/surface.js';
 import type { AppContext, AppState } from './state.js';
 import { validateBody } from './validate.js';
@@ -157,7 +162,7 @@ export function textRoute<T extends Translated>(
         spec.redaction === true,
         {
           headers: ctx.headers,
-          suffix: name.redaction && (name.suffixes.find((s) => /redact/.test(s)) ?? true),
+          suffix: redactionSuffix(name),
           callerDefault: ctx.state.caller.redaction,
         },
         `this endpoint (${spec.surface})`,

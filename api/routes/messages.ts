@@ -7,7 +7,10 @@ import Router from '@koa/router';
 import { textRoute } from '../textRoute.js';
 import { messagesQuestions } from '../questionsFormat.js';
 import { surface } from '../middleware/surface.js';
-import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
+import { refuseUnofferedBeside } from '../middleware/notOffered.js';
+import { redactRequest } from '../../activities/redaction/mask.js';
+import { redactionDecision, redactionSuffix } from '../../activities/redaction/policy.js';
+import { config } from '../../activities/config.js';
 import { authenticate } from '../middleware/auth.js';
 import { validateBody } from '../validate.js';
 import { v1 } from '../paths.js';
@@ -130,11 +133,14 @@ textRoute(
  * tokenizer; a model routed to Anthropic asks Anthropic's counter when a key is configured; any
  * other route (or a failed upstream count) answers the gateway's documented estimate
  * (likelyPromptTokens: about 4 bytes of UTF-8 a token, plus per-message framing and images).
+ * With PII redaction asked for (as on messages), the masked prompt is counted: it is what a
+ * redacted request's model reads, and what leaves for Anthropic's counter. Counting is free, so
+ * there is no redaction fee here.
  */
 messagesRouter.post(
   v1('/messages/count_tokens'),
   surface('message'),
-  refuseUnofferedFeatures,
+  refuseUnofferedBeside({ redaction: true }),
   authenticate,
   validateBody(countTokensRequestSchema),
   async (ctx) => {
@@ -142,7 +148,17 @@ messagesRouter.post(
     const body = ctx.request.body as Record<string, any>;
     const caller = ctx.state.caller;
     const { model, name } = resolveModel(body.model);
+    const redact = redactionDecision(
+      true,
+      {
+        headers: ctx.headers,
+        suffix: redactionSuffix(name),
+        callerDefault: caller.redaction,
+      },
+      'count_tokens',
+    );
     const input = messagesToInternal({ ...body, max_tokens: undefined }, model, name);
+    if (redact === 'apply') input.request = (await redactRequest(input.request, config.redactionTimeoutMs)).request;
     const header = ctx.get('x-provider').trim();
     if (header) input.prefs.explicit = header;
     const routes = planRoute(catalog(), model, caller, input.prefs, input.needs);
