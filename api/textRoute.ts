@@ -224,6 +224,20 @@ export function textRoute<T extends Translated>(
           return moderated;
         }
       : undefined;
+    // Masked first: the memory's model, the search provider (its query is the latest user message)
+    // and the moderation preflight read the masked text, as the answer's upstream does.
+    let redaction: PrepareInput['redaction'];
+    if (redact) {
+      const masked = await redactRequest(input.request, config.redactionTimeoutMs).catch(async (err) => {
+        if (paid) await unclaimPaid(paid); // refused unsent: the paid request may be completed again
+        throw err;
+      });
+      input.request = masked.request;
+      redaction = { redactor: masked.redactor, feeUsd: REDACTION_FEE_NANO_USD };
+      const { masked: byCategory, credentials } = masked.redactor.counts;
+      const count = Object.values(byCategory).reduce((n, c) => n + c, 0);
+      ctx.set('X-Redaction', `applied; pii=${count}; credentials=${credentials}`);
+    }
     const memory = name.memory
       ? await withMemory(
           ctx.state.caller,
@@ -234,7 +248,6 @@ export function textRoute<T extends Translated>(
         )
       : undefined;
     if (memory) input.request.messages = memory.messages;
-    let redaction: PrepareInput['redaction'];
     let search: OnlineSearch | undefined;
     try {
       // the search's fee first: a balance that cannot pay it spends nothing (activities/search/online.ts)
@@ -250,14 +263,6 @@ export function textRoute<T extends Translated>(
     // the caller's own body no longer is what is sent: translate, never pass through
     const rewritten = !!memory || !!search || native;
     try {
-      if (redact) {
-        const masked = await redactRequest(input.request, config.redactionTimeoutMs);
-        input.request = masked.request;
-        redaction = { redactor: masked.redactor, feeUsd: REDACTION_FEE_NANO_USD };
-        const { masked: byCategory, credentials } = masked.redactor.counts;
-        const count = Object.values(byCategory).reduce((n, c) => n + c, 0);
-        ctx.set('X-Redaction', `applied; pii=${count}; credentials=${credentials}`);
-      }
       await answer({
         ctx,
         body,
