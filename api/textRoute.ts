@@ -198,6 +198,14 @@ export function textRoute<T extends Translated>(
         throw new RequestError(400, 'invalid_parameter_value', 'x402 payments do not cover web search.', {
           param: web.source.startsWith('the') ? 'model' : web.source.replace(/'/g, ''),
         });
+      // a quote keeps the body, not the headers: a redaction header would be lost at completion
+      if (redact)
+        throw new RequestError(
+          400,
+          'invalid_parameter_value',
+          "x402 payments do not cover PII redaction. Remove the redaction suffix or the 'redaction' header to pay for the request as it is.",
+          { param: name.redaction ? 'model' : 'redaction' },
+        );
       // priced as it would be reserved: the dearest route's worst case
       const worst = () =>
         planCall({
@@ -208,7 +216,7 @@ export function textRoute<T extends Translated>(
           request: input.request,
           needs: input.needs,
           prefs: input.prefs,
-        }).metered.worstCase() + (redact ? REDACTION_FEE_NANO_USD : 0n);
+        }).metered.worstCase();
       paid = await admitX402(ctx, spec.surface, body, worst);
     }
     const calls: InferenceCall[] = [];
@@ -228,10 +236,7 @@ export function textRoute<T extends Translated>(
     // and the moderation preflight read the masked text, as the answer's upstream does.
     let redaction: PrepareInput['redaction'];
     if (redact) {
-      const masked = await redactRequest(input.request, config.redactionTimeoutMs).catch(async (err) => {
-        if (paid) await unclaimPaid(paid); // refused unsent: the paid request may be completed again
-        throw err;
-      });
+      const masked = await redactRequest(input.request, config.redactionTimeoutMs);
       input.request = masked.request;
       redaction = { redactor: masked.redactor, feeUsd: REDACTION_FEE_NANO_USD };
       const { masked: byCategory, credentials } = masked.redactor.counts;
