@@ -199,12 +199,13 @@ export function textRoute<T extends Translated>(
           param: web.source.startsWith('the') ? 'model' : web.source.replace(/'/g, ''),
         });
       // a quote keeps the body, not the headers: a redaction header would be lost at completion
-      if (redact)
+      // (the ':redaction' suffix is part of the body, so it is quoted with the fee and applied)
+      if (redact && !name.redaction)
         throw new RequestError(
           400,
           'invalid_parameter_value',
-          "x402 payments do not cover PII redaction. Remove the redaction suffix or the 'redaction' header to pay for the request as it is.",
-          { param: name.redaction ? 'model' : 'redaction' },
+          "x402 payments do not carry the 'redaction' header to the paid request. Ask for PII redaction with the model suffix ':redaction' instead, or leave the header out.",
+          { param: 'redaction' },
         );
       // priced as it would be reserved: the dearest route's worst case
       const worst = () =>
@@ -216,7 +217,7 @@ export function textRoute<T extends Translated>(
           request: input.request,
           needs: input.needs,
           prefs: input.prefs,
-        }).metered.worstCase();
+        }).metered.worstCase() + (redact ? REDACTION_FEE_NANO_USD : 0n);
       paid = await admitX402(ctx, spec.surface, body, worst);
     }
     const calls: InferenceCall[] = [];
