@@ -506,6 +506,36 @@ describe('redaction matrix: every route, every way of asking', function () {
     assert.equal((await bench.usd(a.accountId)).amount, 10_000_000_000n, 'nothing charged');
   });
 
+  it("a row's own model with a redaction suffix refuses the batch at creation (inline and message batches)", async () => {
+    const a = await bench.account('10');
+    const mark = since();
+    const post = (path: string, body: unknown) =>
+      fetch(`${bench.base}${path}`, {
+        method: 'POST',
+        headers: { ...auth(a.key), 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const inline = inlineBatch(MODEL);
+    inline.requests.push({
+      custom_id: 'b',
+      body: { ...inline.requests[0].body, model: `${MODEL}:piiredacted` } as any,
+    });
+    const second = { custom_id: 'b', params: messages(`${CLAUDE}:redacted`) };
+    for (const [path, body] of [
+      ['/api/beta/batches', inline],
+      ['/v1/messages/batches', { requests: [...messageBatch(CLAUDE).requests, second] }],
+    ] as const) {
+      const res = await post(path, body);
+      const text = await res.text();
+      assert.equal(res.status, 400, `${path}: ${text}`);
+      assert.match(text, /asks for PII redaction, which batches do not offer/, path);
+    }
+    assert.deepEqual(received(mark), []);
+    const batches = await db().pool.query('SELECT count(*) FROM batches WHERE account_id = $1', [a.accountId]);
+    assert.equal(Number(batches.rows[0].count), 0);
+    assert.equal((await bench.usd(a.accountId)).amount, 10_000_000_000n, 'nothing charged');
+  });
+
   it('a falsy header overrides a default: the request is answered as it is', async () => {
     const a = await bench.account('10', { redaction: 'always' });
     const res = await fetch(`${bench.base}/v1/embeddings`, {
