@@ -394,22 +394,39 @@ describe('users and sessions', function () {
   });
 
   describe('rate limits on sign-in', () => {
-    it('per e-mail address: past the limit even the right password gets 429 with Retry-After', async () => {
+    it('per e-mail address from one client: past the limit even the right password gets 429 with Retry-After', async () => {
       const { address } = await signedUp();
       config.authAttemptsPerEmail = 3;
+      const guesser = browser();
       const statuses = [];
       for (let i = 0; i < 3; i++)
         statuses.push(
-          (await browser().post('/api/auth/login', { email: address, password: `wrong-${i}-password` })).status,
+          (await guesser.post('/api/auth/login', { email: address, password: `wrong-${i}-password` })).status,
         );
-      const r = await browser().post('/api/auth/login', { email: address, password: PASSWORD });
+      const r = await guesser.post('/api/auth/login', { email: address, password: PASSWORD });
       assert.deepEqual(statuses, [401, 401, 401]);
       assertTeamsError(r, 429, 'RATE_LIMITED');
       const retry = Number(r.headers.get('retry-after'));
       assert.ok(retry >= 1 && retry <= config.authAttemptWindowSeconds, String(retry));
       // another address is not affected
       const other = await signedUp();
-      assert.equal((await browser().post('/api/auth/login', { email: other.address, password: PASSWORD })).status, 200);
+      assert.equal((await guesser.post('/api/auth/login', { email: other.address, password: PASSWORD })).status, 200);
+    });
+
+    it('wrong passwords from other client addresses cannot lock the owner out', async () => {
+      const { address } = await signedUp();
+      config.authAttemptsPerEmail = 3;
+      // an attacker spends the allowance from several clients of its own, each to its limit
+      for (const attacker of [browser(), browser()]) {
+        const statuses = [];
+        for (let i = 0; i < 4; i++)
+          statuses.push((await attacker.post('/api/auth/login', { email: address, password: `guess-${i}-x` })).status);
+        assert.deepEqual(statuses, [401, 401, 401, 429]);
+      }
+      // the owner, from their own address, still signs in
+      const owner = browser();
+      const r = await owner.post('/api/auth/login', { email: address, password: PASSWORD });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
     });
 
     it('per client address, across e-mail addresses', async () => {
@@ -426,11 +443,10 @@ describe('users and sessions', function () {
     it('holds exactly under a burst of parallel guesses', async () => {
       const { address } = await signedUp();
       config.authAttemptsPerEmail = 5;
+      const guesser = browser();
       const statuses = await Promise.all(
         Array.from({ length: 30 }, (_, i) =>
-          browser()
-            .post('/api/auth/login', { email: address, password: `guess-number-${i}` })
-            .then((r) => r.status),
+          guesser.post('/api/auth/login', { email: address, password: `guess-number-${i}` }).then((r) => r.status),
         ),
       );
       assert.equal(statuses.filter((s) => s === 401).length, 5);
