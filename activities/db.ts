@@ -59,3 +59,39 @@ export async function closeDatabase(): Promise<void> {
 export function isUniqueViolation(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: string }).code === '23505';
 }
+
+/**
+ * SQLSTATEs of a connection that died under a statement: the server shut it (admin_shutdown,
+ * crash_shutdown, cannot_connect_now) or class 08 (connection exception). The statement did not
+ * complete on that connection, and the pool has already dropped it.
+ */
+const LOST_CONNECTION = /^(57P0[123]|08...)$/;
+const LOST_CONNECTION_MESSAGE = /^(Connection terminated|Client has encountered a connection error)/;
+
+/** Did `err` come from a pooled connection that died (through pg directly, or through Prisma's adapter)? */
+function isLostConnection(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const e = err as {
+    code?: unknown;
+    message?: unknown;
+    meta?: { driverAdapterError?: { cause?: { code?: unknown } } };
+  };
+  const code = e.meta?.driverAdapterError?.cause?.code ?? e.code;
+  if (typeof code === 'string' && (LOST_CONNECTION.test(code) || code === 'ECONNRESET' || code === 'EPIPE'))
+    return true;
+  return typeof e.message === 'string' && LOST_CONNECTION_MESSAGE.test(e.message);
+}
+
+/**
+ * Run `work` again, once, if a pooled connection died under it: a restarted or failed-over server,
+ * or connections killed by an operator, should cost a caller nothing but a few milliseconds. Only
+ * for work that may run twice: reads, and writes whose second run changes nothing more.
+ */
+export async function retryOnLostConnection<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (!isLostConnection(err)) throw err;
+    return work();
+  }
+}

@@ -11,6 +11,8 @@ import { credit } from '../activities/ledger/ledger.js';
 import { parseAmount } from '../activities/core/money.js';
 import { ensureBootstrap } from '../bin/boot.js';
 import { keepConfig } from './support/keepConfig.js';
+import { holdTable, holdUpdates } from './support/dbFaults.js';
+import { until } from './support/wait.js';
 
 const PASSWORD = 'correct horse battery';
 let n = 0;
@@ -365,6 +367,42 @@ describe('users and sessions', function () {
         assert.equal(made.status, 201, JSON.stringify(made.body));
         assert.equal(made.body.daily_usd_limit, shown);
       }
+    });
+  });
+
+  describe('a pooled connection that dies under a signed-in request', () => {
+    /** Start `request`, kill the database session serving it mid-statement, then let the rest through. */
+    async function killedUnder<T>(hold: Awaited<ReturnType<typeof holdTable>>, request: () => Promise<T>): Promise<T> {
+      try {
+        const pending = request();
+        await until(hold.waiting, (pids) => pids.length > 0, 5000, 'the statement to wait');
+        await hold.dropWaiting();
+        await hold.release();
+        return await pending;
+      } finally {
+        await hold.release();
+      }
+    }
+
+    it('answers from a fresh connection: reading the session is tried once more', async () => {
+      const { b } = await signedUp();
+      const teams = await killedUnder(await holdTable('sessions'), () => b.get('/api/teams'));
+      assert.equal(teams.status, 200, JSON.stringify(teams.body));
+      const made = await killedUnder(await holdTable('sessions'), () => b.post('/api/keys', { name: 'after-kill' }));
+      assert.equal(made.status, 201, JSON.stringify(made.body));
+    });
+
+    it('a revocation whose connection dies is made on a fresh one, and the key stops working', async () => {
+      const { b } = await signedUp();
+      const made = (await b.post('/api/keys', { name: 'doomed' })).body;
+      const del = await killedUnder(await holdUpdates('api_keys', "NEW.status = 'revoked'"), () =>
+        b.req('DELETE', `/api/keys/${made.id}`),
+      );
+      assert.deepEqual(del.body, { ok: true, revoked: 1 });
+      const row = await db().prisma.apiKey.findUniqueOrThrow({ where: { id: made.id } });
+      assert.equal(row.status, 'revoked');
+      const use = await fetch(`${api.base}/api/check-balance`, { headers: { 'x-api-key': made.key } });
+      assert.equal(use.status, 401);
     });
   });
 
