@@ -68,18 +68,35 @@ export function isUniqueViolation(err: unknown): boolean {
 const LOST_CONNECTION = /^(57P0[123]|08...)$/;
 const LOST_CONNECTION_MESSAGE = /^(Connection terminated|Client has encountered a connection error)/;
 
+interface AdapterCause {
+  kind?: string;
+  code?: unknown;
+}
+
+/** The SQLSTATE (or socket error code) behind `err`, from pg directly or through Prisma's pg adapter. */
+function causeOf(err: unknown): { code?: unknown; kind?: string; message?: unknown } {
+  if (typeof err !== 'object' || err === null) return {};
+  const e = err as { code?: unknown; message?: unknown; meta?: { driverAdapterError?: { cause?: AdapterCause } } };
+  const cause = e.meta?.driverAdapterError?.cause;
+  return cause ? { code: cause.code, kind: cause.kind, message: e.message } : e;
+}
+
 /** Did `err` come from a pooled connection that died (through pg directly, or through Prisma's adapter)? */
 function isLostConnection(err: unknown): boolean {
-  if (typeof err !== 'object' || err === null) return false;
-  const e = err as {
-    code?: unknown;
-    message?: unknown;
-    meta?: { driverAdapterError?: { cause?: { code?: unknown } } };
-  };
-  const code = e.meta?.driverAdapterError?.cause?.code ?? e.code;
+  const { code, kind, message } = causeOf(err);
+  if (kind === 'ConnectionClosed') return true;
   if (typeof code === 'string' && (LOST_CONNECTION.test(code) || code === 'ECONNRESET' || code === 'EPIPE'))
     return true;
-  return typeof e.message === 'string' && LOST_CONNECTION_MESSAGE.test(e.message);
+  return typeof message === 'string' && LOST_CONNECTION_MESSAGE.test(message);
+}
+
+/**
+ * Is PostgreSQL refusing connections for now: too many clients (53300, for the server, a database
+ * or a role) or still starting (57P03)? Nothing ran; the caller may retry shortly (503, not 500).
+ */
+export function isDatabaseBusy(err: unknown): boolean {
+  const { code, kind } = causeOf(err);
+  return kind === 'TooManyConnections' || code === '53300' || code === '57P03';
 }
 
 /**
