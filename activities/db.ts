@@ -82,7 +82,7 @@ function causeOf(err: unknown): { code?: unknown; kind?: string; message?: unkno
 }
 
 /** Did `err` come from a pooled connection that died (through pg directly, or through Prisma's adapter)? */
-function isLostConnection(err: unknown): boolean {
+export function isLostConnection(err: unknown): boolean {
   const { code, kind, message } = causeOf(err);
   if (kind === 'ConnectionClosed') return true;
   if (typeof code === 'string' && (LOST_CONNECTION.test(code) || code === 'ECONNRESET' || code === 'EPIPE'))

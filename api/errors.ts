@@ -1,5 +1,5 @@
 import { RequestError } from '../activities/core/errors.js';
-import { isDatabaseBusy } from '../activities/db.js';
+import { isDatabaseBusy, isLostConnection } from '../activities/db.js';
 // The one place a failure becomes a response body: every failure is a RequestError (status +
 // code + a message a person can act on, activities/core/errors.ts), rendered here in the envelope
 // of the surface that was called.
@@ -93,7 +93,8 @@ const DATABASE_BUSY_RETRY_SECONDS = 2;
 
 /**
  * Anything that is not a RequestError becomes a 500 whose message reveals nothing internal, but for
- * a database refusing connections for now: that passes, so 503 with Retry-After.
+ * a database refusing connections for now or a connection lost under a statement: those pass, so
+ * 503 with Retry-After.
  */
 export function asRequestError(err: unknown): RequestError {
   if (err instanceof RequestError) return err;
@@ -102,6 +103,14 @@ export function asRequestError(err: unknown): RequestError {
       503,
       'database_busy',
       "The gateway's database has no connection to spare just now; retry shortly.",
+      { retryAfterSeconds: DATABASE_BUSY_RETRY_SECONDS },
+    );
+  // a connection that died under a statement not tried again (retryOnLostConnection): as passing
+  if (isLostConnection(err))
+    return new RequestError(
+      503,
+      'database_unavailable',
+      'The gateway lost its database connection while handling this request; retry shortly.',
       { retryAfterSeconds: DATABASE_BUSY_RETRY_SECONDS },
     );
   return new RequestError(

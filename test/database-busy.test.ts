@@ -1,5 +1,5 @@
-// PostgreSQL refusing connections ("too many clients", SQLSTATE 53300) is a passing condition, so
-// the caller hears 503 with Retry-After, not 500. The refusals here are real: a role whose
+// PostgreSQL refusing connections ("too many clients", SQLSTATE 53300) or a connection lost under a
+// statement is a passing condition, so the caller hears 503 with Retry-After, not 500. The refusals here are real: a role whose
 // connection limit is 0 (a non-superuser's limit is enforced like the server's own) is refused
 // both through pg and through Prisma's pg adapter, as the gateway's own pool would be.
 import assert from 'node:assert/strict';
@@ -9,6 +9,8 @@ import { PrismaClient } from '../prisma/generated/client.js';
 import { config } from '../activities/config.js';
 import { db } from '../activities/db.js';
 import { asRequestError, errorHeaders, renderError } from '../api/errors.js';
+import { holdTable } from './support/dbFaults.js';
+import { until } from './support/wait.js';
 
 describe('a database with no connection to spare', () => {
   const role = `busy_${process.pid}`;
@@ -56,6 +58,21 @@ describe('a database with no connection to spare', () => {
     const err = await refusal(() => prisma.account.findFirst());
     await prisma.$disconnect();
     assertBusy(err);
+  });
+
+  it('a connection lost under a statement that was not tried again: 503 database_unavailable', async () => {
+    const hold = await holdTable('accounts');
+    const failed = refusal(() => db().prisma.account.findFirst());
+    try {
+      await until(hold.waiting, (pids) => pids.length > 0, 5000, 'the query to wait');
+      await hold.dropWaiting();
+    } finally {
+      await hold.release();
+    }
+    const answer = asRequestError(await failed);
+    assert.equal(answer.status, 503);
+    assert.equal(answer.code, 'database_unavailable');
+    assert.deepEqual(errorHeaders(answer), { 'Retry-After': '2' });
   });
 
   it('any other failure stays a 500 that reveals nothing', () => {
