@@ -490,7 +490,9 @@ describe('inline batches (/api/beta/batches) on the batch workflow', function ()
   describe('the workflow engine unreachable: 503 batches_unavailable within 2 s', () => {
     /** Create a batch against `address` (connecting afresh), and how long the answer took. */
     async function createAgainst(address: string, connected?: () => Promise<void>) {
-      const saved = config.temporalAddress;
+      // the engine the shared client was connected to (another file's config snapshot may have unset
+      // config.temporalAddress since): the client is closed here, so it must find that engine again
+      const engine = (await useTemporal()).address;
       await import('@temporalio/client'); // loaded, as an API process with an engine does at start-up
       await closeTemporalClient();
       config.temporalAddress = address;
@@ -501,7 +503,7 @@ describe('inline batches (/api/beta/batches) on the batch workflow', function ()
         return { res, ms: Date.now() - started };
       } finally {
         await closeTemporalClient();
-        config.temporalAddress = saved;
+        config.temporalAddress = engine;
       }
     }
 
@@ -515,7 +517,7 @@ describe('inline batches (/api/beta/batches) on the batch workflow', function ()
     it('the engine goes away after the client connected', async () => {
       // a TCP relay to the real engine, closed (with its connections) once the client is connected
       const sockets = new Set<net.Socket>();
-      const [host, port] = config.temporalAddress!.split(':');
+      const [host, port] = (await useTemporal()).address.split(':');
       const relay = net.createServer((inbound) => {
         const outbound = net.connect(Number(port), host);
         for (const s of [inbound, outbound]) {
