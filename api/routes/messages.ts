@@ -47,6 +47,7 @@ textRoute(
     envelope: 'message',
     schema: messagesRequestSchema,
     surface: 'messages',
+    redaction: true,
     translate: messagesToInternal,
     questions: messagesQuestions,
   },
