@@ -32,7 +32,7 @@ const mergedOptions = new WeakMap<Route, Record<string, unknown>>();
  * Everything an adapter needs to reach one route: base URL and key (settings over catalog, as read
  * when the catalog loaded), options, headers.
  */
-export function targetFor(route: Route, passHeaders?: Record<string, Record<string, string>>): ProviderTarget {
+export function targetFor(route: Route, passHeaders?: Record<string, string>): ProviderTarget {
   const settings = route.settings;
   let options = mergedOptions.get(route);
   if (!options) {
@@ -44,6 +44,14 @@ export function targetFor(route: Route, passHeaders?: Record<string, Record<stri
     baseUrl: settings.baseUrl ?? route.provider.baseUrl ?? '',
     apiKey: settings.apiKey,
     options,
-    headers: passHeaders?.[route.provider.protocol],
+    headers: passHeaders && forwarded(route, passHeaders),
   };
+}
+
+/** The caller's headers that the route's upstream understands (its chat adapter names them); none for others. */
+function forwarded(route: Route, headers: Record<string, string>): Record<string, string> | undefined {
+  const names = providerFor(route.provider.protocol)?.chat?.forwardsHeaders;
+  if (!names) return undefined;
+  const kept = Object.entries(headers).filter(([name]) => names.includes(name.toLowerCase()));
+  return kept.length ? Object.fromEntries(kept) : undefined;
 }

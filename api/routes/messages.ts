@@ -63,7 +63,7 @@ textRoute(
       );
     const beta = ctx.get('anthropic-beta').trim();
     const call = await prepare({
-      passHeaders: beta ? { anthropic: { 'anthropic-beta': beta } } : undefined,
+      passHeaders: beta ? { 'anthropic-beta': beta } : undefined,
       native: messagesPassThroughBody(body),
     });
     const meta: MessageMeta = {

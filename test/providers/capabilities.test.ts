@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { ModelInfo, Route } from '../../activities/catalog/catalog.js';
 import type { CatalogFileProvider } from '../../activities/catalog/file.js';
 import { providerAvailable, routeAvailable, settingToEnable } from '../../activities/providers/availability.js';
-import { capability, optionalCapability } from '../../activities/providers/registry.js';
+import { capability, optionalCapability, targetFor } from '../../activities/providers/registry.js';
 import type { RouteSetup } from '../../activities/providers/types.js';
 import { attestingRoute, isTeeModel } from '../../activities/tee/tee.js';
 
@@ -29,9 +29,15 @@ const setup = (p: CatalogFileProvider, more: Partial<RouteSetup> = {}): RouteSet
   ...more,
 });
 
-/** A route as the registry reads it: only its provider (protocol and id) and whether it is usable. */
+/** A route as the registry reads it: its provider (protocol and id), settings, options, whether it is usable. */
 const routeOf = (protocol: string, available = true) =>
-  ({ id: `m@${protocol}`, provider: provider(protocol, protocol), available }) as unknown as Route;
+  ({
+    id: `m@${protocol}`,
+    provider: provider(protocol, protocol),
+    available,
+    settings: {},
+    options: {},
+  }) as unknown as Route;
 
 describe('provider capabilities (the registry, not vendor names)', () => {
   describe('availability', () => {
@@ -94,6 +100,15 @@ describe('provider capabilities (the registry, not vendor names)', () => {
       // with a key but nobody listening: the upstream's failure is no count either, not an error
       const keyed = { ...target, apiKey: 'k' };
       assert.equal(await counter.count(req as never, keyed, AbortSignal.timeout(5000)), undefined);
+    });
+
+    it("a caller's header goes only to the upstreams whose chat adapter understands it (anthropic-beta)", () => {
+      const caller = { 'anthropic-beta': 'files-api-2025-04-14' };
+      assert.deepEqual(targetFor(routeOf('anthropic'), caller).headers, caller);
+      assert.equal(targetFor(routeOf('openai'), caller).headers, undefined);
+      assert.equal(targetFor(routeOf('openai-tee'), caller).headers, undefined);
+      assert.equal(targetFor(routeOf('anthropic'), { 'x-other': '1' }).headers, undefined);
+      assert.equal(targetFor(routeOf('anthropic')).headers, undefined);
     });
 
     it('a capability a route must have and lacks is a catalog mistake (500, not retried)', () => {

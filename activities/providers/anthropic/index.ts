@@ -13,6 +13,7 @@ import { upstreamError } from '../../core/errors.js';
 
 export const anthropicChat: ChatAdapter = {
   native: anthropicPassThrough,
+  forwardsHeaders: ['anthropic-beta'],
 
   async complete(req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): Promise<InferenceResult> {
     const plan = toMessagesRequest(req);

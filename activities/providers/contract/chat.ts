@@ -14,6 +14,8 @@ export interface ChatAdapter {
   stream(req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): AsyncIterable<StreamEvent>;
   /** the caller's own wire format, sent as it is (pass-through), when this upstream speaks it */
   native?: NativePassThrough;
+  /** caller headers this upstream understands, handed on in `target.headers` (no other upstream gets them) */
+  readonly forwardsHeaders?: readonly string[];
 }
 
 /**
