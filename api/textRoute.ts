@@ -41,7 +41,12 @@ import { refuseUnofferedBeside } from './middleware/notOffered.js';
 import { moderationPreflight, moderationWanted } from './moderationPreflight.js';
 import { config } from '../activities/config.js';
 import { redactRequest } from '../activities/redaction/mask.js';
-import { REDACTION_FEE_NANO_USD, redactionDecision, redactionWanted } from '../activities/redaction/policy.js';
+import {
+  REDACTION_FEE_NANO_USD,
+  redactionDecision,
+  redactionSuffix,
+  redactionWanted,
+} from '../activities/redaction/policy.js';
 import { surface } from './middleware/surface.js';
 import type { AppContext, AppState } from './state.js';
 import { validateBody } from './validate.js';
@@ -157,7 +162,7 @@ export function textRoute<T extends Translated>(
         spec.redaction === true,
         {
           headers: ctx.headers,
-          suffix: name.redaction && (name.suffixes.find((s) => /redact/.test(s)) ?? true),
+          suffix: redactionSuffix(name),
           callerDefault: ctx.state.caller.redaction,
         },
         `this endpoint (${spec.surface})`,
@@ -193,6 +198,15 @@ export function textRoute<T extends Translated>(
         throw new RequestError(400, 'invalid_parameter_value', 'x402 payments do not cover web search.', {
           param: web.source.startsWith('the') ? 'model' : web.source.replace(/'/g, ''),
         });
+      // a quote keeps the body, not the headers: a redaction header would be lost at completion
+      // (the ':redaction' suffix is part of the body, so it is quoted with the fee and applied)
+      if (redact && !name.redaction)
+        throw new RequestError(
+          400,
+          'invalid_parameter_value',
+          "x402 payments do not carry the 'redaction' header to the paid request. Ask for PII redaction with the model suffix ':redaction' instead, or leave the header out.",
+          { param: 'redaction' },
+        );
       // priced as it would be reserved: the dearest route's worst case
       const worst = () =>
         planCall({
@@ -219,6 +233,17 @@ export function textRoute<T extends Translated>(
           return moderated;
         }
       : undefined;
+    // Masked first: the memory's model, the search provider (its query is the latest user message)
+    // and the moderation preflight read the masked text, as the answer's upstream does.
+    let redaction: PrepareInput['redaction'];
+    if (redact) {
+      const masked = await redactRequest(input.request, config.redactionTimeoutMs);
+      input.request = masked.request;
+      redaction = { redactor: masked.redactor, feeUsd: REDACTION_FEE_NANO_USD };
+      const { masked: byCategory, credentials } = masked.redactor.counts;
+      const count = Object.values(byCategory).reduce((n, c) => n + c, 0);
+      ctx.set('X-Redaction', `applied; pii=${count}; credentials=${credentials}`);
+    }
     const memory = name.memory
       ? await withMemory(
           ctx.state.caller,
@@ -229,7 +254,6 @@ export function textRoute<T extends Translated>(
         )
       : undefined;
     if (memory) input.request.messages = memory.messages;
-    let redaction: PrepareInput['redaction'];
     let search: OnlineSearch | undefined;
     try {
       // the search's fee first: a balance that cannot pay it spends nothing (activities/search/online.ts)
@@ -245,14 +269,6 @@ export function textRoute<T extends Translated>(
     // the caller's own body no longer is what is sent: translate, never pass through
     const rewritten = !!memory || !!search || native;
     try {
-      if (redact) {
-        const masked = await redactRequest(input.request, config.redactionTimeoutMs);
-        input.request = masked.request;
-        redaction = { redactor: masked.redactor, feeUsd: REDACTION_FEE_NANO_USD };
-        const { masked: byCategory, credentials } = masked.redactor.counts;
-        const count = Object.values(byCategory).reduce((n, c) => n + c, 0);
-        ctx.set('X-Redaction', `applied; pii=${count}; credentials=${credentials}`);
-      }
       await answer({
         ctx,
         body,

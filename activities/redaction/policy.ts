@@ -10,6 +10,7 @@
 // asked and how to opt out (redactionDecision). A route that sends no caller text anywhere has
 // nothing to mask and needs neither.
 import { RequestError } from '../core/errors.js';
+import type { ModelName } from '../routing/suffixes.js';
 
 export const REDACTION_HEADERS = ['redaction', 'redacted', 'piiredaction', 'piiredacted'] as const;
 
@@ -50,7 +51,7 @@ function fromHeaders(headers: Headers): { said?: boolean; by?: string } {
 /** Everything that can ask for redaction on one request. */
 export interface RedactionAsk {
   headers: Headers;
-  /** the model name's redaction suffix as written (`:redaction`, `:piiredacted`, ...), or true / false */
+  /** the model name's redaction suffix as written (`:redaction`, `:piiredacted`, ...: redactionSuffix) */
   suffix: string | boolean | undefined;
   /** the caller's default: its key's, or its account's when the key inherits */
   callerDefault: RedactionDefault | undefined;
@@ -65,6 +66,11 @@ export function redactionAskedBy(a: RedactionAsk): { by: 'header' | 'suffix' | '
   if (a.callerDefault === 'always')
     return { by: 'default', what: "the API key's PII redaction default ('always', the key's own or its account's)" };
   return undefined;
+}
+
+/** The redaction suffix of a parsed model name, as written (`:piiredacted`), or undefined. */
+export function redactionSuffix(name: Pick<ModelName, 'redaction' | 'suffixes'>): string | undefined {
+  return name.redaction ? (name.suffixes.find((s) => /redact/.test(s)) ?? ':redaction') : undefined;
 }
 
 export function redactionWanted(a: RedactionAsk): boolean {
