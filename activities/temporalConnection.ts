@@ -25,10 +25,7 @@ function readPem(setting: string, file: string): Buffer {
   }
 }
 
-/**
- * The options for `address` under `security` (the configuration's by default). Files are read on
- * each call, so a rotated certificate is picked up by the next connection without a restart.
- */
+/** The options for `address` under `security` (the configuration's by default); the files are read on each call. */
 export function temporalConnectionOptions(
   address: string,
   security: TemporalSecurity = config.temporalSecurity,
