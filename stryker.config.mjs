@@ -32,7 +32,7 @@ export default {
       'test/leases.test.ts',
       'test/lease-upkeep.test.ts',
       'test/metered-call.test.ts',
-      'test/sse.test.ts',
+      'test/unit/sse.test.ts',
       'test/chat.test.ts',
       'test/client-abort.test.ts',
       'test/passthrough.test.ts',
