@@ -6,7 +6,7 @@
 // tokens, nothing for failures, books balanced after each test, and a race against a small balance.
 import assert from 'node:assert/strict';
 import { getLlama, type Llama, type LlamaContext, type LlamaModel, type Token } from 'node-llama-cpp';
-import { newAccount, startApi } from './support/api.js';
+import { newAccount, startApi, apiPost } from './support/api.js';
 import { assertBooksBalance, settledBalances } from './support/books.js';
 import { DECISION_PER_MILLION_TOKENS, perMillion } from './support/prices.js';
 import { useProviderEnv } from './support/providerEnv.js';
@@ -87,11 +87,7 @@ describe('decisions (POST /api/v1/decisions)', function () {
   });
 
   const post = (key: string | null, body: unknown, path = '/api/v1/decisions') =>
-    fetch(`${api.base}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
-      body: JSON.stringify(body),
-    });
+    apiPost(api.base, path, body, { key });
   const spent = async (accountId: string, start = '10') =>
     parseAmount(start, 'USD') - (await settledBalances(accountId)).USD.amount;
 

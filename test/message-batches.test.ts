@@ -380,7 +380,7 @@ describe('native message batches (/v1/messages/batches) with the official SDK', 
       const made = await client.messages.batches.create({
         requests: Array.from({ length: 6 }, (_, i) => row(`r${i}`, `race ${wait} ${i}`)),
       });
-      await new Promise((r) => setTimeout(r, wait));
+      await new Promise((r) => setTimeout(r, wait)); // the race's chosen delay: what is tested
       const cancel = await fetch(`${api.base}/api/v1/messages/batches/${made.id}/cancel`, {
         method: 'POST',
         headers: { 'x-api-key': key },

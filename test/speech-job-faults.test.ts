@@ -176,7 +176,7 @@ describe('speech jobs when their worker fails (heartbeats, retries, money)', fun
         20_000,
         "the thawed worker's synthesis to be abandoned",
       );
-      await new Promise((r) => setTimeout(r, 1000));
+      await new Promise((r) => setTimeout(r, 1000)); // a fixed time on purpose: no second charge may come within it
       assert.deepEqual(await charges(accountId), [-cost]);
       assert.deepEqual(await usd(accountId), { amount: ONE_USD - cost, held: 0n, available: ONE_USD - cost });
       const after = await db().prisma.mediaJob.findUnique({ where: { id: runId } });
