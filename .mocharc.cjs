@@ -3,13 +3,44 @@
 // the number of workers (default 4: most of a file's time is spent waiting on servers and timers, not
 // on the CPU); 1 runs the files one after another in this process. `npm run test:unit` has its own
 // config (.mocharc.unit.cjs); `npm run test:one -- <files>` runs chosen files serially.
+const { readdirSync } = require('node:fs');
+
 const jobs = Math.max(1, Number(process.env.SWITCHYARD_TEST_JOBS) || 4);
+
+// The files that take longest (measured), handed out first: a long file started last would keep one
+// worker busy after the others have finished. The rest follow in name order.
+const SLOWEST = [
+  'video-faults',
+  'speech-job-faults',
+  'deposits',
+  'message-batches',
+  'ops',
+  'batch-faults',
+  'batches',
+  'tts',
+  'leases',
+  'redaction',
+  'speech',
+  'embeddings',
+  'video',
+  'key-changes',
+  'start',
+  'migrations',
+  'invitations',
+  'replay',
+  'install',
+  'ledger',
+].map((name) => `test/${name}.test.ts`);
+const all = readdirSync('test', { recursive: true })
+  .filter((f) => f.endsWith('.test.ts'))
+  .map((f) => `test/${f}`)
+  .sort();
 
 module.exports = {
   'node-option': ['import=tsx/esm'],
   extension: ['ts'],
   require: ['test/support/hooks.ts'],
-  spec: ['test/**/*.test.ts'],
+  spec: [...SLOWEST.filter((f) => all.includes(f)), ...all.filter((f) => !SLOWEST.includes(f))],
   timeout: 60000,
   exit: true,
   parallel: jobs > 1,

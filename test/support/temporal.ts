@@ -16,7 +16,7 @@ interface TestTemporal {
 let started: Promise<TestTemporal> | undefined;
 let cleanup: Array<() => Promise<unknown>> = [];
 
-export function useTemporal(): Promise<TestTemporal> {
+export async function useTemporal(): Promise<TestTemporal> {
   started ??= (async () => {
     const server = await startDevServer({
       cli: await findTemporalCli(),
@@ -36,7 +36,11 @@ export function useTemporal(): Promise<TestTemporal> {
     });
     return { address: server.address, client: new Client({ connection, namespace: config.temporalNamespace }), worker };
   })();
-  return started;
+  const temporal = await started;
+  // Said again on every use: a suite that put its settings back (keepConfig) may have put back the
+  // address from before this process's server started, and the next suite would find none.
+  config.temporalAddress = temporal.address;
+  return temporal;
 }
 
 export async function stopTemporal(): Promise<void> {
