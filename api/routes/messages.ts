@@ -49,6 +49,7 @@ textRoute(
     envelope: 'message',
     schema: messagesRequestSchema,
     surface: 'messages',
+    redaction: true,
     translate: messagesToInternal,
     questions: messagesQuestions,
   },
