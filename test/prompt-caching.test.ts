@@ -234,12 +234,7 @@ describe('prompt caching: affinity, stickiness, breakpoints and cached-token bil
   });
 
   describe('responses and the message-style API', () => {
-    const to = (path: string, key: string, body: unknown) =>
-      fetch(`${api.base}${path}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-        body: JSON.stringify(body),
-      });
+    const to = (path: string, key: string, body: unknown) => apiPost(api.base, path, body, { key });
 
     it('responses: stickyprovider blocks the fallback the same way', async () => {
       const { key, accountId } = await newAccount('1');

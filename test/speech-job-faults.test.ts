@@ -12,7 +12,7 @@
 // list price, not with the production pricing code.
 import assert from 'node:assert/strict';
 import protos from '@temporalio/proto';
-import { startApi, newAccount } from './support/api.js';
+import { startApi, newAccount, apiPost } from './support/api.js';
 import {
   startOpenAISpeechUpstream,
   startElevenLabsUpstream,
@@ -60,11 +60,7 @@ describe('speech jobs when their worker fails (heartbeats, retries, money)', fun
   });
 
   const tts = async (key: string, body: unknown) => {
-    const res = await fetch(`${api.base}/api/tts`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': key },
-      body: JSON.stringify(body),
-    });
+    const res = await apiPost(api.base, '/api/tts', body, { headers: { 'x-api-key': key } });
     assert.equal(res.status, 202, await res.clone().text());
     return ((await res.json()) as any).runId as string;
   };
