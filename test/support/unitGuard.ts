@@ -5,6 +5,7 @@
 import net from 'node:net';
 
 process.env.DATABASE_URL = 'postgresql://unit-tests-have-no-database@127.0.0.1:1/none';
+process.env.SWITCHYARD_UNIT_GUARD = '1';
 delete process.env.TEMPORAL_ADDRESS;
 
 const connect = net.Socket.prototype.connect;
