@@ -6,6 +6,7 @@ import { config } from '../../activities/config.js';
 import { findTemporalCli, startDevServer } from '../../temporal-dev/index.js';
 import { createWorker, SEARCH_ATTRIBUTES } from '../../bin/worker.js';
 import { closeTemporalClient } from '../../activities/temporalClient.js';
+import { workflowBundle } from './workflowBundle.js';
 
 interface TestTemporal {
   address: string;
@@ -28,7 +29,7 @@ export async function useTemporal(): Promise<TestTemporal> {
     config.temporalAddress = server.address;
     const connection = await Connection.connect({ address: server.address });
     cleanup.unshift(() => connection.close());
-    const worker = await createWorker(server.address);
+    const worker = await createWorker(server.address, workflowBundle());
     const running = worker.run();
     cleanup.unshift(async () => {
       worker.shutdown();

@@ -70,7 +70,7 @@ describe('pricing', () => {
       assert.equal(withTools, Math.ceil((6 + JSON.stringify(tools).length) / 3) + 4);
       const schema = { type: 'object' };
       const withSchema = estimatePromptTokens(
-        req([], { responseFormat: { type: 'json_schema', schema } as InferenceRequest['responseFormat'] }),
+        req([], { responseFormat: { type: 'json_schema', name: 'answer', schema } }),
       );
       assert.equal(withSchema, Math.ceil(JSON.stringify(schema).length / 3));
     });
