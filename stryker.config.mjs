@@ -34,7 +34,7 @@ export default {
       'test/metered-call.test.ts',
       'test/unit/sse.test.ts',
       'test/chat.test.ts',
-      'test/client-abort.test.ts',
+      'test/unit/client-abort.test.ts',
       'test/passthrough.test.ts',
       'test/chat-providers.test.ts',
       'test/messages.test.ts',
