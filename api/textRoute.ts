@@ -13,9 +13,10 @@
 // redaction (asked for by the `redaction` header, a `:redaction` suffix, or the key's or account's
 // default) masks the request before anything is reserved or sent, and refuses it if masking fails
 // (activities/redaction/); a route that does not offer it refuses a request that asked
-// (policy.ts: redactionDecision); a redacted request is translated too, and its answer restored. On chat completions the `moderation` header runs the paid input-safety
-// preflight (api/moderationPreflight.ts) once every answer's worst case is reserved, so a request
-// that could not be answered or paid for is refused with nothing charged; the preflight is charged
+// (policy.ts: redactionDecision); a redacted request is translated too, and its answer restored.
+// On chat completions the `moderation` header runs the paid input-safety preflight
+// (api/moderationPreflight.ts) once every answer's worst case is reserved, so a request that could
+// not be answered or paid for is refused with nothing charged; the preflight is charged
 // whatever it finds, and a flagged request (`content_policy_violation`) gives the answers'
 // reservations back. The handler only answers. Whatever the handler does, an answer the caller
 // never receives is not charged: a failure after the money moved releases or refunds it, and so
@@ -41,7 +42,12 @@ import { refuseUnofferedBeside } from './middleware/notOffered.js';
 import { moderationPreflight, moderationWanted } from './moderationPreflight.js';
 import { config } from '../activities/config.js';
 import { redactRequest } from '../activities/redaction/mask.js';
-import { REDACTION_FEE_NANO_USD, redactionDecision, redactionWanted } from '../activities/redaction/policy.js';
+import {
+  REDACTION_FEE_NANO_USD,
+  redactionDecision,
+  redactionSuffix,
+  redactionWanted,
+} from '../activities/redaction/policy.js';
 import { surface } from './middleware/surface.js';
 import type { AppContext, AppState } from './state.js';
 import { validateBody } from './validate.js';
@@ -157,7 +163,7 @@ export function textRoute<T extends Translated>(
         spec.redaction === true,
         {
           headers: ctx.headers,
-          suffix: name.redaction && (name.suffixes.find((s) => /redact/.test(s)) ?? true),
+          suffix: redactionSuffix(name),
           callerDefault: ctx.state.caller.redaction,
         },
         `this endpoint (${spec.surface})`,
@@ -193,6 +199,15 @@ export function textRoute<T extends Translated>(
         throw new RequestError(400, 'invalid_parameter_value', 'x402 payments do not cover web search.', {
           param: web.source.startsWith('the') ? 'model' : web.source.replace(/'/g, ''),
         });
+      // a quote keeps the body, not the headers: a redaction header would be lost at completion
+      // (the ':redaction' suffix is part of the body, so it is quoted with the fee and applied)
+      if (redact && !name.redaction)
+        throw new RequestError(
+          400,
+          'invalid_parameter_value',
+          "x402 payments do not carry the 'redaction' header to the paid request. Ask for PII redaction with the model suffix ':redaction' instead, or leave the header out.",
+          { param: 'redaction' },
+        );
       // priced as it would be reserved: the dearest route's worst case
       const worst = () =>
         planCall({
@@ -219,6 +234,17 @@ export function textRoute<T extends Translated>(
           return moderated;
         }
       : undefined;
+    // Masked first: the memory's model, the search provider (its query is the latest user message)
+    // and the moderation preflight read the masked text, as the answer's upstream does.
+    let redaction: PrepareInput['redaction'];
+    if (redact) {
+      const masked = await redactRequest(input.request, config.redactionTimeoutMs);
+      input.request = masked.request;
+      redaction = { redactor: masked.redactor, feeUsd: REDACTION_FEE_NANO_USD };
+      const { masked: byCategory, credentials } = masked.redactor.counts;
+      const count = Object.values(byCategory).reduce((n, c) => n + c, 0);
+      ctx.set('X-Redaction', `applied; pii=${count}; credentials=${credentials}`);
+    }
     const memory = name.memory
       ? await withMemory(
           ctx.state.caller,
@@ -229,7 +255,6 @@ export function textRoute<T extends Translated>(
         )
       : undefined;
     if (memory) input.request.messages = memory.messages;
-    let redaction: PrepareInput['redaction'];
     let search: OnlineSearch | undefined;
     try {
       // the search's fee first: a balance that cannot pay it spends nothing (activities/search/online.ts)
@@ -245,14 +270,6 @@ export function textRoute<T extends Translated>(
     // the caller's own body no longer is what is sent: translate, never pass through
     const rewritten = !!memory || !!search || native;
     try {
-      if (redact) {
-        const masked = await redactRequest(input.request, config.redactionTimeoutMs);
-        input.request = masked.request;
-        redaction = { redactor: masked.redactor, feeUsd: REDACTION_FEE_NANO_USD };
-        const { masked: byCategory, credentials } = masked.redactor.counts;
-        const count = Object.values(byCategory).reduce((n, c) => n + c, 0);
-        ctx.set('X-Redaction', `applied; pii=${count}; credentials=${credentials}`);
-      }
       await answer({
         ctx,
         body,

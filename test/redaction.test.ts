@@ -12,6 +12,7 @@ import { config } from '../activities/config.js';
 import { createKey, setAccountRedaction, setKeyRedaction } from '../activities/accounts/keys.js';
 import { startAnthropicUpstream, type AnthropicUpstream } from './support/upstreams/anthropic.js';
 import { useProviderEnv } from './support/providerEnv.js';
+import { type SearchUpstream, startSearchUpstream } from './support/upstreams/search.js';
 
 const MODEL = 'openai/gpt-4o-mini';
 const FEE = 500_000n; // 0.0005 USD in nano-USD
@@ -310,6 +311,80 @@ describe('PII redaction', function () {
       await setAccountRedaction(accountId, 'never');
       await (await talk({}, `${MODEL}:redaction`)).text();
       assertMasked(lastUserText(b.openai.last().body));
+    });
+  });
+
+  describe('everything that leaves is masked: the search query, tool descriptions, names', () => {
+    let linkup: SearchUpstream;
+    let restoreEnv: () => Promise<void>;
+    before(async () => {
+      linkup = await startSearchUpstream('linkup', [
+        { title: 'Evergreen Terrace', url: 'https://example.org/evergreen', content: 'Springfield streets.' },
+      ]);
+      restoreEnv = await useProviderEnv({ LINKUP_API_KEY: linkup.apiKey, LINKUP_BASE_URL: linkup.url });
+    });
+    after(async () => {
+      await restoreEnv();
+      await linkup.close();
+    });
+
+    it(':online: the search provider gets the masked query, the model the masked turn, the caller the values', async () => {
+      const { key } = await b.account();
+      const res = await b.post(
+        key,
+        { model: `${MODEL}:online`, messages: [{ role: 'user', content: MESSAGE }] },
+        { redaction: 'true' },
+      );
+      const body = await res.json();
+      assert.equal(res.status, 200, JSON.stringify(body));
+      assert.equal(linkup.requests.length, 1, 'searched once');
+      const query = JSON.stringify(linkup.requests[0].body);
+      for (const [category, value] of Object.entries(PII)) assert.ok(!query.includes(value), `${category}: ${query}`);
+      assert.ok(query.includes('[EMAIL_1]'), query);
+      const sent = JSON.stringify(b.openai.last().body);
+      for (const [category, value] of Object.entries(PII)) assert.ok(!sent.includes(value), `${category}: ${sent}`);
+      assert.ok(body.choices[0].message.content.includes(PII.email), 'restored in the answer');
+    });
+
+    it("tools' and a response format's descriptions, turn names and the end-user id are masked", async () => {
+      const { key } = await b.account();
+      const res = await b.post(
+        key,
+        {
+          model: MODEL,
+          user: PII.email,
+          messages: [
+            { role: 'system', name: PII.email, content: 'Be brief.' },
+            { role: 'user', content: 'Hello' },
+          ],
+          response_format: {
+            type: 'json_schema',
+            json_schema: {
+              name: 'reply',
+              description: `A reply to ${PII.email}`,
+              schema: { type: 'object', properties: { text: { type: 'string', description: `Call ${PII.phone}` } } },
+            },
+          },
+          tools: [
+            {
+              type: 'function',
+              function: {
+                name: 'send_mail',
+                description: `Mail ${PII.email} or call ${PII.phone}.`,
+                parameters: {
+                  type: 'object',
+                  properties: { to: { type: 'string', description: `for example ${PII.email}` } },
+                },
+              },
+            },
+          ],
+        },
+        { redaction: 'true' },
+      );
+      assert.equal(res.status, 200, await res.clone().text());
+      const sent = JSON.stringify(b.openai.last().body);
+      assert.ok(!sent.includes(PII.email) && !sent.includes(PII.phone), sent);
+      assert.ok(sent.includes('[EMAIL_1]') && sent.includes('[PHONE_1]'), sent);
     });
   });
 

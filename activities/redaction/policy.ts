@@ -10,6 +10,7 @@
 // asked and how to opt out (redactionDecision). A route that sends no caller text anywhere has
 // nothing to mask and needs neither.
 import { RequestError } from '../core/errors.js';
+import type { ModelName } from '../routing/suffixes.js';
 
 export const REDACTION_HEADERS = ['redaction', 'redacted', 'piiredaction', 'piiredacted'] as const;
 
@@ -19,7 +20,7 @@ const FALSY = new Set(['false', '0', 'no', 'off', 'never', 'disabled', 'disable'
 /** The fee of one redacted request: 0.0005 USD, in nano-USD. */
 export const REDACTION_FEE_NANO_USD = 500_000n;
 
-export type RedactionDefault = 'inherit' | 'always' | 'never';
+type RedactionDefault = 'inherit' | 'always' | 'never';
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -50,14 +51,14 @@ function fromHeaders(headers: Headers): { said?: boolean; by?: string } {
 /** Everything that can ask for redaction on one request. */
 export interface RedactionAsk {
   headers: Headers;
-  /** the model name's redaction suffix as written (`:redaction`, `:piiredacted`, ...), or true / false */
+  /** the model name's redaction suffix as written (`:redaction`, `:piiredacted`, ...: redactionSuffix) */
   suffix: string | boolean | undefined;
   /** the caller's default: its key's, or its account's when the key inherits */
   callerDefault: RedactionDefault | undefined;
 }
 
 /** What asked for redaction, as the caller would name it, or undefined when nothing did. */
-export function redactionAskedBy(a: RedactionAsk): { by: 'header' | 'suffix' | 'default'; what: string } | undefined {
+function redactionAskedBy(a: RedactionAsk): { by: 'header' | 'suffix' | 'default'; what: string } | undefined {
   const header = fromHeaders(a.headers);
   if (a.suffix)
     return { by: 'suffix', what: typeof a.suffix === 'string' ? `the '${a.suffix}' model suffix` : 'a model suffix' };
@@ -65,6 +66,11 @@ export function redactionAskedBy(a: RedactionAsk): { by: 'header' | 'suffix' | '
   if (a.callerDefault === 'always')
     return { by: 'default', what: "the API key's PII redaction default ('always', the key's own or its account's)" };
   return undefined;
+}
+
+/** The redaction suffix of a parsed model name, as written (`:piiredacted`), or undefined. */
+export function redactionSuffix(name: Pick<ModelName, 'redaction' | 'suffixes'>): string | undefined {
+  return name.redaction ? (name.suffixes.find((s) => /redact/.test(s)) ?? ':redaction') : undefined;
 }
 
 export function redactionWanted(a: RedactionAsk): boolean {
@@ -91,7 +97,7 @@ const OPT_OUT = {
 } as const;
 
 /** The 400 for a request that asked for redaction where it is not offered. */
-export function redactionRefusal(asked: NonNullable<ReturnType<typeof redactionAskedBy>>, where: string): RequestError {
+function redactionRefusal(asked: NonNullable<ReturnType<typeof redactionAskedBy>>, where: string): RequestError {
   return new RequestError(
     400,
     'invalid_parameter_value',
