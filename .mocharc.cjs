@@ -27,6 +27,7 @@ const SLOWEST = [
   'speech',
   'embedded-postgres',
   'unit/redaction-detection',
+  'redaction-matrix',
   'replay',
   'files',
   'key-changes',
