@@ -1,6 +1,6 @@
 // The activities the worker registers. Workflows import only the TYPE of this module, so none
 // of this I/O code ever enters the deterministic workflow bundle.
-export { releaseExpiredHolds } from './ledger/ledger.js';
+export { releaseExpiredHolds } from './ledger/holds.js';
 export { runBackgroundResponse, closeBackgroundResponse } from './responses/background.js';
 export { deleteExpiredHostedFiles } from './media/hostedFiles.js';
 export { deleteExpiredResponses } from './surfaces/responsesStore.js';
