@@ -8,7 +8,8 @@
 import { startWorkerProcess } from './support/workerProcess.js';
 import assert from 'node:assert/strict';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { closeVideoJob, finishVideoJob, pollVideoJob, submitVideoJob } from '../activities/video/run.js';
+import { closeVideoJob, finishVideoJob } from '../activities/video/finish.js';
+import { pollVideoJob, submitVideoJob } from '../activities/video/run.js';
 import { startApi, newAccount } from './support/api.js';
 import { useTemporal } from './support/temporal.js';
 import { startFalUpstream, type FalUpstream } from './support/upstreams/fal.js';

@@ -5,7 +5,7 @@
 // each parallel worker a copy of it (CREATE DATABASE ... TEMPLATE copies files: no migrations rerun).
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { applyMigrations } from '../../prisma/migrate.js';
+import { applyMigrations } from '../../prisma/applyMigrations.js';
 
 const ADMIN_URL = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 const PREFIX = process.env.SWITCHYARD_TEST_DATABASE_PREFIX ?? 'switchyard_test';
