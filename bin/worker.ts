@@ -19,7 +19,8 @@ export const SEARCH_ATTRIBUTES = { SwitchyardAccountId: 'Keyword' } as const;
 
 let runtimeInstalled = false;
 
-export async function createWorker(address: string): Promise<Worker> {
+/** `workflowBundle`: the workflows already bundled (bundleWorkflowCode), for a caller that starts many workers. */
+export async function createWorker(address: string, workflowBundle?: { code: string }): Promise<Worker> {
   if (!runtimeInstalled) {
     // The SDK logs every bundling step at INFO; operators want warnings and errors.
     // shutdownSignals: [] because the entries (bin/start.ts, `npm run worker`) own SIGINT/SIGTERM and
@@ -38,7 +39,8 @@ export async function createWorker(address: string): Promise<Worker> {
     connection,
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
-    ...workflowCode(),
+    // the caller's bundle, the one `npm run build` made, or else bundled here from the sources
+    ...(workflowBundle ? { workflowBundle } : workflowCode()),
     activities,
     // Sized for the 2-core machines this runs on by default; production tunes it.
     maxConcurrentActivityTaskExecutions: config.workerMaxActivities,
@@ -56,9 +58,12 @@ export async function createWorker(address: string): Promise<Worker> {
  */
 function workflowCode(): { workflowBundle: { codePath: string } } | { workflowsPath: string } {
   const bundle = fileURLToPath(new URL('../workflow-bundle.js', import.meta.url));
-  if (existsSync(bundle)) return { workflowBundle: { codePath: bundle } };
-  const ext = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
-  return { workflowsPath: fileURLToPath(new URL(`../workflows/index.${ext}`, import.meta.url)) };
+  return existsSync(bundle) ? { workflowBundle: { codePath: bundle } } : { workflowsPath: workflowsPath() };
+}
+
+/** The workflows' entry: the sources, or the compiled tree when this runs from dist/ (npm run build). */
+export function workflowsPath(): string {
+  return fileURLToPath(new URL(`../workflows/index.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url));
 }
 
 /** Starts the worker's drain unless it is already draining or stopped (a second Ctrl-C is harmless). */

@@ -5,19 +5,9 @@ import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
 import { config } from '../activities/config.js';
 import { createAccount } from '../activities/accounts/accounts.js';
-import {
-  balances,
-  credit,
-  debit,
-  InsufficientFunds,
-  LedgerError,
-  recentEntries,
-  refund,
-  release,
-  releaseExpiredHolds,
-  reserve,
-  settle,
-} from '../activities/ledger/ledger.js';
+import { balances, credit, debit, InsufficientFunds, LedgerError, recentEntries } from '../activities/ledger/ledger.js';
+import { refund } from '../activities/ledger/refunds.js';
+import { release, releaseExpiredHolds, reserve, settle } from '../activities/ledger/holds.js';
 import { parseAmount } from '../activities/core/money.js';
 import { db } from '../activities/db.js';
 import { assertBooksBalance } from './support/books.js';
@@ -188,7 +178,7 @@ describe('ledger', () => {
   it('releases expired holds (the sweeper activity)', async () => {
     const id = await funded('1');
     const hold = await reserve({ accountId: id, usd: usd('0.4'), idempotencyKey: key('r'), ttlSeconds: 0 });
-    await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 20)); // a fixed time on purpose: the hold's lifetime (0 s) has passed
     assert.ok((await releaseExpiredHolds()) >= 1);
     assert.equal((await balances(id))!.USD.held, 0n);
     // a request that finishes after its hold expired still pays for the work it got
@@ -436,7 +426,7 @@ describe('ledger', () => {
       for (let i = 0; i < 3; i++)
         holds.push(await reserve({ accountId: id, usd: usd('0.1'), idempotencyKey: key('r'), ttlSeconds: 0 }));
       const kept = await reserve({ accountId: id, usd: usd('0.1'), idempotencyKey: key('r') });
-      await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 20)); // a fixed time on purpose: the 0 s holds have expired
       assert.equal(await releaseExpiredHolds(1), 1);
       while ((await releaseExpiredHolds(2)) > 0);
       const { rows } = await db().pool.query(`SELECT id, status FROM balance_holds WHERE account_id = $1`, [id]);

@@ -8,7 +8,8 @@
 import { startWorkerProcess } from './support/workerProcess.js';
 import assert from 'node:assert/strict';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { closeVideoJob, finishVideoJob, pollVideoJob, submitVideoJob } from '../activities/video/run.js';
+import { closeVideoJob, finishVideoJob } from '../activities/video/finish.js';
+import { pollVideoJob, submitVideoJob } from '../activities/video/run.js';
 import { startApi, newAccount } from './support/api.js';
 import { useTemporal } from './support/temporal.js';
 import { startFalUpstream, type FalUpstream } from './support/upstreams/fal.js';
@@ -758,7 +759,7 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     await first.kill();
     fal.release(job!.id); // the provider finishes while no worker is running
     const pollsAtKill = job!.polls;
-    await new Promise((res) => setTimeout(res, 1000));
+    await new Promise((res) => setTimeout(res, 1000)); // a fixed time on purpose: no poll may come within it
     assert.equal(job!.polls, pollsAtKill, 'nobody polls while the worker is dead');
     assert.notEqual((await status(key, r.body.runId)).body.data.status, 'completed');
 
