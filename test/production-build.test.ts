@@ -4,7 +4,7 @@
 // and pruned (`npm prune --omit=dev`), the Prisma client generated, `npm run build`, then `npm run
 // worker` and `npm run api` against the test database, a Temporal dev server and a loopback fal
 // upstream: a chat answered by the built-in local model and a video job completed.
-// SLOW (a 1 GB copy, a build, two processes): about three minutes on two cores. It runs when
+// SLOW (a 1 GB copy, a build, two processes): 25 s with a warm disk cache, 3 min on a busy machine. Runs when
 // SWITCHYARD_TEST_PRODUCTION_BUILD=1 (set by .ci/run), and is skipped otherwise.
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
