@@ -30,10 +30,10 @@ describe('message batch creates read as they arrive', function () {
   before(async () => {
     await useTemporal();
     anthropic = await startAnthropicUpstream();
-    restoreEnv = await useProviderEnv(
-      { ANTHROPIC_API_KEY: anthropic.apiKey, ANTHROPIC_BASE_URL: anthropic.url },
-      ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL'],
-    );
+    restoreEnv = await useProviderEnv({ ANTHROPIC_API_KEY: anthropic.apiKey, ANTHROPIC_BASE_URL: anthropic.url }, [
+      'ANTHROPIC_API_KEY',
+      'ANTHROPIC_BASE_URL',
+    ]);
     api = await startApi();
     ({ key, accountId } = await newAccount('5'));
   });
@@ -65,7 +65,9 @@ describe('message batch creates read as they arrive', function () {
 
   /** What the account has stored: its batches and their rows. */
   async function stored() {
-    const { rows: [counts] } = await db().pool.query(
+    const {
+      rows: [counts],
+    } = await db().pool.query(
       `SELECT (SELECT count(*) FROM batches WHERE account_id = $1)::int AS batches,
               (SELECT count(*) FROM batch_rows r JOIN batches b ON b.id = r.batch_id WHERE b.account_id = $1)::int AS rows`,
       [accountId],
@@ -92,7 +94,10 @@ describe('message batch creates read as they arrive', function () {
       rows().map((r, i) => [i, r.custom_id, r.params.messages[0].content]),
     );
     const ended = await until(
-      async () => (await request(`${api.base}/v1/messages/batches/${made.body.id}`, { headers: { 'x-api-key': key } })).body.json(),
+      async () =>
+        (
+          await request(`${api.base}/v1/messages/batches/${made.body.id}`, { headers: { 'x-api-key': key } })
+        ).body.json(),
       (b: any) => b.processing_status === 'ended',
       120_000,
       'the batch to end',
@@ -125,7 +130,8 @@ describe('message batch creates read as they arrive', function () {
     ],
     [
       'another model than the first request',
-      () => Buffer.from(JSON.stringify({ requests: rows((r, i) => (i === 30 ? row(i, { model: 'openai/gpt-4o' }) : r)) })),
+      () =>
+        Buffer.from(JSON.stringify({ requests: rows((r, i) => (i === 30 ? row(i, { model: 'openai/gpt-4o' }) : r)) })),
       /requests\[30\]/,
     ],
     [
@@ -164,10 +170,12 @@ describe('message batch creates read as they arrive', function () {
     const announced = await request(`${api.base}/v1/messages/batches`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-api-key': key, 'content-length': String(201 * 1024 * 1024) },
-      body: Readable.from((function* () {
-        yield head;
-        for (let i = 0; i < 201; i++) yield space;
-      })()),
+      body: Readable.from(
+        (function* () {
+          yield head;
+          for (let i = 0; i < 201; i++) yield space;
+        })(),
+      ),
     }).catch((err) => err);
     if (!(announced instanceof Error)) {
       assert.equal(announced.statusCode, 413);
@@ -177,11 +185,13 @@ describe('message batch creates read as they arrive', function () {
     const res = await request(`${api.base}/v1/messages/batches`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-api-key': key },
-      body: Readable.from((function* () {
-        yield head;
-        for (let i = 0; i < 202; i++) yield space;
-        yield Buffer.from(']}');
-      })()),
+      body: Readable.from(
+        (function* () {
+          yield head;
+          for (let i = 0; i < 202; i++) yield space;
+          yield Buffer.from(']}');
+        })(),
+      ),
     }).catch((err) => err);
     // answered before the upload ends (the rest is drained, up to another limit's worth)
     assert.ok(!(res instanceof Error), String(res));
