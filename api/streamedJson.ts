@@ -71,35 +71,130 @@ export async function readStreamedObject(
   limits: JsonLimits,
   onItem: (item: unknown, index: number) => void | Promise<void>,
 ): Promise<StreamedObject> {
-  const fields: Record<string, unknown> = {};
-  let items: number | undefined;
-  let place = 'start' as Place; // (as: TypeScript does not see feed() change it)
-  let capture: Capture | undefined;
-  let key = '';
-  let keyText = '';
-  let values = 0;
-  let fieldCount = 0;
-  let offset = 0; // bytes before the current chunk
-  const ready: Array<[unknown, number]> = [];
+  const scanner = new ObjectScanner(arrayKey, limits);
+  for await (const chunk of chunks) {
+    scanner.feed(chunk);
+    for (const [item, index] of scanner.ready.splice(0)) await onItem(item, index);
+  }
+  return scanner.end();
+}
 
-  const count = () => {
-    if (++values > limits.maxValues) throw new RequestError(400, 'invalid_json', tooComplexMessage('values', limits));
-  };
-  const unexpected = (c: number, at: number) =>
-    notJson(
-      `unexpected ${c < 0x20 || c > 0x7e ? `byte 0x${c.toString(16)}` : `'${String.fromCharCode(c)}'`} at byte ${at}.`,
-    );
-  const begin = (what: Capture['what'], c: number): Capture => ({
-    what,
-    parts: [],
-    depth: 0,
-    inString: false,
-    escaped: false,
-    scalar: c !== QUOTE && c !== OPEN_OBJECT && c !== OPEN_ARRAY,
-  });
+const unexpected = (c: number, at: number) =>
+  notJson(
+    `unexpected ${c < 0x20 || c > 0x7e ? `byte 0x${c.toString(16)}` : `'${String.fromCharCode(c)}'`} at byte ${at}.`,
+  );
+
+const begin = (what: Capture['what'], c: number): Capture => ({
+  what,
+  parts: [],
+  depth: 0,
+  inString: false,
+  escaped: false,
+  scalar: c !== QUOTE && c !== OPEN_OBJECT && c !== OPEN_ARRAY,
+});
+
+/** The scan's state across chunks: where it is, the value being collected, the counts so far. */
+class ObjectScanner {
+  readonly fields: Record<string, unknown> = {};
+  /** items parsed from the chunks fed so far, not yet handed over */
+  readonly ready: Array<[unknown, number]> = [];
+  private items: number | undefined;
+  private place: Place = 'start';
+  private capture: Capture | undefined;
+  private key = '';
+  private keyText = '';
+  private values = 0;
+  private fieldCount = 0;
+  /** bytes before the current chunk */
+  private offset = 0;
+
+  constructor(
+    private readonly arrayKey: string,
+    private readonly limits: JsonLimits,
+  ) {}
+
+  feed(buf: Buffer): void {
+    for (let i = 0; i < buf.length; i++) {
+      if (this.capture) {
+        const end = this.scan(this.capture, buf, i);
+        if (end < 0) {
+          this.capture.parts.push(buf.subarray(i));
+          break;
+        }
+        this.capture.parts.push(buf.subarray(i, end));
+        const done = this.capture;
+        this.capture = undefined;
+        this.finish(done);
+        i = end - 1;
+      } else if (!isSpace(buf[i]!)) {
+        this.step(buf[i]!, this.offset + i);
+        if (this.capture) i--; // the capture reads its first byte itself
+      }
+    }
+    this.offset += buf.length;
+  }
+
+  end(): StreamedObject {
+    if (this.place !== 'end' && !(this.place === 'start' && this.offset === 0)) throw notJson('it ends early.');
+    return { fields: this.fields, items: this.items };
+  }
+
+  private count(): void {
+    if (++this.values > this.limits.maxValues)
+      throw new RequestError(400, 'invalid_json', tooComplexMessage('values', this.limits));
+  }
+
+  /** One structural byte between values (`at`: its offset in the body). */
+  private step(c: number, at: number): void {
+    switch (this.place) {
+      case 'start':
+        if (c === OPEN_ARRAY) throw new RequestError(400, 'invalid_json', 'Request body must be a JSON object.');
+        if (c !== OPEN_OBJECT) throw notJson('it must be a JSON object.');
+        this.count();
+        this.place = 'key';
+        return;
+      case 'key':
+        // `}` closes only an empty object: after a comma another field must come
+        if (c === CLOSE_OBJECT && this.fieldCount === 0) this.place = 'end';
+        else if (c === QUOTE) this.capture = begin('key', c);
+        else throw unexpected(c, at);
+        return;
+      case 'colon':
+        if (c !== COLON) throw unexpected(c, at);
+        this.place = 'value';
+        return;
+      case 'value':
+        if (!startsValue(c)) throw unexpected(c, at);
+        this.fieldCount++;
+        if (this.key === this.arrayKey && c === OPEN_ARRAY) {
+          this.count();
+          this.items = 0;
+          this.place = 'item';
+        } else this.capture = begin('field', c);
+        return;
+      case 'item':
+        // `]` closes only an empty array: after a comma another item must come
+        if (c === CLOSE_ARRAY && this.items === 0) this.place = 'afterField';
+        else if (startsValue(c)) this.capture = begin('item', c);
+        else throw unexpected(c, at);
+        return;
+      case 'afterField':
+      case 'afterItem': {
+        const inArray = this.place === 'afterItem';
+        if (c === COMMA) {
+          this.count();
+          this.place = inArray ? 'item' : 'key';
+        } else if (c === (inArray ? CLOSE_ARRAY : CLOSE_OBJECT)) this.place = inArray ? 'afterField' : 'end';
+        else throw unexpected(c, at);
+        return;
+      }
+      case 'end':
+        throw notJson(`unexpected data after the object at byte ${at}.`);
+    }
+  }
 
   /** The index just past the captured value's end in `buf` (from `i`), or -1 if it goes on. */
-  function scan(cap: Capture, buf: Buffer, i: number): number {
+  private scan(cap: Capture, buf: Buffer, i: number): number {
     const base = cap.what === 'item' ? 2 : 1; // the object, and the array an item sits in
     for (; i < buf.length; i++) {
       const c = buf[i]!;
@@ -114,114 +209,39 @@ export async function readStreamedObject(
         if (c === COMMA || c === CLOSE_OBJECT || c === CLOSE_ARRAY || isSpace(c)) return i;
       } else if (c === QUOTE) cap.inString = true;
       else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
-        if (base + ++cap.depth > limits.maxDepth)
-          throw new RequestError(400, 'invalid_json', tooComplexMessage('depth', limits));
-        count();
+        if (base + ++cap.depth > this.limits.maxDepth)
+          throw new RequestError(400, 'invalid_json', tooComplexMessage('depth', this.limits));
+        this.count();
       } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
         if (--cap.depth === 0) return i + 1;
-      } else if (c === COMMA) count();
+      } else if (c === COMMA) this.count();
     }
     return -1;
   }
 
-  function finish(cap: Capture) {
+  /** A whole key, field or item: parsed, checked and kept. */
+  private finish(cap: Capture): void {
     const text = Buffer.concat(cap.parts).toString('utf8');
+    const { arrayKey } = this;
     if (cap.what === 'key') {
-      key = parse(text, 'a key: ') as string;
-      keyText = text;
-      if (key === '__proto__') throw notJson('Object contains forbidden prototype property');
-      if (key === arrayKey && (items !== undefined || key in fields)) throw notJson(`'${arrayKey}' is given twice.`);
-      place = 'colon';
+      this.key = parse(text, 'a key: ') as string;
+      this.keyText = text;
+      if (this.key === '__proto__') throw notJson('Object contains forbidden prototype property');
+      if (this.key === arrayKey && (this.items !== undefined || arrayKey in this.fields))
+        throw notJson(`'${arrayKey}' is given twice.`);
+      this.place = 'colon';
     } else if (cap.what === 'field') {
       const value = parse(text, '');
-      refuseUnstorableText(keyText + text, { [key]: value });
-      fields[key] = value;
-      place = 'afterField';
+      refuseUnstorableText(this.keyText + text, { [this.key]: value });
+      this.fields[this.key] = value;
+      this.place = 'afterField';
     } else {
-      const index = items!;
+      const index = this.items!;
       const item = parse(text, `${arrayKey}[${index}]: `);
       refuseUnstorableText(text, item, `${arrayKey}[${index}]`);
-      ready.push([item, index]);
-      items = index + 1;
-      place = 'afterItem';
+      this.ready.push([item, index]);
+      this.items = index + 1;
+      this.place = 'afterItem';
     }
   }
-
-  function feed(buf: Buffer) {
-    for (let i = 0; i < buf.length; i++) {
-      if (capture) {
-        const end = scan(capture, buf, i);
-        if (end < 0) {
-          capture.parts.push(buf.subarray(i));
-          return;
-        }
-        capture.parts.push(buf.subarray(i, end));
-        const done = capture;
-        capture = undefined;
-        finish(done);
-        i = end - 1;
-        continue;
-      }
-      const c = buf[i]!;
-      if (isSpace(c)) continue;
-      switch (place) {
-        case 'start':
-          if (c === OPEN_ARRAY) throw new RequestError(400, 'invalid_json', 'Request body must be a JSON object.');
-          if (c !== OPEN_OBJECT) throw notJson('it must be a JSON object.');
-          count();
-          place = 'key';
-          break;
-        case 'key':
-          // `}` closes only an empty object: after a comma another field must come
-          if (c === CLOSE_OBJECT && fieldCount === 0) place = 'end';
-          else if (c === QUOTE) capture = begin('key', c);
-          else throw unexpected(c, offset + i);
-          break;
-        case 'colon':
-          if (c !== COLON) throw unexpected(c, offset + i);
-          place = 'value';
-          break;
-        case 'value':
-          if (!startsValue(c)) throw unexpected(c, offset + i);
-          fieldCount++;
-          if (key === arrayKey && c === OPEN_ARRAY) {
-            count();
-            items = 0;
-            place = 'item';
-          } else capture = begin('field', c);
-          break;
-        case 'afterField':
-          if (c === COMMA) {
-            count();
-            place = 'key';
-          } else if (c === CLOSE_OBJECT) place = 'end';
-          else throw unexpected(c, offset + i);
-          break;
-        case 'item':
-          // `]` closes only an empty array: after a comma another item must come
-          if (c === CLOSE_ARRAY && items === 0) place = 'afterField';
-          else if (startsValue(c)) capture = begin('item', c);
-          else throw unexpected(c, offset + i);
-          break;
-        case 'afterItem':
-          if (c === COMMA) {
-            count();
-            place = 'item';
-          } else if (c === CLOSE_ARRAY) place = 'afterField';
-          else throw unexpected(c, offset + i);
-          break;
-        case 'end':
-          throw notJson(`unexpected data after the object at byte ${offset + i}.`);
-      }
-      if (capture) i--; // the capture reads its first byte itself
-    }
-  }
-
-  for await (const chunk of chunks) {
-    feed(chunk);
-    offset += chunk.length;
-    for (const [item, index] of ready.splice(0)) await onItem(item, index);
-  }
-  if (place !== 'end' && !(place === 'start' && offset === 0)) throw notJson('it ends early.');
-  return { fields, items };
 }
