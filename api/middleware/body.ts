@@ -44,7 +44,7 @@ export interface BodyLimits extends JsonLimits {
   limitBytes: number;
   /**
    * A route that reads its body as a stream: bodies announced as larger than this, or of unknown
-   * size (chunked, compressed), are left for it to read (`ctx.request.bodyChunks`); smaller ones are
+   * size (chunked, compressed), are left for it to read (`ctx.request.streamedBody`); smaller ones are
    * parsed whole, which is faster for them.
    */
   streamAbove?: number;
