@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { request } from 'undici';
+import { config } from '../activities/config.js';
 import { db } from '../activities/db.js';
 import { newAccount, startApi } from './support/api.js';
 import { useProviderEnv } from './support/providerEnv.js';
@@ -199,6 +200,30 @@ describe('message batch creates read as they arrive', function () {
     const body = (await res.body.json()) as any;
     assert.equal(body.error.type, 'request_too_large');
     assert.match(body.error.message, /larger than the limit of 209715200 bytes/);
+    assert.deepEqual(await stored(), before);
+  });
+
+  it('drops a create whose client stops sending (408), storing nothing', async () => {
+    const before = await stored();
+    const saved = config.fileUploadIdleTimeoutMs;
+    config.fileUploadIdleTimeoutMs = 500;
+    try {
+      const res = await request(`${api.base}/v1/messages/batches`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': key },
+        body: Readable.from(
+          (async function* () {
+            yield Buffer.from(`{"requests":[${JSON.stringify(row(0))},`);
+            await new Promise((r) => setTimeout(r, 3000));
+            yield Buffer.from(`${JSON.stringify(row(1))}]}`);
+          })(),
+        ),
+      });
+      assert.equal(res.statusCode, 408);
+      assert.match(((await res.body.json()) as any).error.message, /sent nothing for 0.5 s/);
+    } finally {
+      config.fileUploadIdleTimeoutMs = saved;
+    }
     assert.deepEqual(await stored(), before);
   });
 

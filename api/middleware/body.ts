@@ -48,6 +48,8 @@ export interface BodyLimits extends JsonLimits {
    * parsed whole, which is faster for them.
    */
   streamAbove?: number;
+  /** a streamed body that sends nothing for this many ms is refused (408); read per request */
+  streamIdleMs?: () => number;
 }
 
 export function jsonBody(limits: BodyLimits): Middleware<AppState> {
@@ -77,7 +79,7 @@ export function jsonBody(limits: BodyLimits): Middleware<AppState> {
       ctx.request.streamedBody = {
         chunks: () => {
           read = true;
-          return bodyChunks(ctx.req, encoding, limitBytes, tooLarge);
+          return bodyChunks(ctx.req, encoding, limitBytes, tooLarge, limits.streamIdleMs?.() ?? 30_000);
         },
         limits: { maxDepth: limits.maxDepth, maxValues: limits.maxValues },
       };
@@ -217,15 +219,17 @@ function readBody(
 
 /**
  * The body's bytes as they arrive, inflated if need be, with the same refusals as a body read whole
- * (413 past `limit` after inflating, 415, 400 when it breaks off). Read at the consumer's pace: the
- * socket is not read further while a chunk is being handled. A consumer that stops early (a bad row)
- * leaves the rest to be dropped, so the client still receives the answer.
+ * (413 past `limit` after inflating, 415, 400 when it breaks off; 408 when it sends nothing for
+ * `idleMs`). Read at the consumer's pace: the socket is not read further while a chunk is being
+ * handled. A consumer that stops early (a bad row) leaves the rest to be dropped, so the client
+ * still receives the answer.
  */
 async function* bodyChunks(
   req: IncomingMessage,
   encoding: string,
   limit: number,
   tooLarge: () => RequestError,
+  idleMs: number,
 ): AsyncGenerator<Buffer> {
   const inflate = encoding === 'identity' ? null : decoder(encoding);
   if (encoding !== 'identity' && !inflate)
@@ -235,14 +239,36 @@ async function* bodyChunks(
       `Unsupported Content-Encoding "${encoding}"; use gzip, deflate, br or none.`,
     );
   const source: Readable = inflate ? req.pipe(inflate) : req;
+  // not destroyed on an early return: the rest is drained below rather than the socket reset
+  const chunks = source.iterator({ destroyOnReturn: false }) as AsyncIterator<Buffer>;
   let size = 0;
   let whole = false;
+  // a client that stops sending holds what its route keeps open for it (a transaction): dropped
+  const read = () =>
+    new Promise<IteratorResult<Buffer>>((resolve, reject) => {
+      const timer = setTimeout(
+        () =>
+          reject(
+            new RequestError(408, 'request_timeout', `The body sent nothing for ${idleMs / 1000} s and was dropped.`),
+          ),
+        idleMs,
+      );
+      chunks.next().then(
+        (next) => {
+          clearTimeout(timer);
+          resolve(next);
+        },
+        (err) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      );
+    });
   try {
-    // not destroyed on an early return: the rest is drained below rather than the socket reset
-    for await (const chunk of source.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
-      size += chunk.length;
+    for (let next = await read(); !next.done; next = await read()) {
+      size += next.value.length;
       if (size > limit) throw tooLarge();
-      yield chunk;
+      yield next.value;
     }
     whole = true;
   } catch (err) {
@@ -256,6 +282,9 @@ async function* bodyChunks(
     );
   } finally {
     if (!whole) {
+      // the iterator lets go of the stream (its 'readable' listener would keep 'data' from flowing);
+      // not awaited: after a stall it waits for the read still pending
+      chunks.return?.().catch(() => undefined);
       if (inflate) {
         req.unpipe(inflate);
         inflate.destroy();

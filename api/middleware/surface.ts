@@ -39,6 +39,7 @@ export function surface(
           maxDepth: config.maxJsonDepth,
           maxValues: Math.max(config.maxJsonValues, limits.maxValues ?? 0),
           streamAbove: limits.streamAbove,
+          streamIdleMs: () => config.fileUploadIdleTimeoutMs, // as for uploads: the same reason
         }),
   ]);
   declared.set(middleware, envelope);
