@@ -3,8 +3,8 @@
 // characters), the same refusals for what JSON.parse refuses, and the body limits counted as the
 // bytes pass.
 import assert from 'node:assert/strict';
-import { RequestError } from '../activities/core/errors.js';
-import { readStreamedObject } from '../api/streamedJson.js';
+import { RequestError } from '../../activities/core/errors.js';
+import { readStreamedObject } from '../../api/streamedJson.js';
 
 const LIMITS = { maxDepth: 64, maxValues: 100_000 };
 
