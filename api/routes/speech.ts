@@ -37,7 +37,9 @@ const speak: Middleware<AppState> = async (ctx) => {
   const plan = planSpeech(resolveSpeechModel(body.model), body);
   const call = new SpeechCall(caller, ctx.state.requestId, plan, ctx.get('x-provider').trim() || undefined);
   // accountless (x402): quoted at the reservation's worst case, or paid and claimed for this run
-  const paid = ctx.state.x402 ? await admitX402(ctx, X402_SPEECH, body, () => call.metered.worstCase()) : undefined;
+  const paid = ctx.state.x402
+    ? await admitX402(ctx, X402_SPEECH, { ...body }, () => call.metered.worstCase())
+    : undefined;
   try {
     await call.reserve();
   } catch (err) {
