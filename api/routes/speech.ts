@@ -22,7 +22,7 @@ import { catalog } from '../../activities/catalog/catalog.js';
 import { planSpeech, resolveSpeechModel, SpeechCall, type SpeechBody } from '../../activities/media/speech.js';
 import { validateQuery } from '../validate.js';
 import { notFound } from '../errors.js';
-import type { AppState } from '../state.js';
+import type { AppContext, AppState } from '../state.js';
 import { billingHeaders } from '../speechHeaders.js';
 
 export const speechRouter = new Router<AppState>();
@@ -33,33 +33,32 @@ const X402_SPEECH = 'speech';
 // The handler (after validation), also run by POST /api/x402/complete/{id} for a quoted request.
 const speak: Middleware<AppState> = async (ctx) => {
   const body = ctx.request.body as SpeechBody;
-  const caller = ctx.state.caller;
   const plan = planSpeech(resolveSpeechModel(body.model), body);
-  const call = new SpeechCall(caller, ctx.state.requestId, plan, ctx.get('x-provider').trim() || undefined);
-  // accountless (x402): quoted at the reservation's worst case, or paid and claimed for this run
-  const paid = ctx.state.x402
-    ? await admitX402(ctx, X402_SPEECH, { ...body }, () => call.metered.worstCase())
-    : undefined;
+  const call = new SpeechCall(ctx.state.caller, ctx.state.requestId, plan, ctx.get('x-provider').trim() || undefined);
+  if (!ctx.state.x402) return deliver(ctx, body, call);
+  // accountless (x402; never a stream): quoted at the reservation's worst case, or paid and
+  // claimed for this run; a run that fails leaves the payment paid, to be completed again
+  const paid = await admitX402(ctx, X402_SPEECH, { ...body }, () => call.metered.worstCase());
   try {
-    await call.reserve();
+    await deliver(ctx, body, call);
   } catch (err) {
-    if (paid) await unclaimPaid(paid);
+    await unclaimPaid(paid);
     throw err;
   }
+  await finishPaid(paid);
+};
 
+async function deliver(ctx: AppContext, body: SpeechBody, call: SpeechCall): Promise<void> {
+  await call.reserve();
   const signal = clientAbortSignal(ctx);
 
   if (!body.stream) {
-    // no audio reached the caller on a failure: nothing is charged (a paid x402 quote stays payable)
-    const out = await call.orRelease(call.collect(signal)).catch(async (err) => {
-      if (paid) await unclaimPaid(paid);
-      throw err;
-    });
+    // no audio reached the caller on a failure: nothing is charged
+    const out = await call.orRelease(call.collect(signal));
     billingHeaders(ctx, await call.settle());
     chargeOnDelivery(ctx, call.metered);
     ctx.type = out.contentType;
     ctx.body = out.audio;
-    if (paid) await finishPaid(paid);
     return;
   }
 
@@ -80,7 +79,7 @@ const speak: Middleware<AppState> = async (ctx) => {
     })(),
     { objectMode: false },
   );
-};
+}
 
 speechRouter.post(
   v1('/audio/speech'),
