@@ -173,5 +173,7 @@ async function relay(
   call.metered.delivered();
   // logged for the operator; told to the caller without the upstream's own words
   const broke = failure === undefined ? undefined : call.metered.brokeMidway(failure);
+  // the bill says what broke the stream it charged for (the pricing extension's `error`)
+  if (broke) bill.error = { status: broke.status, message: broke.message };
   await surface.end({ finish, stopSequence, usage: billed, bill, failure: broke });
 }

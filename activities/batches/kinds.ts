@@ -34,6 +34,8 @@ export interface RowKind {
   outputCap(body: any): number | undefined;
   /** the spec's row rules a schema cannot say; the reason a row is refused, or undefined */
   refusal(body: any): string | undefined;
+  /** input a batch cannot carry out, though the synchronous route takes it (`unsupported_batch_input`) */
+  unsupported?(body: any): { message: string; param?: string } | undefined;
   /** the row in internal form, exactly as the synchronous route translates it (throws RequestError) */
   translate(body: any, model: ModelInfo, name: ModelName): Pick<PrepareInput, 'request' | 'needs' | 'prefs' | 'native'>;
   /** the answer as the synchronous route would have answered it, with the row's cost */

@@ -67,6 +67,10 @@ export interface Bill {
   billedTeamName?: string;
   /** the pricing extension's subscription field, when the subscription paid */
   billedToSubscription?: boolean;
+  /** the pricing extension's `cacheCost` (USD): the prompt cache's share of `cost`, when the answer used it */
+  cacheCost?: number;
+  /** the pricing extension's `error`: why a stream that was billed for what it produced broke */
+  error?: { status: number; message: string };
 }
 
 export function billOf(c: Charge): Bill {

@@ -112,8 +112,9 @@ batchesRouter.post(
       requests: Array<{ custom_id: string; body: Record<string, unknown> }>;
       metadata?: Record<string, string> | null;
     };
-    const { model } = resolveModel(body.model);
+    // the batch rules first: a model a batch cannot run is their unsupported_model
     const requests = checkInlineRequests(body.endpoint, body.model, body.requests);
+    const { model } = resolveModel(body.model);
     const batch = await startBatch({
       caller: ctx.state.caller,
       kind: 'inline',

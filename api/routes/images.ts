@@ -119,7 +119,7 @@ function referenceUrls(refs: unknown[]): string[] {
 }
 
 imagesRouter.post(
-  '/api/v1/images',
+  v1('/images'),
   surface('image', { limitBytes: IMAGE_BODY_LIMIT, jsonOnly: true }),
   authenticate,
   refuseUnofferedFeatures,
