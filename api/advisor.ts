@@ -35,7 +35,8 @@ import { isTeeModel } from '../activities/tee/tee.js';
 import { sumCharges, toChatCompletion, usageJson } from '../activities/surfaces/chatResponse.js';
 import type { Bill } from '../activities/inference/execute.js';
 import { completeOnce } from './inference.js';
-import type { TextBody, TextRequest } from './textRoute.js';
+import type { TextBody } from '../activities/core/types.js';
+import type { TextRequest } from './textRoute.js';
 import type { AppContext } from './state.js';
 
 const refuse = (message: string, param: string, code = 'invalid_parameter_value') =>

@@ -7,7 +7,7 @@
 // images, no other roles. The call is the decisions route's own (decideOnce): same rules, same
 // metered call, one charge.
 import { decideOnce } from './decide.js';
-import type { TextBody } from './textRoute.js';
+import type { TextBody } from '../activities/core/types.js';
 import type { AppContext } from './state.js';
 import { RequestError } from '../activities/core/errors.js';
 import type { DecisionsBody } from '../activities/decisions/decide.js';

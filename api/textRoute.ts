@@ -24,7 +24,7 @@ import type Router from '@koa/router';
 import type { Schema } from 'ajv';
 import type { ModelInfo } from '../activities/catalog/catalog.js';
 import type { InferenceCall } from '../activities/inference/execute.js';
-import type { InferenceRequest } from '../activities/core/types.js';
+import type { InferenceRequest, TextBody } from '../activities/core/types.js';
 import { type PrepareInput, planCall, prepareCall, resolveModel } from '../activities/inference/prepare.js';
 import type { ModelName } from '../activities/routing/suffixes.js';
 import { withMemory } from '../activities/memory/memory.js';
@@ -49,10 +49,6 @@ import compose from 'koa-compose';
 import type { Middleware } from 'koa';
 import { admitX402, authenticateOrX402, finishPaid, unclaimPaid } from './x402.js';
 import type { QuestionsFormat } from './questionsFormat.js';
-
-/** A text request body once its schema has passed: wire JSON, read field by field by its surface. */
-// biome-ignore lint/suspicious/noExplicitAny: the surface's translation checks every field it reads
-export type TextBody = Record<string, any>;
 
 /** What a surface's translation yields: the internal request and what planning needs. */
 type Translated = Pick<PrepareInput, 'request' | 'needs' | 'prefs'>;

@@ -34,14 +34,6 @@ import { authenticate, hasCredentials } from './middleware/auth.js';
 import { publicOrigin } from './paths.js';
 import type { AppContext, AppState } from './state.js';
 
-/** What an x402 request carries on ctx.state.x402. */
-export interface X402State {
-  /** the decoded X-PAYMENT payload, when one was sent */
-  payment?: PaymentPayload;
-  /** the quote named by the URL (POST /api/x402/complete/{id}) */
-  paymentId?: string;
-}
-
 const TRUTHY = /^(1|true|yes|on)$/i;
 
 function paymentHeader(ctx: AppContext): string {

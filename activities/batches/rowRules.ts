@@ -10,7 +10,7 @@ import { RequestError } from '../core/errors.js';
 import { resolveModel } from '../inference/prepare.js';
 import { parseModelName } from '../routing/suffixes.js';
 import { webSearchSettings } from '../search/settings.js';
-import type { RowKind } from './kinds.js';
+import type { RowKind } from './rowKind.js';
 
 export interface RowProblem {
   /** 0-based position of the row */

@@ -1,7 +1,7 @@
 // biome-ignore-all lint/suspicious/noExplicitAny: wire JSON, read field by field
 // The chat completions surface: its wire shapes translated to and from the internal request
 // (activities/inference/types.ts), and the checks a schema cannot express, each with the code the
-// spec gives it. The body reaching here has passed api/schemas/chat.ts.
+// spec gives it. The body reaching here has passed activities/surfaces/schemas/chat.ts.
 import { Ajv } from 'ajv';
 import type { ModelInfo } from '../catalog/catalog.js';
 import type {

@@ -1,7 +1,7 @@
 // biome-ignore-all lint/suspicious/noExplicitAny: wire JSON, read field by field
 // The message-style surface (Anthropic Messages wire format) in: its request translated to the
 // internal request (activities/inference/types.ts), with the checks a schema cannot express. The
-// body reaching here has passed api/schemas/messages.ts. Translation out is messagesResponse.ts.
+// body reaching here has passed activities/surfaces/schemas/messages.ts. Translation out is messagesResponse.ts.
 import type { ModelInfo } from '../catalog/catalog.js';
 import type {
   ContentPart,

@@ -3,7 +3,7 @@
 // surface's message form and then through chatToInternal (one translation to the internal request,
 // so tools, structured output, reasoning and vision rules cannot drift from chat), and the internal
 // result (or stream events) out as a `response` object and its typed SSE events. The body reaching
-// here has passed api/schemas/responses.ts.
+// here has passed activities/surfaces/schemas/responses.ts.
 import { randomBytes } from 'node:crypto';
 import type { ModelInfo } from '../catalog/catalog.js';
 import type { Bill } from '../inference/execute.js';

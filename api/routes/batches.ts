@@ -25,7 +25,7 @@ import {
 import { batchObject, outputLine } from '../../activities/batches/views.js';
 import { authenticate } from '../middleware/auth.js';
 import { surface } from '../middleware/surface.js';
-import { batchListQuery, fileBatchSchema, inlineBatchSchema } from '../schemas/batches.js';
+import { batchListQuery, fileBatchSchema, inlineBatchSchema } from '../../activities/surfaces/schemas/batches.js';
 import { v1 } from '../paths.js';
 import type { AppContext, AppState } from '../state.js';
 import { validateBody, validateQuery } from '../validate.js';

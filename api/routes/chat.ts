@@ -4,7 +4,7 @@ import Router from '@koa/router';
 import { textRoute } from '../textRoute.js';
 import { chatQuestions } from '../questionsFormat.js';
 import { v1 } from '../paths.js';
-import { chatRequestSchema } from '../schemas/chat.js';
+import { chatRequestSchema } from '../../activities/surfaces/schemas/chat.js';
 import { completeOnce, streamOnce } from '../inference.js';
 import { asRequestError, renderError } from '../errors.js';
 import { chatToInternal } from '../../activities/surfaces/chat.js';
@@ -21,7 +21,8 @@ import { ChatRelay, chatPassThroughBody, passedThroughCompletion } from '../../a
 import type { ModelInfo } from '../../activities/catalog/catalog.js';
 import type { InferenceCall } from '../../activities/inference/execute.js';
 import { RequestError } from '../../activities/core/errors.js';
-import type { TextBody, TextRequest } from '../textRoute.js';
+import type { TextBody } from '../../activities/core/types.js';
+import type { TextRequest } from '../textRoute.js';
 import type { AppContext, AppState } from '../state.js';
 import { isTeeModel, verifyAnswer } from '../../activities/tee/tee.js';
 import { clientAbortSignal } from '../clientAbort.js';

@@ -5,7 +5,7 @@
 import Router from '@koa/router';
 import { textRoute } from '../textRoute.js';
 import { v1 } from '../paths.js';
-import { completionsRequestSchema } from '../schemas/completions.js';
+import { completionsRequestSchema } from '../../activities/surfaces/schemas/completions.js';
 import { completeOnce, streamOnce } from '../inference.js';
 import { asRequestError, renderError } from '../errors.js';
 import {

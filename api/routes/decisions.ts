@@ -10,7 +10,7 @@ import { authenticate } from '../middleware/auth.js';
 import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { surface } from '../middleware/surface.js';
 import { v1 } from '../paths.js';
-import { decisionsRequestSchema } from '../schemas/decisions.js';
+import { decisionsRequestSchema } from '../../activities/surfaces/schemas/decisions.js';
 import { validateBody } from '../validate.js';
 import type { DecisionsBody } from '../../activities/decisions/decide.js';
 import { withBill } from '../../activities/surfaces/chatResponse.js';

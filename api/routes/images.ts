@@ -16,7 +16,11 @@ import { authenticate } from '../middleware/auth.js';
 import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { surface } from '../middleware/surface.js';
 import { publicOrigin, v1 } from '../paths.js';
-import { generationsRequestSchema, imagesRequestSchema, legacyImageRequestSchema } from '../schemas/images.js';
+import {
+  generationsRequestSchema,
+  imagesRequestSchema,
+  legacyImageRequestSchema,
+} from '../../activities/surfaces/schemas/images.js';
 import { declareMultipart, validateBody } from '../validate.js';
 import { imageFormSchema } from '../imageForm.js';
 import { config } from '../../activities/config.js';

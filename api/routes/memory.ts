@@ -8,7 +8,7 @@ import { chargeOnDelivery } from '../inference.js';
 import { authenticate } from '../middleware/auth.js';
 import { surface } from '../middleware/surface.js';
 import { v1 } from '../paths.js';
-import { memoryRequestSchema } from '../schemas/memory.js';
+import { memoryRequestSchema } from '../../activities/surfaces/schemas/memory.js';
 import { validateBody } from '../validate.js';
 import { RequestError } from '../../activities/core/errors.js';
 import { MemoryCall, memoryRequest } from '../../activities/memory/memory.js';

@@ -36,7 +36,7 @@ import { authenticate } from '../middleware/auth.js';
 import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { surface } from '../middleware/surface.js';
 import { publicOrigin, v1 } from '../paths.js';
-import { messageBatchListQuery, messageBatchSchema } from '../schemas/messageBatches.js';
+import { messageBatchListQuery, messageBatchSchema } from '../../activities/surfaces/schemas/messageBatches.js';
 import type { AppContext, AppState } from '../state.js';
 import { validateBody, validateQuery } from '../validate.js';
 

@@ -11,7 +11,7 @@ import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { authenticate } from '../middleware/auth.js';
 import { validateBody } from '../validate.js';
 import { v1 } from '../paths.js';
-import { countTokensRequestSchema, messagesRequestSchema } from '../schemas/messages.js';
+import { countTokensRequestSchema, messagesRequestSchema } from '../../activities/surfaces/schemas/messages.js';
 import { clientAbortSignal } from '../clientAbort.js';
 import { completeOnce, streamOnce } from '../inference.js';
 import { asRequestError, renderError } from '../errors.js';

@@ -8,14 +8,15 @@
 import Router from '@koa/router';
 import type { ModelInfo } from '../../activities/catalog/catalog.js';
 import type { ModelName } from '../../activities/routing/suffixes.js';
-import { type TextBody, textRoute } from '../textRoute.js';
+import { textRoute } from '../textRoute.js';
+import type { TextBody } from '../../activities/core/types.js';
 import { responsesQuestions } from '../questionsFormat.js';
 import type { Context } from 'koa';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
 import { v1 } from '../paths.js';
 import { validateQuery } from '../validate.js';
-import { responsesRequestSchema } from '../schemas/responses.js';
+import { responsesRequestSchema } from '../../activities/surfaces/schemas/responses.js';
 import { completeOnce, streamOnce } from '../inference.js';
 import {
   assistantTurn,
@@ -31,7 +32,7 @@ import {
 } from '../../activities/surfaces/responses.js';
 import { deleteResponse, loadResponse, saveResponse } from '../../activities/surfaces/responsesStore.js';
 import { withBill } from '../../activities/surfaces/chatResponse.js';
-import { startBackgroundResponse } from '../../activities/responses/background.js';
+import { startBackgroundResponse } from '../../activities/responses/backgroundStart.js';
 import { cancelJob } from '../../activities/jobs/jobs.js';
 import type { InferenceCall } from '../../activities/inference/execute.js';
 import { RequestError } from '../../activities/core/errors.js';

@@ -13,7 +13,7 @@ import { authenticate } from '../middleware/auth.js';
 import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { validateBody } from '../validate.js';
 import { v1 } from '../paths.js';
-import { speechRequestSchema } from '../schemas/speech.js';
+import { speechRequestSchema } from '../../activities/surfaces/schemas/speech.js';
 import { catalog } from '../../activities/catalog/catalog.js';
 import { planSpeech, resolveSpeechModel, SpeechCall, type SpeechBody } from '../../activities/media/speech.js';
 import { validateQuery } from '../validate.js';

@@ -5,7 +5,7 @@
 import Router from '@koa/router';
 import { talkReply, talkToInternal } from '../../activities/surfaces/talkToGpt.js';
 import { completeOnce } from '../inference.js';
-import { talkToGptRequestSchema } from '../schemas/talkToGpt.js';
+import { talkToGptRequestSchema } from '../../activities/surfaces/schemas/talkToGpt.js';
 import type { AppState } from '../state.js';
 import { textRoute } from '../textRoute.js';
 

@@ -8,7 +8,7 @@ import { clientAbortSignal } from '../clientAbort.js';
 import { chargeOnDelivery } from '../inference.js';
 import { authenticate } from '../middleware/auth.js';
 import { surface } from '../middleware/surface.js';
-import { webSearchRequestSchema } from '../schemas/web.js';
+import { webSearchRequestSchema } from '../../activities/surfaces/schemas/web.js';
 import { validateBody } from '../validate.js';
 import { RequestError } from '../../activities/core/errors.js';
 import { billOf } from '../../activities/metering/meteredCall.js';

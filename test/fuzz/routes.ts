@@ -11,22 +11,11 @@ import { authenticateOrX402 } from '../../api/x402.js';
 import { declaredEnvelope } from '../../api/middleware/surface.js';
 import { declaredSchema } from '../../api/validate.js';
 import { hintsFor, toWellFormed } from './hints.js';
+import type { ServedRoute } from './served.js';
 import { type Hints, mutated, valid } from './schemaArbitrary.js';
 import { BOUNDARY, multipartBody } from './multipart.js';
 
 type Schema = Record<string, any>;
-
-export interface ServedRoute {
-  /** as the router has it: `/api/v1/responses/:id` */
-  path: string;
-  methods: string[];
-  envelope: Envelope;
-  auth: boolean;
-  body?: Schema;
-  query?: Schema;
-  /** the fields of a multipart form the route reads as it streams (validate.ts declareMultipart) */
-  multipart?: Schema;
-}
 
 /** The routes `app` serves, with the contract each declares. */
 export function servedRoutes(app: Koa): ServedRoute[] {
