@@ -3,7 +3,7 @@
 import type { ParameterizedContext } from 'koa';
 import type { Caller } from '../activities/accounts/keys.js';
 import type { SessionView } from '../activities/accounts/sessions.js';
-import type { Envelope } from './errors.js';
+import type { Envelope } from '../activities/surfaces/errors.js';
 import type { X402State } from '../activities/x402/payments.js';
 
 export interface AppState {

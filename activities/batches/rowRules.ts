@@ -7,7 +7,7 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import { catalog, type ModelInfo } from '../catalog/catalog.js';
 import { RequestError } from '../core/errors.js';
-import { resolveModel } from '../inference/prepare.js';
+import { resolveModel } from '../catalog/resolve.js';
 import { parseModelName } from '../routing/suffixes.js';
 import { webSearchSettings } from '../search/settings.js';
 import type { RowKind } from './rowKind.js';

@@ -15,7 +15,7 @@ import type { ModelInfo, Route } from '../catalog/catalog.js';
 import { catalog } from '../catalog/catalog.js';
 import { RequestError, upstreamError } from '../core/errors.js';
 import { type Currency, ceilDiv } from '../core/money.js';
-import { resolveModel } from '../inference/prepare.js';
+import { resolveModel } from '../catalog/resolve.js';
 import { type Bill, billOf, MeteredCall } from '../metering/meteredCall.js';
 import { capability, targetFor } from '../providers/registry.js';
 import type { SpeechFormat, SpeechRequest, VoiceSettings } from '../providers/types.js';

@@ -10,7 +10,7 @@ import { catalog, type ModelInfo, type Route } from '../catalog/catalog.js';
 import { RequestError } from '../core/errors.js';
 import { costOfTokens } from '../core/money.js';
 import type { Message } from '../core/types.js';
-import { resolveModel } from '../inference/prepare.js';
+import { resolveModel } from '../catalog/resolve.js';
 import { type Charge, MeteredCall } from '../metering/meteredCall.js';
 import { capability, targetFor } from '../providers/registry.js';
 import type { ModerationVerdict } from '../providers/types.js';

@@ -7,7 +7,7 @@
 import type { Caller } from '../accounts/keys.js';
 import { catalog, type ModelInfo, type Route } from '../catalog/catalog.js';
 import { RequestError } from '../core/errors.js';
-import { resolveModel } from '../inference/prepare.js';
+import { resolveModel } from '../catalog/resolve.js';
 import { type Charge, MeteredCall } from '../metering/meteredCall.js';
 import { capability, targetFor } from '../providers/registry.js';
 import type { SearchAnswer, SearchRequest } from '../providers/types.js';

@@ -11,7 +11,7 @@
 import type { Caller } from '../accounts/keys.js';
 import { catalog, type ModelInfo, type Route } from '../catalog/catalog.js';
 import { RequestError, upstreamError } from '../core/errors.js';
-import { resolveModel } from '../inference/prepare.js';
+import { resolveModel } from '../catalog/resolve.js';
 import { audioSeconds } from '../media/audioDuration.js';
 import { type Charge, MeteredCall } from '../metering/meteredCall.js';
 import { capability, targetFor } from '../providers/registry.js';

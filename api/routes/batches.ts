@@ -12,7 +12,7 @@
 // batch already made; the same key with another body is a 409.
 import Router from '@koa/router';
 import { RequestError } from '../../activities/core/errors.js';
-import { resolveModel } from '../../activities/inference/prepare.js';
+import { resolveModel } from '../../activities/catalog/resolve.js';
 import { cancelBatch, checkInlineRequests, requestHash, startBatch } from '../../activities/batches/start.js';
 import {
   type BatchRecord,

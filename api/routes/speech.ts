@@ -17,7 +17,7 @@ import { speechRequestSchema } from '../../activities/surfaces/schemas/speech.js
 import { catalog } from '../../activities/catalog/catalog.js';
 import { planSpeech, resolveSpeechModel, SpeechCall, type SpeechBody } from '../../activities/media/speech.js';
 import { validateQuery } from '../validate.js';
-import { notFound } from '../errors.js';
+import { notFound } from '../../activities/surfaces/errors.js';
 import type { AppState } from '../state.js';
 import { billingHeaders } from '../speechHeaders.js';
 

@@ -19,7 +19,7 @@ import { validateBody, validateQuery } from '../validate.js';
 import { videoCancelSchema, videoExtendSchema, videoRequestSchema } from '../../activities/surfaces/schemas/video.js';
 import { catalog } from '../../activities/catalog/catalog.js';
 import { cancelJob } from '../../activities/jobs/jobs.js';
-import { resolveModel } from '../../activities/inference/prepare.js';
+import { resolveModel } from '../../activities/catalog/resolve.js';
 import { planRoute } from '../../activities/routing/planRoute.js';
 import {
   MEDIA_FIELDS,

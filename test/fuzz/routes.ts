@@ -5,7 +5,7 @@
 // encodings mixed in.
 import type Koa from 'koa';
 import fc from 'fast-check';
-import type { Envelope } from '../../api/errors.js';
+import type { Envelope } from '../../activities/surfaces/errors.js';
 import { authenticate } from '../../api/middleware/auth.js';
 import { authenticateOrX402 } from '../../api/x402.js';
 import { declaredEnvelope } from '../../api/middleware/surface.js';

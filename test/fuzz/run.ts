@@ -5,7 +5,7 @@
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { db } from '../../activities/db.js';
-import type { Envelope } from '../../api/errors.js';
+import type { Envelope } from '../../activities/surfaces/errors.js';
 import { type Answer, type Outcome, type Request, send, sendRaw } from './http.js';
 import { knownDefect, type Sent } from './known.js';
 import { judge } from './oracle.js';

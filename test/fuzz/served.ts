@@ -1,6 +1,6 @@
 // A route the app serves, with the contract it declares (what routes.ts reads off the router, and
 // what the case generators and hints work from).
-import type { Envelope } from '../../api/errors.js';
+import type { Envelope } from '../../activities/surfaces/errors.js';
 
 type Schema = Record<string, any>;
 
