@@ -3,9 +3,10 @@
 //   body        add-ons that take the whole request elsewhere (the `questions` format)
 //   model       the model name resolved (suffixes included); add-ons checked that need only it
 //   translate   the surface's codec makes the one internal request; X-Provider is honoured
-//   translated  add-ons checked that need the internal request (web search, memory, x402)
-//   reserve     the add-ons' own charges, each given back if a later one fails
-//   apply       the add-ons change the request (masking), with everything reserved
+//   translated  add-ons checked that need the internal request (memory, web search; x402 last,
+//               which quotes the request or takes its payment)
+//   prepare     in list order, each add-on changes the request (masking, first) and reserves its
+//               own charge (memory, the search's fee), each given back if a later one fails
 //   answer      an add-on (the advisor) or the surface's handler (handler.ts) plans, reserves,
 //               calls and renders; the moderation preflight and the search run before the first call
 //   deliver     every charge stands once the answer is written out
@@ -56,13 +57,10 @@ export async function runText<T extends Translated>(codec: TextCodec<T>, ex: Exc
   if (provider) run.input.prefs.explicit = provider;
   active = await check(run as TextRun, 'translated', active);
 
-  await reserve(run as TextRun, active);
+  await prepare(run as TextRun, active);
   try {
-    let answerer: (typeof active)[number] | undefined;
-    for (const a of active) {
-      if (a.addOn.apply) await a.addOn.apply(run as TextRun, a.state);
-      if (a.addOn.answer) answerer = a;
-    }
+    let answerer: Active[number] | undefined;
+    for (const a of active) if (a.addOn.answer) answerer = a;
     if (answerer) await answerer.addOn.answer!(run as TextRun, answerer.state);
     else await answerText(run);
   } catch (err) {
@@ -72,13 +70,13 @@ export async function runText<T extends Translated>(codec: TextCodec<T>, ex: Exc
   for (const a of active) await a.addOn.deliver?.(run as TextRun, a.state);
 }
 
-/** The add-ons' own charges, in list order; one that fails gives back those reserved before it. */
-async function reserve(run: TextRun, active: Active): Promise<void> {
+/** The add-ons' changes and own charges, in list order; one that fails gives back those before it. */
+async function prepare(run: TextRun, active: Active): Promise<void> {
   for (let i = 0; i < active.length; i++) {
     const { addOn, state } = active[i];
-    if (!addOn.reserve) continue;
     try {
-      await addOn.reserve(run, state);
+      if (addOn.apply) await addOn.apply(run, state);
+      if (addOn.reserve) await addOn.reserve(run, state);
     } catch (err) {
       for (const before of active.slice(0, i)) await before.addOn.abandon?.(run, before.state, codeOf(err));
       throw err;

@@ -17,10 +17,10 @@ export interface AddOn<S = unknown> {
    * and then only for a request that asks for the add-on.
    */
   check(run: TextRun): S | undefined | Promise<S | undefined>;
-  /** Its own charge, reserved or run before the answer (x402's payment, memory, the search's fee). */
-  reserve?(run: TextRun, state: S): Promise<void>;
-  /** Changes the request once everything is reserved, before the answer is prepared (masking). */
+  /** Changes the request before the add-ons after it in the list read it (masking). */
   apply?(run: TextRun, state: S): Promise<void> | void;
+  /** Its own charge, reserved or run before the answer (memory, the search's fee). */
+  reserve?(run: TextRun, state: S): Promise<void>;
   /** Answers the request instead of the surface (a decision model, the advisor's phases). */
   answer?(run: TextRun, state: S): Promise<void>;
   /** The answer failed or never reached the caller: give back what the add-on holds. */

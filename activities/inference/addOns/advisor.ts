@@ -110,7 +110,7 @@ async function advisorWanted(run: TextRun): Promise<AdvisorPlan | undefined> {
     );
   const plan = advisorPlanOf(body.advisor, model);
   if (!plan) return undefined;
-  if (isTeeModel(model.id) || isTeeModel(plan.model.id))
+  if (isTeeModel(model) || isTeeModel(plan.model))
     throw refuse(
       "'advisor' is not combined with confidential (TEE/) models: the other phase would see the conversation outside the enclave. Leave out 'advisor'.",
       'advisor',

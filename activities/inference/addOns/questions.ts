@@ -13,7 +13,7 @@ import { moderationWanted } from './moderation.js';
 
 function refuseAddOns(run: TextRun): void {
   const { codec, ex } = run;
-  if (codec.redaction && redactionWanted({ headers: ex.headers, suffix: false, callerDefault: ex.caller.redaction }))
+  if (redactionWanted({ headers: ex.headers, suffix: false, callerDefault: ex.caller.redaction }))
     throw new RequestError(
       400,
       'invalid_parameter_value',

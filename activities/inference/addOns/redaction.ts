@@ -1,11 +1,11 @@
-// PII redaction (on the surfaces that offer it: the `redaction` header, a `:redaction` suffix, or
-// the key's or account's default): the request is masked before it is sent, once every part of
-// the answer is reserved, and refused if masking fails (activities/redaction/); a masked request
-// is translated, never passed through, and its answer restored. Its fee is charged with the answer.
+// PII redaction (the `redaction` header, a `:redaction` suffix, or the key's or account's default;
+// refused where the surface does not offer it): the request is masked first, before memory, web
+// search or the preflight read it, as the answer's upstream does, and refused if masking fails
+// (activities/redaction/); a masked request is translated, never passed through, and its answer
+// restored. Its fee is charged with the answer.
 import { config } from '../../config.js';
-import { RequestError } from '../../core/errors.js';
 import { redactRequest } from '../../redaction/mask.js';
-import { REDACTION_FEE_NANO_USD, redactionWanted } from '../../redaction/policy.js';
+import { REDACTION_FEE_NANO_USD, redactionDecision, redactionSuffix } from '../../redaction/policy.js';
 import type { TextRun } from '../textRun.js';
 import type { AddOn } from './addOn.js';
 
@@ -13,21 +13,14 @@ export const redaction: AddOn<true> = {
   name: 'redaction',
   at: 'model',
   check(run) {
-    const { name, ex } = run;
-    if (name.redaction && !run.codec.redaction)
-      throw new RequestError(
-        400,
-        'invalid_parameter_value',
-        `The '${name.suffixes.find((s) => /redact/.test(s))}' suffix asks for PII redaction, which this route does not offer (chat completions, completions and responses do). The request was refused rather than sent without it.`,
-        { param: 'model' },
-      );
-    if (!run.codec.redaction) return undefined;
-    const wanted = redactionWanted({
-      headers: ex.headers,
-      suffix: name.redaction === true,
-      callerDefault: ex.caller.redaction,
-    });
-    if (!wanted) return undefined;
+    const { name, ex, codec } = run;
+    // applied where the surface offers it, refused (400) where it does not: never ignored
+    const decided = redactionDecision(
+      codec.redaction === true,
+      { headers: ex.headers, suffix: redactionSuffix(name), callerDefault: ex.caller.redaction },
+      `this endpoint (${codec.surface})`,
+    );
+    if (decided !== 'apply') return undefined;
     run.redact = true;
     return true;
   },

@@ -1,6 +1,6 @@
-// Accountless x402 payment (on the surfaces that offer it): the request is priced as it would be
-// reserved (the dearest route's worst case, with the redaction fee) and answered with a quote, or
-// runs on the payment it brings (activities/x402/admit.ts). A paid request that fails stays paid,
+// Accountless x402 payment (on the surfaces that offer it): once every other add-on has checked the
+// request, it is priced as it would be reserved (the dearest route's worst case, with the
+// redaction fee) and answered with a quote, or runs on the payment it brings (activities/x402/admit.ts). A paid request that fails stays paid,
 // to be completed again; one answered uses the payment up. Memory and web search are not covered.
 import { RequestError } from '../../core/errors.js';
 import { REDACTION_FEE_NANO_USD } from '../../redaction/policy.js';
@@ -38,10 +38,20 @@ export const x402: AddOn<true> = {
       throw new RequestError(400, 'invalid_parameter_value', 'x402 payments do not cover web search.', {
         param: webParam(run.web.source),
       });
-    return true;
-  },
-  async reserve(run) {
-    run.paid = await admitX402(run.ex, run.codec.surface, run.body, () => worstCase(run));
+    // a quote keeps the body, not the headers: a redaction header would be lost at completion
+    // (the ':redaction' suffix is part of the body, so it is quoted with the fee and applied)
+    if (run.redact && !run.name.redaction)
+      throw new RequestError(
+        400,
+        'invalid_parameter_value',
+        "x402 payments do not carry the 'redaction' header to the paid request. Ask for PII redaction with the model suffix ':redaction' instead, or leave the header out.",
+        { param: 'redaction' },
+      );
+    // the last check: quoted (402), or the payment taken and claimed for this run
+    return admitX402(run.ex, run.codec.surface, run.body, () => worstCase(run)).then((paid) => {
+      run.paid = paid;
+      return true as const;
+    });
   },
   async abandon(run) {
     if (run.paid) await unclaimPaid(run.paid);

@@ -4,7 +4,7 @@ import type { TextCodec } from '../../inference/codec.js';
 import type { InferenceCall } from '../../inference/execute.js';
 import type { TextRun } from '../../inference/codec.js';
 import { citationsIn } from '../../search/context.js';
-import { isTeeModel, verifyAnswer } from '../../tee/tee.js';
+import { attests, verifyAnswer } from '../../tee/tee.js';
 import { type ChatPlanInput, chatToInternal } from '../chat.js';
 import { ChatRelay, chatPassThroughBody } from '../chatPassthrough.js';
 import { ChatChunker, type toChatCompletion, type WebSearchShown, withSearchCitations } from '../chatResponse.js';
@@ -99,7 +99,7 @@ async function wholeChat(run: Run, call: InferenceCall, done: Completed): Promis
   // a TEE model's answer says whether the gateway verified its signature against a fresh attestation;
   // its `id` is the upstream's, the one GET /api/v1/tee/signature/{requestId} takes
   const chatId = (result.native?.id as string | undefined) ?? result.upstreamId;
-  if (isTeeModel(run.model.id) && chatId) {
+  if (attests(route) && chatId) {
     const { verification } = await verifyAnswer(route, chatId, run.ex.signal(), { digests: result.bodyDigests });
     answer.id = chatId;
     answer.tee_verification = verification;

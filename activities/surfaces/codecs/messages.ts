@@ -1,6 +1,6 @@
 // The message-style API (Anthropic Messages wire format) as a text surface: the body through
 // messagesToInternal, a whole answer as a `message` (or the upstream's own, passed through), a
-// stream as typed events (or relayed). `anthropic-beta` is passed on to Anthropic upstreams.
+// stream as typed events (or relayed). `anthropic-beta` goes to the upstreams that understand it.
 // Mid-stream failures end with what the stream cost, then an `event: error` frame and no
 // message_stop, as Anthropic's own do.
 import { RequestError } from '../../core/errors.js';
@@ -32,11 +32,12 @@ export const messagesCodec: TextCodec<ReturnType<typeof messagesToInternal>> = {
   surface: 'messages',
   envelope: 'message',
   schema: messagesRequestSchema,
+  redaction: true,
   questions: messagesQuestions,
   translate: messagesToInternal,
   answerOther(run) {
     // the spec: TEE models stream through chat completions only (their signatures are per chat id)
-    if (run.body.stream && isTeeModel(run.model.id))
+    if (run.body.stream && isTeeModel(run.model))
       throw new RequestError(
         400,
         'invalid_parameter_value',
@@ -48,7 +49,7 @@ export const messagesCodec: TextCodec<ReturnType<typeof messagesToInternal>> = {
   prepareExtra(run) {
     const beta = run.ex.header('anthropic-beta').trim();
     return {
-      passHeaders: beta ? { anthropic: { 'anthropic-beta': beta } } : undefined,
+      passHeaders: beta ? { 'anthropic-beta': beta } : undefined,
       native: messagesPassThroughBody(run.body),
     };
   },

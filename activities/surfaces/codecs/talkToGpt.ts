@@ -9,6 +9,7 @@ export const talkToGptCodec: TextCodec<ReturnType<typeof talkToInternal>> = {
   surface: 'talk-to-gpt',
   envelope: 'legacy',
   schema: talkToGptRequestSchema,
+  redaction: true,
   webSearch: true,
   translate: talkToInternal,
   answered: (r) => !!r.content,
