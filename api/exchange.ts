@@ -1,7 +1,7 @@
 // The text pipeline's view of one HTTP exchange (activities/inference/exchange.ts), filled from
 // Koa's context: one object per request whose methods read `ctx` when asked, so a request that
 // never needs the abort signal or the origin never builds them.
-import type { Caller } from '../activities/accounts/keys.js';
+import type { Caller } from '../activities/core/caller.js';
 import type { Exchange, StreamSink } from '../activities/inference/exchange.js';
 import type { MeteredCall } from '../activities/metering/meteredCall.js';
 import type { Envelope } from '../activities/surfaces/errors.js';

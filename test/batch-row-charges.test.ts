@@ -11,7 +11,8 @@ import { parseAmount } from '../activities/core/money.js';
 import { db } from '../activities/db.js';
 import { closeIdleLeases, flushLeases } from '../activities/ledger/leases.js';
 import { balances, credit, releaseExpiredHolds } from '../activities/ledger/ledger.js';
-import { MeteredCall, type Payer } from '../activities/metering/meteredCall.js';
+import { MeteredCall } from '../activities/metering/meteredCall.js';
+import type { Payer } from '../activities/core/caller.js';
 import { assertBooksBalance } from './support/books.js';
 
 const usd = (s: string) => parseAmount(s, 'USD');

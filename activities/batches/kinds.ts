@@ -9,7 +9,9 @@ import { chatRequestSchema } from '../surfaces/schemas/chat.js';
 import { responsesRequestSchema } from '../surfaces/schemas/responses.js';
 import { chatToInternal } from '../surfaces/chat.js';
 import { toChatCompletion } from '../surfaces/chatResponse.js';
-import { newId, responsesToInternal, toResponse } from '../surfaces/responses.js';
+import { responsesToInternal } from '../surfaces/responses.js';
+import { toResponse } from '../surfaces/responsesResponse.js';
+import { newId } from '../core/ids.js';
 import { messages } from './messageKind.js';
 import type { BatchEndpoint, RowKind } from './rowKind.js';
 

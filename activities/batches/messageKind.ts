@@ -12,7 +12,7 @@ import type { RowKind } from './rowKind.js';
 import { messagesToInternal } from '../surfaces/messages.js';
 import { messagesPassThroughBody, passedThroughMessage } from '../surfaces/messagesPassthrough.js';
 import { toMessage } from '../surfaces/messagesResponse.js';
-import { newId } from '../surfaces/responses.js';
+import { newId } from '../core/ids.js';
 import { parseModelName } from '../routing/suffixes.js';
 import { catalog } from '../catalog/catalog.js';
 

@@ -16,7 +16,7 @@
 // `restricted_provider` (the direct-hosted families that take only `provider.zdr` and
 // `provider.data_collection`; family A always does), `calibration_temperature` (default 1; a route
 // option of the same name overrides it for that route).
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import { catalog, type ModelInfo, type Route } from '../catalog/catalog.js';
 import { RequestError } from '../core/errors.js';
 import { costOfTokens } from '../core/money.js';

@@ -4,7 +4,7 @@
 // route that answers (falling back before anything reached the caller), and settled for the
 // images actually returned at the answering route's price: fewer images than asked cost less, a
 // failure or an empty answer costs nothing.
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import { catalog, type ModelInfo, type Route } from '../catalog/catalog.js';
 import { RequestError, upstreamError } from '../core/errors.js';
 import { resolveModel } from '../catalog/resolve.js';

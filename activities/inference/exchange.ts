@@ -1,7 +1,7 @@
 // What the text pipeline needs of the HTTP exchange it answers, and nothing more: api/ fills it in
 // (api/exchange.ts) from Koa's context, so the pipeline and its add-ons never see Koa, and a test
 // can drive them with a plain object.
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import type { MeteredCall } from '../metering/meteredCall.js';
 import type { Envelope } from '../surfaces/errors.js';
 import type { X402State } from '../x402/payments.js';

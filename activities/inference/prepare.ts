@@ -3,7 +3,7 @@
 // the output cap, and reserve the worst case. One implementation, so chat, messages, responses
 // and completions cannot drift apart.
 import { catalog, type ModelInfo, type Route } from '../catalog/catalog.js';
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import { planRoute, type ProviderPreferences, type RequestNeeds } from '../routing/planRoute.js';
 import { promptPrefixes, rememberedRoute } from '../routing/cacheAffinity.js';
 import { estimatePromptTokens, likelyFromEstimate } from '../billing/pricing.js';

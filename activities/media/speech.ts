@@ -10,7 +10,7 @@
 // `billing_per: 60` on a music model = the route price is USD per minute, charged by the second.
 // Streaming is billed once the first audio chunk has arrived; a provider that fails before any
 // audio costs nothing.
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import type { ModelInfo, Route } from '../catalog/catalog.js';
 import { catalog } from '../catalog/catalog.js';
 import { RequestError, upstreamError } from '../core/errors.js';
@@ -92,6 +92,7 @@ const ALL_FORMATS = ['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm'];
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
 
 /** The model's options against the request: the spec's speech codes, all 400. */
+// Long on purpose: one check per speech option, in the spec's order, each with its own message.
 export function planSpeech(model: ModelInfo, body: SpeechBody): SpeechPlan {
   const o = model.options;
   const formats = strings(o.formats);

@@ -15,7 +15,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { db } from '../db.js';
 import { catalog, type Route } from '../catalog/catalog.js';
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import { MeteredCall } from '../metering/meteredCall.js';
 import { SpeechCall, speechBillFields, type SpeechPlan } from './speech.js';
 import { describeHostedFile, storeHostedFile, type HostedFileRef } from './hostedFiles.js';

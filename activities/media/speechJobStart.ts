@@ -2,7 +2,7 @@
 // the `speechJob` workflow. Apart from the job's activities (speechJob.ts) because it names the
 // workflow, which imports the activities' types: one module doing both would be an import cycle.
 import { randomBytes } from 'node:crypto';
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import { startJob, type JobRow } from '../jobs/jobs.js';
 import { speechJob } from '../../workflows/speechJob.js';
 import { SpeechCall, type SpeechPlan } from './speech.js';

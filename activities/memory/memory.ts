@@ -7,7 +7,7 @@
 // Expired memories and seen-message records are deleted by the Temporal Schedule
 // `switchyard-memory-sweeper` (workflows/memorySweeper.ts).
 import { randomBytes } from 'node:crypto';
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import type { Message } from '../core/types.js';
 import { catalog, type Route } from '../catalog/catalog.js';
 import { RequestError } from '../core/errors.js';

@@ -20,7 +20,7 @@
 // What differs per surface is declared, not re-implemented: how to price the worst case on a
 // route, what the attempt is, what the answer cost, how a shortfall is explained. Money never moves
 // anywhere else (activities/ledger/ holds the arithmetic and the idempotency).
-import type { Caller } from '../accounts/keys.js';
+import type { Payer } from '../core/caller.js';
 import type { Route } from '../catalog/catalog.js';
 import { isCallersOwn, RequestError, UPSTREAM_ERROR } from '../core/errors.js';
 import { type Currency, formatAmount, toDisplayNumber } from '../core/money.js';
@@ -45,15 +45,6 @@ import {
   type TeamBilling,
   teamBillingOf,
 } from '../ledger/teamBudget.js';
-
-/**
- * Who pays: what the engine needs of a caller (a job's worker knows only this much). `userId`: the
- * person behind it, whose `bill_to_team` choice sends synchronous calls to their team (teamBudget.ts).
- */
-export type Payer = Pick<Caller, 'accountId' | 'billingMode' | 'dailyUsdLimit'> & {
-  keyId: string | null;
-  userId?: number | null;
-};
 
 export interface MeteredCallSpec {
   caller: Payer;

@@ -6,16 +6,11 @@
 import { Context } from '@temporalio/activity';
 import { db } from '../db.js';
 import { catalog } from '../catalog/catalog.js';
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import { hasOutput, InferenceCall, producedText } from '../inference/execute.js';
 import type { InferenceRequest } from '../core/types.js';
-import {
-  assistantTurn,
-  toResponse,
-  type ChatMessage,
-  type ResponseMeta,
-  type ResponseObject,
-} from '../surfaces/responses.js';
+import { assistantTurn, type ChatMessage } from '../surfaces/responses.js';
+import { toResponse, type ResponseMeta, type ResponseObject } from '../surfaces/responsesResponse.js';
 import { RequestError } from '../core/errors.js';
 import { MeteredCall } from '../metering/meteredCall.js';
 import { storable } from '../surfaces/responsesStore.js';

@@ -1,16 +1,11 @@
 // Handing a background response to its workflow (the job pattern). Apart from the activities the
 // workflow runs (background.ts) because it names the workflow, which imports the activities'
 // types: one module doing both would be an import cycle.
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import type { InferenceCall } from '../inference/execute.js';
 import { startJob } from '../jobs/jobs.js';
-import {
-  inputItemsOf,
-  responseShell,
-  type ChatMessage,
-  type ResponseMeta,
-  type ResponseObject,
-} from '../surfaces/responses.js';
+import { inputItemsOf, type ChatMessage } from '../surfaces/responses.js';
+import { responseShell, type ResponseMeta, type ResponseObject } from '../surfaces/responsesResponse.js';
 import { retentionDays } from '../surfaces/responsesStore.js';
 import { backgroundResponse } from '../../workflows/backgroundResponse.js';
 import type { BackgroundJob } from './background.js';

@@ -16,7 +16,8 @@ import type {
 } from '../core/types.js';
 import type { ModelName } from '../routing/suffixes.js';
 import type { ProviderPreferences } from '../routing/planRoute.js';
-import { cacheControlOf, toolSpecLimit, type ChatPlanInput } from './chat.js';
+import { cacheControlOf, type ChatPlanInput } from './chat.js';
+import { toolSpecLimit } from './chatTools.js';
 import { notSupported, RequestError } from '../core/errors.js';
 import { promptCachingOf } from './promptCaching.js';
 

@@ -8,7 +8,7 @@
 //
 // Route option `verbose_json: true`: the upstream gives timed segments and the length (whisper).
 // Subtitles (srt, vtt) and verbose answers need segments, so they only go to such routes.
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import { catalog, type ModelInfo, type Route } from '../catalog/catalog.js';
 import { RequestError, upstreamError } from '../core/errors.js';
 import { resolveModel } from '../catalog/resolve.js';

@@ -2,10 +2,11 @@
 // `videoJob` workflow. Apart from the job's records (jobs.ts) and activities (run.ts) because it
 // names the workflow, which imports the activities' types: one module doing both would be a cycle.
 import { randomBytes } from 'node:crypto';
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import { formatAmount, toDisplayNumber, type Currency } from '../core/money.js';
 import { startJob } from '../jobs/jobs.js';
-import { MeteredCall, type Payer } from '../metering/meteredCall.js';
+import { MeteredCall } from '../metering/meteredCall.js';
+import type { Payer } from '../core/caller.js';
 import { videoJob, type VideoJobInput } from '../../workflows/videoJob.js';
 import { type VideoJobRequest, videoSettings } from './jobs.js';
 import type { VideoPlan } from './plan.js';

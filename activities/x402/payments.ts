@@ -16,7 +16,7 @@
 // request it was quoted for: a payment replayed with another body is refused.
 import { createHash, randomBytes } from 'node:crypto';
 import type { PaymentPayload, PaymentRequirements, SettleResponse } from '@x402/core/types';
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import { config } from '../config.js';
 import { CURRENCIES, formatAmount } from '../core/money.js';
 import { db } from '../db.js';

@@ -30,9 +30,9 @@ describe('text codecs (unit)', () => {
       ['redaction', 'moderation', 'webSearch', 'x402', 'advisor'].filter((k) => c[k as keyof TextCodec] === true);
     assert.deepEqual(offers(chatCodec as TextCodec), ['redaction', 'moderation', 'webSearch', 'x402', 'advisor']);
     assert.deepEqual(offers(completionsCodec as TextCodec), ['redaction', 'x402']);
-    assert.deepEqual(offers(messagesCodec as TextCodec), []);
+    assert.deepEqual(offers(messagesCodec as TextCodec), ['redaction']);
     assert.deepEqual(offers(responsesCodec as TextCodec), ['redaction', 'webSearch']);
-    assert.deepEqual(offers(talkToGptCodec as TextCodec), ['webSearch']);
+    assert.deepEqual(offers(talkToGptCodec as TextCodec), ['redaction', 'webSearch']);
     assert.equal(messagesCodec.envelope, 'message');
     assert.equal(talkToGptCodec.envelope, 'legacy');
   });
@@ -65,9 +65,13 @@ describe('text codecs (unit)', () => {
     assert.match(text, /<NanoGPT>.*"cost".*<\/NanoGPT>/s);
   });
 
-  it('messages: a TEE model is not streamed here; the beta header goes to Anthropic upstreams', () => {
+  it('messages: a TEE model is not streamed here; the beta header goes to the upstreams that read it', () => {
     const { run } = runOf(messagesCodec as TextCodec, { model: 'TEE/x', stream: true });
-    run.model = model('TEE/x');
+    // a TEE model: one served by a provider that attests
+    run.model = {
+      ...model('TEE/x'),
+      routes: [{ available: true, provider: { id: 'tee', protocol: 'openai-tee' } }],
+    } as never;
     assert.throws(
       () => messagesCodec.answerOther!(run as never),
       (e: RequestError) => e.opts?.param === 'stream',
@@ -78,7 +82,7 @@ describe('text codecs (unit)', () => {
     told.headers['anthropic-beta'] = 'tools-2024';
     const withBeta = textRun({ codec: messagesCodec as TextCodec, ex: told, body: { model: 'm', messages: [] } });
     assert.deepEqual(messagesCodec.prepareExtra!(withBeta.run as never).passHeaders, {
-      anthropic: { 'anthropic-beta': 'tools-2024' },
+      'anthropic-beta': 'tools-2024',
     });
   });
 

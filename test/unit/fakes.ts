@@ -1,6 +1,6 @@
 // Fakes for the text pipeline's unit tests: an Exchange that records what would go over HTTP, a
 // TextRun over a codec of the test's making, and calls that answer without a provider.
-import type { Caller } from '../../activities/accounts/keys.js';
+import type { Caller } from '../../activities/core/caller.js';
 import type { ModelInfo } from '../../activities/catalog/catalog.js';
 import type { InferenceResult, TextBody } from '../../activities/core/types.js';
 import type { TextCodec, Translated } from '../../activities/inference/codec.js';

@@ -16,18 +16,15 @@ import type { ModelName } from '../../routing/suffixes.js';
 import { citationsIn, responsesAnnotations, type UrlCitation } from '../../search/context.js';
 import { withBill } from '../chatResponse.js';
 import { responsesQuestions } from '../questions.js';
+import { assistantTurn, type ChatMessage, inputItemsOf, responsesToInternal } from '../responses.js';
 import {
-  assistantTurn,
-  type ChatMessage,
   type Frame,
-  inputItemsOf,
-  newId,
   type ResponseMeta,
   type ResponseObject,
   ResponseStreamer,
-  responsesToInternal,
   toResponse,
-} from '../responses.js';
+} from '../responsesResponse.js';
+import { newId } from '../../core/ids.js';
 import { loadResponse, saveResponse } from '../responsesStore.js';
 import { responsesRequestSchema } from '../schemas/responses.js';
 
