@@ -7,7 +7,7 @@ import type { MeteredCall } from '../activities/metering/meteredCall.js';
 import type { Envelope } from '../activities/surfaces/errors.js';
 import type { X402State } from '../activities/x402/payments.js';
 import { clientAbortSignal } from './clientAbort.js';
-import { chargeOnDelivery } from './inference.js';
+import { chargeOnDelivery } from './delivery.js';
 import { publicOrigin } from './paths.js';
 import { SseWriter } from './sse.js';
 import type { AppContext } from './state.js';

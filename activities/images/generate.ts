@@ -8,7 +8,7 @@ import type { Caller } from '../core/caller.js';
 import { catalog, type ModelInfo, type Route } from '../catalog/catalog.js';
 import { RequestError, upstreamError } from '../core/errors.js';
 import { resolveModel } from '../catalog/resolve.js';
-import { MediaFetchError, safeFetch } from '../media/safeFetch.js';
+import { MediaFetchError, safeFetch } from '../core/safeFetch.js';
 import { type Charge, MeteredCall } from '../metering/meteredCall.js';
 import { capability, targetFor } from '../providers/registry.js';
 import type { ImageReference, ImageRequest } from '../providers/types.js';

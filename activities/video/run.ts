@@ -19,7 +19,7 @@ import type { Route } from '../catalog/catalog.js';
 import { MeteredCall } from '../metering/meteredCall.js';
 import { capability, targetFor } from '../providers/registry.js';
 import type { VideoJobFailure, VideoResult, VideoStatusReply } from '../providers/types.js';
-import { safeFetch, MediaFetchError } from '../media/safeFetch.js';
+import { safeFetch, MediaFetchError } from '../core/safeFetch.js';
 import { storeHostedFile } from '../media/hostedFiles.js';
 import {
   isTerminal,

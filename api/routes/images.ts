@@ -11,7 +11,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { clientAbortSignal } from '../clientAbort.js';
 import { readImageForm } from '../imageForm.js';
-import { chargeOnDelivery } from '../inference.js';
+import { chargeOnDelivery } from '../delivery.js';
 import { authenticate } from '../middleware/auth.js';
 import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { surface } from '../middleware/surface.js';

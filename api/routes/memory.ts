@@ -4,7 +4,7 @@
 // 429. The `memory_expiration_days` header (1-365) overrides the body's `expiration_days`.
 import Router from '@koa/router';
 import { clientAbortSignal } from '../clientAbort.js';
-import { chargeOnDelivery } from '../inference.js';
+import { chargeOnDelivery } from '../delivery.js';
 import { authenticate } from '../middleware/auth.js';
 import { refuseUnofferedRedaction } from '../middleware/notOffered.js';
 import { surface } from '../middleware/surface.js';

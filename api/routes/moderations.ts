@@ -4,7 +4,7 @@
 // header's preflight (activities/moderation/moderate.ts), flagged or not.
 import Router from '@koa/router';
 import { clientAbortSignal } from '../clientAbort.js';
-import { chargeOnDelivery } from '../inference.js';
+import { chargeOnDelivery } from '../delivery.js';
 import { authenticate } from '../middleware/auth.js';
 import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { surface } from '../middleware/surface.js';

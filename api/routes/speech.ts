@@ -6,7 +6,7 @@
 // nothing. Billing headers: X-Cost (USD), X-Charged (in X-Payment-Source's currency), X-Characters.
 import { Readable } from 'node:stream';
 import { clientAbortSignal } from '../clientAbort.js';
-import { chargeOnDelivery } from '../inference.js';
+import { chargeOnDelivery } from '../delivery.js';
 import Router from '@koa/router';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';

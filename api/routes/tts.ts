@@ -1,6 +1,6 @@
 import { publicOrigin } from '../paths.js';
 import { clientAbortSignal } from '../clientAbort.js';
-import { chargeOnDelivery } from '../inference.js';
+import { chargeOnDelivery } from '../delivery.js';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { surface } from '../middleware/surface.js';

@@ -5,7 +5,7 @@
 // {answer, sources:[{name, url, snippet}]}, `structured` the object the schema asked for.
 import Router from '@koa/router';
 import { clientAbortSignal } from '../clientAbort.js';
-import { chargeOnDelivery } from '../inference.js';
+import { chargeOnDelivery } from '../delivery.js';
 import { authenticate } from '../middleware/auth.js';
 import { refuseUnofferedRedaction } from '../middleware/notOffered.js';
 import { surface } from '../middleware/surface.js';
