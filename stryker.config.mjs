@@ -14,7 +14,13 @@ const modelDir = ['./.data/models/', '../shared/models/']
 if (modelDir && !process.env.LOCAL_MODELS_DIR) process.env.LOCAL_MODELS_DIR = modelDir;
 
 export default {
-  mutate: ['activities/ledger/**/*.ts', 'activities/providers/sse.ts', 'activities/metering/meteredCall.ts'],
+  mutate: [
+    'activities/ledger/**/*.ts',
+    'activities/providers/sse.ts',
+    'activities/metering/meteredCall.ts',
+    'activities/metering/funds.ts',
+    'activities/metering/upstreamFailures.ts',
+  ],
   testRunner: 'mocha',
   // The tests are TypeScript run by tsx (what .mocharc.json's node-option does for `npm test`).
   testRunnerNodeArgs: ['--import', 'tsx/esm', '--import', mocha12],

@@ -12,8 +12,9 @@ import { parseAmount } from '../activities/core/money.js';
 import { db } from '../activities/db.js';
 import { flushLeases } from '../activities/ledger/leases.js';
 import { balances, credit, LedgerError } from '../activities/ledger/ledger.js';
-import { billOf, MeteredCall, type MeteredCallSpec } from '../activities/metering/meteredCall.js';
 import type { Payer } from '../activities/core/caller.js';
+import type { MeteredCallSpec } from '../activities/metering/callSpec.js';
+import { billOf, MeteredCall } from '../activities/metering/meteredCall.js';
 import { flushRequestRecords } from '../activities/metering/records.js';
 import { assertBooksBalance } from './support/books.js';
 

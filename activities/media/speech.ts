@@ -92,7 +92,6 @@ const ALL_FORMATS = ['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm'];
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
 
 /** The model's options against the request: the spec's speech codes, all 400. */
-// Long on purpose: one check per speech option, in the spec's order, each with its own message.
 export function planSpeech(model: ModelInfo, body: SpeechBody): SpeechPlan {
   const o = model.options;
   const formats = strings(o.formats);

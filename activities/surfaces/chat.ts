@@ -156,7 +156,7 @@ export interface ChatPlanInput {
 }
 
 /** The whole chat body in internal form, plus what routing needs to know about it. */
-// Long on purpose: one pass over chat's fields, each a few lines, reads best in the order they apply.
+// biome-ignore lint/complexity/noExcessiveLinesPerFunction: one pass over chat's fields, each a few lines, in the order they apply
 export function chatToInternal(body: any, model: ModelInfo, name: ModelName): ChatPlanInput {
   // the chat completions route takes `advisor` off the body before this (api/advisor.ts); elsewhere it is refused
   if (body.advisor !== undefined && body.advisor !== null)

@@ -1,9 +1,9 @@
 // biome-ignore-all lint/suspicious/noExplicitAny: wire JSON, read field by field
 // Chat completions' tools, tool choice and response format read into the internal request's form
 // (chat.ts translates the rest), with the checks a schema cannot express and the spec's codes.
-import { Ajv } from 'ajv';
 import type { ResponseFormat, ToolChoice, ToolSpec } from '../core/types.js';
 import { RequestError } from '../core/errors.js';
+import { checkJsonSchema, checkStrictSchema } from './jsonSchema.js';
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const bad = (code: string, message: string, param: string | null = null) =>
@@ -97,39 +97,6 @@ export function parseToolChoice(raw: any, tools: ToolSpec[] | undefined): ToolCh
   return { name };
 }
 
-const schemaAjv = new Ajv({ strict: false, allErrors: false });
-
-/** Strict mode's rules (as OpenAI enforces them): every object closed, every property required. */
-function checkStrict(node: any, path: string): void {
-  if (!node || typeof node !== 'object') return;
-  if (Array.isArray(node)) {
-    for (const [i, n] of node.entries()) checkStrict(n, `${path}[${i}]`);
-    return;
-  }
-  const isObject =
-    node.type === 'object' || (Array.isArray(node.type) && node.type.includes('object')) || node.properties;
-  if (isObject) {
-    if (node.additionalProperties !== false)
-      throw bad(
-        'invalid_json_schema',
-        `With strict: true, ${path} must set additionalProperties: false.`,
-        'response_format.json_schema.schema',
-      );
-    const keys = Object.keys(node.properties ?? {});
-    const missing = keys.filter((k) => !(node.required ?? []).includes(k));
-    if (missing.length)
-      throw bad(
-        'invalid_json_schema',
-        `With strict: true, every property of ${path} must be in 'required' (missing: ${missing.join(', ')}).`,
-        'response_format.json_schema.schema',
-      );
-  }
-  for (const key of ['properties', '$defs', 'definitions'])
-    for (const [k, v] of Object.entries(node[key] ?? {})) checkStrict(v, `${path}.${k}`);
-  for (const key of ['items', 'anyOf', 'oneOf', 'allOf', 'prefixItems'])
-    if (node[key]) checkStrict(node[key], `${path}.${key}`);
-}
-
 export function parseResponseFormat(raw: any): ResponseFormat | undefined {
   if (!raw) return undefined;
   if (raw.type !== 'json_schema') return { type: raw.type };
@@ -154,16 +121,8 @@ export function parseResponseFormat(raw: any): ResponseFormat | undefined {
       'response_format.json_schema.schema must be a JSON Schema object.',
       'response_format.json_schema.schema',
     );
-  try {
-    schemaAjv.compile(schema);
-  } catch (err) {
-    throw bad(
-      'invalid_json_schema',
-      `response_format.json_schema.schema is not a valid JSON Schema: ${(err as Error).message}`,
-      'response_format.json_schema.schema',
-    );
-  }
-  if (js.strict === true) checkStrict(schema, 'the schema');
+  checkJsonSchema(schema, 'response_format.json_schema.schema');
+  if (js.strict === true) checkStrictSchema(schema, 'the schema', 'response_format.json_schema.schema');
   return { type: 'json_schema', name: js.name, schema, strict: js.strict === true, description: js.description };
 }
 
