@@ -26,23 +26,33 @@ const NONE: Active = [];
 
 const codeOf = (err: unknown) => (err as { code?: string }).code ?? 'error';
 
-/** The add-ons checked at `point` that the request asks for, appended to `active`. */
-async function check(run: TextRun, point: CheckPoint, active: Active): Promise<Active> {
-  for (const addOn of ADD_ONS) {
+/**
+ * The add-ons checked at `point` that the request asks for, appended to `active`. Synchronous
+ * unless an add-on's check needs I/O (only for a request that asks for it): no promise per request.
+ */
+function check(run: TextRun, point: CheckPoint, active: Active, from = 0): Active | Promise<Active> {
+  for (let i = from; i < ADD_ONS.length; i++) {
+    const addOn = ADD_ONS[i];
     if (addOn.at !== point) continue;
-    let state = addOn.check(run);
+    const state = addOn.check(run);
     if (state === undefined) continue;
-    if (state instanceof Promise) state = await state;
-    if (state === undefined) continue;
-    if (active === NONE) active = [];
-    active.push({ addOn, state });
+    if (state instanceof Promise)
+      return state.then((s) => check(run, point, s === undefined ? active : withAddOn(active, addOn, s), i + 1));
+    active = withAddOn(active, addOn, state);
   }
+  return active;
+}
+
+function withAddOn(active: Active, addOn: AddOn, state: unknown): Active {
+  if (active === NONE) active = [];
+  active.push({ addOn, state });
   return active;
 }
 
 export async function runText<T extends Translated>(codec: TextCodec<T>, ex: Exchange, body: TextBody): Promise<void> {
   const run = new TextRun(codec, ex, body);
-  const taken = await check(run as TextRun, 'body', NONE);
+  let taken = check(run as TextRun, 'body', NONE);
+  if (taken instanceof Promise) taken = await taken;
   if (taken.length) return taken[0].addOn.answer!(run as TextRun, taken[0].state);
 
   const { model, name } = resolveModel(body.model);
@@ -50,14 +60,16 @@ export async function runText<T extends Translated>(codec: TextCodec<T>, ex: Exc
   run.name = name;
   // the /api/v1thinking/ base path asks what `:thinking` asks, unless the name turns reasoning off
   if (ex.thinkingPath && name.reasoningEffort !== 'none') name.thinking = true;
-  let active = await check(run as TextRun, 'model', NONE);
+  let active = check(run as TextRun, 'model', NONE);
+  if (active instanceof Promise) active = await active;
 
   run.input = await codec.translate(run.body, model, name, ex);
   const provider = ex.header('x-provider').trim();
   if (provider) run.input.prefs.explicit = provider;
-  active = await check(run as TextRun, 'translated', active);
+  active = check(run as TextRun, 'translated', active);
+  if (active instanceof Promise) active = await active;
 
-  await prepare(run as TextRun, active);
+  if (active.length) await prepare(run as TextRun, active);
   try {
     let answerer: Active[number] | undefined;
     for (const a of active) if (a.addOn.answer) answerer = a;

@@ -158,7 +158,8 @@ export interface ChatPlanInput {
 /** The whole chat body in internal form, plus what routing needs to know about it. */
 // biome-ignore lint/complexity/noExcessiveLinesPerFunction: one pass over chat's fields, each a few lines, in the order they apply
 export function chatToInternal(body: any, model: ModelInfo, name: ModelName): ChatPlanInput {
-  // the chat completions route takes `advisor` off the body before this (api/advisor.ts); elsewhere it is refused
+  // the chat completions route takes `advisor` off the body before this (the advisor add-on,
+  // activities/inference/addOns/advisor.ts); elsewhere it is refused
   if (body.advisor !== undefined && body.advisor !== null)
     throw bad(
       'invalid_parameter_value',
