@@ -6,6 +6,7 @@ import { config } from '../../activities/config.js';
 import { findTemporalCli, startDevServer } from '../../temporal-dev/index.js';
 import { createWorker, SEARCH_ATTRIBUTES } from '../../bin/worker.js';
 import { closeTemporalClient } from '../../activities/temporalClient.js';
+import { workflowBundle } from './workflowBundle.js';
 
 interface TestTemporal {
   address: string;
@@ -16,7 +17,7 @@ interface TestTemporal {
 let started: Promise<TestTemporal> | undefined;
 let cleanup: Array<() => Promise<unknown>> = [];
 
-export function useTemporal(): Promise<TestTemporal> {
+export async function useTemporal(): Promise<TestTemporal> {
   started ??= (async () => {
     const server = await startDevServer({
       cli: await findTemporalCli(),
@@ -28,7 +29,7 @@ export function useTemporal(): Promise<TestTemporal> {
     config.temporalAddress = server.address;
     const connection = await Connection.connect({ address: server.address });
     cleanup.unshift(() => connection.close());
-    const worker = await createWorker(server.address);
+    const worker = await createWorker(server.address, workflowBundle());
     const running = worker.run();
     cleanup.unshift(async () => {
       worker.shutdown();
@@ -36,7 +37,11 @@ export function useTemporal(): Promise<TestTemporal> {
     });
     return { address: server.address, client: new Client({ connection, namespace: config.temporalNamespace }), worker };
   })();
-  return started;
+  const temporal = await started;
+  // Said again on every use: a suite that put its settings back (keepConfig) may have put back the
+  // address from before this process's server started, and the next suite would find none.
+  config.temporalAddress = temporal.address;
+  return temporal;
 }
 
 export async function stopTemporal(): Promise<void> {
