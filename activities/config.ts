@@ -1,6 +1,6 @@
 // The gateway's core settings, read once. A few module-specific ones are read where they are
 // used (LOCAL_* in providers/local/engine.ts, TOOL_SPEC_MAX_BYTES in surfaces/chat.ts,
-// SWITCHYARD_FETCH_ALLOW_PRIVATE in media/safeFetch.ts, SWITCHYARD_DURABLE_REQUEST_CHARGES in
+// SWITCHYARD_FETCH_ALLOW_PRIVATE in core/safeFetch.ts, SWITCHYARD_DURABLE_REQUEST_CHARGES in
 // db.ts). The README's "Configuration" table lists them all; keep it in step.
 import 'dotenv/config';
 import { existsSync } from 'node:fs';

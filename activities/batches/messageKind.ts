@@ -7,12 +7,12 @@
 // 1,000,000 (the model's own limit is checked where the batch is created), the first turn the
 // user's, and no content a batch cannot run (file references, containers, MCP servers, video;
 // hosted tools are refused by the translation itself, as on the synchronous route).
-import { messagesRequestSchema } from '../../api/schemas/messages.js';
-import type { RowKind } from './kinds.js';
+import { messagesRequestSchema } from '../surfaces/schemas/messages.js';
+import type { RowKind } from './rowKind.js';
 import { messagesToInternal } from '../surfaces/messages.js';
 import { messagesPassThroughBody, passedThroughMessage } from '../surfaces/messagesPassthrough.js';
 import { toMessage } from '../surfaces/messagesResponse.js';
-import { newId } from '../surfaces/responses.js';
+import { newId } from '../core/ids.js';
 import { parseModelName } from '../routing/suffixes.js';
 import { catalog } from '../catalog/catalog.js';
 

@@ -9,11 +9,11 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import { catalog, type ModelInfo } from '../catalog/catalog.js';
 import { RequestError } from '../core/errors.js';
-import { resolveModel } from '../inference/prepare.js';
+import { resolveModel } from '../catalog/resolve.js';
 import { redactionSuffix } from '../redaction/policy.js';
 import { parseModelName } from '../routing/suffixes.js';
 import { webSearchSettings } from '../search/settings.js';
-import type { RowKind } from './kinds.js';
+import type { RowKind } from './rowKind.js';
 
 export interface RowProblem {
   /** 0-based position of the row */

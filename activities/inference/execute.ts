@@ -4,7 +4,7 @@
 // (non-streaming) or a first stream event (streaming: after it, no fallback); the cost is the
 // usage the upstream reported, or our documented estimate when it reported none. Surfaces only
 // translate.
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import { atPriceBps, cacheCostOfUsage, costOfUsage, worstCaseCost } from '../billing/pricing.js';
 import type { Route } from '../catalog/catalog.js';
 import { config } from '../config.js';

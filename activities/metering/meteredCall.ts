@@ -32,7 +32,8 @@ import { releaseLeased, settleLeased, unchargeLeased } from '../ledger/leases.js
 import { refundCharges } from '../ledger/refunds.js';
 import { release, type Settlement, settle } from '../ledger/holds.js';
 import { refundTeamBudget, releaseTeamBudget, settleTeamBudget } from '../ledger/teamBudget.js';
-import type { MeteredCallSpec, Payer } from './callSpec.js';
+import type { Payer } from '../core/caller.js';
+import type { MeteredCallSpec } from './callSpec.js';
 import { type Funds, type Reserved, reserveFunds } from './funds.js';
 import { recordRequest } from './records.js';
 import { asUpstreamFailure, exhausted, logUpstreamFailure, midwayFailure } from './upstreamFailures.js';

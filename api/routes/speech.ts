@@ -7,21 +7,23 @@
 // Accountless payment (x402, `X-X402: true` without a key) is offered for non-streaming requests.
 import { Readable } from 'node:stream';
 import { clientAbortSignal } from '../clientAbort.js';
-import { chargeOnDelivery } from '../inference.js';
+import { chargeOnDelivery } from '../delivery.js';
 import Router from '@koa/router';
 import compose from 'koa-compose';
 import type { Middleware } from 'koa';
 import { surface } from '../middleware/surface.js';
 import { x402Routes } from '../textRoute.js';
-import { admitX402, authenticateOrX402, finishPaid, unclaimPaid } from '../x402.js';
+import { authenticateOrX402 } from '../x402.js';
+import { admitX402, finishPaid, unclaimPaid } from '../../activities/x402/admit.js';
+import { KoaExchange } from '../exchange.js';
 import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { validateBody } from '../validate.js';
 import { v1 } from '../paths.js';
-import { speechRequestSchema } from '../schemas/speech.js';
+import { speechRequestSchema } from '../../activities/surfaces/schemas/speech.js';
 import { catalog } from '../../activities/catalog/catalog.js';
 import { planSpeech, resolveSpeechModel, SpeechCall, type SpeechBody } from '../../activities/media/speech.js';
 import { validateQuery } from '../validate.js';
-import { notFound } from '../errors.js';
+import { notFound } from '../../activities/surfaces/errors.js';
 import type { AppContext, AppState } from '../state.js';
 import { billingHeaders } from '../speechHeaders.js';
 
@@ -38,7 +40,7 @@ const speak: Middleware<AppState> = async (ctx) => {
   if (!ctx.state.x402) return deliver(ctx, body, call);
   // accountless (x402; never a stream): quoted at the reservation's worst case, or paid and
   // claimed for this run; a run that fails leaves the payment paid, to be completed again
-  const paid = await admitX402(ctx, X402_SPEECH, { ...body }, () => call.metered.worstCase());
+  const paid = await admitX402(new KoaExchange(ctx), X402_SPEECH, { ...body }, () => call.metered.worstCase());
   try {
     await deliver(ctx, body, call);
   } catch (err) {

@@ -4,7 +4,7 @@
 // not recover to the attested signing address, is refused (502), never passed on as if sound. An id the provider does not know is 404.
 import Router from '@koa/router';
 import { RequestError } from '../../activities/core/errors.js';
-import { resolveModel } from '../../activities/inference/prepare.js';
+import { resolveModel } from '../../activities/catalog/resolve.js';
 import { attestationReport, attestingRoute, verifyAnswer } from '../../activities/tee/tee.js';
 import { attestedAddress, checkNonce } from '../../activities/tee/verify.js';
 import { clientAbortSignal } from '../clientAbort.js';

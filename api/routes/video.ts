@@ -16,10 +16,10 @@ import { authenticate } from '../middleware/auth.js';
 import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { perKeyRate } from '../middleware/rateLimit.js';
 import { validateBody, validateQuery } from '../validate.js';
-import { videoCancelSchema, videoExtendSchema, videoRequestSchema } from '../schemas/video.js';
+import { videoCancelSchema, videoExtendSchema, videoRequestSchema } from '../../activities/surfaces/schemas/video.js';
 import { catalog } from '../../activities/catalog/catalog.js';
 import { cancelJobAndWait } from '../../activities/jobs/jobs.js';
-import { resolveModel } from '../../activities/inference/prepare.js';
+import { resolveModel } from '../../activities/catalog/resolve.js';
 import { planRoute } from '../../activities/routing/planRoute.js';
 import {
   MEDIA_FIELDS,
@@ -28,13 +28,8 @@ import {
   planVideoExtension,
   type VideoBody,
 } from '../../activities/video/plan.js';
-import {
-  isTerminal,
-  loadVideoJob,
-  recentVideoJobs,
-  startVideoJob,
-  type VideoJobRow,
-} from '../../activities/video/jobs.js';
+import { isTerminal, loadVideoJob, recentVideoJobs, type VideoJobRow } from '../../activities/video/jobs.js';
+import { startVideoJob } from '../../activities/video/start.js';
 import { normalizedVideoStatus, videoStatusData, videoStatusLabel } from '../../activities/video/views.js';
 import { readHostedFile } from '../../activities/media/hostedFiles.js';
 import type { AppState } from '../state.js';
