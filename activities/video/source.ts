@@ -5,7 +5,7 @@
 // long, or whose length cannot be read, is refused: the limit is never skipped.
 import type { ModelInfo } from '../catalog/catalog.js';
 import { RequestError } from '../core/errors.js';
-import { MediaFetchError, safeFetch } from '../media/safeFetch.js';
+import { MediaFetchError, safeFetch } from '../core/safeFetch.js';
 import { videoSeconds } from '../media/videoDuration.js';
 
 /** The spec's longest source video an extension takes, in seconds (a model may set less: `max_source_seconds`). */
