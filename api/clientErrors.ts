@@ -30,15 +30,24 @@ function answer(err: NodeJS.ErrnoException, socket: Duplex): void {
     socket.destroy(err);
     return;
   }
+  // A request already handed to the app (a body cut short, then the connection half-closed): its
+  // route owns the envelope, which is not known here, so Node's own bare status line goes out, as
+  // before this handler existed; the app cannot answer on a connection Node is closing.
+  if (inFlight) {
+    socket.end(`HTTP/1.1 400 ${STATUS_CODES[400]}\r\nConnection: close\r\n\r\n`);
+    return;
+  }
   const [status, code, message] = ANSWERS[err.code ?? ''] ?? MALFORMED;
   const body = JSON.stringify(renderError(new RequestError(status, code, message), 'openai'));
+  // an answer to HEAD has no body (the client would read one as garbage after the answer)
+  const head = (err as { rawPacket?: Buffer }).rawPacket?.subarray(0, 5).toString('latin1') === 'HEAD ';
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
       'Content-Type: application/json; charset=utf-8\r\n' +
       `Content-Length: ${Buffer.byteLength(body)}\r\n` +
       `X-Request-ID: ${newRequestId()}\r\n` +
       'Connection: close\r\n\r\n' +
-      body,
+      (head ? '' : body),
   );
 }
 

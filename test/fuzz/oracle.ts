@@ -59,8 +59,11 @@ export function judge(
       problems.push(`answer ${a.status} without X-Request-ID: ${text.slice(0, 120)}`);
     return problems;
   }
+  // what Node's HTTP layer could not read (a request line, a header, a method it does not know) never
+  // reached a route: the gateway answers it in the OpenAI-style envelope (api/clientErrors.ts)
+  const unreadable = [400, 408, 431].includes(a.status) && NODE_LAYER_CODES.test(text);
   if (a.status >= 400 && method !== 'HEAD') {
-    const shape = envelopeProblem(text, envelope, a.status);
+    const shape = envelopeProblem(text, unreadable ? 'openai' : envelope, a.status);
     if (shape) problems.push(shape);
     if (!/application\/json/.test(String(a.headers['content-type'])))
       problems.push(`error content-type ${a.headers['content-type']}`);
@@ -96,6 +99,9 @@ function excerpt(text: string, re: RegExp): string {
 
 const isString = (v: unknown) => typeof v === 'string';
 const stringOrNull = (v: unknown) => v === null || typeof v === 'string';
+
+const NODE_LAYER_CODES =
+  /^\{"error":\{[^]*"code":"(malformed_request|request_header_fields_too_large|request_timeout)"/;
 
 /** Why `text` is not an error in `envelope` (undefined when it is). */
 function envelopeProblem(text: string, envelope: Envelope, status: number): string | undefined {
