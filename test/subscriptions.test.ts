@@ -35,6 +35,7 @@ describe('subscriptions', function () {
     testPlan('daily3', { price: '0.10', periodSeconds: 3600, daily: 3, monthly: 10 }),
     testPlan('race', { price: '0.10', periodSeconds: 3600, daily: 7, monthly: 100 }),
     testPlan('short', { price: '0.10', periodSeconds: 2, daily: 100, monthly: 100 }),
+    testPlan('reprice', { price: '0.10', periodSeconds: 3600, daily: 7, monthly: 100 }),
   ]);
   let api: Awaited<ReturnType<typeof startApi>>;
 
@@ -379,6 +380,30 @@ describe('subscriptions', function () {
     }
     assert.equal((await periodCharges(id)).length, 1);
     assert.equal(await usdOf(accountId), usd('0.90'));
+    await db().pool.query(`UPDATE subscriptions SET status = 'inactive' WHERE id = $1`, [id]);
+  });
+
+  it("a renewal after the plan's price changed charges the new price and takes the plan's new terms", async () => {
+    const { accountId } = await newAccount('1');
+    // subscribed at 0.10 (a row without a workflow, so this test alone renews it)
+    const id = `sub_${randomUUID().replace(/-/g, '').slice(0, 24)}`;
+    await db().pool.query(
+      `INSERT INTO subscriptions (id, account_id, plan_id, status, period_no, period_start, period_end, price,
+         daily_limit, monthly_limit, models)
+       VALUES ($1, $2, 'reprice', 'active', 1, now() - interval '1 hour', now(), 100000000, 7, 100, $3)`,
+      [id, accountId, [LOCAL]],
+    );
+    // the operator raises the price and the daily limit before the period ends
+    await db().pool.query(`UPDATE subscription_plans SET price = 250000000, daily_limit = 9 WHERE id = 'reprice'`);
+    const renewed = await paySubscriptionPeriod(id, 2);
+    assert.ok('paid' in renewed && renewed.paid && renewed.periodNo === 2);
+    assert.deepEqual(
+      (await periodCharges(id)).map((c) => c.amount),
+      [usd('-0.25').toString()],
+    );
+    assert.equal(await usdOf(accountId), usd('0.75'));
+    const { rows } = await db().pool.query(`SELECT price::text, daily_limit FROM subscriptions WHERE id = $1`, [id]);
+    assert.deepEqual(rows[0], { price: usd('0.25').toString(), daily_limit: 9 });
     await db().pool.query(`UPDATE subscriptions SET status = 'inactive' WHERE id = $1`, [id]);
   });
 

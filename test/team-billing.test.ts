@@ -177,6 +177,44 @@ describe('billing to a team', function () {
     assert.equal(cut.effective_usage_limit_usd, 0.123456789);
   });
 
+  it("a member's own limit wins over the team's default, whether higher or lower", async () => {
+    const t = await billedTeam();
+    const worst = await worstCase(t);
+    const usdOf = (n: bigint) => Number(formatAmount(n, 'USD'));
+    const setDefault = async (limit: bigint) => {
+      const r = await t.owner.b.req('PATCH', `/api/teams/${t.uuid}/settings`, {
+        default_member_usage_limit_usd: usdOf(limit),
+        usage_limit_enforced: true,
+      });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+    };
+    const setOwn = async (limit: bigint) => {
+      const r = await t.owner.b.req('PATCH', `/api/teams/${t.uuid}/members`, {
+        sessionId: t.member.user.id,
+        usage_limit_usd: usdOf(limit),
+        usage_limit_enforced: true,
+      });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+    };
+    await t.target.b.req('PATCH', `/api/teams/${t.uuid}/members/self`, { bill_to_team: true });
+    const target = () => t.target.b.post('/api/v1/chat/completions', hello);
+    // the default leaves less than one worst case; the member's own limit leaves room for many
+    await setDefault(worst / 2n);
+    await setOwn(parseAmount('1', 'USD'));
+    assert.equal((await teamBillingOf(t.member.user.id))?.memberLimit, parseAmount('1', 'USD'));
+    assert.equal((await b.post(t.key, hello)).status, 200);
+    assert.equal((await target()).status, 402); // no limit of their own: the default holds
+    // and the other way round: a generous default, the member's own limit too small
+    await setDefault(parseAmount('1', 'USD'));
+    await setOwn(worst / 2n);
+    assert.equal((await teamBillingOf(t.member.user.id))?.memberLimit, worst / 2n);
+    const refused = await b.post(t.key, hello);
+    assert.equal(refused.status, 402);
+    assert.equal((await refused.json()).error.code, 'team_usage_limit_exceeded');
+    assert.equal((await target()).status, 200);
+    await assertBooksBalance();
+  });
+
   it('holds the team limit under a race of many members at once, and the books balance', async () => {
     const t = await billedTeam('50');
     const worst = await worstCase(t);
