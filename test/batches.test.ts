@@ -285,6 +285,29 @@ describe('inline batches (/api/beta/batches) on the batch workflow', function ()
     }
   });
 
+  it('a row gets exactly the attempts the setting gives: one, or five (the default), then its error line', async () => {
+    try {
+      for (const attempts of [1, 5]) {
+        config.batchRowAttempts = attempts;
+        b.openai.reset(); // the requests counted, and the defaults: set again
+        b.openai.defaults({ status: 500 });
+        b.openrouter.defaults({ status: 500 });
+        const res = await create({ endpoint: '/v1/chat/completions', model: MODEL, requests: [chatRow('x', 'never')] });
+        const made = (await res.json()) as any;
+        const done = await ended(made.id);
+        assert.deepEqual(done.request_counts, { total: 1, completed: 0, failed: 1 }, `${attempts} attempts`);
+        assert.equal(done.results[0].error.code, 'all_fallbacks_failed', `${attempts} attempts`);
+        assert.equal(b.openai.requests.length, attempts, `${attempts} attempts, each sent once`);
+        assert.deepEqual(await chargesOf(made.id), []);
+        assert.equal((await b.usd(accountId)).held, 0n);
+      }
+    } finally {
+      b.openai.defaults({});
+      b.openrouter.defaults({});
+      b.openrouter.reset();
+    }
+  });
+
   it('cancel: rows running finish and are charged, rows not started are cancelled and never sent', async () => {
     config.batchConcurrency = 2;
     b.openai.defaults({ delayMs: 700 });
