@@ -7,7 +7,12 @@ import { useChatBench, type ChatBench } from './support/chatEnv.js';
 import { person, teamFixture, type TeamFixture } from './support/teams.js';
 import { createKey } from '../activities/accounts/keys.js';
 import { credit, releaseExpiredHolds } from '../activities/ledger/ledger.js';
-import { reserveTeamBudget, teamBillingOf } from '../activities/ledger/teamBudget.js';
+import {
+  releaseTeamBudget,
+  reserveTeamBudget,
+  settleTeamBudget,
+  teamBillingOf,
+} from '../activities/ledger/teamBudget.js';
 import { formatAmount, parseAmount } from '../activities/core/money.js';
 import { db } from '../activities/db.js';
 import { assertBooksBalance } from './support/books.js';
@@ -213,6 +218,65 @@ describe('billing to a team', function () {
     assert.equal((await refused.json()).error.code, 'team_usage_limit_exceeded');
     assert.equal((await target()).status, 200);
     await assertBooksBalance();
+  });
+
+  it('the budgets at their limits, to the nano-dollar: exactly at a limit passes, one nano over is refused', async () => {
+    const t = await teamFixture(b.base);
+    const budget = (memberLimit: bigint | null) => ({
+      teamId: t.id,
+      teamUuid: t.uuid,
+      teamName: t.name,
+      status: 'active' as const,
+      ownerAccountId: t.owner.user.accountId,
+      allowedModels: null,
+      memberLimit,
+      teamLimit: 1500n,
+    });
+    const m = { b: budget(1000n), id: t.member.user.id };
+    const o = { b: budget(null), id: t.target.user.id };
+    const req = () => `team-budget-test-${Math.random().toString(36).slice(2)}`;
+    const r1 = req();
+    assert.deepEqual(await reserveTeamBudget(m.b, m.id, r1, 1000n), { ok: true });
+    assert.deepEqual(await reserveTeamBudget(m.b, m.id, req(), 1n), {
+      ok: false,
+      scope: 'member',
+      limit: 1000n,
+      used: 1000n,
+    });
+    const r3 = req();
+    assert.deepEqual(await reserveTeamBudget(o.b, o.id, r3, 500n), { ok: true });
+    assert.deepEqual(await reserveTeamBudget(o.b, o.id, req(), 1n), {
+      ok: false,
+      scope: 'team',
+      limit: 1500n,
+      used: 1500n,
+    });
+    await releaseTeamBudget(r1);
+    const r6 = req();
+    assert.deepEqual(await reserveTeamBudget(o.b, o.id, r6, 1000n), { ok: true });
+    // exactly the member's limit, but past the team's: the team's limit is the one named
+    assert.deepEqual(await reserveTeamBudget(m.b, m.id, req(), 1000n), {
+      ok: false,
+      scope: 'team',
+      limit: 1500n,
+      used: 1500n,
+    });
+    await settleTeamBudget(r3, 200n);
+    const r8 = req();
+    assert.deepEqual(await reserveTeamBudget(m.b, m.id, r8, 300n), { ok: true }); // the team exactly full again
+    const { rows } = await db().pool.query(
+      `SELECT user_id, spent::text, held::text FROM team_usage WHERE team_id = $1 ORDER BY user_id`,
+      [t.id],
+    );
+    assert.deepEqual(
+      rows.map((r) => [r.user_id, r.spent, r.held]),
+      [
+        [0, '200', '1300'],
+        [Math.min(m.id, o.id), ...(m.id < o.id ? ['0', '300'] : ['200', '1000'])],
+        [Math.max(m.id, o.id), ...(m.id < o.id ? ['200', '1000'] : ['0', '300'])],
+      ],
+    );
+    for (const r of [r6, r8]) await releaseTeamBudget(r);
   });
 
   it('holds the team limit under a race of many members at once, and the books balance', async () => {
