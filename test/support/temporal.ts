@@ -16,7 +16,7 @@ interface TestTemporal {
 let started: Promise<TestTemporal> | undefined;
 let cleanup: Array<() => Promise<unknown>> = [];
 
-export function useTemporal(): Promise<TestTemporal> {
+export async function useTemporal(): Promise<TestTemporal> {
   started ??= (async () => {
     const server = await startDevServer({
       cli: await findTemporalCli(),
@@ -36,7 +36,11 @@ export function useTemporal(): Promise<TestTemporal> {
     });
     return { address: server.address, client: new Client({ connection, namespace: config.temporalNamespace }), worker };
   })();
-  return started;
+  const t = await started;
+  // Every call, not only the first: a suite that snapshot the settings (keepConfig) before the
+  // server started puts back "no Temporal server" when it ends, and the server outlives it.
+  config.temporalAddress = t.address;
+  return t;
 }
 
 export async function stopTemporal(): Promise<void> {
