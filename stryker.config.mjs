@@ -12,9 +12,20 @@ const modelDir = ['./.data/models/', '../shared/models/']
   .map((dir) => new URL(dir, import.meta.url).pathname)
   .find((dir) => existsSync(dir));
 if (modelDir && !process.env.LOCAL_MODELS_DIR) process.env.LOCAL_MODELS_DIR = modelDir;
+// Nor is the project's Temporal CLI (.venv is not copied): the suites that start a Temporal dev
+// server (subscriptions, invitations) would otherwise look for one, or install one, per sandbox.
+const temporalCli = new URL('./.venv/bin/temporal', import.meta.url).pathname;
+if (existsSync(temporalCli) && !process.env.TEMPORAL_CLI) process.env.TEMPORAL_CLI = temporalCli;
 
 export default {
-  mutate: ['activities/ledger/**/*.ts', 'activities/providers/sse.ts', 'activities/metering/meteredCall.ts'],
+  // Every module of the ledger (the ledger and its leases, the subscription allowance, team budgets,
+  // transfers between accounts), the metered call, PII redaction's masking, and the SSE parser.
+  mutate: [
+    'activities/ledger/**/*.ts',
+    'activities/metering/meteredCall.ts',
+    'activities/redaction/mask.ts',
+    'activities/providers/sse.ts',
+  ],
   testRunner: 'mocha',
   // The tests are TypeScript run by tsx (what .mocharc.json's node-option does for `npm test`).
   testRunnerNodeArgs: ['--import', 'tsx/esm', '--import', mocha12],
@@ -23,15 +34,22 @@ export default {
     'no-config': true,
     extension: ['ts'],
     // setup.ts first: its root hooks make the database every other file uses. Then the files that
-    // exercise the mutated code: the ledger and leases directly, the metered call and the SSE parser
-    // through the API's text surfaces (streaming included). Files another branch may not have yet
-    // are skipped.
+    // exercise the mutated code: the ledger and leases directly, the allowance through
+    // subscriptions, team budgets through team billing, transfers through credit invitations, the
+    // metered call (and its refunds of undelivered answers) directly and through the API's text
+    // surfaces (streaming included), masking through redaction, the SSE parser directly. Files
+    // another branch may not have yet are skipped.
     spec: [
       'test/support/setup.ts',
       'test/ledger.test.ts',
       'test/leases.test.ts',
       'test/lease-upkeep.test.ts',
+      'test/subscriptions.test.ts',
+      'test/team-billing.test.ts',
+      'test/invitations.test.ts',
       'test/metered-call.test.ts',
+      'test/undelivered.test.ts',
+      'test/redaction.test.ts',
       'test/sse.test.ts',
       'test/chat.test.ts',
       'test/client-abort.test.ts',
