@@ -96,7 +96,7 @@ export async function advisorWanted(
     );
   const plan = advisorPlanOf(body.advisor, model);
   if (!plan) return undefined;
-  if (isTeeModel(model.id) || isTeeModel(plan.model.id))
+  if (isTeeModel(model) || isTeeModel(plan.model))
     throw refuse(
       "'advisor' is not combined with confidential (TEE/) models: the other phase would see the conversation outside the enclave. Leave out 'advisor'.",
       'advisor',

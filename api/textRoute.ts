@@ -10,10 +10,10 @@
 // then translated, never passed through. Web search (`:online`, `web_search`, `web_search_options`)
 // then searches for the latest user message and puts the results before it (activities/search/
 // online.ts; charged on its own, given back likewise); the handler gets the results to cite. PII
-// redaction (on the routes that offer it: the `redaction` header, a `:redaction` suffix, or the
-// key's or account's default) masks the request before anything is reserved or sent, and refuses
-// it if masking fails (activities/redaction/); a redacted request is translated too, and its
-// answer restored. On chat completions the `moderation` header runs the paid input-safety
+// redaction (asked for by the `redaction` header, a `:redaction` suffix, or the key's or account's
+// default) masks the request before anything is reserved or sent, and refuses it if masking fails
+// (activities/redaction/); a route that does not offer it refuses a request that asked
+// (policy.ts: redactionDecision); a redacted request is translated too, and its answer restored. On chat completions the `moderation` header runs the paid input-safety
 // preflight (api/moderationPreflight.ts) once every answer's worst case is reserved, so a request
 // that could not be answered or paid for is refused with nothing charged; the preflight is charged
 // whatever it finds, and a flagged request (`content_policy_violation`) gives the answers'
@@ -41,7 +41,12 @@ import { refuseUnofferedBeside } from './middleware/notOffered.js';
 import { moderationPreflight, moderationWanted } from './moderationPreflight.js';
 import { config } from '../activities/config.js';
 import { redactRequest } from '../activities/redaction/mask.js';
-import { REDACTION_FEE_NANO_USD, redactionWanted } from '../activities/redaction/policy.js';
+import {
+  REDACTION_FEE_NANO_USD,
+  redactionDecision,
+  redactionSuffix,
+  redactionWanted,
+} from '../activities/redaction/policy.js';
 import { surface } from './middleware/surface.js';
 import type { AppContext, AppState } from './state.js';
 import { validateBody } from './validate.js';
@@ -89,7 +94,7 @@ export interface TextRouteSpec<T extends Translated> {
   schema: Schema;
   /** what request records and ledger reasons call it */
   surface: string;
-  /** the route offers PII redaction (chat, completions, responses); elsewhere asking for it is refused */
+  /** the route offers PII redaction; where it does not, asking for it (any way) is refused */
   redaction?: boolean;
   /** the route offers the `moderation` header's paid preflight (chat completions); elsewhere it is refused */
   moderation?: boolean;
@@ -116,10 +121,7 @@ export const x402Routes = new Map<string, Middleware<AppState>>();
  * it. Model suffixes on a decision model are refused by resolveModel (inference/prepare.ts).
  */
 function refuseAddOnsWithQuestions(ctx: AppContext, spec: { redaction?: boolean; moderation?: boolean }): void {
-  if (
-    spec.redaction &&
-    redactionWanted({ headers: ctx.headers, suffix: false, callerDefault: ctx.state.caller.redaction })
-  )
+  if (redactionWanted({ headers: ctx.headers, suffix: false, callerDefault: ctx.state.caller.redaction }))
     throw new RequestError(
       400,
       'invalid_parameter_value',
@@ -154,20 +156,17 @@ export function textRoute<T extends Translated>(
       return spec.questions?.answer(ctx, body, questions);
     }
     const { model, name } = resolveModel(body.model);
-    if (name.redaction && !spec.redaction)
-      throw new RequestError(
-        400,
-        'invalid_parameter_value',
-        `The '${name.suffixes.find((s) => /redact/.test(s))}' suffix asks for PII redaction, which this route does not offer (chat completions, completions and responses do). The request was refused rather than sent without it.`,
-        { param: 'model' },
-      );
+    // applied where the route offers it, refused (400) where it does not: never ignored
     const redact =
-      spec.redaction === true &&
-      redactionWanted({
-        headers: ctx.headers,
-        suffix: name.redaction === true,
-        callerDefault: ctx.state.caller.redaction,
-      });
+      redactionDecision(
+        spec.redaction === true,
+        {
+          headers: ctx.headers,
+          suffix: redactionSuffix(name),
+          callerDefault: ctx.state.caller.redaction,
+        },
+        `this endpoint (${spec.surface})`,
+      ) === 'apply';
     // the /api/v1thinking/ base path asks what `:thinking` asks, unless the name turns reasoning off
     if (ctx.state.thinkingPath && name.reasoningEffort !== 'none') name.thinking = true;
     const moderation = spec.moderation ? moderationWanted(ctx) : undefined;
@@ -199,6 +198,15 @@ export function textRoute<T extends Translated>(
         throw new RequestError(400, 'invalid_parameter_value', 'x402 payments do not cover web search.', {
           param: web.source.startsWith('the') ? 'model' : web.source.replace(/'/g, ''),
         });
+      // a quote keeps the body, not the headers: a redaction header would be lost at completion
+      // (the ':redaction' suffix is part of the body, so it is quoted with the fee and applied)
+      if (redact && !name.redaction)
+        throw new RequestError(
+          400,
+          'invalid_parameter_value',
+          "x402 payments do not carry the 'redaction' header to the paid request. Ask for PII redaction with the model suffix ':redaction' instead, or leave the header out.",
+          { param: 'redaction' },
+        );
       // priced as it would be reserved: the dearest route's worst case
       const worst = () =>
         planCall({
@@ -225,6 +233,17 @@ export function textRoute<T extends Translated>(
           return moderated;
         }
       : undefined;
+    // Masked first: the memory's model, the search provider (its query is the latest user message)
+    // and the moderation preflight read the masked text, as the answer's upstream does.
+    let redaction: PrepareInput['redaction'];
+    if (redact) {
+      const masked = await redactRequest(input.request, config.redactionTimeoutMs);
+      input.request = masked.request;
+      redaction = { redactor: masked.redactor, feeUsd: REDACTION_FEE_NANO_USD };
+      const { masked: byCategory, credentials } = masked.redactor.counts;
+      const count = Object.values(byCategory).reduce((n, c) => n + c, 0);
+      ctx.set('X-Redaction', `applied; pii=${count}; credentials=${credentials}`);
+    }
     const memory = name.memory
       ? await withMemory(
           ctx.state.caller,
@@ -235,7 +254,6 @@ export function textRoute<T extends Translated>(
         )
       : undefined;
     if (memory) input.request.messages = memory.messages;
-    let redaction: PrepareInput['redaction'];
     let search: OnlineSearch | undefined;
     try {
       // the search's fee first: a balance that cannot pay it spends nothing (activities/search/online.ts)
@@ -251,14 +269,6 @@ export function textRoute<T extends Translated>(
     // the caller's own body no longer is what is sent: translate, never pass through
     const rewritten = !!memory || !!search || native;
     try {
-      if (redact) {
-        const masked = await redactRequest(input.request, config.redactionTimeoutMs);
-        input.request = masked.request;
-        redaction = { redactor: masked.redactor, feeUsd: REDACTION_FEE_NANO_USD };
-        const { masked: byCategory, credentials } = masked.redactor.counts;
-        const count = Object.values(byCategory).reduce((n, c) => n + c, 0);
-        ctx.set('X-Redaction', `applied; pii=${count}; credentials=${credentials}`);
-      }
       await answer({
         ctx,
         body,

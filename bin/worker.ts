@@ -41,6 +41,11 @@ export async function createWorker(address: string): Promise<Worker> {
     activities,
     // Sized for the 2-core machines this runs on by default; production tunes it.
     maxConcurrentActivityTaskExecutions: config.workerMaxActivities,
+    // A cancel reaches a running activity only in the answer to one of its heartbeats, and the SDK
+    // sends those at most every 0.8 × its heartbeat timeout (24 s for a background response): a
+    // cancel route (which waits 5-10 s for the job to end) would mostly give up first. At most 2 s
+    // costs one call per 2 s per running activity that beats that often.
+    maxHeartbeatThrottleInterval: '2 seconds',
   });
 }
 

@@ -1,6 +1,6 @@
 // Headers asking for features this gateway does not offer yet on a route (input moderation outside
-// chat completions: test/moderation.test.ts; PII redaction outside chat, completions and responses:
-// test/redaction.test.ts) are refused with a
+// chat completions: test/moderation.test.ts; PII redaction on the text routes, which apply it:
+// test/redaction.test.ts; on every route: test/redaction-matrix.test.ts) are refused with a
 // 400 before anything is reserved or sent upstream: a caller who asked for redaction must never have
 // the request sent unredacted (fail-closed).
 import assert from 'node:assert/strict';
@@ -9,13 +9,13 @@ import { useChatBench, type ChatBench } from './support/chatEnv.js';
 const MODEL = 'openai/gpt-4o-mini';
 const messages = [{ role: 'user', content: 'My SSN is 078-05-1120' }];
 /** the routes that offer PII redaction come first: only `moderation` is refused there */
-const OFFER_REDACTION = 2;
+const OFFER_REDACTION = 4;
 const ROUTES: Array<[path: string, body: Record<string, unknown>]> = [
   ['/v1/completions', { model: MODEL, prompt: 'My SSN is 078-05-1120' }],
   ['/api/v1/responses', { model: MODEL, input: 'My SSN is 078-05-1120' }],
   ['/api/v1/messages', { model: MODEL, max_tokens: 50, messages }],
-  ['/api/v1/messages/count_tokens', { model: MODEL, messages }],
   ['/api/talk-to-gpt', { model: MODEL, prompt: 'My SSN is 078-05-1120' }],
+  ['/api/v1/messages/count_tokens', { model: MODEL, messages }],
   ['/api/v1/audio/speech', { model: 'local/espeak', input: 'My SSN is 078-05-1120', voice: 'alloy' }],
   ['/api/generate-video', { model: 'kling/v2.1-master-text-to-video', prompt: 'x', duration: '5' }],
 ];

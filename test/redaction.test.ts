@@ -14,6 +14,9 @@ import { createKey, setAccountRedaction, setKeyRedaction } from '../activities/a
 import { detect } from '../activities/redaction/detect.js';
 import { Redactor } from '../activities/redaction/mask.js';
 import type { StreamEvent } from '../activities/core/types.js';
+import { startAnthropicUpstream, type AnthropicUpstream } from './support/upstreams/anthropic.js';
+import { useProviderEnv } from './support/providerEnv.js';
+import { type SearchUpstream, startSearchUpstream } from './support/upstreams/search.js';
 import type { Span } from '../activities/redaction/rules.js';
 
 const MODEL = 'openai/gpt-4o-mini';
@@ -281,7 +284,7 @@ describe('PII redaction', function () {
       assert.ok(masked(), 'key changed to always');
     });
 
-    it('refused, with nothing sent or charged: a value neither true nor false, background, routes that do not offer it', async () => {
+    it('refused, with nothing sent or charged: a value neither true nor false, background responses', async () => {
       const { key, accountId } = await b.account();
       const before = await b.usd(accountId);
       const calls = b.openai.requests.length;
@@ -296,13 +299,141 @@ describe('PII redaction', function () {
       );
       assert.equal(background.status, 400);
       assert.match((await background.json()).error.message, /not offered for background responses/);
-      const messages = { model: MODEL, max_tokens: 50, messages: [{ role: 'user', content: MESSAGE }] };
-      assert.equal((await b.post(key, messages, { redaction: 'true' }, '/api/v1/messages')).status, 400);
-      const suffixed = await b.post(key, { ...messages, model: `${MODEL}:redaction` }, {}, '/api/v1/messages');
-      assert.equal(suffixed.status, 400);
-      assert.match((await suffixed.json()).error.message, /does not offer/);
       assert.equal(b.openai.requests.length, calls, 'nothing was sent upstream');
       assert.deepEqual(await b.usd(accountId), before);
+    });
+  });
+
+  describe('messages and talk-to-gpt: applied, by a key or account default too', () => {
+    const CLAUDE = 'anthropic/claude-3-5-haiku';
+    let anthropic: AnthropicUpstream;
+    let restoreEnv: () => Promise<void>;
+    before(async () => {
+      anthropic = await startAnthropicUpstream();
+      restoreEnv = await useProviderEnv({ ANTHROPIC_API_KEY: anthropic.apiKey, ANTHROPIC_BASE_URL: anthropic.url });
+    });
+    after(async () => {
+      await restoreEnv();
+      await anthropic.close();
+    });
+    const messages = (key: string, model: string, extra = {}, headers: Record<string, string> = {}) =>
+      b.post(
+        key,
+        { model, max_tokens: 400, messages: [{ role: 'user', content: MESSAGE }], ...extra },
+        { 'x-api-key': key, ...headers },
+        '/v1/messages',
+      );
+    /** The text of a message-style stream's deltas. */
+    const streamedText = async (res: Response) =>
+      (await readSse(res))
+        .filter((f) => f.type === 'content_block_delta')
+        .map((f) => f.delta.text ?? '')
+        .join('');
+
+    it('messages, whole and streamed, never passed through: an Anthropic model and an OpenAI one', async () => {
+      const always = await b.account('10', { redaction: 'always' });
+      const before = await b.usd(always.accountId);
+      const whole = await messages(always.key, CLAUDE);
+      const body = await whole.json();
+      assert.equal(whole.status, 200, JSON.stringify(body));
+      assertMasked(JSON.stringify(anthropic.last().body));
+      assert.equal(body.content[0].text, `Echo: ${RESTORED}`);
+      assert.match(whole.headers.get('x-redaction') ?? '', /^applied; pii=8; credentials=1$/);
+      const paid = before.amount - (await b.usd(always.accountId)).amount;
+      assert.ok(paid > FEE, `the fee is part of the charge (${paid})`);
+
+      const streamed = await messages(always.key, CLAUDE, { stream: true });
+      assert.equal(streamed.status, 200);
+      assert.equal(await streamedText(streamed), `Echo: ${RESTORED}`);
+      assertMasked(JSON.stringify(anthropic.last().body));
+
+      b.openai.script((req) => ({ pieces: pieces(`Echo: ${lastUserText(req.body)}`, 3) }));
+      const viaOpenAI = await messages(always.key, MODEL, { stream: true });
+      assert.equal(await streamedText(viaOpenAI), `Echo: ${RESTORED}`);
+      assertMasked(JSON.stringify(b.openai.last().body));
+    });
+
+    it('talk-to-gpt by an account default; the header turns it off; the suffix turns it on', async () => {
+      const { accountId } = await b.account();
+      await setAccountRedaction(accountId, 'always');
+      const { key } = await createKey(accountId);
+      const talk = (headers: Record<string, string> = {}, model = MODEL) =>
+        b.post(key, { model, messages: [{ role: 'user', content: MESSAGE }] }, headers, '/api/talk-to-gpt');
+      const res = await talk();
+      assert.equal(res.status, 200);
+      assertMasked(lastUserText(b.openai.last().body));
+      assert.ok((await res.text()).startsWith(`Echo: ${RESTORED}<`), 'restored before the cost tag');
+      await (await talk({ redaction: 'false' })).text();
+      assert.ok(lastUserText(b.openai.last().body).includes(PII.email), 'the header opted out');
+      await setAccountRedaction(accountId, 'never');
+      await (await talk({}, `${MODEL}:redaction`)).text();
+      assertMasked(lastUserText(b.openai.last().body));
+    });
+  });
+
+  describe('everything that leaves is masked: the search query, tool descriptions, names', () => {
+    let linkup: SearchUpstream;
+    let restoreEnv: () => Promise<void>;
+    before(async () => {
+      linkup = await startSearchUpstream('linkup', [
+        { title: 'Evergreen Terrace', url: 'https://example.org/evergreen', content: 'Springfield streets.' },
+      ]);
+      restoreEnv = await useProviderEnv({ LINKUP_API_KEY: linkup.apiKey, LINKUP_BASE_URL: linkup.url });
+    });
+    after(async () => {
+      await restoreEnv();
+      await linkup.close();
+    });
+
+    it(':online: the search provider gets the masked query, the model the masked turn, the caller the values', async () => {
+      const { key } = await b.account();
+      const res = await b.post(
+        key,
+        { model: `${MODEL}:online`, messages: [{ role: 'user', content: MESSAGE }] },
+        { redaction: 'true' },
+      );
+      const body = await res.json();
+      assert.equal(res.status, 200, JSON.stringify(body));
+      assert.equal(linkup.requests.length, 1, 'searched once');
+      const query = JSON.stringify(linkup.requests[0].body);
+      for (const [category, value] of Object.entries(PII)) assert.ok(!query.includes(value), `${category}: ${query}`);
+      assert.ok(query.includes('[EMAIL_1]'), query);
+      const sent = JSON.stringify(b.openai.last().body);
+      for (const [category, value] of Object.entries(PII)) assert.ok(!sent.includes(value), `${category}: ${sent}`);
+      assert.ok(body.choices[0].message.content.includes(PII.email), 'restored in the answer');
+    });
+
+    it("tools' descriptions (and their parameters'), turn names and the end-user id are masked", async () => {
+      const { key } = await b.account();
+      const res = await b.post(
+        key,
+        {
+          model: MODEL,
+          user: PII.email,
+          messages: [
+            { role: 'system', name: PII.email, content: 'Be brief.' },
+            { role: 'user', content: 'Hello' },
+          ],
+          tools: [
+            {
+              type: 'function',
+              function: {
+                name: 'send_mail',
+                description: `Mail ${PII.email} or call ${PII.phone}.`,
+                parameters: {
+                  type: 'object',
+                  properties: { to: { type: 'string', description: `for example ${PII.email}` } },
+                },
+              },
+            },
+          ],
+        },
+        { redaction: 'true' },
+      );
+      assert.equal(res.status, 200, await res.clone().text());
+      const sent = JSON.stringify(b.openai.last().body);
+      assert.ok(!sent.includes(PII.email) && !sent.includes(PII.phone), sent);
+      assert.ok(sent.includes('[EMAIL_1]') && sent.includes('[PHONE_1]'), sent);
     });
   });
 

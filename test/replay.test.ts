@@ -118,10 +118,26 @@ const PATHS: Record<string, Path> = {
     result: 'failed',
     has: ['EVENT_TYPE_ACTIVITY_TASK_FAILED'],
   },
+  // cancelled by a cancel request alone (an operator in the Web UI; the route before it waited on an update)
   'videoJob-cancelled': {
     activities: ['submitVideoJob', 'watchVideoJob', 'closeVideoJob'],
     closed: 'CANCELED',
     has: ['EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED', 'EVENT_TYPE_MARKER_RECORDED'],
+  },
+  // cancelled through POST /api/generate-video/cancel: the route waits on the `ended` update, answered
+  'videoJob-cancelled-heard': {
+    activities: ['submitVideoJob', 'watchVideoJob', 'closeVideoJob'],
+    closed: 'CANCELED',
+    has: ['EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED', 'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED'],
+  },
+  // a background response run and settled in one activity
+  'backgroundResponse-completed': { activities: ['runBackgroundResponse'], closed: 'COMPLETED', result: 'completed' },
+  // cancelled through POST /v1/responses/{id}/cancel while its upstream call hangs: the activity is
+  // cancelled, the compensation releases the reservation, the route hears the end on `ended`
+  'backgroundResponse-cancelled-heard': {
+    activities: ['runBackgroundResponse', 'closeBackgroundResponse'],
+    closed: 'CANCELED',
+    has: ['EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED', 'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED'],
   },
   // Recorded before the watch activity, when the workflow polled with a timer and one check per
   // turn: jobs started then may still be running when a worker with the new code picks them up.
@@ -562,7 +578,52 @@ function recordings() {
         30_000,
         'polling',
       );
-      await post(key, '/api/generate-video/cancel', { runId: id });
+      await (await useTemporal()).client.workflow.getHandle(id).cancel();
+      return id;
+    }));
+
+  it('videoJob-cancelled-heard', () =>
+    record('videoJob-cancelled-heard', async () => {
+      const { key } = await newAccount('10');
+      fal.script({ outcome: 'hang' });
+      const id = await video(key, 'recorded: cancelled, heard');
+      await until(
+        async () => fal.jobs.find((j) => j.input.prompt === 'recorded: cancelled, heard')?.polls ?? 0,
+        (n) => n >= 2,
+        30_000,
+        'polling',
+      );
+      const cancelled = await post(key, '/api/generate-video/cancel', { runId: id });
+      assert.equal(cancelled.data.status, 'cancelled');
+      return id;
+    }));
+
+  /** A background response of a new account; returns its id. */
+  const background = async (input: string) => {
+    const { key } = await newAccount('1');
+    const r = await post(key, '/v1/responses', { model: 'openai/gpt-4o-mini', input, background: true });
+    return { key, id: r.id as string };
+  };
+
+  it('backgroundResponse-completed', () =>
+    record('backgroundResponse-completed', async () => {
+      chat.script({ text: 'Recorded in the background.' });
+      return (await background('recorded: answer later')).id;
+    }));
+
+  it('backgroundResponse-cancelled-heard', () =>
+    record('backgroundResponse-cancelled-heard', async () => {
+      chat.script({ hang: true });
+      const seen = chat.requests.length;
+      const { key, id } = await background('recorded: cancelled, heard');
+      await until(
+        async () => chat.requests.length,
+        (n) => n > seen,
+        30_000,
+        'the upstream call',
+      );
+      const cancelled = await post(key, `/v1/responses/${id}/cancel`, {});
+      assert.equal(cancelled.status, 'cancelled');
       return id;
     }));
 

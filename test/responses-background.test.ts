@@ -9,6 +9,10 @@ import { useTemporal } from './support/temporal.js';
 import { assertBooksBalance } from './support/books.js';
 import { parseAmount } from '../activities/core/money.js';
 import { until } from './support/wait.js';
+import { endedAnswers } from './support/jobEnded.js';
+import { freePort } from './support/ports.js';
+import { config } from '../activities/config.js';
+import { closeTemporalClient } from '../activities/temporalClient.js';
 
 const MODEL = 'openai/gpt-4o-mini';
 
@@ -71,6 +75,8 @@ describe('responses API: background mode (Temporal workflow)', function () {
     );
     const cancelled: any = await client.responses.cancel(r.id);
     assert.equal(cancelled.status, 'cancelled');
+    // the route heard the end from the workflow (its `ended` update), not by reading the row again and again
+    assert.deepEqual(await endedAnswers(r.id), ['cancelled']);
     const after = await until(
       () => b.usd(accountId),
       (x) => x.held === 0n,
@@ -82,6 +88,57 @@ describe('responses API: background mode (Temporal workflow)', function () {
       5000,
     );
     assert.equal(b.openai.last().aborted, true, 'the upstream call was aborted');
+  });
+
+  it("cancelling a finished response answers it as it ended; another account's is not found", async () => {
+    b.openai.script({ text: 'Already done.' });
+    const r: any = await client.responses.create({ model: MODEL, input: 'Quick one', background: true });
+    const done: any = await until(
+      () => client.responses.retrieve(r.id),
+      (x: any) => x.status === 'completed',
+    );
+    const spent = await b.usd(accountId);
+    const other = await b.account('1');
+    const stranger = new OpenAI({ apiKey: other.key, baseURL: `${b.base}/v1`, maxRetries: 0 });
+    await assert.rejects(stranger.responses.cancel(r.id), (e: any) => e.status === 404);
+    const again: any = await client.responses.cancel(r.id);
+    assert.equal(again.status, 'completed');
+    assert.equal(again.output_text, done.output_text);
+    assert.deepEqual(await b.usd(accountId), spent);
+    assert.deepEqual(await endedAnswers(r.id), [], 'a finished job is not asked anything');
+  });
+
+  it('a cancel while the workflow engine is unreachable: 503 background_unavailable, the response runs on', async () => {
+    const before = await b.usd(accountId);
+    b.openai.script({ hang: true });
+    const r: any = await client.responses.create({ model: MODEL, input: 'Outlives an outage', background: true });
+    await until(
+      () => client.responses.retrieve(r.id),
+      (x: any) => x.status === 'in_progress',
+    );
+    const address = config.temporalAddress;
+    await closeTemporalClient();
+    config.temporalAddress = `127.0.0.1:${await freePort()}`; // nothing listens there
+    try {
+      await assert.rejects(client.responses.cancel(r.id), (e: any) => {
+        assert.equal(e.status, 503);
+        assert.equal(e.code, 'background_unavailable');
+        return true;
+      });
+    } finally {
+      await closeTemporalClient();
+      config.temporalAddress = address;
+    }
+    assert.equal(((await client.responses.retrieve(r.id)) as any).status, 'in_progress');
+    const cancelled: any = await client.responses.cancel(r.id);
+    assert.equal(cancelled.status, 'cancelled');
+    assert.deepEqual(
+      await until(
+        () => b.usd(accountId),
+        (x) => x.held === 0n,
+      ),
+      before,
+    );
   });
 
   it('records a failed run (every provider failed) without charging', async () => {

@@ -23,6 +23,7 @@ import { useProviderEnv } from './support/providerEnv.js';
 import { until } from './support/wait.js';
 import { freePort } from './support/ports.js';
 import { closeTemporalClient } from '../activities/temporalClient.js';
+import { endedAnswers } from './support/jobEnded.js';
 
 const ENV = [
   'FAL_API_KEY',
@@ -319,6 +320,8 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     assert.deepEqual(await usd(accountId), before);
     const desc = await (await useTemporal()).client.workflow.getHandle(r.body.runId).describe();
     assert.equal(desc.status.name, 'CANCELLED');
+    // the route heard the end from the workflow (its `ended` update), not by reading the row again and again
+    assert.deepEqual(await endedAnswers(r.body.runId), ['cancelled']);
     // a second cancel is harmless; cancelling a finished job is a 409
     assert.equal((await call(key, 'POST', '/api/generate-video/cancel', { runId: r.body.runId })).status, 200);
     fal.script({ queuePolls: 0, progressPolls: 0 });
@@ -327,6 +330,37 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     const late = await call(key, 'POST', '/api/generate-video/cancel', { runId: quick.body.runId });
     assert.equal(late.status, 409);
     assert.equal(late.body.code, 'job_not_cancellable');
+  });
+
+  it('a cancel while the workflow engine is unreachable: 503 video_unavailable, the job runs on, cancellable later', async () => {
+    const { key, accountId } = await newAccount('10');
+    const before = await usd(accountId);
+    fal.script({ outcome: 'hang' });
+    const r = await submit(key, { model: T2V, prompt: 'outlives an outage' });
+    await until(
+      () => status(key, r.body.runId),
+      (s) => s.body.data.status === 'processing',
+      15_000,
+      'processing',
+    );
+    const address = config.temporalAddress;
+    await closeTemporalClient();
+    config.temporalAddress = `127.0.0.1:${await freePort()}`; // nothing listens there
+    try {
+      const c = await call(key, 'POST', '/api/generate-video/cancel', { runId: r.body.runId });
+      assert.equal(c.status, 503, JSON.stringify(c.body));
+      assert.equal(c.body.code, 'video_unavailable');
+      assert.match(c.body.message, /Nothing changed/);
+    } finally {
+      await closeTemporalClient();
+      config.temporalAddress = address;
+    }
+    assert.equal((await status(key, r.body.runId)).body.data.status, 'processing');
+    assert.equal(fal.jobs.find((j) => j.input.prompt === 'outlives an outage')!.cancelled, false);
+    const c = await call(key, 'POST', '/api/generate-video/cancel', { runId: r.body.runId });
+    assert.equal(c.status, 200, JSON.stringify(c.body));
+    assert.equal(c.body.data.status, 'cancelled');
+    assert.deepEqual(await usd(accountId), before);
   });
 
   it('gives up at the deadline: the provider is told to stop, released, failed', async () => {

@@ -170,6 +170,12 @@ describe('x402 accountless payments', function () {
     const stream = await post(chatBody('s', { stream: true }), { 'x-x402': 'true' });
     assert.equal(stream.status, 400);
     assert.equal(((await stream.json()) as any).error.code, 'unsupported_stream');
+    // the redaction header is not kept with a quote (its body is): refused, never quoted; the suffix is quoted
+    const byHeader = await post(chatBody('r'), { 'x-x402': 'true', redaction: 'true' });
+    assert.equal(byHeader.status, 400);
+    assert.match(((await byHeader.json()) as any).error.message, /model suffix ':redaction' instead/);
+    const suffixed = await post({ ...chatBody('r'), model: 'openai/gpt-4o-mini:redaction' }, { 'x-x402': 'true' });
+    assert.equal(suffixed.status, 402);
     assert.equal((await status(p.paymentId)).status, 'pending');
   });
 

@@ -1,9 +1,11 @@
 // A background response (`background: true`): one durable run per response, workflow id = the
 // response id. The inference and its settlement happen in an activity that heartbeats, so a
 // cancellation (POST /v1/responses/{id}/cancel) reaches the upstream call; the compensation
-// (release the reservation, mark it cancelled) runs even then.
+// (release the reservation, mark it cancelled) runs even then; the cancel route waits for it on the
+// `ended` update (jobEnded.ts) and answers with the response as it ended.
 import { ActivityCancellationType, CancellationScope, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type * as activities from '../activities/index.js';
+import { answeringEnded } from './jobEnded.js';
 
 const { runBackgroundResponse } = proxyActivities<typeof activities>({
   startToCloseTimeout: '1 hour',
@@ -18,7 +20,11 @@ const { closeBackgroundResponse } = proxyActivities<typeof activities>({
   retry: { maximumAttempts: 10 },
 });
 
-export async function backgroundResponse(responseId: string): Promise<string> {
+export function backgroundResponse(responseId: string): Promise<string> {
+  return answeringEnded(() => runAndSettle(responseId));
+}
+
+async function runAndSettle(responseId: string): Promise<string> {
   try {
     return await runBackgroundResponse(responseId);
   } catch (err) {

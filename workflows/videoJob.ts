@@ -4,7 +4,8 @@
 //   (activities/video/run.ts, watchVideoJob, says why not a workflow timer per check) → when it is done, fetch and host the video and settle the price → completed;
 //   the provider reports a failure → failed (the activity released the pre-charge);
 //   still unfinished at the deadline → the provider is asked to stop, released, failed;
-//   cancelled (POST /api/generate-video/cancel) → the provider is asked to stop, released, cancelled.
+//   cancelled (POST /api/generate-video/cancel) → the provider is asked to stop, released, cancelled;
+//   the API, waiting on the `ended` update (jobEnded.ts), then answers with the job's final state.
 // A worker that dies mid-job loses nothing: the next worker replays this history and carries on
 // from the last completed step; every activity is idempotent, so nothing is charged twice.
 import {
@@ -18,6 +19,7 @@ import {
   sleep,
 } from '@temporalio/workflow';
 import type * as activities from '../activities/index.js';
+import { answeringEnded } from './jobEnded.js';
 
 export interface VideoJobInput {
   jobId: string;
@@ -64,7 +66,11 @@ function watcher(input: VideoJobInput) {
 const stillOpen = (step: string) =>
   step === 'queued' || step === 'processing' || step === 'unknown' || step === 'pending';
 
-export async function videoJob(input: VideoJobInput): Promise<string> {
+export function videoJob(input: VideoJobInput): Promise<string> {
+  return answeringEnded(() => runVideoJob(input));
+}
+
+async function runVideoJob(input: VideoJobInput): Promise<string> {
   const { jobId } = input;
   const deadline = Date.now() + input.deadlineMs; // workflow time: the same on every replay
   const timedOut = () =>

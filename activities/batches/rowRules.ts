@@ -8,6 +8,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import { catalog, type ModelInfo } from '../catalog/catalog.js';
 import { RequestError } from '../core/errors.js';
 import { resolveModel } from '../inference/prepare.js';
+import { redactionSuffix } from '../redaction/policy.js';
 import { parseModelName } from '../routing/suffixes.js';
 import { webSearchSettings } from '../search/settings.js';
 import type { RowKind } from './kinds.js';
@@ -43,10 +44,19 @@ function schemaProblem(kind: RowKind, body: unknown): { message: string; param?:
 const NO_WEB_SEARCH =
   'Batch rows take no add-ons such as web search: remove the :online suffix and web_search / web_search_options, or send the request synchronously.';
 
+/**
+ * Batch rows are not redacted: a redaction suffix on the batch's or a row's model is refused rather
+ * than run unmasked (the header and the caller's default are refused where the batch is created).
+ */
+const noRedaction = (suffix: string) =>
+  `The '${suffix}' model suffix asks for PII redaction, which batches do not offer: refused rather than run unredacted. Remove the suffix, or send the requests synchronously (the text routes redact).`;
+
 /** The batch's model (every row must name it, or none for inline rows), resolved once. */
 export function batchModel(name: string): ModelInfo {
   const { model, name: parsed } = resolveModel(name);
   if (parsed.online) throw new RequestError(400, 'invalid_parameter_value', NO_WEB_SEARCH, { param: 'model' });
+  const redaction = redactionSuffix(parsed);
+  if (redaction) throw new RequestError(400, 'invalid_parameter_value', noRedaction(redaction), { param: 'model' });
   return model;
 }
 
@@ -82,6 +92,8 @@ export function checkRow(
     const name = parseModelName(String(body.model ?? model.id), (n) => catalog().model(n) !== undefined);
     const web = webSearchSettings(name, body);
     if (web) return refuse(NO_WEB_SEARCH, web.source.startsWith('the') ? 'model' : web.source.replace(/'/g, ''));
+    const redaction = redactionSuffix(name);
+    if (redaction) return refuse(noRedaction(redaction), 'model');
   } catch (err) {
     if (!(err instanceof RequestError)) throw err;
     return refuse(err.message, err.opts.param ?? undefined, err.code);

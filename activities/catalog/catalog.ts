@@ -1,9 +1,9 @@
 // The model catalog as the hot path sees it: read from the database into memory, looked up by
 // id or alias without a query, refreshed on a timer (and at once after a sync in this process).
 import { db } from '../db.js';
-import { providerEnv, providerEnvNames, type ProviderSettings } from '../config.js';
+import { providerEnv, type ProviderSettings } from '../config.js';
 import { applyMarkup, parseAmount } from '../core/money.js';
-import { findLocalModel } from '../providers/local/modelFiles.js';
+import { providerAvailable, routeAvailable } from '../providers/availability.js';
 import type { CatalogFileModel, CatalogFilePlan, CatalogFileProvider, CatalogFileRoute } from './file.js';
 
 /** A provider as the hot path sees it: exactly what the catalog file says of it. */
@@ -31,7 +31,7 @@ export interface Route
   /** customer prices (upstream + markup), nano-USD per 1M tokens */
   price: RoutePrice;
   upstreamPrice: RoutePrice;
-  /** configured and usable now (key present, base URL set, or model file on disk) */
+  /** configured and usable now (the provider's availability: a key set, a model file on disk, …) */
   available: boolean;
   /** the provider's key and base URL from the environment, as read when this catalog was loaded (see `loadCatalog`) */
   settings: ProviderSettings;
@@ -73,35 +73,8 @@ export class Catalog {
   /** Whether a provider can serve anything right now. */
   providerAvailable(providerId: string): boolean {
     const p = this.providers.find((x) => x.id === providerId);
-    return !!p && isConfigured(p, this.settings.get(p.id) ?? {});
+    return !!p && providerAvailable(p, this.settings.get(p.id) ?? {});
   }
-}
-
-function isConfigured(p: ProviderInfo, settings: ProviderSettings): boolean {
-  if (p.protocol === 'local') return true;
-  return p.options.keyless ? !!settings.baseUrl : !!settings.apiKey;
-}
-
-function routeAvailable(
-  p: ProviderInfo,
-  settings: ProviderSettings,
-  upstreamModel: string,
-  options: Record<string, unknown> = {},
-): boolean {
-  // `builtin: true` = a local engine shipped with the code (the speech engine): no model file.
-  if (p.protocol === 'local') return options.builtin === true || findLocalModel(upstreamModel) !== null;
-  return isConfigured(p, settings);
-}
-
-/**
- * What would make a route available, for the operator: the setting `routeAvailable` looks at
- * (the API key, or the base URL of a keyless server), or the model file of the local provider.
- */
-export function settingToEnable(route: Route): string {
-  const p = route.provider;
-  if (p.protocol === 'local') return `the model file ${route.upstreamModel} (npm run models:fetch)`;
-  const names = providerEnvNames(p.id);
-  return p.options.keyless ? names.baseUrl : names.apiKey;
 }
 
 const big = (d: { toString(): string } | null): bigint | null => (d == null ? null : BigInt(d.toString()));
@@ -243,7 +216,7 @@ export async function loadCatalog(): Promise<Catalog> {
           supportsTools: r.supportsTools,
           supportsCaching: r.supportsCaching,
           options: (r.options ?? {}) as Record<string, unknown>,
-          available: routeAvailable(provider, providerSettings, r.upstreamModel, options),
+          available: routeAvailable({ provider, settings: providerSettings, upstreamModel: r.upstreamModel, options }),
           settings: providerSettings,
         };
       }),

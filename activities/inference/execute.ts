@@ -42,8 +42,8 @@ export interface CallContext {
   promptTokenEstimate: number;
   /** how long the reservation may stay open (default: config.holdTtlSeconds); background jobs need longer */
   holdTtlSeconds?: number;
-  /** caller headers meant for one protocol's upstreams only, e.g. { anthropic: { 'anthropic-beta': ... } } */
-  passHeaders?: Record<string, Record<string, string>>;
+  /** caller headers for the upstreams that understand them (a chat adapter's `forwardsHeaders`): anthropic-beta */
+  passHeaders?: Record<string, string>;
   /** the caller's body, for routes whose upstream speaks its format (pass-through) */
   native?: NativeRequest;
   /** the caller asked for pay-as-you-go (`X-Billing-Mode`, completions' `billing_mode`) */

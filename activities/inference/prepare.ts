@@ -60,7 +60,7 @@ export interface PrepareInput {
   needs: RequestNeeds;
   prefs: ProviderPreferences;
   holdTtlSeconds?: number;
-  passHeaders?: Record<string, Record<string, string>>;
+  passHeaders?: Record<string, string>;
   /** the caller's body, passed through to routes whose upstream speaks its format */
   native?: NativeRequest;
   /** the caller forced pay-as-you-go (`X-Billing-Mode`, completions' `billing_mode`) */

@@ -17,6 +17,7 @@ import { config } from '../config.js';
 import { RequestError } from '../core/errors.js';
 import { db } from '../db.js';
 import { temporal } from '../temporalClient.js';
+import { jobEndedUpdate } from '../../workflows/jobEnded.js';
 
 /** A job's row: its table, and its columns by their SQL names (JSON columns as objects). */
 export interface JobRow {
@@ -98,6 +99,13 @@ async function forgetRow({ table, columns }: JobRow): Promise<void> {
   await db().requestPool.query(`DELETE FROM ${table} WHERE id = $1 AND status = $2`, [columns.id, columns.status]);
 }
 
+/** A workflow that has closed (or never ran) no longer takes a cancel or an update: not an error. */
+function closed(err: unknown): boolean {
+  // by name, not instanceof: the client library is loaded lazily (activities/temporalClient.ts)
+  const e = err as Error;
+  return e.name === 'WorkflowNotFoundError' || /not found|already completed/i.test(e.message ?? '');
+}
+
 /**
  * Ask a job's workflow to cancel (its own compensation releases the money and marks the row).
  * A workflow that has already closed is not an error: its row says how it ended.
@@ -106,9 +114,39 @@ export async function cancelJob(id: string): Promise<void> {
   try {
     await (await temporal()).workflow.getHandle(id).cancel();
   } catch (err) {
-    // by name, not instanceof: the client library is loaded lazily (activities/temporalClient.ts)
-    if ((err as Error).name === 'WorkflowNotFoundError' || /not found|already completed/i.test((err as Error).message))
-      return;
+    if (closed(err)) return;
     throw err;
+  }
+}
+
+/**
+ * Cancel a job and wait for it to end: the workflow is asked to cancel, then its `ended` update
+ * (workflows/jobEnded.ts) answers once the compensation has run, so the caller can read the row
+ * once, final. Resolves with the state the job ended in; undefined when the workflow had closed
+ * already (its row is final) or did not end within `waitMs` (its row still says where it is). An
+ * engine that cannot be reached refuses with `unavailable` (503): nothing was cancelled.
+ */
+export async function cancelJobAndWait(
+  id: string,
+  waitMs: number,
+  unavailable: { code: string; message: string },
+): Promise<string | undefined> {
+  let client: Awaited<ReturnType<typeof temporal>>;
+  try {
+    client = await temporal();
+    await client.workflow.getHandle(id).cancel();
+  } catch (err) {
+    if (closed(err)) return undefined;
+    console.error(`[jobs] the workflow engine did not take the cancel of ${id}:`, err);
+    throw new RequestError(503, unavailable.code, unavailable.message, { retryAfterSeconds: 5 });
+  }
+  const deadline = AbortSignal.timeout(waitMs);
+  try {
+    const handle = client.workflow.getHandle(id);
+    return await client.withAbortSignal(deadline, () => handle.executeUpdate(jobEndedUpdate));
+  } catch (err) {
+    // the cancel was taken: closed meanwhile, still compensating, or the engine gone since
+    if (!closed(err) && !deadline.aborted) console.error(`[jobs] no end heard from ${id} after its cancel:`, err);
+    return undefined;
   }
 }

@@ -125,8 +125,12 @@ export class Redactor {
     return JSON.stringify(await walk(value));
   }
 
-  /** The request as it may leave: every text the upstream would read, masked. Images are not read. */
-  async maskRequest<R extends Pick<InferenceRequest, 'messages' | 'prompt'>>(req: R): Promise<R> {
+  /**
+   * The request as it may leave: every text the upstream would read, masked: the turns, their
+   * authors' names, earlier tool calls' arguments, the tools' descriptions (and those inside their
+   * parameter schemas), the prompt and the end-user id. Images are not read.
+   */
+  async maskRequest<R extends MaskedFields>(req: R): Promise<R> {
     const messages: Message[] = [];
     for (const m of req.messages) {
       const content = [];
@@ -135,9 +139,41 @@ export class Redactor {
       const toolCalls = m.toolCalls
         ? await Promise.all(m.toolCalls.map(async (c) => ({ ...c, arguments: await this.maskJson(c.arguments) })))
         : undefined;
-      messages.push({ ...m, content, ...(toolCalls ? { toolCalls } : {}) });
+      messages.push({
+        ...m,
+        content,
+        ...(toolCalls ? { toolCalls } : {}),
+        ...(m.name === undefined ? {} : { name: await this.mask(m.name) }),
+      });
     }
-    return { ...req, messages, ...(req.prompt === undefined ? {} : { prompt: await this.mask(req.prompt) }) };
+    const tools = req.tools
+      ? await Promise.all(
+          req.tools.map(async (t) => ({
+            ...t,
+            ...(t.description === undefined ? {} : { description: await this.mask(t.description) }),
+            ...(t.parameters === undefined ? {} : { parameters: await this.maskDescriptions(t.parameters) }),
+          })),
+        )
+      : undefined;
+    return {
+      ...req,
+      messages,
+      ...(tools ? { tools } : {}),
+      ...(req.prompt === undefined ? {} : { prompt: await this.mask(req.prompt) }),
+      ...(req.user === undefined ? {} : { user: await this.mask(req.user) }),
+    };
+  }
+
+  /** A JSON schema with every `description` in it masked (the rest of it is structure, not prose). */
+  private async maskDescriptions(schema: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const walk = async (v: unknown, key?: string): Promise<unknown> => {
+      if (typeof v === 'string') return key === 'description' ? this.mask(v) : v;
+      if (Array.isArray(v)) return Promise.all(v.map((x) => walk(x)));
+      if (v && typeof v === 'object')
+        return Object.fromEntries(await Promise.all(Object.entries(v).map(async ([k, x]) => [k, await walk(x, k)])));
+      return v;
+    };
+    return (await walk(schema)) as Record<string, unknown>;
   }
 
   /** Placeholders in `text` turned back into the values; labels stay labels. */
@@ -208,13 +244,18 @@ function heldBackFrom(text: string): number {
 
 const jsonEscaped = (v: string) => JSON.stringify(v).slice(1, -1);
 
+/** The parts of a request that carry the caller's text. */
+type MaskedFields = Pick<InferenceRequest, 'messages' | 'prompt'> & Partial<Pick<InferenceRequest, 'tools' | 'user'>>;
+
 /** Everything the caller wrote that the upstream will read, to keep placeholders from colliding with it. */
-function allText(req: Pick<InferenceRequest, 'messages' | 'prompt'>): string {
-  const parts: string[] = [req.prompt ?? ''];
+function allText(req: MaskedFields): string {
+  const parts: string[] = [req.prompt ?? '', req.user ?? ''];
   for (const m of req.messages) {
     for (const p of m.content) if (p.type === 'text') parts.push(p.text);
     for (const c of m.toolCalls ?? []) parts.push(c.arguments);
+    parts.push(m.name ?? '');
   }
+  for (const t of req.tools ?? []) parts.push(t.description ?? '', JSON.stringify(t.parameters ?? {}));
   return parts.join('\n');
 }
 
@@ -222,7 +263,7 @@ function allText(req: Pick<InferenceRequest, 'messages' | 'prompt'>): string {
  * Mask a request before it leaves, or refuse it: if detection fails or runs past its time budget,
  * the request does not go out unredacted (fail-closed). 503 `redaction_unavailable`.
  */
-export async function redactRequest<R extends Pick<InferenceRequest, 'messages' | 'prompt'>>(
+export async function redactRequest<R extends MaskedFields>(
   req: R,
   budgetMs: number,
 ): Promise<{ request: R; redactor: Redactor }> {

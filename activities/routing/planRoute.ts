@@ -3,7 +3,8 @@
 // or X-Provider header, the model-name suffixes, and what the request needs (tools, images,
 // structured output). Output is the ordered list of routes to try; the first is the choice,
 // the rest are fallbacks.
-import { settingToEnable, type Catalog, type ModelInfo, type Route } from '../catalog/catalog.js';
+import type { Catalog, ModelInfo, Route } from '../catalog/catalog.js';
+import { settingToEnable } from '../providers/availability.js';
 import type { Caller } from '../accounts/keys.js';
 import { parseLimit } from '../core/money.js';
 import { routeStats } from './stats.js';

@@ -4,15 +4,22 @@
 import { randomBytes } from 'node:crypto';
 import type { ModelInfo, Route } from '../catalog/catalog.js';
 import { RequestError } from '../core/errors.js';
-import { capability, targetFor } from '../providers/registry.js';
+import { capability, optionalCapability, targetFor } from '../providers/registry.js';
 import { type BodyDigests, keepBodyDigests, keptBodyDigests } from './digests.js';
 import { attestedAddress, checkBodies, checkNonce, checkSignature } from './verify.js';
 
-export const isTeeModel = (modelId: string): boolean => modelId.startsWith('TEE/');
+/** Whether a route's provider proves its answers (a confidential-inference upstream: attestation). */
+export const attests = (route: Route): boolean => optionalCapability(route, 'attestation') !== undefined;
+
+/**
+ * A TEE model: one served by a provider that attests (the catalog names them `TEE/`, as the spec
+ * says). Its answers are verified, it streams through chat completions only, no advisor sees it.
+ */
+export const isTeeModel = (model: ModelInfo): boolean => model.routes.some(attests);
 
 /** The route that attests a TEE model: its first usable route whose protocol has attestation. */
 export function attestingRoute(model: ModelInfo): Route {
-  const route = isTeeModel(model.id) ? model.routes.find((r) => r.available) : undefined;
+  const route = model.routes.find((r) => r.available && attests(r));
   if (!route)
     throw new RequestError(
       400,

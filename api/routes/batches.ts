@@ -24,6 +24,7 @@ import {
 } from '../../activities/batches/store.js';
 import { batchObject, outputLine } from '../../activities/batches/views.js';
 import { authenticate } from '../middleware/auth.js';
+import { refuseUnofferedRedaction } from '../middleware/notOffered.js';
 import { surface } from '../middleware/surface.js';
 import { batchListQuery, fileBatchSchema, inlineBatchSchema } from '../schemas/batches.js';
 import { v1 } from '../paths.js';
@@ -102,6 +103,7 @@ batchesRouter.post(
   '/api/beta/batches',
   surface('openai', INLINE_BODY),
   authenticate,
+  refuseUnofferedRedaction,
   validateBody(inlineBatchSchema),
   async (ctx) => {
     const body = ctx.request.body as {
@@ -144,7 +146,9 @@ batchesRouter.post('/api/beta/batches/:id/cancel', surface('openai'), authentica
   cancelRoute(ctx, 'inline'),
 );
 
-batchesRouter.post(v1('/batches'), surface('openai'), authenticate, validateBody(fileBatchSchema), async (ctx) => {
+const fileBatchPreamble = [surface('openai'), authenticate, refuseUnofferedRedaction, validateBody(fileBatchSchema)];
+
+batchesRouter.post(v1('/batches'), ...fileBatchPreamble, async (ctx) => {
   const body = ctx.request.body as {
     input_file_id: string;
     endpoint: string;

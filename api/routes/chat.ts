@@ -23,7 +23,7 @@ import type { InferenceCall } from '../../activities/inference/execute.js';
 import { RequestError } from '../../activities/core/errors.js';
 import type { TextBody, TextRequest } from '../textRoute.js';
 import type { AppContext, AppState } from '../state.js';
-import { isTeeModel, verifyAnswer } from '../../activities/tee/tee.js';
+import { attests, verifyAnswer } from '../../activities/tee/tee.js';
 import { clientAbortSignal } from '../clientAbort.js';
 import { advisorWanted, answerWithAdvisor } from '../advisor.js';
 
@@ -134,7 +134,7 @@ textRoute(
     // a TEE model's answer says whether the gateway verified its signature against a fresh attestation;
     // its `id` is the upstream's, the one GET /api/v1/tee/signature/{requestId} takes
     const chatId = (result.native?.id as string | undefined) ?? result.upstreamId;
-    if (isTeeModel(model.id) && chatId) {
+    if (attests(route) && chatId) {
       const { verification } = await verifyAnswer(route, chatId, clientAbortSignal(ctx), {
         digests: result.bodyDigests,
       });

@@ -6,6 +6,7 @@ import Router from '@koa/router';
 import { clientAbortSignal } from '../clientAbort.js';
 import { chargeOnDelivery } from '../inference.js';
 import { authenticate } from '../middleware/auth.js';
+import { refuseUnofferedRedaction } from '../middleware/notOffered.js';
 import { surface } from '../middleware/surface.js';
 import { v1 } from '../paths.js';
 import { memoryRequestSchema } from '../schemas/memory.js';
@@ -31,7 +32,9 @@ function headerDays(raw: string): number | undefined {
   return days;
 }
 
-memoryRouter.post(v1('/memory'), surface('legacy'), authenticate, validateBody(memoryRequestSchema), async (ctx) => {
+const preamble = [surface('legacy'), authenticate, refuseUnofferedRedaction, validateBody(memoryRequestSchema)];
+
+memoryRouter.post(v1('/memory'), ...preamble, async (ctx) => {
   const req = memoryRequest(ctx.request.body as object, headerDays(ctx.get('memory_expiration_days')));
   const call = new MemoryCall(ctx.state.caller, ctx.state.requestId, req);
   const { compressed, cachedTokens, charge } = await call.run(clientAbortSignal(ctx));

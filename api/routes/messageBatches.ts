@@ -147,8 +147,8 @@ messageBatchesRouter.post(
   v1('/messages/batches'),
   surface('message', CREATE_BODY),
   conflictsAreFinal,
-  refuseUnofferedFeatures,
   authenticate,
+  refuseUnofferedFeatures,
   validateBody(messageBatchSchema),
   async (ctx) => {
     const body = ctx.request.body as { requests: Array<{ custom_id: string; params: Record<string, unknown> }> };

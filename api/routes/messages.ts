@@ -7,7 +7,10 @@ import Router from '@koa/router';
 import { textRoute } from '../textRoute.js';
 import { messagesQuestions } from '../questionsFormat.js';
 import { surface } from '../middleware/surface.js';
-import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
+import { refuseUnofferedBeside } from '../middleware/notOffered.js';
+import { redactRequest } from '../../activities/redaction/mask.js';
+import { redactionDecision, redactionSuffix } from '../../activities/redaction/policy.js';
+import { config } from '../../activities/config.js';
 import { authenticate } from '../middleware/auth.js';
 import { validateBody } from '../validate.js';
 import { v1 } from '../paths.js';
@@ -29,13 +32,11 @@ import {
   passedThroughMessage,
 } from '../../activities/surfaces/messagesPassthrough.js';
 import { resolveModel } from '../../activities/inference/prepare.js';
-import { targetFor } from '../../activities/providers/registry.js';
+import { optionalCapability, targetFor } from '../../activities/providers/registry.js';
 import type { InferenceRequest } from '../../activities/core/types.js';
 import { catalog } from '../../activities/catalog/catalog.js';
 import { planRoute } from '../../activities/routing/planRoute.js';
 import { likelyPromptTokens } from '../../activities/billing/pricing.js';
-import { countPromptTokens } from '../../activities/providers/local/index.js';
-import { countTokens as anthropicCountTokens } from '../../activities/providers/anthropic/index.js';
 import { RequestError } from '../../activities/core/errors.js';
 import type { AppState } from '../state.js';
 import { isTeeModel } from '../../activities/tee/tee.js';
@@ -49,13 +50,14 @@ textRoute(
     envelope: 'message',
     schema: messagesRequestSchema,
     surface: 'messages',
+    redaction: true,
     translate: messagesToInternal,
     questions: messagesQuestions,
   },
   async ({ ctx, body, model, input, prepare }) => {
     // `anthropic-beta` is passed on to Anthropic upstreams (others would not understand it)
     // the spec: TEE models stream through chat completions only (their signatures are per chat id)
-    if (body.stream && isTeeModel(model.id))
+    if (body.stream && isTeeModel(model))
       throw new RequestError(
         400,
         'invalid_parameter_value',
@@ -64,7 +66,7 @@ textRoute(
       );
     const beta = ctx.get('anthropic-beta').trim();
     const call = await prepare({
-      passHeaders: beta ? { anthropic: { 'anthropic-beta': beta } } : undefined,
+      passHeaders: beta ? { 'anthropic-beta': beta } : undefined,
       native: messagesPassThroughBody(body),
     });
     const meta: MessageMeta = {
@@ -125,15 +127,18 @@ textRoute(
 );
 
 /**
- * count_tokens: the prompt's input tokens, not billed. The local model counts with its real
- * tokenizer; a model routed to Anthropic asks Anthropic's counter when a key is configured; any
- * other route (or a failed upstream count) answers the gateway's documented estimate
+ * count_tokens: the prompt's input tokens, not billed. A route whose provider can count them
+ * (tokenCount: the local model's own tokenizer, Anthropic's counter when its key is set) answers
+ * that count; any other route (or a failed upstream count) answers the gateway's documented estimate
  * (likelyPromptTokens: about 4 bytes of UTF-8 a token, plus per-message framing and images).
+ * With PII redaction asked for (as on messages), the masked prompt is counted: it is what a
+ * redacted request's model reads, and what leaves for Anthropic's counter. Counting is free, so
+ * there is no redaction fee here.
  */
 messagesRouter.post(
   v1('/messages/count_tokens'),
   surface('message'),
-  refuseUnofferedFeatures,
+  refuseUnofferedBeside({ redaction: true }),
   authenticate,
   validateBody(countTokensRequestSchema),
   async (ctx) => {
@@ -141,20 +146,24 @@ messagesRouter.post(
     const body = ctx.request.body as Record<string, any>;
     const caller = ctx.state.caller;
     const { model, name } = resolveModel(body.model);
+    const redact = redactionDecision(
+      true,
+      {
+        headers: ctx.headers,
+        suffix: redactionSuffix(name),
+        callerDefault: caller.redaction,
+      },
+      'count_tokens',
+    );
     const input = messagesToInternal({ ...body, max_tokens: undefined }, model, name);
+    if (redact === 'apply') input.request = (await redactRequest(input.request, config.redactionTimeoutMs)).request;
     const header = ctx.get('x-provider').trim();
     if (header) input.prefs.explicit = header;
     const routes = planRoute(catalog(), model, caller, input.prefs, input.needs);
     const route = routes[0];
     const request: InferenceRequest = { ...input.request, model: route.upstreamModel, maxTokens: 1 };
-    let tokens: number | undefined;
-    if (route.provider.protocol === 'local') {
-      tokens = await countPromptTokens(route.upstreamModel, request);
-    } else if (route.provider.protocol === 'anthropic') {
-      const target = targetFor(route);
-      if (target.apiKey)
-        tokens = await anthropicCountTokens(request, target, clientAbortSignal(ctx)).catch(() => undefined);
-    }
+    const counter = optionalCapability(route, 'tokenCount');
+    const tokens = await counter?.count(request, targetFor(route), clientAbortSignal(ctx));
     ctx.body = { input_tokens: tokens ?? likelyPromptTokens(request) };
   },
 );

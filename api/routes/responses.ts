@@ -32,7 +32,7 @@ import {
 import { deleteResponse, loadResponse, saveResponse } from '../../activities/surfaces/responsesStore.js';
 import { withBill } from '../../activities/surfaces/chatResponse.js';
 import { startBackgroundResponse } from '../../activities/responses/background.js';
-import { cancelJob } from '../../activities/jobs/jobs.js';
+import { cancelJobAndWait } from '../../activities/jobs/jobs.js';
 import type { InferenceCall } from '../../activities/inference/execute.js';
 import { RequestError } from '../../activities/core/errors.js';
 import type { AppContext, AppState } from '../state.js';
@@ -205,18 +205,13 @@ responsesRouter.post(v1('/responses/:id/cancel'), surface('openai'), authenticat
     throw new RequestError(400, 'invalid_request', 'Only background responses can be cancelled.', {
       param: 'response_id',
     });
-  if (row.status === 'queued' || row.status === 'in_progress') {
-    await cancelJob(ctx.params.id);
-    // The workflow releases the reservation and marks the response; wait briefly to answer with it.
-    for (let i = 0; i < 50; i++) {
-      const now = await loadResponse(caller.accountId, ctx.params.id);
-      if (now && now.status !== 'queued' && now.status !== 'in_progress') {
-        ctx.body = now.response;
-        return;
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  // the workflow releases the reservation and marks the response; its `ended` update answers once it has
+  if (row.status === 'queued' || row.status === 'in_progress')
+    await cancelJobAndWait(ctx.params.id, 5_000, {
+      code: 'background_unavailable',
+      message:
+        'The response could not be reached just now (the workflow engine is unavailable). Nothing changed; retry.',
+    });
   ctx.body = (await loadResponse(caller.accountId, ctx.params.id))?.response ?? row.response;
 });
 

@@ -18,6 +18,7 @@ textRoute(
     envelope: 'legacy',
     schema: talkToGptRequestSchema,
     surface: 'talk-to-gpt',
+    redaction: true,
     webSearch: true,
     translate: talkToInternal,
   },

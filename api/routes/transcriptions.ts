@@ -9,6 +9,7 @@ import Router from '@koa/router';
 import { clientAbortSignal } from '../clientAbort.js';
 import { chargeOnDelivery } from '../inference.js';
 import { authenticate } from '../middleware/auth.js';
+import { refuseUnofferedRedaction } from '../middleware/notOffered.js';
 import { surface } from '../middleware/surface.js';
 import { readForm } from '../multipartForm.js';
 import { v1 } from '../paths.js';
@@ -138,6 +139,7 @@ transcriptionsRouter.post(
   v1('/audio/transcriptions'),
   surface('openai'),
   authenticate,
+  refuseUnofferedRedaction,
   declareMultipart(formSchema),
   (ctx) => answer(ctx, 'transcribe'),
 );
@@ -145,6 +147,7 @@ transcriptionsRouter.post(
   v1('/audio/translations'),
   surface('openai'),
   authenticate,
+  refuseUnofferedRedaction,
   declareMultipart(formSchema),
   (ctx) => answer(ctx, 'translate'),
 );

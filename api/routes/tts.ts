@@ -27,7 +27,7 @@ export const ttsRouter = new Router<AppState>();
 
 type TtsBody = Omit<SpeechBody, 'input' | 'stream'> & { text: string };
 
-const ttsPreamble = [surface('legacy'), refuseUnofferedFeatures, authenticate, validateBody(ttsRequestSchema)];
+const ttsPreamble = [surface('legacy'), authenticate, refuseUnofferedFeatures, validateBody(ttsRequestSchema)];
 
 ttsRouter.post('/api/tts', ...ttsPreamble, async (ctx) => {
   const { text, ...rest } = ctx.request.body as TtsBody;

@@ -18,7 +18,7 @@ import { perKeyRate } from '../middleware/rateLimit.js';
 import { validateBody, validateQuery } from '../validate.js';
 import { videoCancelSchema, videoExtendSchema, videoRequestSchema } from '../schemas/video.js';
 import { catalog } from '../../activities/catalog/catalog.js';
-import { cancelJob } from '../../activities/jobs/jobs.js';
+import { cancelJobAndWait } from '../../activities/jobs/jobs.js';
 import { resolveModel } from '../../activities/inference/prepare.js';
 import { planRoute } from '../../activities/routing/planRoute.js';
 import {
@@ -294,6 +294,14 @@ videoRouter.get(
   },
 );
 
+/** How long a cancel waits for the job to end before answering 202 with the job as it is. */
+const CANCEL_WAIT_MS = 10_000;
+const ENGINE_UNAVAILABLE = {
+  code: 'video_unavailable',
+  message:
+    'The job could not be reached just now (the workflow engine is unavailable). Nothing changed; retry shortly.',
+};
+
 videoRouter.post(
   '/api/generate-video/cancel',
   surface('legacy'),
@@ -310,18 +318,9 @@ videoRouter.post(
         { param: 'runId' },
       );
     }
-    if (row.status !== 'cancelled') {
-      await cancelJob(row.id);
-      // The workflow asks the provider to stop, releases the pre-charge and marks the job; wait briefly for it.
-      for (let i = 0; i < 100; i++) {
-        const now = await loadVideoJob(row.id);
-        if (now && isTerminal(now.status)) {
-          ctx.body = { requestId: now.id, model: now.model, data: await videoStatusData(now, publicOrigin(ctx)) };
-          return;
-        }
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
+    // the workflow asks the provider to stop, releases the pre-charge and marks the job; its
+    // `ended` update answers once it has (within CANCEL_WAIT_MS, else 202 and the job as it is)
+    if (row.status !== 'cancelled') await cancelJobAndWait(row.id, CANCEL_WAIT_MS, ENGINE_UNAVAILABLE);
     const now = (await loadVideoJob(row.id)) ?? row;
     ctx.status = isTerminal(now.status) ? 200 : 202;
     ctx.body = { requestId: now.id, model: now.model, data: await videoStatusData(now, publicOrigin(ctx)) };

@@ -7,6 +7,7 @@ import Router from '@koa/router';
 import { clientAbortSignal } from '../clientAbort.js';
 import { chargeOnDelivery } from '../inference.js';
 import { authenticate } from '../middleware/auth.js';
+import { refuseUnofferedRedaction } from '../middleware/notOffered.js';
 import { surface } from '../middleware/surface.js';
 import { webSearchRequestSchema } from '../schemas/web.js';
 import { validateBody } from '../validate.js';
@@ -82,7 +83,11 @@ function dataOf(outputType: SearchOutputType, a: SearchAnswer) {
   }));
 }
 
-webRouter.post('/api/web', surface('openai'), authenticate, validateBody(webSearchRequestSchema), async (ctx) => {
+// PII redaction is not offered here (a masked query would search for its placeholders): asked
+// for by the header or the caller's default, the search is refused rather than sent unmasked
+const preamble = [surface('openai'), authenticate, refuseUnofferedRedaction, validateBody(webSearchRequestSchema)];
+
+webRouter.post('/api/web', ...preamble, async (ctx) => {
   const b = checked(ctx.request.body as WebBody);
   const depth = b.depth ?? 'standard';
   const outputType = b.outputType ?? 'searchResults';

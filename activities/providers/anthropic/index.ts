@@ -2,7 +2,7 @@
 // SSE, and POST {base}/v1/messages/count_tokens.
 import type { InferenceRequest, InferenceResult, StreamEvent } from '../../core/types.js';
 import { readJson } from '../http.js';
-import type { ChatAdapter, Provider, ProviderTarget } from '../types.js';
+import type { ChatAdapter, Provider, ProviderTarget, TokenCountAdapter } from '../types.js';
 import { anthropicPassThrough } from './native.js';
 import { toMessagesRequest } from './request.js';
 import { fromMessage } from './response.js';
@@ -13,6 +13,7 @@ import { upstreamError } from '../../core/errors.js';
 
 export const anthropicChat: ChatAdapter = {
   native: anthropicPassThrough,
+  forwardsHeaders: ['anthropic-beta'],
 
   async complete(req: InferenceRequest, target: ProviderTarget, signal: AbortSignal): Promise<InferenceResult> {
     const plan = toMessagesRequest(req);
@@ -70,7 +71,14 @@ export async function countTokens(req: InferenceRequest, target: ProviderTarget,
   return j.input_tokens;
 }
 
+/** Anthropic's own counter, when a key is configured; when it fails, the gateway's estimate answers. */
+const anthropicTokenCount: TokenCountAdapter = {
+  count: async (req, target, signal) =>
+    target.apiKey ? await countTokens(req, target, signal).catch(() => undefined) : undefined,
+};
+
 export const anthropicProvider: Provider = {
   protocol: 'anthropic',
   chat: anthropicChat,
+  tokenCount: anthropicTokenCount,
 };

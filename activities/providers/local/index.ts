@@ -11,6 +11,7 @@ import { localScoring } from './scoring.js';
 import type { LocalModel } from './engine.js';
 import { abortError, generate } from './generate.js';
 import { assertSupported, buildPrompt } from './prompt.js';
+import { localAvailability } from './modelFiles.js';
 import type { Prompt } from './prompt.js';
 
 /** Wait for `p`, but give up (with the abort's error) as soon as the caller aborts. */
@@ -126,6 +127,9 @@ export const localProvider: Provider = {
   speech: localSpeech,
   embeddings: localEmbeddings,
   scoring: localScoring,
+  // the model's own tokenizer: exactly the prompt tokens its usage would report
+  tokenCount: { count: (req) => countPromptTokens(req.model, req) },
+  availability: localAvailability,
 };
 
 /** Free every loaded model (embedding contexts first) and then the runtime (shutdown, tests). */

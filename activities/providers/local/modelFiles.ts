@@ -4,6 +4,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { config, projectDir } from '../../config.js';
+import type { AvailabilityAdapter } from '../types.js';
 
 export function localModelDirs(): string[] {
   const dirs = [path.join(config.dataDir, 'models'), path.resolve(projectDir, '..', 'shared', 'models')];
@@ -20,3 +21,13 @@ export function findLocalModel(file: string): string | null {
   }
   return null;
 }
+
+/**
+ * Served from this machine, so nothing is configured: a route is usable once its model file is on
+ * disk, or at once for a built-in engine (`builtin: true`, the speech synthesizer: no file).
+ */
+export const localAvailability: AvailabilityAdapter = {
+  provider: () => true,
+  route: (r) => r.options.builtin === true || findLocalModel(r.upstreamModel) !== null,
+  enabledBy: (r) => `the model file ${r.upstreamModel} (npm run models:fetch)`,
+};
