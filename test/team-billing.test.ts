@@ -8,6 +8,7 @@ import { person, teamFixture, type TeamFixture } from './support/teams.js';
 import { createKey } from '../activities/accounts/keys.js';
 import { credit, releaseExpiredHolds } from '../activities/ledger/ledger.js';
 import {
+  refundTeamBudget,
   releaseTeamBudget,
   reserveTeamBudget,
   settleTeamBudget,
@@ -277,6 +278,59 @@ describe('billing to a team', function () {
       ],
     );
     for (const r of [r6, r8]) await releaseTeamBudget(r);
+  });
+
+  it('a claim is settled, released or refunded once each, and only a settled one is refunded', async () => {
+    const t = await teamFixture(b.base);
+    const budget = {
+      teamId: t.id,
+      teamUuid: t.uuid,
+      teamName: t.name,
+      status: 'active' as const,
+      ownerAccountId: t.owner.user.accountId,
+      allowedModels: null,
+      memberLimit: 1000n,
+      teamLimit: 1000n,
+    };
+    const userId = t.member.user.id;
+    const sums = async () =>
+      (
+        await db().pool.query(
+          `SELECT user_id, spent::text, held::text FROM team_usage WHERE team_id = $1 ORDER BY user_id`,
+          [t.id],
+        )
+      ).rows.map((r) => [r.spent, r.held]);
+    const claim = async (requestId: string) =>
+      (await db().pool.query(`SELECT status, charged::text FROM team_budget_holds WHERE request_id = $1`, [requestId]))
+        .rows[0];
+    const id = Math.random().toString(36).slice(2);
+    const settled = `settle-${id}`;
+    const released = `release-${id}`;
+    assert.deepEqual(await reserveTeamBudget(budget, userId, settled, 300n), { ok: true });
+    await settleTeamBudget(settled, 200n);
+    await settleTeamBudget(settled, 200n); // a second settlement changes nothing
+    await releaseTeamBudget(settled); // nor does a release after it
+    assert.deepEqual(await claim(settled), { status: 'settled', charged: '200' });
+    assert.deepEqual(await sums(), [
+      ['200', '0'],
+      ['200', '0'],
+    ]);
+    await refundTeamBudget(settled);
+    await refundTeamBudget(settled);
+    assert.deepEqual(await claim(settled), { status: 'refunded', charged: '200' });
+    assert.deepEqual(await sums(), [
+      ['0', '0'],
+      ['0', '0'],
+    ]);
+    assert.deepEqual(await reserveTeamBudget(budget, userId, released, 1000n), { ok: true });
+    await releaseTeamBudget(released);
+    await refundTeamBudget(released); // nothing was spent: nothing to refund
+    await settleTeamBudget(released, 500n); // too late: the claim is closed
+    assert.deepEqual(await claim(released), { status: 'released', charged: '0' });
+    assert.deepEqual(await sums(), [
+      ['0', '0'],
+      ['0', '0'],
+    ]);
   });
 
   it('holds the team limit under a race of many members at once, and the books balance', async () => {
