@@ -16,7 +16,14 @@ import { db } from '../activities/db.js';
 import { balances, credit } from '../activities/ledger/ledger.js';
 import { MeteredCall } from '../activities/metering/meteredCall.js';
 import { listenForChanges } from '../activities/accounts/cacheChanges.js';
-import { claimAllowance, forgetCoverage, giveBack, SUBSCRIPTION_CHANGES } from '../activities/ledger/allowance.js';
+import {
+  claimAllowance,
+  forgetCoverage,
+  giveBack,
+  nextUtcMidnight,
+  SUBSCRIPTION_CHANGES,
+  subscriptionWouldCover,
+} from '../activities/ledger/allowance.js';
 import { paySubscriptionPeriod } from '../activities/subscriptions/periods.js';
 import { newAccount, startApi } from './support/api.js';
 import { assertBooksBalance, settledBalances } from './support/books.js';
@@ -468,6 +475,55 @@ describe('subscriptions', function () {
       assert.deepEqual(await s.counters(), { daily_used: 1, monthly_used: 3 });
       assert.ok(await claimAllowance({ caller: s.caller, modelId: LOCAL }));
       await assert.rejects(claimAllowance({ caller: s.caller, modelId: LOCAL }), usedUp('daily', 2, 2));
+    });
+
+    it('who pays: pay-as-you-go callers and bypasses never touch the allowance; subscription-only keys are refused', async () => {
+      const s = await subscriptionRow({ daily: 3, monthly: 10 });
+      const only = { ...s.caller, billingMode: 'subscription_only' as const };
+      assert.equal(await claimAllowance({ caller: { ...s.caller, billingMode: 'paygo' }, modelId: LOCAL }), undefined);
+      assert.equal(await claimAllowance({ caller: s.caller, modelId: LOCAL, bypass: 'provider' }), undefined);
+      assert.equal(await claimAllowance({ caller: s.caller, modelId: 'openai/gpt-4o-mini' }), undefined);
+      assert.deepEqual(await s.counters(), { daily_used: 0, monthly_used: 0 });
+      const refused = (why: RegExp) => (err: any) => {
+        assert.equal(err.status, 402);
+        assert.equal(err.code, 'subscription_required');
+        assert.match(err.message, why);
+        return true;
+      };
+      await assert.rejects(claimAllowance({ caller: only, modelId: LOCAL, bypass: 'job' }), refused(/not jobs/));
+      await assert.rejects(claimAllowance({ caller: only, modelId: LOCAL, bypass: 'paygo' }), refused(/pay-as-you-go/));
+      await assert.rejects(
+        claimAllowance({ caller: only, modelId: 'openai/gpt-4o-mini' }),
+        refused(/no subscription covers this request/),
+      );
+      assert.ok(await claimAllowance({ caller: only, modelId: LOCAL }));
+      assert.equal(await subscriptionWouldCover(s.caller, ['openai/gpt-4o-mini', LOCAL]), true);
+      assert.equal(await subscriptionWouldCover(s.caller, ['openai/gpt-4o-mini']), false);
+      assert.equal(await subscriptionWouldCover({ ...s.caller, billingMode: 'paygo' }, [LOCAL]), false);
+      assert.equal(await subscriptionWouldCover(only, ['openai/gpt-4o-mini']), true);
+    });
+
+    it('a used-up allowance says when it comes back: the next UTC midnight, or the period end', async () => {
+      assert.equal(nextUtcMidnight(Date.UTC(2026, 0, 31, 23, 59, 59, 999)), Date.UTC(2026, 1, 1));
+      assert.equal(nextUtcMidnight(Date.UTC(2026, 1, 1)), Date.UTC(2026, 1, 2));
+      const daily = await subscriptionRow({ daily: 1, monthly: 10, dailyUsed: 1, monthlyUsed: 1 });
+      const before = Date.now();
+      await assert.rejects(claimAllowance({ caller: daily.caller, modelId: LOCAL }), (err: any) => {
+        assert.equal(err.opts.details.resetAt, nextUtcMidnight(before));
+        const wait = (nextUtcMidnight(before) - before) / 1000;
+        assert.ok(err.opts.retryAfterSeconds >= 1 && Math.abs(err.opts.retryAfterSeconds - wait) <= 2, String(wait));
+        assert.match(err.message, /daily allowance is used up \(1 of 1 operations\)/);
+        return true;
+      });
+      const monthly = await subscriptionRow({ daily: 10, monthly: 1, monthlyUsed: 1 });
+      const { rows } = await db().pool.query(`SELECT period_end FROM subscriptions WHERE id = $1`, [monthly.id]);
+      await assert.rejects(claimAllowance({ caller: monthly.caller, modelId: LOCAL }), (err: any) => {
+        assert.equal(err.opts.details.resetAt, rows[0].period_end.getTime());
+        assert.ok(Math.abs(err.opts.retryAfterSeconds - 3600) <= 2, String(err.opts.retryAfterSeconds));
+        assert.match(err.message, /monthly allowance is used up \(1 of 1 operations\)/);
+        assert.match(err.message, /X-Billing-Mode: paygo/);
+        return true;
+      });
     });
 
     it('giving back: one operation each, never below 0, and nothing for an earlier day or period', async () => {
