@@ -36,11 +36,14 @@ const specFiles = [
 ];
 
 export default {
-  // Every module of the ledger (the ledger and its leases, the subscription allowance, team budgets,
-  // transfers between accounts), the metered call, PII redaction's masking, and the SSE parser.
+  // Every module of the ledger (the ledger, its holds, leases and refunds, the subscription
+  // allowance, team budgets, transfers between accounts), the metered call and the modules it was
+  // split into, PII redaction's masking, and the SSE parser.
   mutate: [
     'activities/ledger/**/*.ts',
     'activities/metering/meteredCall.ts',
+    'activities/metering/funds.ts',
+    'activities/metering/upstreamFailures.ts',
     'activities/redaction/mask.ts',
     'activities/providers/sse.ts',
   ],

@@ -59,3 +59,56 @@ export async function closeDatabase(): Promise<void> {
 export function isUniqueViolation(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: string }).code === '23505';
 }
+
+/**
+ * SQLSTATEs of a connection that died under a statement: the server shut it (admin_shutdown,
+ * crash_shutdown, cannot_connect_now) or class 08 (connection exception). The statement did not
+ * complete on that connection, and the pool has already dropped it.
+ */
+const LOST_CONNECTION = /^(57P0[123]|08...)$/;
+const LOST_CONNECTION_MESSAGE = /^(Connection terminated|Client has encountered a connection error)/;
+
+interface AdapterCause {
+  kind?: string;
+  code?: unknown;
+}
+
+/** The SQLSTATE (or socket error code) behind `err`, from pg directly or through Prisma's pg adapter. */
+function causeOf(err: unknown): { code?: unknown; kind?: string; message?: unknown } {
+  if (typeof err !== 'object' || err === null) return {};
+  const e = err as { code?: unknown; message?: unknown; meta?: { driverAdapterError?: { cause?: AdapterCause } } };
+  const cause = e.meta?.driverAdapterError?.cause;
+  return cause ? { code: cause.code, kind: cause.kind, message: e.message } : e;
+}
+
+/** Did `err` come from a pooled connection that died (through pg directly, or through Prisma's adapter)? */
+export function isLostConnection(err: unknown): boolean {
+  const { code, kind, message } = causeOf(err);
+  if (kind === 'ConnectionClosed') return true;
+  if (typeof code === 'string' && (LOST_CONNECTION.test(code) || code === 'ECONNRESET' || code === 'EPIPE'))
+    return true;
+  return typeof message === 'string' && LOST_CONNECTION_MESSAGE.test(message);
+}
+
+/**
+ * Is PostgreSQL refusing connections for now: too many clients (53300, for the server, a database
+ * or a role) or still starting (57P03)? Nothing ran; the caller may retry shortly (503, not 500).
+ */
+export function isDatabaseBusy(err: unknown): boolean {
+  const { code, kind } = causeOf(err);
+  return kind === 'TooManyConnections' || code === '53300' || code === '57P03';
+}
+
+/**
+ * Run `work` again, once, if a pooled connection died under it: a restarted or failed-over server,
+ * or connections killed by an operator, should cost a caller nothing but a few milliseconds. Only
+ * for work that may run twice: reads, and writes whose second run changes nothing more.
+ */
+export async function retryOnLostConnection<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (!isLostConnection(err)) throw err;
+    return work();
+  }
+}

@@ -17,12 +17,25 @@ let connection: Connection | undefined;
  */
 const IDLE_TIMEOUT_MS = 2 ** 31 - 1;
 
+/**
+ * How long a caller waits for the engine when accepting a job before its 503, and how long
+ * connecting may take: the SDK would otherwise try to connect for 10 s and retry an unreachable
+ * server for about as long again, while the caller holds the request open for an answer that is no.
+ */
+export const ENGINE_DEADLINE_MS = 1500;
+const CONNECT_TIMEOUT_MS = 1000;
+
 export function temporal(): Promise<Client> {
   client ??= (async () => {
     if (!config.temporalAddress) throw new Error('no Temporal server configured (TEMPORAL_ADDRESS)');
     const sdk = await import('@temporalio/client');
     connection = await sdk.Connection.connect({
       address: config.temporalAddress,
+      connectTimeout: CONNECT_TIMEOUT_MS,
+      // an unreachable engine is retried for about a second (0.17 + 0.29 + 0.49 s apart), not the
+      // SDK's ten attempts over ten seconds and more: the caller waiting on a job start hears 503
+      // within ENGINE_DEADLINE_MS, and a call cut off by that deadline leaves no retry behind
+      interceptors: [sdk.makeGrpcRetryInterceptor(sdk.defaultGrpcRetryOptions({ maxAttempts: 4 }))],
       channelArgs: { 'grpc.client_idle_timeout_ms': IDLE_TIMEOUT_MS },
     });
     return new sdk.Client({ connection, namespace: config.temporalNamespace });
@@ -40,6 +53,12 @@ export function temporal(): Promise<Client> {
 export function warmTemporalClient(log: (message: string) => void): void {
   if (!config.temporalAddress) return;
   temporal().catch((err: Error) => log(`Temporal at ${config.temporalAddress} not reachable yet: ${err.message}`));
+}
+
+/** Run `call` (one or more client calls) against the engine, cut off at `deadline` (epoch ms), retries included. */
+export async function beforeDeadline<T>(deadline: number, call: (client: Client) => Promise<T>): Promise<T> {
+  const c = await temporal();
+  return connection ? connection.withDeadline(deadline, () => call(c)) : call(c);
 }
 
 export async function closeTemporalClient(): Promise<void> {

@@ -1,6 +1,7 @@
 // The Koa application: request id → JSON writing → error rendering → routes (each route declares its
 // surface, which parses its body; see middleware/surface.ts). Nothing here
 // knows a database or a provider; routes call activities for that.
+import type { Server } from 'node:http';
 import Koa from 'koa';
 import Router from '@koa/router';
 import { requestId } from './middleware/requestId.js';
@@ -40,6 +41,7 @@ import { billingRouter } from './routes/billing.js';
 import { teeRouter } from './routes/tee.js';
 import { indexRoutes } from './routeIndex.js';
 import type { AppState } from './state.js';
+import { answerClientErrors } from './clientErrors.js';
 
 export function createApp(): Koa {
   const app = new Koa({ proxy: process.env.SWITCHYARD_TRUST_PROXY === '1' });
@@ -100,5 +102,9 @@ export function createApp(): Koa {
   app.use(routes.routes());
   // answers 405 (with Allow) and 501 without a body; handleErrors gives them our envelope
   app.use(routes.allowedMethods());
+  // every server the app listens on (the API, `npm start`, the tests) answers malformed requests
+  // in the envelope too: those never reach the middleware above
+  const listen = app.listen.bind(app) as (...args: unknown[]) => Server;
+  app.listen = ((...args: unknown[]) => answerClientErrors(listen(...args))) as Koa['listen'];
   return app;
 }

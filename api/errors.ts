@@ -1,4 +1,5 @@
 import { RequestError } from '../activities/core/errors.js';
+import { isDatabaseBusy, isLostConnection } from '../activities/db.js';
 // The one place a failure becomes a response body: every failure is a RequestError (status +
 // code + a message a person can act on, activities/core/errors.ts), rendered here in the envelope
 // of the surface that was called.
@@ -52,6 +53,7 @@ const TEAMS_CODES: Record<number, string> = {
   409: 'CONFLICT',
   422: 'INVALID_INPUT',
   429: 'RATE_LIMITED',
+  503: 'SERVICE_UNAVAILABLE',
 };
 
 export function renderError(err: RequestError, envelope: Envelope): Record<string, unknown> {
@@ -86,9 +88,31 @@ export function renderError(err: RequestError, envelope: Envelope): Record<strin
   }
 }
 
-/** Anything that is not a RequestError becomes a 500 whose message reveals nothing internal. */
+/** How long a caller should wait when the database has no connection to spare. */
+const DATABASE_BUSY_RETRY_SECONDS = 2;
+
+/**
+ * Anything that is not a RequestError becomes a 500 whose message reveals nothing internal, but for
+ * a database refusing connections for now or a connection lost under a statement: those pass, so
+ * 503 with Retry-After.
+ */
 export function asRequestError(err: unknown): RequestError {
   if (err instanceof RequestError) return err;
+  if (isDatabaseBusy(err))
+    return new RequestError(
+      503,
+      'database_busy',
+      "The gateway's database has no connection to spare just now; retry shortly.",
+      { retryAfterSeconds: DATABASE_BUSY_RETRY_SECONDS },
+    );
+  // a connection that died under a statement not tried again (retryOnLostConnection): as passing
+  if (isLostConnection(err))
+    return new RequestError(
+      503,
+      'database_unavailable',
+      'The gateway lost its database connection while handling this request; retry shortly.',
+      { retryAfterSeconds: DATABASE_BUSY_RETRY_SECONDS },
+    );
   return new RequestError(
     500,
     'internal_error',

@@ -13,9 +13,10 @@
 // redaction (asked for by the `redaction` header, a `:redaction` suffix, or the key's or account's
 // default) masks the request before anything is reserved or sent, and refuses it if masking fails
 // (activities/redaction/); a route that does not offer it refuses a request that asked
-// (policy.ts: redactionDecision); a redacted request is translated too, and its answer restored. On chat completions the `moderation` header runs the paid input-safety
-// preflight (api/moderationPreflight.ts) once every answer's worst case is reserved, so a request
-// that could not be answered or paid for is refused with nothing charged; the preflight is charged
+// (policy.ts: redactionDecision); a redacted request is translated too, and its answer restored.
+// On chat completions the `moderation` header runs the paid input-safety preflight
+// (api/moderationPreflight.ts) once every answer's worst case is reserved, so a request that could
+// not be answered or paid for is refused with nothing charged; the preflight is charged
 // whatever it finds, and a flagged request (`content_policy_violation`) gives the answers'
 // reservations back. The handler only answers. Whatever the handler does, an answer the caller
 // never receives is not charged: a failure after the money moved releases or refunds it, and so

@@ -60,23 +60,60 @@ function cleanFilename(raw: string | undefined): string {
   return clean || 'upload.jsonl';
 }
 
+/** A promise with its resolve and reject at hand (Promise.withResolvers, which Node 20 lacks). */
+function deferred<T>() {
+  let resolve!: (value: T) => void;
+  let reject!: (err: RequestError) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+/** The form's reader, or why the body cannot be one (not multipart, no usable boundary). */
+function openForm(req: IncomingMessage, maxFileBytes: number): busboy.Busboy | RequestError {
+  const type = req.headers['content-type'] ?? '';
+  if (!/^multipart\/form-data\s*;/i.test(type))
+    return bad(
+      `Expected a multipart/form-data body, got ${type ? `'${type}'` : 'none'}. ${HOW}`,
+      null,
+      'invalid_content_type',
+    );
+  try {
+    return busboy({
+      headers: req.headers,
+      defParamCharset: 'utf8',
+      // busboy stops AT its limit: one byte more tells a file of exactly maxFileBytes from a larger one
+      limits: { fileSize: maxFileBytes + 1, files: 1, fields: 4, fieldSize: 1024, parts: 6, headerPairs: 20 },
+    });
+  } catch (err) {
+    // busboy refuses a content type without a usable boundary at once
+    return bad(`The multipart body cannot be read: ${(err as Error).message}. ${HOW}`, null, 'invalid_content_type');
+  }
+}
+
+/** What is wrong with a text field of the form, if anything: `purpose`, once, is the only one. */
+function fieldProblem(name: string, value: string, truncated: boolean, purposeSeen: boolean): RequestError | undefined {
+  if (name === 'file') return bad("'file' came as a text field: send it as a file part (with a filename).", 'file');
+  if (name !== 'purpose') return bad(`Unrecognized form field '${name}'. ${HOW}`, name);
+  if (purposeSeen) return bad("The field 'purpose' was sent twice; send it once.", 'purpose');
+  if (truncated) return bad("The field 'purpose' is too long.", 'purpose');
+  if (!PURPOSES.includes(value))
+    return bad(
+      `Invalid 'purpose': '${value.slice(0, 40)}'. Files are uploaded here for batches: purpose=batch.`,
+      'purpose',
+    );
+  return undefined;
+}
+
 export function readUploadForm(req: IncomingMessage, maxFileBytes: number, idleTimeoutMs: number): UploadForm {
   let failed: RequestError | undefined;
   let part: UploadedPart | undefined;
   let purpose: string | undefined;
   let finished = false;
-  let resolveFile!: (p: UploadedPart) => void;
-  let rejectFile!: (e: RequestError) => void;
-  let resolveDone!: (purpose: string) => void;
-  let rejectDone!: (e: RequestError) => void;
-  const file = new Promise<UploadedPart>((res, rej) => {
-    resolveFile = res;
-    rejectFile = rej;
-  });
-  const done = new Promise<string>((res, rej) => {
-    resolveDone = res;
-    rejectDone = rej;
-  });
+  const { promise: file, resolve: resolveFile, reject: rejectFile } = deferred<UploadedPart>();
+  const { promise: done, resolve: resolveDone, reject: rejectDone } = deferred<string>();
   // whoever does not await one of them must not crash the process with an unhandled rejection
   file.catch(() => undefined);
   done.catch(() => undefined);
@@ -94,45 +131,16 @@ export function readUploadForm(req: IncomingMessage, maxFileBytes: number, idleT
     rejectDone(err);
   };
 
-  const type = req.headers['content-type'] ?? '';
-  if (!/^multipart\/form-data\s*;/i.test(type)) {
-    fail(
-      bad(
-        `Expected a multipart/form-data body, got ${type ? `'${type}'` : 'none'}. ${HOW}`,
-        null,
-        'invalid_content_type',
-      ),
-    );
-    return { file, done, failure: () => failed, abandon };
-  }
-  let form: busboy.Busboy;
-  try {
-    form = busboy({
-      headers: req.headers,
-      defParamCharset: 'utf8',
-      // busboy stops AT its limit: one byte more tells a file of exactly maxFileBytes from a larger one
-      limits: { fileSize: maxFileBytes + 1, files: 1, fields: 4, fieldSize: 1024, parts: 6, headerPairs: 20 },
-    });
-  } catch (err) {
-    // busboy refuses a content type without a usable boundary at once
-    fail(bad(`The multipart body cannot be read: ${(err as Error).message}. ${HOW}`, null, 'invalid_content_type'));
+  const form = openForm(req, maxFileBytes);
+  if (form instanceof RequestError) {
+    fail(form);
     return { file, done, failure: () => failed, abandon };
   }
 
   form.on('field', (name, value, info) => {
-    if (name === 'file')
-      return fail(bad("'file' came as a text field: send it as a file part (with a filename).", 'file'));
-    if (name !== 'purpose') return fail(bad(`Unrecognized form field '${name}'. ${HOW}`, name));
-    if (purpose !== undefined) return fail(bad("The field 'purpose' was sent twice; send it once.", 'purpose'));
-    if (info.valueTruncated) return fail(bad("The field 'purpose' is too long.", 'purpose'));
+    const problem = fieldProblem(name, value, info.valueTruncated, purpose !== undefined);
+    if (problem) return fail(problem);
     purpose = value;
-    if (!PURPOSES.includes(purpose))
-      fail(
-        bad(
-          `Invalid 'purpose': '${value.slice(0, 40)}'. Files are uploaded here for batches: purpose=batch.`,
-          'purpose',
-        ),
-      );
   });
   form.on('file', (name, stream, info) => {
     if (name !== 'file') {

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import pg from 'pg';
-import { applyMigrations } from '../prisma/migrate.js';
+import { applyMigrations } from '../prisma/applyMigrations.js';
 import { connectDatabase, closeDatabase } from '../activities/db.js';
 import { createAccount } from '../activities/accounts/accounts.js';
 import { createKey } from '../activities/accounts/keys.js';

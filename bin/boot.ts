@@ -4,7 +4,7 @@
 import path from 'node:path';
 import { config } from '../activities/config.js';
 import { closeDatabase, connectDatabase } from '../activities/db.js';
-import { applyMigrations } from '../prisma/migrate.js';
+import { applyMigrations } from '../prisma/applyMigrations.js';
 import { startEmbeddedPostgres } from '../prisma/embedded-postgres.js';
 import { readCatalogFile } from '../activities/catalog/file.js';
 import { syncCatalog } from '../activities/catalog/sync.js';

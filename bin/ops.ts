@@ -130,6 +130,8 @@ async function run(): Promise<void> {
   const [group, verb, ...rest] = args;
   if (opt.help || !group) return console.log(HELP);
   const cmd = ['credit', 'debit'].includes(group) ? group : `${group} ${verb ?? ''}`.trim();
+  if (group === 'keys') return keysCommand(cmd, rest);
+  if (group === 'users') return usersCommand(cmd, rest);
   switch (cmd) {
     case 'accounts create': {
       if (!rest[0]) throw new UsageError('accounts create <name>');
@@ -187,6 +189,16 @@ async function run(): Promise<void> {
       console.log(`entry #${e.id}: ${formatAmount(e.amount, c)} ${c}, balance now ${formatAmount(e.balanceAfter, c)}`);
       return;
     }
+    case 'catalog sync':
+      return prepareCatalog((m) => console.log(m));
+    default:
+      throw new UsageError(`unknown command "${args.join(' ')}"\n\n${HELP}`);
+  }
+}
+
+/** The `keys` commands. */
+async function keysCommand(cmd: string, rest: string[]): Promise<void> {
+  switch (cmd) {
     case 'keys create': {
       const a = await account(rest[0]);
       const mode = opt['billing-mode'];
@@ -241,6 +253,14 @@ async function run(): Promise<void> {
       console.log(`${n} key(s) revoked. Running API processes stop accepting it within their key cache time.`);
       return;
     }
+    default:
+      throw new UsageError(`unknown command "${args.join(' ')}"\n\n${HELP}`);
+  }
+}
+
+/** The `users` commands. */
+async function usersCommand(cmd: string, rest: string[]): Promise<void> {
+  switch (cmd) {
     case 'users create': {
       const email = rest[0];
       if (!email || !looksLikeEmail(email)) throw new UsageError('users create <email>: an e-mail address');
@@ -286,8 +306,6 @@ async function run(): Promise<void> {
       console.log(`${await revokeUserSessions(u.id)} session(s) of ${u.email} ended`);
       return;
     }
-    case 'catalog sync':
-      return prepareCatalog((m) => console.log(m));
     default:
       throw new UsageError(`unknown command "${args.join(' ')}"\n\n${HELP}`);
   }

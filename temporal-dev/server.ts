@@ -11,6 +11,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import { Connection, type ConnectionOptions } from '@temporalio/client';
 import { DEFAULT_PROJECT_DIR, findTemporalCli } from './cli.js';
 
@@ -101,17 +102,8 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
 
 class PortInUseError extends Error {}
 
-async function startOnce(cli: string, opts: DevServerOptions): Promise<DevServer> {
-  const ip = opts.ip ?? '127.0.0.1';
-  const [freeA, freeB] = await freePorts(ip, 2);
-  const port = opts.port || freeA;
-  const uiPort = opts.uiPort === null ? null : opts.uiPort || (freeB === port ? freeA : freeB);
-  // A wildcard bind address is not something to connect to.
-  const connectHost = ip === '0.0.0.0' ? '127.0.0.1' : ip === '::' ? '::1' : ip;
-  const hostPort = (h: string, p: number) => (h.includes(':') ? `[${h}]:${p}` : `${h}:${p}`);
-  const address = hostPort(connectHost, port);
-  const uiUrl = uiPort === null ? null : `http://${hostPort(connectHost, uiPort)}`;
-
+/** The `temporal server start-dev` command line for these options. */
+function serverArgs(ip: string, port: number, uiPort: number | null, opts: DevServerOptions): string[] {
   const args = ['server', 'start-dev', '--ip', ip, '--port', String(port)];
   args.push(...(uiPort === null ? ['--headless'] : ['--ui-port', String(uiPort)]));
   if (opts.dataFile) {
@@ -124,15 +116,45 @@ async function startOnce(cli: string, opts: DevServerOptions): Promise<DevServer
   if (opts.namespace !== 'default') args.push('--namespace', opts.namespace); // default always exists
   for (const [key, type] of Object.entries(opts.searchAttributes)) args.push('--search-attribute', `${key}=${type}`);
   args.push('--log-level', 'warn');
+  return args;
+}
+
+/** The server's log file, next to its data (or in <repo>/.data), opened with a header line for this run. */
+function openLogFile(dataFile: string | undefined, command: string): WriteStream {
+  const dir = dataFile ? path.dirname(path.resolve(dataFile)) : path.join(DEFAULT_PROJECT_DIR, '.data');
+  mkdirSync(dir, { recursive: true });
+  const logFile = createWriteStream(path.join(dir, 'temporal-server.log'), { flags: 'a' });
+  logFile.write(`\n--- ${new Date().toISOString()} ${command}\n`);
+  return logFile;
+}
+
+/** Hand each non-empty line of `stream` to `emit`, the last one too when it has no line break. */
+function eachLine(stream: Readable, emit: (line: string) => void): void {
+  let partial = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (d: string) => {
+    const lines = (partial + d).split(/\r?\n/);
+    partial = lines.pop() ?? '';
+    for (const line of lines) if (line.trim()) emit(line);
+  });
+  stream.on('end', () => partial.trim() && emit(partial));
+}
+
+async function startOnce(cli: string, opts: DevServerOptions): Promise<DevServer> {
+  const ip = opts.ip ?? '127.0.0.1';
+  const [freeA, freeB] = await freePorts(ip, 2);
+  const port = opts.port || freeA;
+  const uiPort = opts.uiPort === null ? null : opts.uiPort || (freeB === port ? freeA : freeB);
+  // A wildcard bind address is not something to connect to.
+  const connectHost = ip === '0.0.0.0' ? '127.0.0.1' : ip === '::' ? '::1' : ip;
+  const hostPort = (h: string, p: number) => (h.includes(':') ? `[${h}]:${p}` : `${h}:${p}`);
+  const address = hostPort(connectHost, port);
+  const uiUrl = uiPort === null ? null : `http://${hostPort(connectHost, uiPort)}`;
+
+  const args = serverArgs(ip, port, uiPort, opts);
 
   // Output: to the callback, else to a log file next to the data (or in <repo>/.data); keep a tail for errors.
-  let logFile: WriteStream | null = null;
-  if (!opts.log) {
-    const dir = opts.dataFile ? path.dirname(path.resolve(opts.dataFile)) : path.join(DEFAULT_PROJECT_DIR, '.data');
-    mkdirSync(dir, { recursive: true });
-    logFile = createWriteStream(path.join(dir, 'temporal-server.log'), { flags: 'a' });
-    logFile.write(`\n--- ${new Date().toISOString()} ${cli} ${args.join(' ')}\n`);
-  }
+  const logFile = opts.log ? null : openLogFile(opts.dataFile, `${cli} ${args.join(' ')}`);
   const tail: string[] = [];
   // Once we stop the server, its shutdown chatter (WARN lines about its own internal pollers losing
   // their connection) is expected: it is kept in the tail and shown only if the stop goes wrong.
@@ -152,16 +174,7 @@ async function startOnce(cli: string, opts: DevServerOptions): Promise<DevServer
     detached: opts.ownProcessGroup ?? false,
   });
   track(child);
-  for (const stream of [child.stdout!, child.stderr!]) {
-    let partial = '';
-    stream.setEncoding('utf8');
-    stream.on('data', (d: string) => {
-      const lines = (partial + d).split(/\r?\n/);
-      partial = lines.pop() ?? '';
-      for (const line of lines) if (line.trim()) emit(line);
-    });
-    stream.on('end', () => partial.trim() && emit(partial));
-  }
+  for (const stream of [child.stdout!, child.stderr!]) eachLine(stream, emit);
   const exited = new Promise<string>((resolve) => {
     child.once('error', (err) => resolve(`could not be started: ${err.message}`));
     child.once('exit', (code, signal) => resolve(signal ? `was killed by ${signal}` : `exited with code ${code}`));

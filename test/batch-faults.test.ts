@@ -16,8 +16,8 @@ import { until } from './support/wait.js';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { finishBatch, runBatchRows } from '../activities/batches/run.js';
 import { storedCaller, successWrite } from '../activities/batches/store.js';
-import { writeWithoutCharge } from '../activities/ledger/leases.js';
-import { reserve, settle } from '../activities/ledger/ledger.js';
+import { writeWithoutCharge } from '../activities/ledger/leaseWrites.js';
+import { reserve, settle } from '../activities/ledger/holds.js';
 import { resolveKey } from '../activities/accounts/keys.js';
 
 const MODEL = 'openai/gpt-4o-mini';

@@ -10,8 +10,10 @@ import { catalog } from '../activities/catalog/catalog.js';
 import { parseAmount } from '../activities/core/money.js';
 import { db } from '../activities/db.js';
 import { closeIdleLeases, flushLeases } from '../activities/ledger/leases.js';
-import { balances, credit, releaseExpiredHolds } from '../activities/ledger/ledger.js';
-import { MeteredCall, type Payer } from '../activities/metering/meteredCall.js';
+import { balances, credit } from '../activities/ledger/ledger.js';
+import { releaseExpiredHolds } from '../activities/ledger/holds.js';
+import type { Payer } from '../activities/metering/callSpec.js';
+import { MeteredCall } from '../activities/metering/meteredCall.js';
 import { assertBooksBalance } from './support/books.js';
 
 const usd = (s: string) => parseAmount(s, 'USD');

@@ -6,6 +6,7 @@
 // succeeded row is charged exactly once and no failed, cancelled or expired row is charged, and
 // ends with the books balanced.
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { config } from '../activities/config.js';
 import { db } from '../activities/db.js';
 import { loadCatalog } from '../activities/catalog/catalog.js';
@@ -18,6 +19,8 @@ import { type ChatBench, startChatBench } from './support/chatEnv.js';
 import { useTemporal } from './support/temporal.js';
 import { assertBooksBalance } from './support/books.js';
 import { until } from './support/wait.js';
+import { freePort } from './support/ports.js';
+import { closeTemporalClient, temporal } from '../activities/temporalClient.js';
 
 const MODEL = 'openai/gpt-4o-mini';
 
@@ -550,5 +553,57 @@ describe('inline batches (/api/beta/batches) on the batch workflow', function ()
       await db().pool.query(`UPDATE models SET batch_price_bps = NULL WHERE id = $1`, [MODEL]);
       await loadCatalog();
     }
+  });
+
+  describe('the workflow engine unreachable: 503 batches_unavailable within 2 s', () => {
+    /** Create a batch against `address` (connecting afresh), and how long the answer took. */
+    async function createAgainst(address: string, connected?: () => Promise<void>) {
+      // the engine the shared client was connected to (another file's config snapshot may have unset
+      // config.temporalAddress since): the client is closed here, so it must find that engine again
+      const engine = (await useTemporal()).address;
+      await import('@temporalio/client'); // loaded, as an API process with an engine does at start-up
+      await closeTemporalClient();
+      config.temporalAddress = address;
+      try {
+        await connected?.();
+        const started = Date.now();
+        const res = await create({ endpoint: '/v1/chat/completions', model: MODEL, requests: [chatRow('a', 'hi')] });
+        return { res, ms: Date.now() - started };
+      } finally {
+        await closeTemporalClient();
+        config.temporalAddress = engine;
+      }
+    }
+
+    it('nothing listens at the address', async () => {
+      const { res, ms } = await createAgainst(`127.0.0.1:${await freePort()}`);
+      assert.equal(res.status, 503, await res.clone().text());
+      assert.equal(((await res.json()) as any).error.code, 'batches_unavailable');
+      assert.ok(ms < 2000, `answered after ${ms} ms`);
+    });
+
+    it('the engine goes away after the client connected', async () => {
+      // a TCP relay to the real engine, closed (with its connections) once the client is connected
+      const sockets = new Set<net.Socket>();
+      const [host, port] = (await useTemporal()).address.split(':');
+      const relay = net.createServer((inbound) => {
+        const outbound = net.connect(Number(port), host);
+        for (const s of [inbound, outbound]) {
+          sockets.add(s);
+          s.on('error', () => undefined);
+        }
+        inbound.pipe(outbound).pipe(inbound);
+      });
+      await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+      const { res, ms } = await createAgainst(`127.0.0.1:${(relay.address() as net.AddressInfo).port}`, async () => {
+        await temporal();
+        await new Promise<void>((r) => {
+          relay.close(() => r());
+          for (const s of sockets) s.destroy();
+        });
+      });
+      assert.equal(res.status, 503, await res.clone().text());
+      assert.ok(ms < 2000, `answered after ${ms} ms`);
+    });
   });
 });

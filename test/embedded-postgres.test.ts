@@ -8,7 +8,7 @@ import pg from 'pg';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from '../prisma/generated/client.js';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../prisma/embedded-postgres.js';
-import { applyMigrations, readMigrations } from '../prisma/migrate.js';
+import { applyMigrations, readMigrations } from '../prisma/applyMigrations.js';
 
 describe('prisma/embedded-postgres.ts', function () {
   this.timeout(180_000);

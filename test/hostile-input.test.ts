@@ -305,4 +305,55 @@ describe('hostile caller input', function () {
       assert.deepEqual(await footprint(accountId), before);
     });
   });
+
+  describe("what Node's HTTP layer refuses before the app sees it", () => {
+    /** Send `raw` on a fresh connection; the whole answer, parsed. */
+    function send(raw: string) {
+      return new Promise<{ status: number; headers: Record<string, string>; body: any }>((resolve, reject) => {
+        const socket = net.connect(Number(new URL(bench().base).port), '127.0.0.1');
+        let answer = '';
+        socket.on('data', (d) => (answer += d));
+        socket.on('error', () => undefined);
+        socket.on('close', () => {
+          const [head, ...rest] = answer.split('\r\n\r\n');
+          const [statusLine, ...lines] = head.split('\r\n');
+          const headers = Object.fromEntries(
+            lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+          );
+          try {
+            resolve({ status: Number(statusLine.split(' ')[1]), headers, body: JSON.parse(rest.join('\r\n\r\n')) });
+          } catch (err) {
+            reject(new Error(`not a JSON answer: ${JSON.stringify(answer)} (${err})`));
+          }
+        });
+        socket.end(raw);
+      });
+    }
+
+    for (const [what, raw, status, code] of [
+      ['a malformed request line', 'GET /v1/models HTTP/9.Z\r\nHost: x\r\n\r\n', 400, 'malformed_request'],
+      [
+        'a header without a colon',
+        'GET /v1/models HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n',
+        400,
+        'malformed_request',
+      ],
+      [
+        'headers past the size limit',
+        `GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+        431,
+        'request_header_fields_too_large',
+      ],
+    ] as Array<[string, string, number, string]>) {
+      it(`${what}: ${status} in the JSON envelope, with a request id`, async () => {
+        const r = await send(raw);
+        assert.equal(r.status, status);
+        assert.match(r.headers['content-type'], /^application\/json/);
+        assert.match(r.headers['x-request-id'], /^req_[0-9a-f]{32}$/);
+        assert.equal(r.body.error.code, code);
+        assert.equal(r.body.error.type, 'invalid_request_error');
+        assert.equal(typeof r.body.error.message, 'string');
+      });
+    }
+  });
 });

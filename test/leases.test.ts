@@ -6,14 +6,8 @@ import { config } from '../activities/config.js';
 import { randomUUID } from 'node:crypto';
 import { db } from '../activities/db.js';
 import { createAccount } from '../activities/accounts/accounts.js';
-import {
-  balances,
-  credit,
-  InsufficientFunds,
-  releaseExpiredHolds,
-  reserve,
-  settle,
-} from '../activities/ledger/ledger.js';
+import { balances, credit, InsufficientFunds } from '../activities/ledger/ledger.js';
+import { releaseExpiredHolds, reserve, settle } from '../activities/ledger/holds.js';
 import {
   flushLeases,
   forgetLeases,

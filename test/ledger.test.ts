@@ -5,19 +5,9 @@ import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
 import { config } from '../activities/config.js';
 import { createAccount } from '../activities/accounts/accounts.js';
-import {
-  balances,
-  credit,
-  debit,
-  InsufficientFunds,
-  LedgerError,
-  recentEntries,
-  refund,
-  release,
-  releaseExpiredHolds,
-  reserve,
-  settle,
-} from '../activities/ledger/ledger.js';
+import { balances, credit, debit, InsufficientFunds, LedgerError, recentEntries } from '../activities/ledger/ledger.js';
+import { refund } from '../activities/ledger/refunds.js';
+import { release, releaseExpiredHolds, reserve, settle } from '../activities/ledger/holds.js';
 import { parseAmount } from '../activities/core/money.js';
 import { db } from '../activities/db.js';
 import { assertBooksBalance } from './support/books.js';

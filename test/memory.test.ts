@@ -199,6 +199,12 @@ describe('memory (POST /api/v1/memory)', function () {
       400,
       /expiration_days/,
     );
+    // stored in an int4 column: past it is the caller's error, named, not the provider's
+    await expectError(
+      await post(key, { messages: [{ role: 'user', content: 'x' }], model_context_limit: 2 ** 31 }),
+      400,
+      /model_context_limit/,
+    );
     await expectError(
       await post(key, { messages: [{ role: 'user', content: 'x' }] }, { memory_expiration_days: '400' }),
       400,

@@ -12,7 +12,8 @@ import { parseAmount } from '../activities/core/money.js';
 import { db } from '../activities/db.js';
 import { flushLeases } from '../activities/ledger/leases.js';
 import { balances, credit, LedgerError } from '../activities/ledger/ledger.js';
-import { billOf, MeteredCall, type MeteredCallSpec, type Payer } from '../activities/metering/meteredCall.js';
+import type { MeteredCallSpec, Payer } from '../activities/metering/callSpec.js';
+import { billOf, MeteredCall } from '../activities/metering/meteredCall.js';
 import { flushRequestRecords } from '../activities/metering/records.js';
 import { assertBooksBalance } from './support/books.js';
 

@@ -10,14 +10,12 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from '../prisma/generated/client.js';
 import {
   applyMigrations,
-  engineAdapterFactory,
-  engineMigrationList,
-  loadSchemaEngineWasm,
   markRolledBack,
   MIGRATIONS_DIR,
   MigrationError,
   readMigrations,
-} from '../prisma/migrate.js';
+} from '../prisma/applyMigrations.js';
+import { engineAdapterFactory, engineMigrationList, loadSchemaEngineWasm } from '../prisma/newMigration.js';
 
 const ADMIN_URL = process.env.TEST_PG_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 const created: string[] = [];

@@ -302,7 +302,8 @@ const ROUTES: Record<string, Entry> = {
   'GET /api/x402/status/:id': ['public', 'an x402 payment'],
   'POST /api/x402/complete/:id': [
     'public',
-    "an x402 payment: completes the quoted request with its text route's own handler (a :redaction suffix in the quoted body is applied there; the header is refused at the quote)",
+    "an x402 payment: runs the quoted request through its text route's handler " +
+      '(a :redaction suffix in the quoted body is applied there; the header is refused at the quote)',
   ],
   'GET /api/v1/billing/:requestId': ['no-text', 'a bill'],
   'GET /api/v1/tee/attestation': ['no-text', "an enclave's report (the nonce is not text sent to a model)"],

@@ -403,7 +403,7 @@ describe('PII redaction', function () {
       assert.ok(body.choices[0].message.content.includes(PII.email), 'restored in the answer');
     });
 
-    it("tools' descriptions (and their parameters'), turn names and the end-user id are masked", async () => {
+    it("tools' and a response format's descriptions, turn names and the end-user id are masked", async () => {
       const { key } = await b.account();
       const res = await b.post(
         key,
@@ -414,6 +414,14 @@ describe('PII redaction', function () {
             { role: 'system', name: PII.email, content: 'Be brief.' },
             { role: 'user', content: 'Hello' },
           ],
+          response_format: {
+            type: 'json_schema',
+            json_schema: {
+              name: 'reply',
+              description: `A reply to ${PII.email}`,
+              schema: { type: 'object', properties: { text: { type: 'string', description: `Call ${PII.phone}` } } },
+            },
+          },
           tools: [
             {
               type: 'function',

@@ -107,6 +107,88 @@ describe('openai SDK against the gateway', function () {
     assert.equal(b.openai.last().body.response_format.json_schema.name, 'answer');
   });
 
+  // what zod 4's z.toJSONSchema(z.object({ city: z.string(), days: z.number().int() })) emits, as
+  // LangChain JS's withStructuredOutput sends it: the `$schema` line is zod's default
+  const zod4 = {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    type: 'object',
+    properties: {
+      city: { type: 'string' },
+      days: { type: 'integer', minimum: -9007199254740991, maximum: 9007199254740991 },
+    },
+    required: ['city', 'days'],
+    additionalProperties: false,
+  };
+  const drafts = [
+    zod4.$schema,
+    'https://json-schema.org/draft/2019-09/schema',
+    'http://json-schema.org/draft-07/schema#',
+  ];
+
+  it('takes schemas that declare their draft (zod 4 and others) in response_format, tools and text.format', async () => {
+    for (const $schema of drafts) {
+      const schema = { ...zod4, $schema };
+      b.openai.script({ text: '{"city":"Oslo","days":2}' });
+      const r = await client.chat.completions.parse({
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: 'plan' }],
+        response_format: { type: 'json_schema', json_schema: { name: 'plan', schema, strict: true } },
+      });
+      assert.deepEqual(r.choices[0].message.parsed, { city: 'Oslo', days: 2 }, $schema);
+      assert.equal(b.openai.last().body.response_format.json_schema.schema.$schema, $schema);
+
+      b.openai.script({ toolCalls: [{ id: 'call_p', name: 'plan', arguments: '{"city":"Oslo","days":2}' }] });
+      const t = await client.chat.completions.create({
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: 'plan' }],
+        tools: [{ type: 'function', function: { name: 'plan', parameters: schema } }],
+      });
+      assert.equal(t.choices[0].message.tool_calls?.length, 1, $schema);
+
+      b.openai.script({ text: '{"city":"Oslo","days":2}' });
+      const resp = await client.responses.create({
+        model: 'gpt-4o-mini',
+        input: 'plan',
+        text: { format: { type: 'json_schema', name: 'plan', schema, strict: true } },
+        tools: [{ type: 'function', name: 'plan', parameters: schema, strict: true }],
+      });
+      assert.deepEqual(JSON.parse(resp.output_text), { city: 'Oslo', days: 2 }, $schema);
+    }
+  });
+
+  it('takes the same $id in two requests (nothing of a caller schema is kept)', async () => {
+    for (let i = 0; i < 2; i++) {
+      b.openai.script({ text: '{"city":"Oslo","days":2}' });
+      await client.chat.completions.create({
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: 'plan' }],
+        response_format: {
+          type: 'json_schema',
+          json_schema: { name: 'plan', schema: { ...zod4, $id: 'https://example.com/plan.json' } },
+        },
+      });
+    }
+  });
+
+  it("names Responses' own parameter when text.format.schema is refused", async () => {
+    const refused = async (schema: Record<string, unknown>, param: string) =>
+      assert.rejects(
+        client.responses.create({
+          model: 'gpt-4o-mini',
+          input: 'plan',
+          text: { format: { type: 'json_schema', name: 'plan', schema } },
+        }),
+        (e: unknown) => {
+          assert.ok(e instanceof OpenAI.BadRequestError);
+          assert.equal(e.code, 'invalid_json_schema');
+          assert.equal(e.param, param);
+          return true;
+        },
+      );
+    await refused({ ...zod4, properties: { city: { type: 'no-such-type' } } }, 'text.format.schema');
+    await refused({ ...zod4, $schema: 'http://example.com/my-draft' }, 'text.format.schema.$schema');
+  });
+
   it("raises the SDK's typed errors for the gateway's error envelopes", async () => {
     await assert.rejects(
       client.chat.completions.create({ model: 'nope/never', messages: [{ role: 'user', content: 'x' }] }),

@@ -11,6 +11,8 @@ import { credit } from '../activities/ledger/ledger.js';
 import { parseAmount } from '../activities/core/money.js';
 import { ensureBootstrap } from '../bin/boot.js';
 import { keepConfig } from './support/keepConfig.js';
+import { holdTable, holdUpdates } from './support/dbFaults.js';
+import { until } from './support/wait.js';
 
 const PASSWORD = 'correct horse battery';
 let n = 0;
@@ -368,6 +370,42 @@ describe('users and sessions', function () {
     });
   });
 
+  describe('a pooled connection that dies under a signed-in request', () => {
+    /** Start `request`, kill the database session serving it mid-statement, then let the rest through. */
+    async function killedUnder<T>(hold: Awaited<ReturnType<typeof holdTable>>, request: () => Promise<T>): Promise<T> {
+      try {
+        const pending = request();
+        await until(hold.waiting, (pids) => pids.length > 0, 5000, 'the statement to wait');
+        await hold.dropWaiting();
+        await hold.release();
+        return await pending;
+      } finally {
+        await hold.release();
+      }
+    }
+
+    it('answers from a fresh connection: reading the session is tried once more', async () => {
+      const { b } = await signedUp();
+      const teams = await killedUnder(await holdTable('sessions'), () => b.get('/api/teams'));
+      assert.equal(teams.status, 200, JSON.stringify(teams.body));
+      const made = await killedUnder(await holdTable('sessions'), () => b.post('/api/keys', { name: 'after-kill' }));
+      assert.equal(made.status, 201, JSON.stringify(made.body));
+    });
+
+    it('a revocation whose connection dies is made on a fresh one, and the key stops working', async () => {
+      const { b } = await signedUp();
+      const made = (await b.post('/api/keys', { name: 'doomed' })).body;
+      const del = await killedUnder(await holdUpdates('api_keys', "NEW.status = 'revoked'"), () =>
+        b.req('DELETE', `/api/keys/${made.id}`),
+      );
+      assert.deepEqual(del.body, { ok: true, revoked: 1 });
+      const row = await db().prisma.apiKey.findUniqueOrThrow({ where: { id: made.id } });
+      assert.equal(row.status, 'revoked');
+      const use = await fetch(`${api.base}/api/check-balance`, { headers: { 'x-api-key': made.key } });
+      assert.equal(use.status, 401);
+    });
+  });
+
   describe('sign-up policy (SWITCHYARD_SIGNUP)', () => {
     it('invite and closed refuse self-service sign-up with 403; existing users still sign in', async () => {
       const { address } = await signedUp();
@@ -394,22 +432,39 @@ describe('users and sessions', function () {
   });
 
   describe('rate limits on sign-in', () => {
-    it('per e-mail address: past the limit even the right password gets 429 with Retry-After', async () => {
+    it('per e-mail address from one client: past the limit even the right password gets 429 with Retry-After', async () => {
       const { address } = await signedUp();
       config.authAttemptsPerEmail = 3;
+      const guesser = browser();
       const statuses = [];
       for (let i = 0; i < 3; i++)
         statuses.push(
-          (await browser().post('/api/auth/login', { email: address, password: `wrong-${i}-password` })).status,
+          (await guesser.post('/api/auth/login', { email: address, password: `wrong-${i}-password` })).status,
         );
-      const r = await browser().post('/api/auth/login', { email: address, password: PASSWORD });
+      const r = await guesser.post('/api/auth/login', { email: address, password: PASSWORD });
       assert.deepEqual(statuses, [401, 401, 401]);
       assertTeamsError(r, 429, 'RATE_LIMITED');
       const retry = Number(r.headers.get('retry-after'));
       assert.ok(retry >= 1 && retry <= config.authAttemptWindowSeconds, String(retry));
       // another address is not affected
       const other = await signedUp();
-      assert.equal((await browser().post('/api/auth/login', { email: other.address, password: PASSWORD })).status, 200);
+      assert.equal((await guesser.post('/api/auth/login', { email: other.address, password: PASSWORD })).status, 200);
+    });
+
+    it('wrong passwords from other client addresses cannot lock the owner out', async () => {
+      const { address } = await signedUp();
+      config.authAttemptsPerEmail = 3;
+      // an attacker spends the allowance from several clients of its own, each to its limit
+      for (const attacker of [browser(), browser()]) {
+        const statuses = [];
+        for (let i = 0; i < 4; i++)
+          statuses.push((await attacker.post('/api/auth/login', { email: address, password: `guess-${i}-x` })).status);
+        assert.deepEqual(statuses, [401, 401, 401, 429]);
+      }
+      // the owner, from their own address, still signs in
+      const owner = browser();
+      const r = await owner.post('/api/auth/login', { email: address, password: PASSWORD });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
     });
 
     it('per client address, across e-mail addresses', async () => {
@@ -426,11 +481,10 @@ describe('users and sessions', function () {
     it('holds exactly under a burst of parallel guesses', async () => {
       const { address } = await signedUp();
       config.authAttemptsPerEmail = 5;
+      const guesser = browser();
       const statuses = await Promise.all(
         Array.from({ length: 30 }, (_, i) =>
-          browser()
-            .post('/api/auth/login', { email: address, password: `guess-number-${i}` })
-            .then((r) => r.status),
+          guesser.post('/api/auth/login', { email: address, password: `guess-number-${i}` }).then((r) => r.status),
         ),
       );
       assert.equal(statuses.filter((s) => s === 401).length, 5);

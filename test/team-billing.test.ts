@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { useChatBench, type ChatBench } from './support/chatEnv.js';
 import { person, teamFixture, type TeamFixture } from './support/teams.js';
 import { createKey } from '../activities/accounts/keys.js';
-import { credit, releaseExpiredHolds } from '../activities/ledger/ledger.js';
+import { credit } from '../activities/ledger/ledger.js';
+import { releaseExpiredHolds } from '../activities/ledger/holds.js';
 import {
   refundTeamBudget,
   releaseTeamBudget,

@@ -8,7 +8,8 @@
 import { startWorkerProcess } from './support/workerProcess.js';
 import assert from 'node:assert/strict';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { closeVideoJob, finishVideoJob, pollVideoJob, submitVideoJob } from '../activities/video/run.js';
+import { closeVideoJob, finishVideoJob } from '../activities/video/finish.js';
+import { pollVideoJob, submitVideoJob } from '../activities/video/run.js';
 import { startApi, newAccount } from './support/api.js';
 import { useTemporal } from './support/temporal.js';
 import { startFalUpstream, type FalUpstream } from './support/upstreams/fal.js';
@@ -382,7 +383,7 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     assert.deepEqual(await usd(accountId), before);
   });
 
-  it("403 for another account's job on every route; 404 for an unknown one; 400 without an id", async () => {
+  it("another account's job answers as an unknown id (404, same message) on every route; 400 without an id", async () => {
     const owner = await newAccount('10');
     const other = await newAccount('10');
     fal.script({ queuePolls: 0, progressPolls: 0 });
@@ -397,10 +398,13 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
       ['POST', '/api/generate-video/extend', { runId: id, index: 0 }],
     ] as Array<[string, string, unknown?]>) {
       const res = await call(other.key, method, path, body);
-      assert.equal(res.status, 403, `${method} ${path}`);
-      assert.equal(res.body.code, 'forbidden');
+      const unknownId = 'vid_000000000000000000000000';
+      const unknown = await call(other.key, method, path.replace(id, unknownId), body && { ...body, runId: unknownId });
+      assert.equal(res.status, 404, `${method} ${path}`);
+      assert.equal(res.body.code, 'not_found');
+      assert.equal(res.body.message, unknown.body.message.replace(unknownId, id), `${method} ${path}`);
+      assert.equal(unknown.status, 404);
     }
-    assert.equal((await status(owner.key, 'vid_000000000000000000000000')).status, 404);
     const missing = await call(owner.key, 'GET', '/api/video/status');
     assert.equal(missing.status, 400);
     assert.equal(missing.body.code, 'missing_required_parameter');

@@ -8,7 +8,7 @@
 // then, and where nobody listens (the embedded database serves one connection), the caches' TTL
 // (SWITCHYARD_KEY_CACHE_TTL_MS) bounds how long another process trusts a changed entry.
 import pg from 'pg';
-import { db } from '../db.js';
+import { db, retryOnLostConnection } from '../db.js';
 
 /** Payload: hashes of changed keys, comma-separated. */
 export const KEY_CHANGES = 'switchyard_key_changes';
@@ -25,10 +25,9 @@ const RECONNECT_MS = 1000;
 export async function announceKeyChanges(hashes: string[]): Promise<void> {
   try {
     for (let i = 0; i < hashes.length; i += HASHES_PER_NOTICE) {
-      await db().pool.query('SELECT pg_notify($1, $2)', [
-        KEY_CHANGES,
-        hashes.slice(i, i + HASHES_PER_NOTICE).join(','),
-      ]);
+      const notice = hashes.slice(i, i + HASHES_PER_NOTICE).join(',');
+      // hearing a change twice costs a listener nothing; missing it leaves a revoked key cached
+      await retryOnLostConnection(() => db().pool.query('SELECT pg_notify($1, $2)', [KEY_CHANGES, notice]));
     }
   } catch (err) {
     console.error(

@@ -4,7 +4,7 @@
 // it here at once and announces it to the other processes (cacheChanges.ts), which evict it too.
 import { randomUUID } from 'node:crypto';
 import { sha256Hex } from '../core/hash.js';
-import { db } from '../db.js';
+import { db, retryOnLostConnection } from '../db.js';
 import { config } from '../config.js';
 import { announceKeyChanges } from './cacheChanges.js';
 import type { BillingMode, KeyStatus, RedactionDefault } from '../../prisma/generated/client.js';
@@ -112,14 +112,20 @@ export async function createKey(accountId: string, opts: KeyRestrictions & { nam
 /** Revoke by key id or by display prefix (only the keys of `accountId`, when given). Returns how many were revoked. */
 export async function revokeKey(idOrPrefix: string, accountId?: string): Promise<number> {
   const where = LEGACY_KEY.test(idOrPrefix) ? { id: idOrPrefix } : { prefix: idOrPrefix.toLowerCase() };
-  const keys = await db().prisma.apiKey.findMany({
-    where: { ...where, ...(accountId ? { accountId, status: { not: 'revoked' as const } } : {}) },
-    select: { id: true, hash: true },
-  });
-  await db().prisma.apiKey.updateMany({
-    where: { id: { in: keys.map((k) => k.id) } },
-    data: { status: 'revoked', revokedAt: new Date() },
-  });
+  const keys = await retryOnLostConnection(() =>
+    db().prisma.apiKey.findMany({
+      where: { ...where, ...(accountId ? { accountId, status: { not: 'revoked' as const } } : {}) },
+      select: { id: true, hash: true },
+    }),
+  );
+  // Run again if its connection dies: a revocation that did not commit must not be reported (the key
+  // would stay valid), and one that committed before the answer was lost changes nothing the second time.
+  await retryOnLostConnection(() =>
+    db().prisma.apiKey.updateMany({
+      where: { id: { in: keys.map((k) => k.id) }, status: { not: 'revoked' } },
+      data: { status: 'revoked', revokedAt: new Date() },
+    }),
+  );
   for (const k of keys) cache.delete(k.hash);
   await announceKeyChanges(keys.map((k) => k.hash));
   return keys.length;

@@ -5,7 +5,7 @@
 // config.sessionTtlSeconds expires; each use pushes the expiry back (written at most once a minute).
 // A session resolves to the same Caller an API key of the user's personal account does (keys.ts).
 import { randomBytes, randomUUID } from 'node:crypto';
-import { db } from '../db.js';
+import { db, retryOnLostConnection } from '../db.js';
 import { config } from '../config.js';
 import { type Caller, sessionCaller } from './keys.js';
 import { sha256Hex } from '../core/hash.js';
@@ -80,18 +80,19 @@ export async function resolveSession(
   token: string,
 ): Promise<{ caller: Caller; session: SessionView } | { caller: null; reason: 'invalid' | 'inactive' }> {
   if (!TOKEN_SHAPE.test(token)) return { caller: null, reason: 'invalid' };
-  const { rows } = await db().pool.query<SessionRow>({
-    name: 'resolve-session',
-    text: RESOLVE_SESSION_SQL,
-    values: [hashToken(token)],
-  });
+  // every signed-in request starts here: a pooled connection that just died must not fail it
+  const { rows } = await retryOnLostConnection(() =>
+    db().pool.query<SessionRow>({ name: 'resolve-session', text: RESOLVE_SESSION_SQL, values: [hashToken(token)] }),
+  );
   const s = rows[0];
   if (!s) return { caller: null, reason: 'invalid' };
   if (s.accountStatus !== 'active') return { caller: null, reason: 'inactive' };
   let expiresAt = s.expiresAt;
   if (Date.now() - s.lastSeenAt.getTime() > TOUCH_EVERY_MS) {
     expiresAt = new Date(Date.now() + config.sessionTtlSeconds * 1000);
-    await db().pool.query('UPDATE sessions SET last_seen_at = now(), expires_at = $2 WHERE id = $1', [s.id, expiresAt]);
+    await retryOnLostConnection(() =>
+      db().pool.query('UPDATE sessions SET last_seen_at = now(), expires_at = $2 WHERE id = $1', [s.id, expiresAt]),
+    );
   }
   return {
     caller: sessionCaller({ webSessionId: s.id, userId: s.userId, accountId: s.accountId }, s),

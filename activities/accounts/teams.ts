@@ -4,20 +4,22 @@
 // invitations and settings; only the owner deletes the team or hands it over; members view.
 // Everything here is plain SQL on the pool; a change that touches two rows is one transaction.
 // Refusals are RequestErrors with the spec's statuses; api/routes/teams.ts renders them in the
-// teams envelope. Invitations, invite links and join requests are in teamInvitations.ts.
+// teams envelope. Members and their own preferences are in teamMembers.ts; settings, allowed
+// models and usage in teamSettings.ts; invitations, invite links and join requests in
+// teamInvitations.ts.
 import { randomBytes } from 'node:crypto';
 import type { PoolClient } from 'pg';
 import { db, isUniqueViolation } from '../db.js';
 import { RequestError } from '../core/errors.js';
-import { formatAmount, parseLimit, toDisplayNumber } from '../core/money.js';
+import { formatAmount, toDisplayNumber } from '../core/money.js';
 import { balances } from '../ledger/ledger.js';
 import { forgetTeamBilling } from '../ledger/teamBudget.js';
 
 // Whom a member bills to is cached in every API process (ledger/teamBudget.ts). The database's
 // triggers tell every process of each change, this one too, but a moment later: a change made
 // here is forgotten here at once, so the caller's next request already sees it.
-const teamBillingChanged = (teamId: number) => forgetTeamBilling([`t${teamId}`]);
-const memberBillingChanged = (userId: number) => forgetTeamBilling([`u${userId}`]);
+export const teamBillingChanged = (teamId: number) => forgetTeamBilling([`t${teamId}`]);
+export const memberBillingChanged = (userId: number) => forgetTeamBilling([`u${userId}`]);
 
 export type Role = 'owner' | 'admin' | 'member';
 export type TeamStatus = 'active' | 'paused' | 'suspended';
@@ -113,7 +115,7 @@ export function requireManager(m: Membership): void {
     throw forbidden('Only the team owner or an admin may do this; you are a member.', 'insufficient_role');
 }
 
-function requireOwner(m: Membership): void {
+export function requireOwner(m: Membership): void {
   if (m.role !== 'owner') throw forbidden('Only the team owner may do this.', 'owner_only');
 }
 
@@ -135,7 +137,7 @@ export async function inTransaction<T>(work: (c: PoolClient) => Promise<T>): Pro
 
 const nameKey = (name: string) => name.trim().toLowerCase();
 
-function nameTaken(err: unknown, name: string): RequestError | undefined {
+export function nameTaken(err: unknown, name: string): RequestError | undefined {
   if (isUniqueViolation(err) && (err as { constraint?: string }).constraint === 'teams_owner_user_id_name_key_key')
     return conflict(`You already own a team named "${name.trim()}". Choose another name.`, 'team_name_taken');
   return undefined;
@@ -169,7 +171,7 @@ export async function listTeams(userId: number): Promise<Membership[]> {
   return rows.map(({ role, ...team }) => ({ team: toTeam(team), userId, role }));
 }
 
-const usd = (units: bigint | null) => (units == null ? null : toDisplayNumber(units, 'USD'));
+export const usd = (units: bigint | null) => (units == null ? null : toDisplayNumber(units, 'USD'));
 
 /** A team as lists show it: the spec's `uuid, name, status, role` (and the numeric id). */
 export function teamSummary(m: Membership) {
@@ -242,253 +244,6 @@ export async function deleteTeam(m: Membership, confirmName: string): Promise<st
   return pending;
 }
 
-// ---- members ----
-
-const firstOfMonthSql = `date_trunc('month', now() AT TIME ZONE 'UTC')::date`;
-
-export async function listMembers(m: Membership, page: number, limit: number | undefined) {
-  const { rows: count } = await db().pool.query<{ n: string }>(
-    'SELECT count(*) AS n FROM team_members WHERE team_id = $1',
-    [m.team.id],
-  );
-  const total = Number(count[0]!.n);
-  const per = limit ?? Math.max(total, 1);
-  const { rows } = await db().pool.query(
-    `SELECT u.id, u.uuid, u.email, u.display_name, m.role, m.joined_at, m.member_name,
-            m.usage_limit::text AS usage_limit, m.usage_limit_enforced, COALESCE(s.spent, 0)::text AS spent
-     FROM team_members m JOIN users u ON u.id = m.user_id
-     LEFT JOIN team_usage s ON s.team_id = m.team_id AND s.user_id = m.user_id AND s.month = ${firstOfMonthSql}
-     WHERE m.team_id = $1
-     ORDER BY CASE m.role WHEN 'owner' THEN 0 WHEN 'admin' THEN 1 ELSE 2 END, m.joined_at, u.id
-     LIMIT $2 OFFSET $3`,
-    [m.team.id, per, (page - 1) * per],
-  );
-  return {
-    members: rows.map((r) => ({
-      sessionId: r.id,
-      sessionUUID: r.uuid,
-      role: r.role,
-      joinedAt: r.joined_at,
-      member_name: r.member_name,
-      displayName: r.display_name,
-      email: r.email,
-      usage_limit_usd: r.usage_limit == null ? null : usd(BigInt(r.usage_limit)),
-      usage_limit_enforced: r.usage_limit_enforced ?? m.team.usageLimitEnforced,
-      usage_usd_monthly: usd(BigInt(r.spent)),
-    })),
-    pagination: { page, limit: per, total, totalPages: Math.max(1, Math.ceil(total / per)) },
-  };
-}
-
-async function memberRole(teamId: number, userId: number, c?: PoolClient): Promise<Role | undefined> {
-  const { rows } = await (c ?? db().pool).query<{ role: Role }>(
-    'SELECT role FROM team_members WHERE team_id = $1 AND user_id = $2',
-    [teamId, userId],
-  );
-  return rows[0]?.role;
-}
-
-/** A USD limit from a body (number, already range-checked by the schema) in nano-USD, or null. */
-export function usdUnits(v: number | null | undefined): bigint | null | undefined {
-  if (v === undefined) return undefined;
-  return v === null ? null : parseLimit(v, 'USD');
-}
-
-/** Change a member's role, or their limit (amount and whether it is enforced). */
-export async function updateMember(
-  m: Membership,
-  p: { sessionId: number; role?: 'admin' | 'member'; usageLimit?: bigint | null; usageLimitEnforced?: boolean },
-): Promise<void> {
-  requireManager(m);
-  const target = await memberRole(m.team.id, p.sessionId);
-  if (!target) throw notFound(`User ${p.sessionId} is not a member of this team.`, 'member_not_found');
-  if (target === 'owner') throw forbidden("The owner's role and limits cannot be changed here.", 'cannot_change_owner');
-  if (p.role !== undefined && p.sessionId === m.userId)
-    throw badRequest('You cannot change your own role.', 'cannot_change_own_role', 'sessionId');
-  await db().pool.query(
-    `UPDATE team_members SET role = COALESCE($3, role),
-       usage_limit = CASE WHEN $4 THEN $5::numeric ELSE usage_limit END,
-       usage_limit_enforced = COALESCE($6, usage_limit_enforced)
-     WHERE team_id = $1 AND user_id = $2 AND role <> 'owner'`,
-    [
-      m.team.id,
-      p.sessionId,
-      p.role ?? null,
-      p.usageLimit !== undefined,
-      p.usageLimit?.toString() ?? null,
-      p.usageLimitEnforced ?? null,
-    ],
-  );
-  memberBillingChanged(p.sessionId);
-}
-
-export async function removeMember(m: Membership, sessionId: number): Promise<void> {
-  requireManager(m);
-  if (sessionId === m.userId)
-    throw badRequest('You cannot remove yourself; leave the team instead.', 'cannot_remove_self', 'sessionId');
-  const target = await memberRole(m.team.id, sessionId);
-  if (!target) throw notFound(`User ${sessionId} is not a member of this team.`, 'member_not_found');
-  if (target === 'owner') throw forbidden('The owner cannot be removed from the team.', 'cannot_remove_owner');
-  await db().pool.query(`DELETE FROM team_members WHERE team_id = $1 AND user_id = $2 AND role <> 'owner'`, [
-    m.team.id,
-    sessionId,
-  ]);
-  memberBillingChanged(sessionId);
-}
-
-export async function leaveTeam(m: Membership): Promise<void> {
-  if (m.role === 'owner')
-    throw forbidden('The owner cannot leave: transfer ownership first, or delete the team.', 'owner_cannot_leave');
-  await db().pool.query('DELETE FROM team_members WHERE team_id = $1 AND user_id = $2', [m.team.id, m.userId]);
-  memberBillingChanged(m.userId);
-}
-
-/** The caller's own preferences and the limit that applies to them (their override, or the team default). */
-export async function ownPreferences(m: Membership) {
-  const { rows } = await db().pool.query(
-    `SELECT m.bill_to_team, m.member_name, m.usage_limit::text AS usage_limit, m.usage_limit_enforced,
-            u.display_name
-     FROM team_members m JOIN users u ON u.id = m.user_id WHERE m.team_id = $1 AND m.user_id = $2`,
-    [m.team.id, m.userId],
-  );
-  const r = rows[0];
-  if (!r) throw notFound('You are no longer a member of this team.', 'team_not_found');
-  const own = r.usage_limit == null ? null : BigInt(r.usage_limit);
-  const t = m.team;
-  return {
-    bill_to_team: r.bill_to_team,
-    name: r.member_name ?? r.display_name,
-    usage_limit_usd: usd(own),
-    usage_limit_enforced: r.usage_limit_enforced,
-    default_member_usage_limit_usd: usd(t.defaultMemberUsageLimit),
-    default_usage_limit_enforced: t.usageLimitEnforced,
-    effective_usage_limit_usd: usd(own ?? t.defaultMemberUsageLimit),
-    effective_usage_limit_enforced: r.usage_limit_enforced ?? t.usageLimitEnforced,
-  };
-}
-
-/**
- * Set the caller's own preferences. Billing to this team stops billing to any other: a user bills
- * to one team at a time (a unique index says so too).
- */
-export async function updateOwnPreferences(m: Membership, p: { billToTeam?: boolean; name?: string }): Promise<void> {
-  await inTransaction(async (c) => {
-    if (p.billToTeam)
-      await c.query('UPDATE team_members SET bill_to_team = false WHERE user_id = $1 AND team_id <> $2', [
-        m.userId,
-        m.team.id,
-      ]);
-    await c.query(
-      `UPDATE team_members SET bill_to_team = COALESCE($3, bill_to_team), member_name = COALESCE($4, member_name)
-       WHERE team_id = $1 AND user_id = $2`,
-      [m.team.id, m.userId, p.billToTeam ?? null, p.name?.trim() ?? null],
-    );
-  });
-  memberBillingChanged(m.userId);
-}
-
-/** Hand the team to another member: they become the owner, the current owner an admin. */
-export async function transferOwnership(m: Membership, sessionId: number): Promise<void> {
-  requireOwner(m);
-  if (sessionId === m.userId)
-    throw badRequest('You already own this team; name another member.', 'cannot_transfer_to_self', 'sessionId');
-  try {
-    await inTransaction(async (c) => {
-      // lock the team row: two transfers at once must not both pass
-      await c.query('SELECT 1 FROM teams WHERE id = $1 FOR UPDATE', [m.team.id]);
-      const target = await memberRole(m.team.id, sessionId, c);
-      if (!target) throw notFound(`User ${sessionId} is not a member of this team.`, 'member_not_found');
-      if (target === 'owner') throw conflict('That member already owns this team.', 'already_owner');
-      if ((await memberRole(m.team.id, m.userId, c)) !== 'owner')
-        throw forbidden('Only the team owner may do this.', 'owner_only');
-      await c.query(`UPDATE team_members SET role = 'admin' WHERE team_id = $1 AND user_id = $2`, [
-        m.team.id,
-        m.userId,
-      ]);
-      await c.query(`UPDATE team_members SET role = 'owner' WHERE team_id = $1 AND user_id = $2`, [
-        m.team.id,
-        sessionId,
-      ]);
-      await c.query('UPDATE teams SET owner_user_id = $2 WHERE id = $1', [m.team.id, sessionId]);
-    });
-    teamBillingChanged(m.team.id);
-  } catch (err) {
-    throw nameTaken(err, m.team.name) ?? err;
-  }
-}
-
-// ---- settings, allowed models, usage ----
-
-export async function updateSettings(
-  m: Membership,
-  p: { defaultMemberUsageLimit?: bigint | null; usageLimit?: bigint | null; usageLimitEnforced?: boolean },
-): Promise<void> {
-  requireManager(m);
-  await db().pool.query(
-    `UPDATE teams SET
-       default_member_usage_limit = CASE WHEN $2 THEN $3::numeric ELSE default_member_usage_limit END,
-       usage_limit = CASE WHEN $4 THEN $5::numeric ELSE usage_limit END,
-       usage_limit_enforced = COALESCE($6, usage_limit_enforced)
-     WHERE id = $1`,
-    [
-      m.team.id,
-      p.defaultMemberUsageLimit !== undefined,
-      p.defaultMemberUsageLimit?.toString() ?? null,
-      p.usageLimit !== undefined,
-      p.usageLimit?.toString() ?? null,
-      p.usageLimitEnforced ?? null,
-    ],
-  );
-  teamBillingChanged(m.team.id);
-}
-
-export function allowedModelsView(allowed: Record<string, boolean> | null) {
-  return { ok: true, allowed_models: allowed, all_allowed: allowed === null || Object.values(allowed).every(Boolean) };
-}
-
-export async function setAllowedModels(m: Membership, allowed: Record<string, boolean> | null) {
-  requireManager(m);
-  await db().pool.query('UPDATE teams SET allowed_models = $2 WHERE id = $1', [
-    m.team.id,
-    allowed === null ? null : JSON.stringify(allowed),
-  ]);
-  teamBillingChanged(m.team.id);
-  return allowedModelsView(allowed);
-}
-
-/** What each member billed to the team in [from, to), from the ledger (charges less their refunds). */
-export async function teamUsage(m: Membership, from: Date, to: Date) {
-  const { rows } = await db().pool.query(
-    `SELECT e.actor_user_id, e.currency, (-SUM(e.amount))::text AS total,
-            COALESCE(tm.member_name, u.display_name) AS name
-     FROM ledger_entries e LEFT JOIN users u ON u.id = e.actor_user_id
-     LEFT JOIN team_members tm ON tm.team_id = e.team_id AND tm.user_id = e.actor_user_id
-     WHERE e.team_id = $1 AND e.created_at >= $2 AND e.created_at < $3 AND e.kind IN ('charge', 'refund')
-     GROUP BY e.actor_user_id, e.currency, tm.member_name, u.display_name
-     ORDER BY -SUM(e.amount) DESC, e.actor_user_id`,
-    [m.team.id, from, to],
-  );
-  const totals = new Map<string, bigint>();
-  const byActor = rows.map((r) => {
-    const units = BigInt(r.total);
-    totals.set(r.currency, (totals.get(r.currency) ?? 0n) + units);
-    return {
-      actorSessionId: r.actor_user_id,
-      displayName: r.name,
-      totalAmount: toDisplayNumber(units, r.currency),
-      currency: r.currency,
-    };
-  });
-  return {
-    byActor,
-    totals: [...totals].map(([currency, units]) => ({
-      totalAmount: toDisplayNumber(units, currency as 'USD'),
-      currency,
-    })),
-  };
-}
-
-/** A fresh token for links and invitations: 32 random bytes, URL-safe (43 characters). */
 export function newToken(): string {
   return randomBytes(32).toString('base64url');
 }

@@ -24,12 +24,43 @@ const MAX_ERRORS = 100;
 const INSERT_ROWS = 500;
 
 type LineError = { code: string; message: string; line: number | null; param: string | null };
+type Fail = (line: number | null, message: string, param?: string | null, code?: string) => void;
+
+/** One line as a JSON object, or undefined once `fail` has said why it is not one. */
+function parseLine(number: number, text: string, fail: Fail): any {
+  if (!text.trim()) {
+    fail(number, `Line ${number} is empty: every line must be one request.`);
+    return undefined;
+  }
+  let row: any;
+  try {
+    row = JSON.parse(text);
+  } catch {
+    fail(number, `Line ${number} is not valid JSON.`, null, 'invalid_json_line');
+    return undefined;
+  }
+  if (!row || typeof row !== 'object' || Array.isArray(row)) {
+    fail(number, `Line ${number} must be a JSON object.`);
+    return undefined;
+  }
+  return row;
+}
+
+/** The file does not make a batch: no row is kept, the batch fails with the lines' errors. */
+async function failBatch(batchId: string, errors: LineError[]): Promise<void> {
+  await db().pool.query('DELETE FROM batch_rows WHERE batch_id = $1', [batchId]);
+  await db().pool.query(
+    `UPDATE batches SET status = 'failed', errors = $2, finished_at = now() WHERE id = $1 AND status IN ('validating', 'cancelling')`,
+    [batchId, { data: errors }],
+  );
+  await releaseFileHolds(batchId);
+}
 
 /** Reads, checks and stores the input file's rows. Returns the number of rows, or -1 (failed). */
 export async function readRowsFromFile(batch: BatchRecord, alive: () => void): Promise<number> {
   const kind = rowKind(batch.endpoint);
   const errors: LineError[] = [];
-  const fail = (line: number | null, message: string, param: string | null = null, code = 'invalid_request') => {
+  const fail: Fail = (line, message, param = null, code = 'invalid_request') => {
     if (errors.length < MAX_ERRORS) errors.push({ code, message, line, param });
   };
   const ids = new Set<string>();
@@ -49,21 +80,8 @@ export async function readRowsFromFile(batch: BatchRecord, alive: () => void): P
   };
   try {
     for await (const { number, text } of readFileLines(batch.input_file_id!, batch.account_id)) {
-      if (!text.trim()) {
-        fail(number, `Line ${number} is empty: every line must be one request.`);
-        continue;
-      }
-      let row: any;
-      try {
-        row = JSON.parse(text);
-      } catch {
-        fail(number, `Line ${number} is not valid JSON.`, null, 'invalid_json_line');
-        continue;
-      }
-      if (!row || typeof row !== 'object' || Array.isArray(row)) {
-        fail(number, `Line ${number} must be a JSON object.`);
-        continue;
-      }
+      const row = parseLine(number, text, fail);
+      if (!row) continue;
       if (typeof row.custom_id !== 'string' || !row.custom_id) {
         fail(number, `Line ${number}: 'custom_id' must be a non-empty string.`, 'custom_id');
         continue;
@@ -121,12 +139,7 @@ export async function readRowsFromFile(batch: BatchRecord, alive: () => void): P
   }
   if (!count && !errors.length) fail(null, 'The input file holds no requests.', null, 'empty_file');
   if (errors.length) {
-    await db().pool.query('DELETE FROM batch_rows WHERE batch_id = $1', [batch.id]);
-    await db().pool.query(
-      `UPDATE batches SET status = 'failed', errors = $2, finished_at = now() WHERE id = $1 AND status IN ('validating', 'cancelling')`,
-      [batch.id, { data: errors }],
-    );
-    await releaseFileHolds(batch.id);
+    await failBatch(batch.id, errors);
     return -1;
   }
   await flush();

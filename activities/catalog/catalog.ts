@@ -127,6 +127,51 @@ interface RouteRow {
   options: Record<string, unknown> | null;
 }
 
+/** One route as the gateway uses it: its prices with the markup applied, its provider's settings. */
+function toRoute(
+  r: RouteRow,
+  provider: ProviderInfo,
+  providerSettings: ProviderSettings,
+  m: Pick<ModelRow, 'contextLength' | 'maxOutputTokens'>,
+): Route {
+  const options = (r.options ?? {}) as Record<string, unknown>;
+  const optionPrice = (key: string) =>
+    typeof options[key] === 'string' ? parseAmount(options[key] as string, 'USD') : null;
+  const upstreamPrice: RoutePrice = {
+    input: big(r.inputPrice)!,
+    output: big(r.outputPrice)!,
+    cachedInput: big(r.cachedInputPrice),
+    cacheWrite: optionPrice('cache_write_price'),
+    cacheWrite1h: optionPrice('cache_write_1h_price'),
+  };
+  const marked = (p: bigint | null | undefined) => (p == null ? null : applyMarkup(p, r.markupBps));
+  return {
+    id: r.id,
+    modelId: r.modelId,
+    provider,
+    upstreamModel: r.upstreamModel,
+    position: r.position,
+    upstreamPrice,
+    price: {
+      input: applyMarkup(upstreamPrice.input, r.markupBps),
+      output: applyMarkup(upstreamPrice.output, r.markupBps),
+      cachedInput: marked(upstreamPrice.cachedInput),
+      cacheWrite: marked(upstreamPrice.cacheWrite),
+      cacheWrite1h: marked(upstreamPrice.cacheWrite1h),
+    },
+    markupBps: r.markupBps,
+    quantization: r.quantization,
+    contextLength: r.contextLength ?? m.contextLength,
+    maxOutputTokens: r.maxOutputTokens ?? m.maxOutputTokens,
+    zeroDataRetention: r.zeroDataRetention,
+    supportsTools: r.supportsTools,
+    supportsCaching: r.supportsCaching,
+    options: (r.options ?? {}) as Record<string, unknown>,
+    available: routeAvailable({ provider, settings: providerSettings, upstreamModel: r.upstreamModel, options }),
+    settings: providerSettings,
+  };
+}
+
 /**
  * Read the catalog into memory, with each provider's settings (`<PROVIDER>_API_KEY`,
  * `<PROVIDER>_BASE_URL`) as the environment has them now. It runs at start-up and then every 30 s
@@ -180,46 +225,7 @@ export async function loadCatalog(): Promise<Catalog> {
     createdAt: m.createdAt,
     routes: m.routes
       .filter((r) => providerById.has(r.providerId))
-      .map((r) => {
-        const provider = providerById.get(r.providerId)!;
-        const providerSettings = settings.get(r.providerId)!;
-        const options = (r.options ?? {}) as Record<string, unknown>;
-        const optionPrice = (key: string) =>
-          typeof options[key] === 'string' ? parseAmount(options[key] as string, 'USD') : null;
-        const upstreamPrice: RoutePrice = {
-          input: big(r.inputPrice)!,
-          output: big(r.outputPrice)!,
-          cachedInput: big(r.cachedInputPrice),
-          cacheWrite: optionPrice('cache_write_price'),
-          cacheWrite1h: optionPrice('cache_write_1h_price'),
-        };
-        const marked = (p: bigint | null | undefined) => (p == null ? null : applyMarkup(p, r.markupBps));
-        return {
-          id: r.id,
-          modelId: r.modelId,
-          provider,
-          upstreamModel: r.upstreamModel,
-          position: r.position,
-          upstreamPrice,
-          price: {
-            input: applyMarkup(upstreamPrice.input, r.markupBps),
-            output: applyMarkup(upstreamPrice.output, r.markupBps),
-            cachedInput: marked(upstreamPrice.cachedInput),
-            cacheWrite: marked(upstreamPrice.cacheWrite),
-            cacheWrite1h: marked(upstreamPrice.cacheWrite1h),
-          },
-          markupBps: r.markupBps,
-          quantization: r.quantization,
-          contextLength: r.contextLength ?? m.contextLength,
-          maxOutputTokens: r.maxOutputTokens ?? m.maxOutputTokens,
-          zeroDataRetention: r.zeroDataRetention,
-          supportsTools: r.supportsTools,
-          supportsCaching: r.supportsCaching,
-          options: (r.options ?? {}) as Record<string, unknown>,
-          available: routeAvailable({ provider, settings: providerSettings, upstreamModel: r.upstreamModel, options }),
-          settings: providerSettings,
-        };
-      }),
+      .map((r) => toRoute(r, providerById.get(r.providerId)!, settings.get(r.providerId)!, m)),
   }));
   const plans = planRows.map((p) => ({ ...p, price: BigInt(p.price) }));
   current = new Catalog(models, providers, plans, settings);

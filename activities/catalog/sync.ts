@@ -1,7 +1,7 @@
 // Copies the catalog file into the database in one transaction. Rows that left the file are
 // deactivated rather than deleted: request records and ledger reasons still name them.
 import { db } from '../db.js';
-import type { CatalogFile } from './file.js';
+import type { CatalogFile, CatalogFileModel, CatalogFileRoute } from './file.js';
 
 export async function syncCatalog(file: CatalogFile): Promise<{ models: number; routes: number; deactivated: number }> {
   let deactivated = 0;
@@ -27,42 +27,10 @@ export async function syncCatalog(file: CatalogFile): Promise<{ models: number; 
       ).count;
 
       for (const m of file.models) {
-        const data = {
-          name: m.name,
-          aliases: m.aliases,
-          description: m.description,
-          ownedBy: m.ownedBy,
-          category: m.category,
-          contextLength: m.contextLength,
-          maxOutputTokens: m.maxOutputTokens,
-          capabilities: m.capabilities,
-          inputModalities: m.inputModalities,
-          outputModalities: m.outputModalities,
-          supportedEndpoints: m.supportedEndpoints,
-          supportedBatchEndpoints: m.supportedBatchEndpoints,
-          supportedServiceTiers: m.supportedServiceTiers,
-          batchPriceBps: m.batchPriceBps,
-          options: m.options as object,
-          active: true,
-        };
+        const data = modelData(m);
         await tx.model.upsert({ where: { id: m.id }, create: { id: m.id, ...data }, update: data });
         for (const r of m.routes) {
-          const route = {
-            upstreamModel: r.upstreamModel,
-            position: r.position,
-            inputPrice: r.inputPrice.toString(),
-            outputPrice: r.outputPrice.toString(),
-            cachedInputPrice: r.cachedInputPrice?.toString() ?? null,
-            markupBps: r.markupBps,
-            quantization: r.quantization,
-            contextLength: r.contextLength,
-            maxOutputTokens: r.maxOutputTokens,
-            zeroDataRetention: r.zeroDataRetention,
-            supportsTools: r.supportsTools,
-            supportsCaching: r.supportsCaching,
-            options: r.options as object,
-            active: true,
-          };
+          const route = routeData(r);
           await tx.providerRoute.upsert({
             where: { modelId_providerId: { modelId: m.id, providerId: r.providerId } },
             create: { modelId: m.id, providerId: r.providerId, ...route },
@@ -109,4 +77,46 @@ export async function syncCatalog(file: CatalogFile): Promise<{ models: number; 
     { timeout: 60_000 },
   );
   return { models: file.models.length, routes: routeCount, deactivated };
+}
+
+/** A model's columns as the file states them. */
+function modelData(m: CatalogFileModel) {
+  return {
+    name: m.name,
+    aliases: m.aliases,
+    description: m.description,
+    ownedBy: m.ownedBy,
+    category: m.category,
+    contextLength: m.contextLength,
+    maxOutputTokens: m.maxOutputTokens,
+    capabilities: m.capabilities,
+    inputModalities: m.inputModalities,
+    outputModalities: m.outputModalities,
+    supportedEndpoints: m.supportedEndpoints,
+    supportedBatchEndpoints: m.supportedBatchEndpoints,
+    supportedServiceTiers: m.supportedServiceTiers,
+    batchPriceBps: m.batchPriceBps,
+    options: m.options as object,
+    active: true,
+  };
+}
+
+/** A route's columns as the file states them. */
+function routeData(r: CatalogFileRoute) {
+  return {
+    upstreamModel: r.upstreamModel,
+    position: r.position,
+    inputPrice: r.inputPrice.toString(),
+    outputPrice: r.outputPrice.toString(),
+    cachedInputPrice: r.cachedInputPrice?.toString() ?? null,
+    markupBps: r.markupBps,
+    quantization: r.quantization,
+    contextLength: r.contextLength,
+    maxOutputTokens: r.maxOutputTokens,
+    zeroDataRetention: r.zeroDataRetention,
+    supportsTools: r.supportsTools,
+    supportsCaching: r.supportsCaching,
+    options: r.options as object,
+    active: true,
+  };
 }

@@ -105,51 +105,60 @@ function checkQuestion(name: string, q: Record<string, unknown>, family: Family)
       );
   } else checkDescription(q.instructions, at('instructions'), 'the question');
 
-  if (type === 'choice') {
-    const c = q.criteria;
-    if (typeof c !== 'object' || c === null || Array.isArray(c) || Object.keys(c).length === 0)
-      throw bad(
-        c === undefined ? 'missing_required_parameter' : 'invalid_parameter_value',
-        `'${at('criteria')}' must be a non-empty object of option label to description (or null).`,
-        at('criteria'),
-      );
-    const labels = Object.keys(c);
-    const min = family === 'A' ? 2 : 1;
-    if (labels.length < min || labels.length > MAX_CHOICE_OPTIONS)
-      throw bad(
-        'invalid_parameter_value',
-        `'${at('criteria')}' has ${labels.length} options; a choice takes ${min} to ${MAX_CHOICE_OPTIONS}.`,
-        at('criteria'),
-      );
-    for (const label of labels) {
-      const d = (c as Record<string, unknown>)[label];
-      if (d !== null) checkDescription(d, at(`criteria.${label}`), `the option '${label}'`);
-    }
-    return { type, instructions: q.instructions as Description, criteria: c as ChoiceQuestion['criteria'] };
-  }
+  if (type === 'choice') return checkChoice(q, family, at);
+  if (type === 'score') return checkScore(q, family, at);
+  return checkNoul(q, family, at);
+}
 
-  if (type === 'score') {
-    const c = q.criteria;
-    if (!Array.isArray(c) || c.length < SCORE_LEVELS.min || c.length > SCORE_LEVELS.max)
-      throw bad(
-        c === undefined ? 'missing_required_parameter' : 'invalid_parameter_value',
-        `'${at('criteria')}' must be an array of ${SCORE_LEVELS.min} to ${SCORE_LEVELS.max} ordered level descriptions${
-          Array.isArray(c) ? `; it has ${c.length}` : ''
-        }.`,
-        at('criteria'),
-      );
-    for (const [i, d] of c.entries()) checkDescription(d, `${at('criteria')}[${i}]`, `level ${i}`);
-    if (q.isolated !== undefined && typeof q.isolated !== 'boolean')
-      throw bad('invalid_parameter_value', `'${at('isolated')}' must be a boolean.`, at('isolated'));
-    if (q.isolated !== undefined && family !== 'A')
-      throw bad(
-        'invalid_parameter_value',
-        `'${at('isolated')}' applies to family A decision models only; this model scores the question as a whole.`,
-        at('isolated'),
-      );
-    return { type, instructions: q.instructions as Description, criteria: c, isolated: q.isolated as boolean };
+/** A choice question's criteria: option labels to descriptions (or null). */
+function checkChoice(q: Record<string, unknown>, family: Family, at: (field: string) => string): Question {
+  const c = q.criteria;
+  if (typeof c !== 'object' || c === null || Array.isArray(c) || Object.keys(c).length === 0)
+    throw bad(
+      c === undefined ? 'missing_required_parameter' : 'invalid_parameter_value',
+      `'${at('criteria')}' must be a non-empty object of option label to description (or null).`,
+      at('criteria'),
+    );
+  const labels = Object.keys(c);
+  const min = family === 'A' ? 2 : 1;
+  if (labels.length < min || labels.length > MAX_CHOICE_OPTIONS)
+    throw bad(
+      'invalid_parameter_value',
+      `'${at('criteria')}' has ${labels.length} options; a choice takes ${min} to ${MAX_CHOICE_OPTIONS}.`,
+      at('criteria'),
+    );
+  for (const label of labels) {
+    const d = (c as Record<string, unknown>)[label];
+    if (d !== null) checkDescription(d, at(`criteria.${label}`), `the option '${label}'`);
   }
+  return { type: 'choice', instructions: q.instructions as Description, criteria: c as ChoiceQuestion['criteria'] };
+}
 
+/** A score question's criteria: the ordered level descriptions; `isolated` for family A only. */
+function checkScore(q: Record<string, unknown>, family: Family, at: (field: string) => string): Question {
+  const c = q.criteria;
+  if (!Array.isArray(c) || c.length < SCORE_LEVELS.min || c.length > SCORE_LEVELS.max)
+    throw bad(
+      c === undefined ? 'missing_required_parameter' : 'invalid_parameter_value',
+      `'${at('criteria')}' must be an array of ${SCORE_LEVELS.min} to ${SCORE_LEVELS.max} ordered level descriptions${
+        Array.isArray(c) ? `; it has ${c.length}` : ''
+      }.`,
+      at('criteria'),
+    );
+  for (const [i, d] of c.entries()) checkDescription(d, `${at('criteria')}[${i}]`, `level ${i}`);
+  if (q.isolated !== undefined && typeof q.isolated !== 'boolean')
+    throw bad('invalid_parameter_value', `'${at('isolated')}' must be a boolean.`, at('isolated'));
+  if (q.isolated !== undefined && family !== 'A')
+    throw bad(
+      'invalid_parameter_value',
+      `'${at('isolated')}' applies to family A decision models only; this model scores the question as a whole.`,
+      at('isolated'),
+    );
+  return { type: 'score', instructions: q.instructions as Description, criteria: c, isolated: q.isolated as boolean };
+}
+
+/** A noul question's criteria: what true and false mean (family A may describe one of them). */
+function checkNoul(q: Record<string, unknown>, family: Family, at: (field: string) => string): Question {
   const c = q.criteria;
   if (c !== undefined) {
     if (typeof c !== 'object' || c === null || Array.isArray(c))
@@ -175,7 +184,11 @@ function checkQuestion(name: string, q: Record<string, unknown>, family: Family)
     if (cc.true !== undefined) checkDescription(cc.true, at('criteria.true'), 'when it is true');
     if (cc.false !== undefined) checkDescription(cc.false, at('criteria.false'), 'when it is false');
   }
-  return { type, instructions: q.instructions as Description | undefined, criteria: c as NoulQuestion['criteria'] };
+  return {
+    type: 'noul',
+    instructions: q.instructions as Description | undefined,
+    criteria: c as NoulQuestion['criteria'],
+  };
 }
 
 /** The prompt's shared part: the state, then the question. */

@@ -5,7 +5,7 @@ import type { Caller } from '../accounts/keys.js';
 import { config } from '../config.js';
 import { db } from '../db.js';
 import { startJob } from '../jobs/jobs.js';
-import { release } from '../ledger/ledger.js';
+import { release } from '../ledger/holds.js';
 import { temporal } from '../temporalClient.js';
 import { creditInvitation, creditInvitationEndedSignal } from '../../workflows/creditInvitation.js';
 import {

@@ -19,7 +19,8 @@ import { RequestError } from '../core/errors.js';
 import { type Currency, formatAmount, parseAmount, toDisplayNumber } from '../core/money.js';
 import { db } from '../db.js';
 import { inTransaction } from '../accounts/teams.js';
-import { InsufficientFunds, release, reserve } from '../ledger/ledger.js';
+import { InsufficientFunds } from '../ledger/ledger.js';
+import { release, reserve } from '../ledger/holds.js';
 import { payOutHold } from '../ledger/transfers.js';
 
 type CreditInvitationType = 'invitation' | 'referralLink';

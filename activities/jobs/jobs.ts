@@ -16,7 +16,7 @@ import type { Workflow } from '@temporalio/client';
 import { config } from '../config.js';
 import { RequestError } from '../core/errors.js';
 import { db } from '../db.js';
-import { temporal } from '../temporalClient.js';
+import { beforeDeadline, ENGINE_DEADLINE_MS, temporal } from '../temporalClient.js';
 import { jobEndedUpdate } from '../../workflows/jobEnded.js';
 
 /** A job's row: its table, and its columns by their SQL names (JSON columns as objects). */
@@ -58,18 +58,45 @@ export async function startJob<W extends Workflow>(job: JobStart<W>): Promise<vo
     throw err;
   }
   try {
-    const client = await temporal();
-    await client.workflow.start<Workflow>(job.workflow, {
-      workflowId: job.id,
-      taskQueue: config.taskQueue,
-      args: job.args,
-      searchAttributes: { SwitchyardAccountId: [job.accountId] },
-    });
+    // an engine that is down answers 503 within the deadline, not after the SDK's retries
+    await beforeDeadline(Date.now() + ENGINE_DEADLINE_MS, (client) =>
+      client.workflow.start<Workflow>(job.workflow, {
+        workflowId: job.id,
+        taskQueue: config.taskQueue,
+        args: job.args,
+        searchAttributes: { SwitchyardAccountId: [job.accountId] },
+      }),
+    );
   } catch (err) {
     await job.reservation?.fail(job.unavailable.code);
     await forgetRow(job.row).catch((e) => console.error(`[jobs] could not forget ${job.id}:`, e));
     console.error(`[jobs] the workflow engine did not take ${job.workflow.name} ${job.id}:`, err);
+    if (isDeadlineExceeded(err)) void stopIfStarted(job.id);
     throw new RequestError(503, job.unavailable.code, job.unavailable.message);
+  }
+}
+
+/** A call cut off by its deadline (gRPC DEADLINE_EXCEEDED, 4): the engine may have done it all the same. */
+function isDeadlineExceeded(err: unknown): boolean {
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined; e; e = e.cause as typeof e)
+    if (e.code === 4) return true;
+  return false;
+}
+
+/**
+ * A start cut off by its deadline may still have reached the engine: that workflow would run a job
+ * whose caller heard 503 and whose money was given back, so it is stopped (in the background, as
+ * long as it takes the engine to answer; a workflow that never started is nothing to stop).
+ */
+async function stopIfStarted(id: string): Promise<void> {
+  try {
+    await beforeDeadline(Date.now() + 60_000, (client) =>
+      client.workflow.getHandle(id).terminate('its start was not confirmed in time; the caller was told 503'),
+    );
+    console.error(`[jobs] ${id} had started after all and was stopped`);
+  } catch (err) {
+    if (closed(err)) return;
+    console.error(`[jobs] could not make sure ${id} is not running:`, err);
   }
 }
 

@@ -20,8 +20,10 @@
 // lost (those requests were served free) and its leases stay held until they expire
 // (LEASE_TTL_SECONDS, then the hold sweeper releases them). Nothing is ever charged twice,
 // and the books always balance. SWITCHYARD_CREDIT_LEASES=0 turns leases off.
+//
+// A write that must go together with its charge (a batch row's stored answer) is in leaseWrites.ts.
 import { db, isUniqueViolation } from '../db.js';
-import type { Settlement } from './ledger.js';
+import type { Settlement } from './holds.js';
 
 const ENABLED = process.env.SWITCHYARD_CREDIT_LEASES !== '0';
 /** how often pending charges are written */
@@ -33,7 +35,7 @@ const LEASE_SHARE = 8n;
 /** a lease nobody used for this long is given back */
 const IDLE_MS = 2000;
 /** leases are renewed at every flush; a crashed process's leases expire after this */
-const LEASE_TTL_SECONDS = 120;
+export const LEASE_TTL_SECONDS = 120;
 /** after the exact path was chosen for an account, try leasing again no sooner than this */
 const RETRY_LEASE_MS = 1000;
 
@@ -44,7 +46,7 @@ interface PendingCharge {
   reason: string | null;
 }
 
-class Lease {
+export class Lease {
   /** what the lease holds in the database (amount - charged of its row) minus pending charges */
   free: bigint;
   inflight = 0;
@@ -240,7 +242,7 @@ export interface WriteWithCharge {
  * each with the balance after it) and the keys' daily spend. One text for both statements that
  * write lease charges (the flush of pending charges, and writes with their charge).
  */
-const LEASE_CHARGE_ENTRIES = `b AS (
+export const LEASE_CHARGE_ENTRIES = `b AS (
        UPDATE balances bal SET amount = bal.amount - t.total, held = bal.held - t.total, updated_at = now()
        FROM h, t WHERE bal.account_id = h.account_id AND bal.currency = 'USD'
        RETURNING bal.amount + t.total AS before, bal.amount - bal.held AS available
@@ -256,154 +258,6 @@ const LEASE_CHARGE_ENTRIES = `b AS (
        ON CONFLICT (key_id, day) DO UPDATE SET usd_spent = key_daily_usage.usd_spent + EXCLUDED.usd_spent
      )`;
 
-/** A write waiting for its lease's next statement, with the charge that goes with it. */
-interface QueuedWrite {
-  write: WriteWithCharge;
-  charge: { amount: bigint; requestId: string; apiKeyId: string | null; reason: string | null };
-  done: (outcome: { written: boolean; available: bigint } | undefined) => void;
-  failed: (err: unknown) => void;
-}
-
-/** Writes waiting per lease, and whether one of its statements is in flight. */
-const queues = new WeakMap<Lease, { waiting: QueuedWrite[]; writing: boolean }>();
-
-/** Most writes one statement carries. */
-const GROUP_MAX = 256;
-
-/**
- * Charge `usd` from the lease in the SAME statement as `write`, or neither: the charge can never
- * be lost after the write (a worker killed between two statements), nor made without it. The
- * lease row is locked first, so a lease the sweeper has just given back charges nothing and
- * writes nothing. Returns whether `write` wrote (false: it found its work already done, e.g. by
- * another attempt, and nothing was charged), or undefined when the lease is gone (nothing
- * written; the caller pays another way). The share goes back to the lease either way.
- *
- * Group commit: the first write of a lease goes out at once; writes that come while a statement
- * of the lease is in flight wait for it and then go out together, in one statement (rows finishing
- * on many lanes of a worker at once). Every write of the account updates the same rows (the lease,
- * the balance, the batch's counters): once per statement instead of once per write.
- */
-export async function chargeLeasedWith(
-  f: LeasedFunds,
-  a: { usd: bigint; requestId: string; apiKeyId: string | null; reason: string | null },
-  write: WriteWithCharge,
-): Promise<{ written: boolean; settlement: Settlement } | undefined> {
-  if (f.done) throw new Error(`request ${a.requestId} was already settled`);
-  f.done = true;
-  const lease = f.lease;
-  // as settleLeased: at most the share plus what the lease still has free, taken from it now
-  lease.free += f.amount;
-  const charged = a.usd < lease.free ? a.usd : lease.free;
-  lease.free -= charged;
-  let outcome: { written: boolean; available: bigint } | undefined;
-  try {
-    outcome = await new Promise((done, failed) => {
-      const q = queues.get(lease) ?? { waiting: [], writing: false };
-      queues.set(lease, q);
-      q.waiting.push({ write, charge: { ...a, amount: charged }, done, failed });
-      if (!q.writing) void drainWrites(lease, q);
-    });
-  } catch (err) {
-    lease.free += charged; // nothing was written or charged: the share's room goes back
-    throw err;
-  } finally {
-    lease.inflight--;
-    lease.lastUsed = Date.now();
-  }
-  if (!outcome) return undefined;
-  if (!outcome.written) lease.free += charged;
-  lease.account.available = outcome.available;
-  return {
-    written: outcome.written,
-    settlement: {
-      holdId: lease.id,
-      currency: 'USD',
-      charged: outcome.written ? charged : 0n,
-      balanceAfter: 0n,
-      available: availableOf(lease.account),
-    },
-  };
-}
-
-async function drainWrites(lease: Lease, q: { waiting: QueuedWrite[]; writing: boolean }): Promise<void> {
-  q.writing = true;
-  try {
-    while (q.waiting.length) {
-      // writes of one kind share a statement; another kind waits for the next
-      const name = q.waiting[0].write.name;
-      const group: QueuedWrite[] = [];
-      const rest: QueuedWrite[] = [];
-      for (const w of q.waiting) (w.write.name === name && group.length < GROUP_MAX ? group : rest).push(w);
-      q.waiting = rest;
-      try {
-        const { active, written, available } = await writeGroup(lease, group);
-        if (!active) lease.closed = true; // given back behind this process's back (it stalled past its expiry)
-        for (const [n, w] of group.entries()) w.done(active ? { written: written.has(n + 1), available } : undefined);
-      } catch (err) {
-        for (const w of group) w.failed(err);
-      }
-    }
-  } finally {
-    q.writing = false;
-  }
-}
-
-/** The SQL of `i`: the writes' columns unnested, after `before` parameters. */
-const writesOf = (w: WriteWithCharge, before: number) =>
-  `i AS (SELECT * FROM unnest(${w.types.map((t, k) => `$${before + k + 1}::${t}[]`).join(', ')})
-     WITH ORDINALITY AS i(${w.types.map((_, k) => `v${k + 1}`).join(', ')}, n))`;
-
-/** One statement: the lease locked, the writes made, and the charges of those that wrote. */
-async function writeGroup(
-  lease: Lease,
-  group: QueuedWrite[],
-): Promise<{ active: boolean; written: Set<number>; available: bigint }> {
-  const w = group[0].write;
-  const k = w.types.length;
-  const p = (i: number) => `$${k + 1 + i}`;
-  const { rows } = await db().requestPool.query({
-    name: `${w.name}+lease_charge`,
-    text: `WITH l AS (
-       SELECT id FROM balance_holds WHERE id = $1 AND status = 'active' FOR UPDATE
-     ), ${writesOf(w, 1)}, ${w.ctes},
-     c AS (
-       SELECT c.* FROM x JOIN unnest(${p(1)}::numeric[], ${p(2)}::text[], ${p(3)}::uuid[], ${p(4)}::text[])
-         WITH ORDINALITY AS c(amount, request_id, api_key_id, reason, n) ON c.n = x.n
-     ), t AS (SELECT SUM(amount) AS total FROM c),
-     h AS (
-       UPDATE balance_holds SET charged = COALESCE(charged, 0) + t.total, expires_at = now() + make_interval(secs => ${p(5)})
-       FROM t WHERE id = $1 AND t.total IS NOT NULL RETURNING account_id
-     ), ${LEASE_CHARGE_ENTRIES}
-     SELECT (SELECT count(*) FROM l)::int AS active, ARRAY(SELECT n::int FROM x) AS written,
-       (SELECT available FROM b) AS available`,
-    values: [
-      lease.id,
-      ...w.types.map((_, col) => group.map((q) => q.write.values[col])),
-      group.map((q) => q.charge.amount.toString()),
-      group.map((q) => q.charge.requestId),
-      group.map((q) => q.charge.apiKeyId),
-      group.map((q) => q.charge.reason),
-      LEASE_TTL_SECONDS,
-    ],
-  });
-  const r = rows[0];
-  return {
-    active: r.active > 0,
-    written: new Set<number>(r.written),
-    available: r.available === null ? lease.account.available : BigInt(r.available),
-  };
-}
-
-/** A WriteWithCharge on its own, where no lease pays (the exact path settles its hold after it): did it write? */
-export async function writeWithoutCharge(w: WriteWithCharge): Promise<boolean> {
-  const { rows } = await db().requestPool.query({
-    name: `${w.name}+alone`,
-    text: `WITH l AS (SELECT 1), ${writesOf(w, 0)}, ${w.ctes} SELECT (SELECT count(*) FROM x)::int AS written`,
-    values: w.values.map((v) => [v]),
-  });
-  return rows[0].written > 0;
-}
-
 /**
  * Give back now this account's leases that no call is using (a batch activity's last rows are
  * done): the idle timer would, a moment later, but a finished batch should leave nothing held.
@@ -417,7 +271,7 @@ export async function closeIdleLeases(accountId: string): Promise<void> {
 }
 
 /** What the account can still spend, as this process knows it. */
-function availableOf(acc: AccountLeases): bigint {
+export function availableOf(acc: AccountLeases): bigint {
   return acc.leases.reduce((sum, l) => (l.closed ? sum : sum + l.free), acc.available);
 }
 

@@ -9,7 +9,7 @@
 // spent + held + the request's worst case fits under both limits, and raises `held` on both, or
 // changes nothing. Settlement moves the hold to `spent` (what was charged), release gives it back.
 // Any number of API processes therefore cannot pass a limit, exactly as they cannot overspend a
-// balance (ledger.ts). A request's claim is a `team_budget_holds` row keyed by its request id, so
+// balance (holds.ts). A request's claim is a `team_budget_holds` row keyed by its request id, so
 // settling or releasing twice does nothing more.
 import { config } from '../config.js';
 import { db } from '../db.js';
@@ -100,7 +100,7 @@ export function forgetTeamBilling(changes: string[] | null): void {
 
 const MONTH = `date_trunc('month', now() AT TIME ZONE 'UTC')::date`;
 
-// See ledger.ts HOLD_INSERT for why the rows are locked and read in `cur` and the UPDATE's own
+// See holds.ts HOLD_INSERT for why the rows are locked and read in `cur` and the UPDATE's own
 // WHERE tests nothing but the verdict: `cur` reads the newest committed versions under our lock.
 const RESERVE_SQL = `
   WITH cur AS (

@@ -19,80 +19,23 @@
 //            gives the money back, a settled charge included (a refund entry).
 // What differs per surface is declared, not re-implemented: how to price the worst case on a
 // route, what the attempt is, what the answer cost, how a shortfall is explained. Money never moves
-// anywhere else (activities/ledger/ holds the arithmetic and the idempotency).
-import type { Caller } from '../accounts/keys.js';
+// anywhere else (activities/ledger/ holds the arithmetic and the idempotency). Beside this file: what
+// a surface declares (callSpec.ts), what pays and how it is reserved (funds.ts), how failures read
+// (upstreamFailures.ts).
 import type { Route } from '../catalog/catalog.js';
-import { isCallersOwn, RequestError, UPSTREAM_ERROR } from '../core/errors.js';
-import { type Currency, formatAmount, toDisplayNumber } from '../core/money.js';
+import type { RequestError } from '../core/errors.js';
+import { type Currency, toDisplayNumber } from '../core/money.js';
+import { giveBack } from '../ledger/allowance.js';
+import { chargeLeasedWith, writeWithoutCharge } from '../ledger/leaseWrites.js';
+import type { WriteWithCharge } from '../ledger/leases.js';
+import { releaseLeased, settleLeased, unchargeLeased } from '../ledger/leases.js';
+import { refundCharges } from '../ledger/refunds.js';
+import { release, type Settlement, settle } from '../ledger/holds.js';
+import { refundTeamBudget, releaseTeamBudget, settleTeamBudget } from '../ledger/teamBudget.js';
+import type { MeteredCallSpec, Payer } from './callSpec.js';
+import { type Funds, type Reserved, reserveFunds } from './funds.js';
 import { recordRequest } from './records.js';
-import { type AllowanceClaim, type Bypass, claimAllowance, giveBack } from '../ledger/allowance.js';
-import {
-  chargeLeasedWith,
-  writeWithoutCharge,
-  releaseLeased,
-  reserveFromLease,
-  settleLeased,
-  unchargeLeased,
-  type LeasedFunds,
-  type WriteWithCharge,
-} from '../ledger/leases.js';
-import { InsufficientFunds, refundCharges, release, reserve, settle, type Settlement } from '../ledger/ledger.js';
-import {
-  refundTeamBudget,
-  releaseTeamBudget,
-  reserveTeamBudget,
-  settleTeamBudget,
-  type TeamBilling,
-  teamBillingOf,
-} from '../ledger/teamBudget.js';
-
-/**
- * Who pays: what the engine needs of a caller (a job's worker knows only this much). `userId`: the
- * person behind it, whose `bill_to_team` choice sends synchronous calls to their team (teamBudget.ts).
- */
-export type Payer = Pick<Caller, 'accountId' | 'billingMode' | 'dailyUsdLimit'> & {
-  keyId: string | null;
-  userId?: number | null;
-};
-
-export interface MeteredCallSpec {
-  caller: Payer;
-  /** the request's id: the reservation's idempotency key, the charge's request id, the record's id */
-  requestId: string;
-  /** what the record calls this operation: 'chat', 'speech', 'video', … */
-  surface: string;
-  /** the catalog model id, for records and ledger reasons */
-  modelId: string;
-  /** the routes to try, in order (planned once, by activities/routing/planRoute.ts) */
-  routes: Route[];
-  /** the most this call can cost on a route, in nano-USD */
-  worstCase(route: Route): bigint;
-  /**
-   * Why the balance does not cover the worst case, for the 402: `required` and `available` are
-   * USD amounts as text. Say what the money is for and what the caller can change.
-   */
-  shortfall(required: string, available: string): string;
-  /** a job's reservation must outlive the request that made it; unset for synchronous calls */
-  holdTtlSeconds?: number;
-  /**
-   * May a synchronous call take its share of this process's credit lease (ledger/leases.ts)
-   * instead of a hold of its own? Worth it where calls are many and small (text); the rest keep
-   * one exact hold each, whose settlement reports the exact balance left.
-   */
-  creditLease?: boolean;
-  /** the reservation's idempotency key (default `hold:<requestId>`) */
-  holdKey?: string;
-  /**
-   * The call's answer is stored by `settleWith`, in the same statement as its charge (a batch
-   * row): so even a job's call may pay from this process's credit lease, since no charge can be
-   * left pending in memory when the process dies.
-   */
-  storesAnswer?: boolean;
-  /** the caller asked for pay-as-you-go (`X-Billing-Mode`, completions' `billing_mode`) */
-  forcePaygo?: boolean;
-  /** the caller chose the provider (`X-Provider`, `provider: "id"`): billed pay-as-you-go (spec) */
-  explicitProvider?: boolean;
-}
+import { asUpstreamFailure, exhausted, logUpstreamFailure, midwayFailure } from './upstreamFailures.js';
 
 /** What a settlement charged, exactly and as shown to callers. */
 export interface Charge {
@@ -161,16 +104,11 @@ export class MeteredCall {
   /** what the settlement charged, to give back if the answer never reaches the caller */
   private charge?: Charge;
   private outcome?: Outcome;
-  private holdId?: string;
-  /** the reservation when it came from this process's credit lease (no round trip; leases.ts) */
-  private leased?: LeasedFunds;
+  /** what pays for this call: the subscription, a team, a share of the credit lease, a hold (funds.ts) */
+  private readonly funds: Funds = {};
   private answered?: Route;
   /** the provider that served an adopted call (a job's worker knows it from the job's row) */
   private servedBy?: string;
-  /** the team paying for this call, when its caller bills to one (synchronous calls only) */
-  private team?: TeamBilling;
-  /** the subscription's operation this call spent, when the subscription pays for it */
-  private allowance?: AllowanceClaim;
   private readonly started = Date.now();
 
   constructor(readonly spec: MeteredCallSpec) {}
@@ -213,153 +151,20 @@ export class MeteredCall {
 
   /**
    * Reserve the worst case, unless the caller's subscription pays (then nothing is reserved). A
-   * free call reserves nothing; a shortfall is a 402 that says why.
+   * free call reserves nothing; a shortfall is a 402 that says why (funds.ts).
    */
-  async reserve(): Promise<{ currency: Currency; amount: bigint; available: bigint } | undefined> {
-    const { caller, requestId, holdTtlSeconds } = this.spec;
-    this.allowance = await claimAllowance({ caller, modelId: this.spec.modelId, bypass: this.bypass() });
-    if (this.allowance) return undefined;
-    // Team billing covers synchronous calls; a job's money is its caller's own (README, Teams).
-    if (caller.userId != null && holdTtlSeconds === undefined) await this.billToTeam(caller.userId);
-    const worst = this.worstCase();
-    if (worst === 0n) return undefined;
-    if (this.team) return this.reserveForTeam(this.team, caller.userId!, worst);
-    // Keys with a daily USD cap are checked exactly, so they never lease; jobs never lease either
-    // (their reservation outlives this process's lease bookkeeping), unless their answer and its
-    // charge are written together (storesAnswer).
-    if (
-      this.spec.creditLease &&
-      (holdTtlSeconds === undefined || this.spec.storesAnswer) &&
-      caller.dailyUsdLimit == null
-    ) {
-      this.leased = await reserveFromLease(caller.accountId, worst);
-      if (this.leased) return { currency: 'USD', amount: worst, available: 0n };
-    }
-    try {
-      const hold = await reserve({
-        accountId: caller.accountId,
-        usd: worst,
-        idempotencyKey: this.spec.holdKey ?? `hold:${requestId}`,
-        requestId,
-        apiKeyId: caller.keyId ?? undefined,
-        ttlSeconds: holdTtlSeconds,
-      });
-      this.holdId = hold.id;
-      return { currency: hold.currency, amount: hold.amount, available: hold.available };
-    } catch (err) {
-      if (!(err instanceof InsufficientFunds)) throw err;
-      throw new RequestError(
-        402,
-        'insufficient_balance',
-        `Insufficient balance: ${this.spec.shortfall(formatAmount(err.requiredUsd, 'USD'), formatAmount(err.availableUsd, 'USD'))}`,
-        {
-          details: {
-            requiredBalance: toDisplayNumber(err.requiredUsd, 'USD'),
-            availableBalance: toDisplayNumber(err.availableUsd, 'USD'),
-          },
-        },
-      );
-    }
-  }
-
-  /** Why the subscription may not pay for this call, whatever it covers (spec: Authentication, Chat). */
-  private bypass(): Bypass | undefined {
-    if (this.spec.forcePaygo) return 'paygo';
-    if (this.spec.explicitProvider) return 'provider';
-    // a job's reservation outlives the request (README, Subscriptions)
-    if (this.spec.holdTtlSeconds !== undefined) return 'job';
-    return undefined;
-  }
-
-  /** Does the caller bill to a team? Then the team must be active and allow the model (else 403). */
-  private async billToTeam(userId: number): Promise<void> {
-    const team = await teamBillingOf(userId);
-    if (!team) return;
-    if (team.status !== 'active') {
-      throw new RequestError(
-        403,
-        `team_${team.status}`,
-        `Your requests are billed to the team "${team.teamName}", which is ${team.status}. Ask its owner or an ` +
-          'admin to make it active, or turn bill_to_team off to pay from your own balance.',
-        { details: { teamId: team.teamUuid, reason: `team_${team.status}` } },
-      );
-    }
-    if (team.allowedModels?.[this.spec.modelId] === false) {
-      throw new RequestError(
-        403,
-        'model_not_allowed',
-        `The team "${team.teamName}" does not allow the model '${this.spec.modelId}' for requests billed to it.`,
-        { param: 'model', details: { teamId: team.teamUuid, model: this.spec.modelId } },
-      );
-    }
-    this.team = team;
-  }
-
-  /**
-   * Reserve a team-billed call: first its claim on the member's and the team's monthly budgets
-   * (one conditional statement, teamBudget.ts), then an exact hold on the owner's account, whose
-   * charge entry names the team and the member. A refused hold gives the claim back.
-   */
-  private async reserveForTeam(team: TeamBilling, userId: number, worst: bigint) {
-    const { requestId } = this.spec;
-    const verdict = await reserveTeamBudget(team, userId, requestId, worst);
-    if (!verdict.ok) {
-      const whose = verdict.scope === 'member' ? 'your monthly limit in' : 'the monthly limit of';
-      throw new RequestError(
-        402,
-        'team_usage_limit_exceeded',
-        `This request may cost up to $${formatAmount(worst, 'USD')}, which would pass ${whose} the team ` +
-          `"${team.teamName}" ($${formatAmount(verdict.used, 'USD')} of $${formatAmount(verdict.limit, 'USD')} ` +
-          'used or reserved this month). Lower max_tokens, wait for next month, or ask the team to raise the limit.',
-        {
-          details: {
-            scope: verdict.scope,
-            limit: toDisplayNumber(verdict.limit, 'USD'),
-            used: toDisplayNumber(verdict.used, 'USD'),
-            teamId: team.teamUuid,
-          },
-        },
-      );
-    }
-    try {
-      const hold = await reserve({
-        accountId: team.ownerAccountId,
-        usd: worst,
-        idempotencyKey: this.spec.holdKey ?? `hold:${requestId}`,
-        requestId,
-        apiKeyId: this.spec.caller.keyId ?? undefined,
-        team: { teamId: team.teamId, actorUserId: userId },
-      });
-      this.holdId = hold.id;
-      return { currency: hold.currency, amount: hold.amount, available: hold.available };
-    } catch (err) {
-      await releaseTeamBudget(requestId);
-      if (!(err instanceof InsufficientFunds)) throw err;
-      throw new RequestError(
-        402,
-        'insufficient_balance',
-        `Insufficient balance: the team "${team.teamName}" pays for your requests, and its owner's account has ` +
-          `$${formatAmount(err.availableUsd, 'USD')} available for a request that may cost up to ` +
-          `$${formatAmount(err.requiredUsd, 'USD')}.`,
-        {
-          details: {
-            requiredBalance: toDisplayNumber(err.requiredUsd, 'USD'),
-            availableBalance: toDisplayNumber(err.availableUsd, 'USD'),
-            teamId: team.teamUuid,
-          },
-        },
-      );
-    }
+  reserve(): Promise<Reserved | undefined> {
+    return reserveFunds(this.spec, this.funds, () => this.worstCase());
   }
 
   /** the exact hold, for work that continues elsewhere (a job's worker settles it later) */
   get reservation(): string | undefined {
-    return this.holdId;
+    return this.funds.holdId;
   }
 
   /** Continue a call whose reservation was made earlier, by another process (a job's worker). */
   adoptReservation(holdId: string | undefined | null): void {
-    this.holdId = holdId ?? undefined;
+    this.funds.holdId = holdId ?? undefined;
   }
 
   /** The answer was made earlier, on `route` (by an attempt of a job that did not live to settle it). */
@@ -386,7 +191,7 @@ export class MeteredCall {
         return { value, route };
       } catch (err) {
         const e = asUpstreamFailure(route, err);
-        this.logFailure(e);
+        logUpstreamFailure(this.spec.requestId, e);
         failures.push(e);
         if (!e.retryable || signal.aborted) break;
       }
@@ -399,52 +204,35 @@ export class MeteredCall {
    * operator like any upstream failure, and told to the caller without the upstream's words.
    */
   brokeMidway(err: unknown): RequestError {
-    const e =
-      err instanceof RequestError
-        ? err
-        : new RequestError(502, (err as { code?: string }).code ?? UPSTREAM_ERROR, 'The stream broke after it began.', {
-            providerId: this.answered?.provider.id ?? this.servedBy,
-            detail: String((err as Error)?.message ?? err),
-          });
-    this.logFailure(e);
-    if (!pointsToLog(e)) return e;
-    return new RequestError(e.status, e.code, e.message + logPointer(this.spec.requestId), e.opts);
-  }
-
-  /** The operator's copy of an upstream failure: what the upstream said, which the caller is not shown. */
-  private logFailure(e: RequestError): void {
-    if (e.status === 499 || !e.opts.providerId) return; // the caller's own abort; the gateway's own refusal
-    const body = e.opts.upstreamBody ? ` | body: ${e.opts.upstreamBody.slice(0, 1000)}` : '';
-    console.warn(
-      `[upstream] ${this.spec.requestId} ${e.opts.providerId} ${e.status} ${e.code}: ${e.opts.detail ?? e.message}${body}`,
-    );
+    return midwayFailure(err, this.answered?.provider.id ?? this.servedBy, this.spec.requestId);
   }
 
   /** Charge `costUsd` on the answering route and release the rest; record the request. */
   async settle(costUsd: bigint, outcome: Outcome): Promise<Charge> {
     const { caller, requestId } = this.spec;
+    const { allowance, leased, holdId, team } = this.funds;
     const reason = this.chargeReason();
-    if (this.allowance)
+    if (allowance)
       return this.settled(outcome, {
         currency: 'USD',
         charged: 0n,
         costUsd: 0n,
-        available: this.allowance.available,
+        available: allowance.available,
         subscription: true,
       });
     let s: Settlement | undefined;
-    if (this.leased) s = settleLeased(this.leased, { usd: costUsd, requestId, apiKeyId: caller.keyId, reason });
-    else if (this.holdId) s = await settle({ holdId: this.holdId, usd: costUsd, reason });
+    if (leased) s = settleLeased(leased, { usd: costUsd, requestId, apiKeyId: caller.keyId, reason });
+    else if (holdId) s = await settle({ holdId, usd: costUsd, reason });
     const charge: Charge = {
       currency: s?.currency ?? 'USD',
       charged: s?.charged ?? 0n,
       costUsd,
       available: s?.available,
     };
-    if (this.team) {
+    if (team) {
       // the budgets count USD: the charge, or what an XNO charge was worth
       await settleTeamBudget(requestId, charge.currency === 'USD' ? charge.charged : costUsd);
-      charge.team = { uuid: this.team.teamUuid, name: this.team.teamName };
+      charge.team = { uuid: team.teamUuid, name: team.teamName };
     }
     return this.settled(outcome, charge);
   }
@@ -455,8 +243,8 @@ export class MeteredCall {
     if (!providerId) throw new Error(`${this.spec.requestId}: settle before any route answered`);
     const { caller, surface, modelId } = this.spec;
     // a team-billed charge says whose it was in the owner's ledger too (the entry's actor_user_id)
-    return this.team
-      ? `${surface} ${modelId} via ${providerId}, by user ${caller.userId} for team "${this.team.teamName}"`
+    return this.funds.team
+      ? `${surface} ${modelId} via ${providerId}, by user ${caller.userId} for team "${this.funds.team.teamName}"`
       : `${surface} ${modelId} via ${providerId}`;
   }
 
@@ -473,11 +261,11 @@ export class MeteredCall {
     outcome: Outcome,
     write: (holdId: string | null) => WriteWithCharge,
   ): Promise<Charge | undefined> {
-    for (let tries = 0; this.leased; tries++) {
+    for (let tries = 0; this.funds.leased; tries++) {
       if (tries === 3) throw new Error(`${this.spec.requestId}: the credit leases it took kept expiring`);
       const { caller, requestId } = this.spec;
       const done = await chargeLeasedWith(
-        this.leased,
+        this.funds.leased,
         { usd: costUsd, requestId, apiKeyId: caller.keyId, reason: this.chargeReason() },
         write(null),
       );
@@ -487,10 +275,10 @@ export class MeteredCall {
         return this.settled(outcome, { currency: s.currency, charged: s.charged, costUsd, available: s.available });
       }
       // the lease was given back while this process stalled: reserve again (another lease, or a hold)
-      this.leased = undefined;
+      this.funds.leased = undefined;
       await this.reserve();
     }
-    if (!(await writeWithoutCharge(write(this.holdId ?? null)))) return undefined;
+    if (!(await writeWithoutCharge(write(this.funds.holdId ?? null)))) return undefined;
     return this.settle(costUsd, outcome);
   }
 
@@ -520,10 +308,11 @@ export class MeteredCall {
   /** Nothing reached the caller: give the reservation back and record the failure. */
   async fail(code: string): Promise<void> {
     this.state = 'failed';
-    if (this.allowance) await giveBack(this.allowance);
-    if (this.leased) releaseLeased(this.leased);
-    else if (this.holdId) await release(this.holdId);
-    if (this.team) await releaseTeamBudget(this.spec.requestId);
+    const { allowance, leased, holdId, team } = this.funds;
+    if (allowance) await giveBack(allowance);
+    if (leased) releaseLeased(leased);
+    else if (holdId) await release(holdId);
+    if (team) await releaseTeamBudget(this.spec.requestId);
     this.record('failed', { inputUnits: null, outputUnits: null }, null, code);
   }
 
@@ -533,9 +322,9 @@ export class MeteredCall {
    * no other attempt can find, goes back to the lease now.
    */
   suspend(): void {
-    if (this.state !== 'open' || !this.leased) return;
-    releaseLeased(this.leased);
-    this.leased = undefined;
+    if (this.state !== 'open' || !this.funds.leased) return;
+    releaseLeased(this.funds.leased);
+    this.funds.leased = undefined;
   }
 
   /**
@@ -548,18 +337,19 @@ export class MeteredCall {
     if (this.state !== 'settled') return;
     this.state = 'refunded';
     const { requestId, surface, modelId, caller } = this.spec;
+    const { allowance, leased, holdId, team } = this.funds;
     const charge = this.charge!;
-    if (this.allowance) await giveBack(this.allowance);
+    if (allowance) await giveBack(allowance);
     const reason = `${surface} ${modelId}: the answer did not reach the caller (${code})`;
     // A leased charge still waiting for its batch is simply taken back; a written one is refunded.
-    const written = this.leased ? await unchargeLeased(this.leased, requestId) : this.holdId !== undefined;
+    const written = leased ? await unchargeLeased(leased, requestId) : holdId !== undefined;
     if (written && charge.charged > 0n) {
-      const keys = this.leased ? [`charge:${requestId}`] : [`charge:${this.holdId}`, `overage:${this.holdId}`];
+      const keys = leased ? [`charge:${requestId}`] : [`charge:${holdId}`, `overage:${holdId}`];
       // the key's daily spend goes down by what it went up by: the charge (USD), or its USD cost (XNO)
       const keyUsd = charge.currency === 'USD' ? charge.charged : charge.costUsd;
       await refundCharges({ keys, reason, apiKeyId: caller.keyId, keyUsd });
     }
-    if (this.team) await refundTeamBudget(requestId);
+    if (team) await refundTeamBudget(requestId);
     this.record('failed', this.outcome ?? { inputUnits: null, outputUnits: null }, null, code);
   }
 
@@ -597,65 +387,9 @@ export class MeteredCall {
       outputTokens: o.outputUnits,
       currency: charge?.currency ?? null,
       cost: charge?.charged ?? null,
-      holdId: this.holdId ?? this.leased?.lease.id ?? null,
+      holdId: this.funds.holdId ?? this.funds.leased?.lease.id ?? null,
       errorCode,
       startedAt: new Date(this.started),
     });
   }
-}
-
-/**
- * How an upstream's failure reads to our caller. Their credentials problem is not the caller's
- * (401/403/402 become 502), nor is a 404 (a model or endpoint the provider does not serve: the
- * catalog's business), a timeout is a 504, their rate limit stays a 429 with its Retry-After, their
- * judgement of the request itself (400/413/422) stays a 400.
- */
-function callerStatus(upstream: number): number {
-  if (upstream === 499) return 499;
-  if (upstream === 429) return 429;
-  if (upstream === 408 || upstream === 504) return 504;
-  if (isCallersOwn(upstream)) return 400;
-  return 502;
-}
-
-/**
- * Why every attempt failed, as one error for the caller. `retryable`: every failure was one that
- * a later attempt may get past (a job's engine retries then).
- */
-function exhausted(modelId: string, failures: RequestError[], requestId: string): RequestError {
-  const last = failures.at(-1);
-  if (!last) return new RequestError(503, 'model_not_available', `Model '${modelId}' has no configured provider here.`);
-  const retryable = failures.every((f) => f.retryable);
-  const pointer = failures.some(pointsToLog) ? logPointer(requestId) : '';
-  if (failures.length === 1) {
-    const status = callerStatus(last.status);
-    const named = last.code !== UPSTREAM_ERROR ? last.code : undefined;
-    const code =
-      named ?? (status === 400 ? 'upstream_rejected_request' : status === 429 ? 'rate_limit_exceeded' : UPSTREAM_ERROR);
-    return new RequestError(status, code, last.message + pointer, {
-      retryAfterSeconds: last.opts.retryAfterSeconds,
-      retryable,
-      providerId: last.opts.providerId,
-    });
-  }
-  const summary = failures.map((f) => f.message).join(' ');
-  return new RequestError(502, 'all_fallbacks_failed', `Every provider failed. ${summary}${pointer}`, { retryable });
-}
-
-/**
- * An upstream failure reads to the caller as the provider and the kind of failure (upstreamError),
- * plus the request id under which the operator's log has the provider's own words. A refusal of
- * the caller's own request already carries them; an abort is the caller's own doing.
- */
-const pointsToLog = (e: RequestError) => !!e.opts.providerId && !isCallersOwn(e.status) && e.status !== 499;
-const logPointer = (requestId: string) =>
-  ` The provider's own reply is in the gateway's log under request id ${requestId}.`;
-
-/** An adapter bug is not the caller's business: log it, answer a generic provider failure. */
-function asUpstreamFailure(route: Route, err: unknown): RequestError {
-  if (err instanceof RequestError) return err;
-  console.error(`[metering] adapter for ${route.provider.id} failed unexpectedly:`, err);
-  return new RequestError(502, 'provider_error', `${route.provider.id} failed unexpectedly`, {
-    providerId: route.provider.id,
-  });
 }

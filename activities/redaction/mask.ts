@@ -128,7 +128,8 @@ export class Redactor {
   /**
    * The request as it may leave: every text the upstream would read, masked: the turns, their
    * authors' names, earlier tool calls' arguments, the tools' descriptions (and those inside their
-   * parameter schemas), the prompt and the end-user id. Images are not read.
+   * parameter schemas), a JSON schema response format's descriptions, the prompt and the end-user
+   * id. Images are not read.
    */
   async maskRequest<R extends MaskedFields>(req: R): Promise<R> {
     const messages: Message[] = [];
@@ -155,10 +156,17 @@ export class Redactor {
           })),
         )
       : undefined;
+    const format = req.responseFormat?.type === 'json_schema' ? req.responseFormat : undefined;
+    const responseFormat = format && {
+      ...format,
+      ...(format.description === undefined ? {} : { description: await this.mask(format.description) }),
+      schema: await this.maskDescriptions(format.schema),
+    };
     return {
       ...req,
       messages,
       ...(tools ? { tools } : {}),
+      ...(responseFormat ? { responseFormat } : {}),
       ...(req.prompt === undefined ? {} : { prompt: await this.mask(req.prompt) }),
       ...(req.user === undefined ? {} : { user: await this.mask(req.user) }),
     };
@@ -245,7 +253,8 @@ function heldBackFrom(text: string): number {
 const jsonEscaped = (v: string) => JSON.stringify(v).slice(1, -1);
 
 /** The parts of a request that carry the caller's text. */
-type MaskedFields = Pick<InferenceRequest, 'messages' | 'prompt'> & Partial<Pick<InferenceRequest, 'tools' | 'user'>>;
+type MaskedFields = Pick<InferenceRequest, 'messages' | 'prompt'> &
+  Partial<Pick<InferenceRequest, 'tools' | 'user' | 'responseFormat'>>;
 
 /** Everything the caller wrote that the upstream will read, to keep placeholders from colliding with it. */
 function allText(req: MaskedFields): string {
@@ -256,6 +265,7 @@ function allText(req: MaskedFields): string {
     parts.push(m.name ?? '');
   }
   for (const t of req.tools ?? []) parts.push(t.description ?? '', JSON.stringify(t.parameters ?? {}));
+  parts.push(JSON.stringify(req.responseFormat ?? {}));
   return parts.join('\n');
 }
 

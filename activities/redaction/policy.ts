@@ -20,7 +20,7 @@ const FALSY = new Set(['false', '0', 'no', 'off', 'never', 'disabled', 'disable'
 /** The fee of one redacted request: 0.0005 USD, in nano-USD. */
 export const REDACTION_FEE_NANO_USD = 500_000n;
 
-export type RedactionDefault = 'inherit' | 'always' | 'never';
+type RedactionDefault = 'inherit' | 'always' | 'never';
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -58,7 +58,7 @@ export interface RedactionAsk {
 }
 
 /** What asked for redaction, as the caller would name it, or undefined when nothing did. */
-export function redactionAskedBy(a: RedactionAsk): { by: 'header' | 'suffix' | 'default'; what: string } | undefined {
+function redactionAskedBy(a: RedactionAsk): { by: 'header' | 'suffix' | 'default'; what: string } | undefined {
   const header = fromHeaders(a.headers);
   if (a.suffix)
     return { by: 'suffix', what: typeof a.suffix === 'string' ? `the '${a.suffix}' model suffix` : 'a model suffix' };
@@ -97,7 +97,7 @@ const OPT_OUT = {
 } as const;
 
 /** The 400 for a request that asked for redaction where it is not offered. */
-export function redactionRefusal(asked: NonNullable<ReturnType<typeof redactionAskedBy>>, where: string): RequestError {
+function redactionRefusal(asked: NonNullable<ReturnType<typeof redactionAskedBy>>, where: string): RequestError {
   return new RequestError(
     400,
     'invalid_parameter_value',

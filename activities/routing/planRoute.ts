@@ -74,46 +74,9 @@ export function planRoute(
     );
   }
 
-  if (prefs.explicit) {
-    const wanted = prefs.explicit.toLowerCase();
-    if (!catalog.providers.some((p) => p.id === wanted)) {
-      throw new RequestError(
-        400,
-        'provider_unknown_provider',
-        `Unknown provider '${prefs.explicit}'. GET /api/models/{model}/providers lists the providers of a model.`,
-        { param: 'provider' },
-      );
-    }
-    routes = routes.filter((r) => r.provider.id === wanted);
-    if (routes.length === 0) {
-      throw new RequestError(
-        400,
-        'model_not_available',
-        `Provider '${wanted}' does not serve '${model.id}' here. Available: ${ids(model.routes.filter((r) => r.available))}.`,
-        { param: 'provider' },
-      );
-    }
-  }
-
+  if (prefs.explicit) routes = explicitProvider(catalog, model, routes, prefs.explicit);
   // Saved restrictions bind whatever the request asks.
-  if (caller) {
-    const allowed = caller.providerAllow;
-    routes = routes.filter(
-      (r) =>
-        (allowed === null || allowed.includes(r.provider.id)) &&
-        !caller.providerDeny.includes(r.provider.id) &&
-        (!caller.zdrOnly || r.zeroDataRetention),
-    );
-    if (routes.length === 0 && needs.nativeWebSearch) throw nativeUnavailable(model, 'your provider restrictions');
-    if (routes.length === 0) {
-      throw new RequestError(
-        403,
-        'model_not_allowed',
-        `This key's provider restrictions${caller.zdrOnly ? ' (zero-data-retention only)' : ''} leave no provider for '${model.id}'.`,
-        { param: 'model' },
-      );
-    }
-  }
+  if (caller) routes = withinRestrictions(model, routes, caller, needs);
 
   const before = routes;
   const rejected: string[] = [];
@@ -211,4 +174,48 @@ function order(routes: Route[], prefs: ProviderPreferences): Route[] {
     sorted.sort((a, b) => rank(a) - rank(b)); // stable: the sort above decides among the rest
   }
   return sorted;
+}
+
+/** The provider the caller named (`X-Provider`, `provider: "id"`): it must exist and serve the model. */
+function explicitProvider(catalog: Catalog, model: ModelInfo, routes: Route[], explicit: string): Route[] {
+  const wanted = explicit.toLowerCase();
+  if (!catalog.providers.some((p) => p.id === wanted)) {
+    throw new RequestError(
+      400,
+      'provider_unknown_provider',
+      `Unknown provider '${explicit}'. GET /api/models/{model}/providers lists the providers of a model.`,
+      { param: 'provider' },
+    );
+  }
+  const served = routes.filter((r) => r.provider.id === wanted);
+  if (served.length === 0) {
+    throw new RequestError(
+      400,
+      'model_not_available',
+      `Provider '${wanted}' does not serve '${model.id}' here. Available: ${ids(model.routes.filter((r) => r.available))}.`,
+      { param: 'provider' },
+    );
+  }
+  return served;
+}
+
+/** The key's saved provider restrictions (allow and deny lists, zero data retention only). */
+function withinRestrictions(model: ModelInfo, routes: Route[], caller: Caller, needs: RequestNeeds): Route[] {
+  const allowed = caller.providerAllow;
+  const allowedRoutes = routes.filter(
+    (r) =>
+      (allowed === null || allowed.includes(r.provider.id)) &&
+      !caller.providerDeny.includes(r.provider.id) &&
+      (!caller.zdrOnly || r.zeroDataRetention),
+  );
+  if (allowedRoutes.length === 0 && needs.nativeWebSearch) throw nativeUnavailable(model, 'your provider restrictions');
+  if (allowedRoutes.length === 0) {
+    throw new RequestError(
+      403,
+      'model_not_allowed',
+      `This key's provider restrictions${caller.zdrOnly ? ' (zero-data-retention only)' : ''} leave no provider for '${model.id}'.`,
+      { param: 'model' },
+    );
+  }
+  return allowedRoutes;
 }

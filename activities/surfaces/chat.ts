@@ -2,7 +2,6 @@
 // The chat completions surface: its wire shapes translated to and from the internal request
 // (activities/inference/types.ts), and the checks a schema cannot express, each with the code the
 // spec gives it. The body reaching here has passed api/schemas/chat.ts.
-import { Ajv } from 'ajv';
 import type { ModelInfo } from '../catalog/catalog.js';
 import type {
   CacheControl,
@@ -20,6 +19,7 @@ import type { ProviderPreferences, RequestNeeds } from '../routing/planRoute.js'
 import { QUANTIZATION_BITS } from '../routing/planRoute.js';
 import { RequestError } from '../core/errors.js';
 import { insertBreakpoint, promptCachingOf } from './promptCaching.js';
+import { checkJsonSchema, checkStrictSchema } from './jsonSchema.js';
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const bad = (code: string, message: string, param: string | null = null) =>
@@ -113,39 +113,6 @@ function parseToolChoice(raw: any, tools: ToolSpec[] | undefined): ToolChoice | 
   return { name };
 }
 
-const schemaAjv = new Ajv({ strict: false, allErrors: false });
-
-/** Strict mode's rules (as OpenAI enforces them): every object closed, every property required. */
-function checkStrict(node: any, path: string): void {
-  if (!node || typeof node !== 'object') return;
-  if (Array.isArray(node)) {
-    for (const [i, n] of node.entries()) checkStrict(n, `${path}[${i}]`);
-    return;
-  }
-  const isObject =
-    node.type === 'object' || (Array.isArray(node.type) && node.type.includes('object')) || node.properties;
-  if (isObject) {
-    if (node.additionalProperties !== false)
-      throw bad(
-        'invalid_json_schema',
-        `With strict: true, ${path} must set additionalProperties: false.`,
-        'response_format.json_schema.schema',
-      );
-    const keys = Object.keys(node.properties ?? {});
-    const missing = keys.filter((k) => !(node.required ?? []).includes(k));
-    if (missing.length)
-      throw bad(
-        'invalid_json_schema',
-        `With strict: true, every property of ${path} must be in 'required' (missing: ${missing.join(', ')}).`,
-        'response_format.json_schema.schema',
-      );
-  }
-  for (const key of ['properties', '$defs', 'definitions'])
-    for (const [k, v] of Object.entries(node[key] ?? {})) checkStrict(v, `${path}.${k}`);
-  for (const key of ['items', 'anyOf', 'oneOf', 'allOf', 'prefixItems'])
-    if (node[key]) checkStrict(node[key], `${path}.${key}`);
-}
-
 function parseResponseFormat(raw: any): ResponseFormat | undefined {
   if (!raw) return undefined;
   if (raw.type !== 'json_schema') return { type: raw.type };
@@ -170,16 +137,8 @@ function parseResponseFormat(raw: any): ResponseFormat | undefined {
       'response_format.json_schema.schema must be a JSON Schema object.',
       'response_format.json_schema.schema',
     );
-  try {
-    schemaAjv.compile(schema);
-  } catch (err) {
-    throw bad(
-      'invalid_json_schema',
-      `response_format.json_schema.schema is not a valid JSON Schema: ${(err as Error).message}`,
-      'response_format.json_schema.schema',
-    );
-  }
-  if (js.strict === true) checkStrict(schema, 'the schema');
+  checkJsonSchema(schema, 'response_format.json_schema.schema');
+  if (js.strict === true) checkStrictSchema(schema, 'the schema', 'response_format.json_schema.schema');
   return { type: 'json_schema', name: js.name, schema, strict: js.strict === true, description: js.description };
 }
 

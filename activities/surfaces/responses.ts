@@ -10,6 +10,7 @@ import type { Bill } from '../inference/execute.js';
 import type { FinishReason, InferenceResult, StreamEvent, Usage } from '../core/types.js';
 import type { ModelName } from '../routing/suffixes.js';
 import { chatToInternal, type ChatPlanInput } from './chat.js';
+import { checkJsonSchema, checkStrictSchema } from './jsonSchema.js';
 import { withBill } from './chatResponse.js';
 import { notSupported, RequestError } from '../core/errors.js';
 import { HOSTED_WEB_SEARCH_TOOLS } from '../search/settings.js';
@@ -177,9 +178,20 @@ function toolsToChat(raw: any[] | undefined): any[] | undefined {
   });
 }
 
+/** `text.format` in chat's form; a json_schema format is checked here, so errors name Responses' parameters. */
 function formatToChat(format: any): any {
   if (!format || format.type === 'text') return undefined;
   if (format.type === 'json_object') return { type: 'json_object' };
+  if (format.type === 'json_schema' && !/^[a-zA-Z0-9_-]{1,64}$/.test(format.name ?? ''))
+    throw bad(
+      'invalid_json_schema',
+      'text.format.name is required: 1-64 letters, digits, underscores or dashes.',
+      'text.format.name',
+    );
+  if (format.type === 'json_schema' && format.schema) {
+    checkJsonSchema(format.schema, 'text.format.schema');
+    if (format.strict === true) checkStrictSchema(format.schema, 'the schema', 'text.format.schema');
+  }
   return {
     type: 'json_schema',
     json_schema: {

@@ -139,30 +139,7 @@ export function planVideo(model: ModelInfo, route: Route, body: VideoBody): Vide
     if (from) input.params[name] = body[from];
   }
 
-  // media: refuse kinds the model does not take, require the ones it needs
-  const accepted = strings(o.media);
-  for (const kind of Object.keys(MEDIA_FIELDS) as Array<keyof typeof MEDIA_FIELDS>) {
-    const given = MEDIA_FIELDS[kind].filter((f) => body[f] !== undefined && body[f] !== null && body[f] !== '');
-    if (given.length === 0) {
-      if (strings(o.media_required).includes(kind)) {
-        throw bad(
-          `'${model.id}' needs ${article(kind)}: send it as '${kind}Url' (or '${kind}DataUrl', ${MAX_INLINE_MEDIA_BYTES / 1024 / 1024} MB at most).`,
-          `${kind}Url`,
-          'missing_required_parameter',
-        );
-      }
-      continue;
-    }
-    if (!accepted.includes(kind)) {
-      throw new RequestError(
-        400,
-        'unsupported_input_modality',
-        `'${model.id}' does not take ${kind} input; remove '${given.join("', '")}' or choose a model that accepts ${kind}s.`,
-        { param: given[0] },
-      );
-    }
-    input.media[kind] = mediaValue(kind, given, body);
-  }
+  input.media = planMedia(model, body);
 
   const variants = Math.max(1, Math.floor(numberOption(model, 'variants', 1)));
   const perSecond = route.price.input;
@@ -254,4 +231,34 @@ function mediaValue(kind: 'image' | 'audio' | 'video', given: string[], body: Vi
   if (url.protocol !== 'https:' && url.protocol !== 'http:')
     throw bad(`'${field}' must be an http(s) URL or a data URL.`, field);
   return url.href;
+}
+
+/** The media the caller sent: kinds the model does not take refused, the ones it needs required. */
+function planMedia(model: ModelInfo, body: VideoBody): VideoInput['media'] {
+  const o = model.options;
+  const accepted = strings(o.media);
+  const media: VideoInput['media'] = {};
+  for (const kind of Object.keys(MEDIA_FIELDS) as Array<keyof typeof MEDIA_FIELDS>) {
+    const given = MEDIA_FIELDS[kind].filter((f) => body[f] !== undefined && body[f] !== null && body[f] !== '');
+    if (given.length === 0) {
+      if (strings(o.media_required).includes(kind)) {
+        throw bad(
+          `'${model.id}' needs ${article(kind)}: send it as '${kind}Url' (or '${kind}DataUrl', ${MAX_INLINE_MEDIA_BYTES / 1024 / 1024} MB at most).`,
+          `${kind}Url`,
+          'missing_required_parameter',
+        );
+      }
+      continue;
+    }
+    if (!accepted.includes(kind)) {
+      throw new RequestError(
+        400,
+        'unsupported_input_modality',
+        `'${model.id}' does not take ${kind} input; remove '${given.join("', '")}' or choose a model that accepts ${kind}s.`,
+        { param: given[0] },
+      );
+    }
+    media[kind] = mediaValue(kind, given, body);
+  }
+  return media;
 }

@@ -30,7 +30,8 @@ export const handleErrors: Middleware<AppState> = async (ctx, next) => {
     if (ctx.body === undefined) unanswered(ctx.status, ctx.method, ctx.path);
   } catch (raw) {
     const err = asRequestError(raw);
-    if (err.code === 'internal_error') {
+    // what the gateway did not expect (a 500, or the database failing it: a 503) is the operator's to see
+    if (!(raw instanceof RequestError)) {
       console.error(`[api] ${ctx.state.requestId ?? '-'} ${ctx.method} ${ctx.path} failed:`, raw);
     }
     // Headers already on the wire (a stream in progress) cannot become an error response.

@@ -13,7 +13,8 @@ import { RequestError } from '../../activities/core/errors.js';
 import { REDACTION_HEADERS, redactionDecision } from '../../activities/redaction/policy.js';
 import type { AppState } from '../state.js';
 
-const OFF = new Set(['false', '0', 'no', 'off', 'never', 'disabled']);
+// the falsy values of the redaction header (activities/redaction/policy.ts), so both read a value alike
+const OFF = new Set(['false', '0', 'no', 'off', 'never', 'disabled', 'disable', 'none']);
 
 const MODERATION: Array<[header: string, feature: string]> = [['moderation', 'an input moderation preflight']];
 const REDACTION: Array<[header: string, feature: string]> = REDACTION_HEADERS.map((h) => [h, 'PII redaction']);

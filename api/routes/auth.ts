@@ -43,15 +43,28 @@ function userView(u: Pick<User, 'id' | 'uuid' | 'email' | 'displayName' | 'accou
 /**
  * Count one attempt at `action` against the client address and the e-mail address, or 429.
  * The address first: a flood from one client stops there without using up a victim's allowance.
+ * With `perClient`, the e-mail's allowance is kept per (e-mail, client address) pair: wrong
+ * passwords sent from elsewhere then cannot lock the owner out, while one client still gets only
+ * that many guesses at an account, and the per-address limit still stops spraying across accounts.
  */
-async function throttle(ctx: AppContext, action: string, email?: string): Promise<void> {
+async function throttle(ctx: AppContext, action: string, email?: string, perClient = false): Promise<void> {
   const window = config.authAttemptWindowSeconds;
-  const checks: Array<[string, string, number]> = [[`${action}:ip`, bucketOf(ctx.ip), config.authAttemptsPerIp]];
-  if (email) checks.push([`${action}:email`, normalizeEmail(email), config.authAttemptsPerEmail]);
-  for (const [scope, subject, limit] of checks) {
+  const client = bucketOf(ctx.ip);
+  const checks: Array<[string, string, number, string]> = [
+    [`${action}:ip`, client, config.authAttemptsPerIp, 'from this address'],
+  ];
+  if (email && perClient)
+    checks.push([
+      `${action}:email+client`,
+      `${normalizeEmail(email)} ${client}`,
+      config.authAttemptsPerEmail,
+      'for this e-mail address from this address',
+    ]);
+  else if (email)
+    checks.push([`${action}:email`, normalizeEmail(email), config.authAttemptsPerEmail, 'for this e-mail address']);
+  for (const [scope, subject, limit, per] of checks) {
     const verdict = await admitAttempt(scope, subject, limit, window);
     if (!verdict.ok) {
-      const per = scope.endsWith(':ip') ? 'from this address' : 'for this e-mail address';
       throw new RequestError(
         429,
         'rate_limit_exceeded',
@@ -99,7 +112,8 @@ authRouter.post('/api/auth/signup', surface('teams'), validateBody(signupSchema)
 authRouter.post('/api/auth/login', surface('teams'), validateBody(loginSchema), async (ctx) => {
   checkSignInOrigin(ctx);
   const { email, password } = body<{ email: string; password: string }>(ctx);
-  await throttle(ctx, 'login', email);
+  // per pair, so wrong passwords from another client cannot lock the owner out (README, People and sign-in)
+  await throttle(ctx, 'login', email, true);
   const user = await findUserByEmail(email);
   // unknown address or no password: the same argon2id work and the same answer as a wrong password
   if (!(await verifySecret(user?.passwordHash, password)) || !user) {

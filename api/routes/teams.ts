@@ -13,30 +13,34 @@ import type { AppContext, AppState } from '../state.js';
 import * as s from '../schemas/teams.js';
 import {
   allowedModelsView,
+  setAllowedModels,
+  teamUsage,
+  updateSettings,
+} from '../../activities/accounts/teamSettings.js';
+import {
   badRequest,
   createTeam,
   deleteTeam,
   forbidden,
-  leaveTeam,
-  listMembers,
   listTeams,
   type Membership,
   membership,
   notFound,
-  ownPreferences,
-  removeMember,
   requireManager,
-  setAllowedModels,
   teamDetail,
   teamSummary,
-  teamUsage,
+  updateTeam,
+} from '../../activities/accounts/teams.js';
+import {
+  leaveTeam,
+  listMembers,
+  ownPreferences,
+  removeMember,
   transferOwnership,
   updateMember,
   updateOwnPreferences,
-  updateSettings,
-  updateTeam,
   usdUnits,
-} from '../../activities/accounts/teams.js';
+} from '../../activities/accounts/teamMembers.js';
 import {
   decideJoinRequest,
   deleteJoinRequest,

@@ -80,14 +80,13 @@ ttsRouter.get(
     const caller = ctx.state.caller;
     const { runId, model } = ctx.state.query as { runId: string; model?: string };
     const job = await loadSpeechJob(runId);
-    if (!job)
+    // another account's job reads as unknown, so an id's existence cannot be probed
+    if (!job || job.accountId !== caller.accountId)
       throw new RequestError(
         404,
         'not_found',
         `No speech job '${runId}'. Use the runId that POST /api/tts answered with 202.`,
       );
-    if (job.accountId !== caller.accountId)
-      throw new RequestError(403, 'forbidden', `Speech job '${runId}' belongs to another account.`);
     if (model !== undefined && catalog().model(model)?.id !== job.model) {
       throw new RequestError(
         400,

@@ -70,7 +70,10 @@ videoRouter.post(
 const finished = new Map<string, VideoJobRow>();
 const FINISHED_CACHE = 5000;
 
-/** The caller's job, or the spec's 400 / 404 / 403. */
+/**
+ * The caller's job, or 400 without an id; another account's job answers the same 404 as an unknown
+ * id, so an id's existence cannot be probed (as files, batches and responses do).
+ */
 async function ownedJob(ctx: Context, id: unknown, param = 'requestId'): Promise<VideoJobRow> {
   if (typeof id !== 'string' || !id)
     throw new RequestError(
@@ -88,9 +91,8 @@ async function ownedJob(ctx: Context, id: unknown, param = 'requestId'): Promise
       finished.set(id, row);
     }
   }
-  if (!row) throw new RequestError(404, 'not_found', `No video job with id '${id}'.`, { param });
-  if (row.accountId !== caller.accountId)
-    throw new RequestError(403, 'forbidden', 'This video job belongs to another account.', { param });
+  if (!row || row.accountId !== caller.accountId)
+    throw new RequestError(404, 'not_found', `No video job with id '${id}'.`, { param });
   return row;
 }
 

@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { db } from '../../activities/db.js';
 import { flushLeases } from '../../activities/ledger/leases.js';
-import { balances, releaseExpiredHolds } from '../../activities/ledger/ledger.js';
+import { balances } from '../../activities/ledger/ledger.js';
+import { releaseExpiredHolds } from '../../activities/ledger/holds.js';
 
 export async function assertBooksBalance(accountId?: string): Promise<void> {
   // charges taken from credit leases are written every few milliseconds; write them now

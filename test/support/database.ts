@@ -4,7 +4,7 @@
 // drop the databases of the test processes it kills).
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { applyMigrations } from '../../prisma/migrate.js';
+import { applyMigrations } from '../../prisma/applyMigrations.js';
 
 const ADMIN_URL = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 const PREFIX = process.env.SWITCHYARD_TEST_DATABASE_PREFIX ?? 'switchyard_test';

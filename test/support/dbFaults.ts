@@ -98,3 +98,34 @@ export async function failUpdateOnce(table: string, when: string, message: strin
     await client.end();
   };
 }
+
+/**
+ * Every statement that touches `table` (a read too) waits until `release()`, behind a lock held by
+ * a session of the test's own; `dropWaiting()` ends the sessions waiting now, as when an operator
+ * or a failover kills the pool's connections under the queries in flight.
+ */
+export async function holdTable(table: string): Promise<HeldUpdates> {
+  const client = await connect();
+  await client.query('BEGIN');
+  await client.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
+  const waiting = async () =>
+    (
+      await client.query(
+        `SELECT pid FROM pg_locks WHERE NOT granted AND locktype = 'relation' AND relation = $1::regclass`,
+        [table],
+      )
+    ).rows.map((r) => r.pid as number);
+  let released = false;
+  return {
+    waiting,
+    async dropWaiting() {
+      for (const pid of await waiting()) await client.query('SELECT pg_terminate_backend($1)', [pid]);
+    },
+    async release() {
+      if (released) return;
+      released = true;
+      await client.query('ROLLBACK');
+      await client.end();
+    },
+  };
+}

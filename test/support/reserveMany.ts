@@ -1,7 +1,8 @@
 // Run as a separate process by the ledger race test: its own connection pool, like another
 // API instance, firing reservations at one account. Prints how many succeeded.
 import { connectDatabase, closeDatabase } from '../../activities/db.js';
-import { InsufficientFunds, reserve } from '../../activities/ledger/ledger.js';
+import { InsufficientFunds } from '../../activities/ledger/ledger.js';
+import { reserve } from '../../activities/ledger/holds.js';
 
 const [url, accountId, count, usd, tag] = process.argv.slice(2);
 connectDatabase(url, 8);

@@ -3,7 +3,8 @@
 // lease share when the account affords one, else an exact hold). Prints what it served.
 import { randomUUID } from 'node:crypto';
 import { connectDatabase, closeDatabase } from '../../activities/db.js';
-import { InsufficientFunds, reserve, settle } from '../../activities/ledger/ledger.js';
+import { InsufficientFunds } from '../../activities/ledger/ledger.js';
+import { reserve, settle } from '../../activities/ledger/holds.js';
 import { flushLeases, reserveFromLease, settleLeased } from '../../activities/ledger/leases.js';
 
 const [url, accountId, count, usd] = process.argv.slice(2);

@@ -93,10 +93,26 @@ async function reusePrefix(seq: LlamaContextSequence, tokens: Token[]): Promise<
   }
 }
 
+/** A sampled token's logprob entry, with its `topN` likeliest alternatives (`text`: a token as text). */
+function tokenLogprob(sampled: Sampled, topN: number, text: (t: Token) => string): TokenLogprob {
+  const own = text(sampled.token);
+  const entry: TokenLogprob = { token: own, logprob: logprobOf(sampled.confidence), bytes: bytesOf(own) };
+  if (topN > 0) {
+    entry.topLogprobs = [];
+    for (const [alt, p] of sampled.probabilities ?? []) {
+      if (entry.topLogprobs.length >= topN) break;
+      const altText = text(alt);
+      entry.topLogprobs.push({ token: altText, logprob: logprobOf(p), bytes: bytesOf(altText) });
+    }
+  }
+  return entry;
+}
+
 /**
  * Generate the answer to `prompt`, handing each released piece of text to `onPiece` as soon as
  * it is final. Resolves with the finish reason and the real token counts.
  */
+// biome-ignore lint/complexity/noExcessiveLinesPerFunction: one token loop; every step shares its state
 export async function generate(
   lm: LocalModel,
   req: InferenceRequest,
@@ -174,19 +190,7 @@ export async function generate(
         const at = history.length;
         history.push(token);
         completionTokens++;
-        if (wantLogprobs) {
-          const text = detokenize([token], at);
-          const entry: TokenLogprob = { token: text, logprob: logprobOf(step.value.confidence), bytes: bytesOf(text) };
-          if (topN > 0) {
-            entry.topLogprobs = [];
-            for (const [alt, p] of step.value.probabilities ?? []) {
-              if (entry.topLogprobs.length >= topN) break;
-              const altText = detokenize([alt], at);
-              entry.topLogprobs.push({ token: altText, logprob: logprobOf(p), bytes: bytesOf(altText) });
-            }
-          }
-          pendingLogprobs.push(entry);
-        }
+        if (wantLogprobs) pendingLogprobs.push(tokenLogprob(step.value, topN, (t) => detokenize([t], at)));
 
         // Decode what is pending; a character whose bytes are split over tokens waits for the rest.
         const text = detokenize(history.slice(decodedUpTo), decodedUpTo);
