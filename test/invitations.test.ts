@@ -12,7 +12,8 @@ import { keepConfig } from './support/keepConfig.js';
 import { config } from '../activities/config.js';
 import { db } from '../activities/db.js';
 import { closeTemporalClient } from '../activities/temporalClient.js';
-import { balances, release } from '../activities/ledger/ledger.js';
+import { balances } from '../activities/ledger/ledger.js';
+import { release } from '../activities/ledger/holds.js';
 import { expireCreditInvitation, redeemCreditInvitation } from '../activities/invitations/creditInvitations.js';
 import { parseAmount } from '../activities/core/money.js';
 
