@@ -12,6 +12,13 @@ export interface JsonLimits {
   maxValues: number;
 }
 
+/** What a body past one of the limits is told. */
+export function tooComplexMessage(exceeded: 'depth' | 'values', { maxDepth, maxValues }: JsonLimits): string {
+  return exceeded === 'depth'
+    ? `Request body is nested more than ${maxDepth} levels deep (arrays and objects); flatten it.`
+    : `Request body holds more than ${maxValues} values (arrays, objects and their items).`;
+}
+
 /** Which limit JSON text exceeds, if any. Malformed text may be miscounted; the parser refuses it anyway. */
 export function exceededLimit(text: string, limits: JsonLimits): 'depth' | 'values' | undefined {
   // Native searches alone settle most bodies: the counts of brackets and commas, strings included,

@@ -83,6 +83,8 @@ export function declaredSchema(
 export function validateBody(schema: Schema): Middleware<AppState> {
   const validate = bodyAjv.compile(schema);
   const middleware: Middleware<AppState> = (ctx, next) => {
+    // a body left to be read as it arrives is checked by its route as it reads it (streamedBody)
+    if (ctx.request.streamedBody) return next();
     const body = (ctx.request as { body?: unknown }).body;
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
       throw new RequestError(400, 'invalid_json', 'Request body must be a JSON object.');
@@ -92,6 +94,29 @@ export function validateBody(schema: Schema): Middleware<AppState> {
   };
   declared.set(middleware, { where: 'body', schema });
   return middleware;
+}
+
+/**
+ * The checks of `schema` (a body with one array field `arrayKey`) for a body read as it arrives:
+ * `item` checks one item of the array as it comes, `rest` the body once read, with the array's
+ * items already checked (`items` of them: undefined if the field was absent or not an array).
+ * The same refusals, naming the same parameters, as the whole body's check.
+ */
+export function streamedBodyChecks(schema: { properties: Record<string, object> }, arrayKey: string) {
+  const { items, ...array } = schema.properties[arrayKey] as { items: Schema };
+  const validateItem = bodyAjv.compile(items);
+  const validateRest = bodyAjv.compile({ ...schema, properties: { ...schema.properties, [arrayKey]: array } });
+  return {
+    item(value: unknown, index: number): void {
+      if (validateItem(value)) return;
+      const e = validateItem.errors![0]!;
+      throw toValidationError({ ...e, instancePath: `/${arrayKey}/${index}${e.instancePath}` });
+    },
+    rest(fields: Record<string, unknown>, count: number | undefined): void {
+      // the items were checked one by one: only their number counts here
+      check(validateRest, count === undefined ? fields : { ...fields, [arrayKey]: new Array(count) });
+    },
+  };
 }
 
 /** Validate (and coerce, and default) ctx.query; the result is left on ctx.state.query. */

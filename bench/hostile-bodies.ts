@@ -6,9 +6,13 @@
 // idle RSS, the peak above it (per body in flight: the figure the body limit should bound), where
 // RSS stands a second after the waves, and whether the gateway still serves. BENCH_BODY_KINDS
 // (comma-separated words) runs only the kinds whose names contain one.
+//
+// Then the routes whose bodies are large by design (bigBodies.ts): peak RSS while four creates of
+// 50 MB arrive at once. BENCH_BODY_SET=hostile or =big runs only one of the two parts.
 import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { Pool } from 'undici';
+import { measureBigBodies } from './bigBodies.js';
 import { chatBody, once, pidOf, printTable, rssMb, startProcess, withBenchDatabase } from './harness.js';
 
 const LIMIT = Number(process.env.SWITCHYARD_BODY_LIMIT_BYTES ?? 10 * 1024 * 1024);
@@ -68,8 +72,15 @@ function pieces(body: Buffer): Readable {
   );
 }
 
+const SET = process.env.BENCH_BODY_SET;
+
 await withBenchDatabase(async ({ url, keys }) => {
   const upPort = await startProcess('./upstream.ts', [], {}, /"port":(\d+)/);
+  if (SET !== 'big') await hostileBodies(url, keys, upPort);
+  if (SET !== 'hostile') await measureBigBodies({ url, keys }, upPort);
+});
+
+async function hostileBodies(url: string, keys: string[], upPort: string) {
   console.log(
     `hostile bodies: ${(LIMIT / 1048576).toFixed(0)} MB limit, ${ROUNDS} waves per kind, ` +
       'each kind against a fresh gateway process',
@@ -175,4 +186,4 @@ await withBenchDatabase(async ({ url, keys }) => {
     `\nhostile bodies summary: peak above idle ${Math.min(...above)}-${Math.max(...above)} MB ` +
       `(${Math.min(...rows.map((r) => Number(r[6])))}-${Math.max(...rows.map((r) => Number(r[6])))} MB per body in flight)`,
   );
-});
+}

@@ -17,7 +17,8 @@ export const SEARCH_ATTRIBUTES = { SwitchyardAccountId: 'Keyword' } as const;
 
 let runtimeInstalled = false;
 
-export async function createWorker(address: string): Promise<Worker> {
+/** `workflowBundle`: the workflows already bundled (bundleWorkflowCode), for a caller that starts many workers. */
+export async function createWorker(address: string, workflowBundle?: { code: string }): Promise<Worker> {
   if (!runtimeInstalled) {
     // The SDK logs every bundling step at INFO; operators want warnings and errors.
     // shutdownSignals: [] because the entries (bin/start.ts, `npm run worker`) own SIGINT/SIGTERM and
@@ -34,10 +35,8 @@ export async function createWorker(address: string): Promise<Worker> {
     connection,
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
-    // the sources, or the compiled tree when this runs from dist/ (npm run build)
-    workflowsPath: fileURLToPath(
-      new URL(`../workflows/index.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url),
-    ),
+    // bundled here from the sources (or dist/), unless the caller bundled them already
+    ...(workflowBundle ? { workflowBundle } : { workflowsPath: workflowsPath() }),
     activities,
     // Sized for the 2-core machines this runs on by default; production tunes it.
     maxConcurrentActivityTaskExecutions: config.workerMaxActivities,
@@ -47,6 +46,11 @@ export async function createWorker(address: string): Promise<Worker> {
     // costs one call per 2 s per running activity that beats that often.
     maxHeartbeatThrottleInterval: '2 seconds',
   });
+}
+
+/** The workflows' entry: the sources, or the compiled tree when this runs from dist/ (npm run build). */
+export function workflowsPath(): string {
+  return fileURLToPath(new URL(`../workflows/index.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url));
 }
 
 /** Starts the worker's drain unless it is already draining or stopped (a second Ctrl-C is harmless). */

@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { startOpenAIUpstream, type OpenAIUpstream } from './support/upstreams/openai.js';
 import { startAnthropicUpstream, type AnthropicUpstream } from './support/upstreams/anthropic.js';
 import { useProviderEnv } from './support/providerEnv.js';
-import { newAccount, startApi } from './support/api.js';
+import { newAccount, startApi, apiPost } from './support/api.js';
 import { assertBooksBalance, settledBalances } from './support/books.js';
 import { CLAUDE_HAIKU, GPT_4O_MINI, textCost } from './support/prices.js';
 import { parseAmount } from '../activities/core/money.js';
@@ -74,11 +74,7 @@ describe('chat completions: the advisor', function () {
   afterEach(() => assertBooksBalance());
 
   const post = (key: string, body: unknown, headers: Record<string, string> = {}, path = '/api/v1/chat/completions') =>
-    fetch(`${api.base}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...headers },
-      body: JSON.stringify(body),
-    });
+    apiPost(api.base, path, body, { key, headers });
   const balance = async (accountId: string) => (await settledBalances(accountId)).USD;
 
   /** The record of each phase, by request id. */

@@ -362,7 +362,7 @@ describe('inline batches (/api/beta/batches) on the batch workflow', function ()
       const made = (await (
         await create({ endpoint: '/v1/chat/completions', model: MODEL, requests: rows })
       ).json()) as any;
-      await new Promise((r) => setTimeout(r, wait));
+      await new Promise((r) => setTimeout(r, wait)); // the race's chosen delay: what is tested
       const cancel = await fetch(`${b.base}/api/beta/batches/${made.id}/cancel`, {
         method: 'POST',
         headers: { authorization: `Bearer ${key}` },

@@ -3,7 +3,7 @@
 // non-streaming and streaming, with a tool call where the model can make one, and billed.
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { startApi, newAccount } from './support/api.js';
+import { startApi, newAccount, apiPost } from './support/api.js';
 import { readSse } from './support/chatEnv.js';
 import { startAnthropicUpstream, type AnthropicUpstream } from './support/upstreams/anthropic.js';
 import { startGeminiUpstream, type GeminiUpstream } from './support/upstreams/gemini.js';
@@ -59,12 +59,7 @@ describe('chat completions over every provider protocol', function () {
   });
   afterEach(() => assertBooksBalance());
 
-  const post = (body: object) =>
-    fetch(`${api.base}/api/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-      body: JSON.stringify(body),
-    });
+  const post = (body: object) => apiPost(api.base, '/api/v1/chat/completions', body, { key });
 
   for (const [label, model, provider] of [
     ['Anthropic', 'claude-3-5-haiku-20241022', 'anthropic'],

@@ -9,6 +9,7 @@ import { flushRequestRecords } from '../activities/metering/records.js';
 import { parseAmount } from '../activities/core/money.js';
 import { config } from '../activities/config.js';
 import { GPT_4O_MINI, textCost } from './support/prices.js';
+import { waitFor } from './support/wait.js';
 
 const MODEL = 'openai/gpt-4o-mini';
 const hello = { model: MODEL, messages: [{ role: 'user', content: 'Say hello' }] };
@@ -289,10 +290,8 @@ describe('chat completions', function () {
           // read until the last word produced has reached us: the gateway has seen all of it
           await readUntil(res, '" delta"');
           ac.abort();
-          for (let i = 0; i < 50 && !b.openai.last().aborted; i++) await new Promise((r) => setTimeout(r, 20));
-          assert.equal(b.openai.last().aborted, true, 'upstream request aborted');
-          for (let i = 0; i < 50 && (await b.usd(accountId)).held !== 0n; i++)
-            await new Promise((r) => setTimeout(r, 20));
+          await waitFor(() => b.openai.last().aborted, 5_000, 'the upstream to see the abort');
+          await waitFor(async () => (await b.usd(accountId)).held === 0n, 5_000, 'the reservation to be settled');
           const bal = await b.usd(accountId);
           assert.equal(bal.held, 0n);
           // "alpha beta gamma delta": 22 bytes, 6 tokens
@@ -337,14 +336,16 @@ describe('chat completions', function () {
         const ac = new AbortController();
         const seen = b.openai.requests.length;
         const pending = post(ac.signal).catch((err) => err);
-        for (let i = 0; i < 100 && b.openai.requests.length === seen; i++) await new Promise((r) => setTimeout(r, 20));
+        await waitFor(() => b.openai.requests.length !== seen, 5_000, 'the upstream call');
         assert.equal(b.openai.requests.length, seen + 1, 'the request reached the upstream');
         ac.abort();
         await pending;
-        for (let i = 0; i < 50 && !b.openai.last().aborted; i++) await new Promise((r) => setTimeout(r, 20));
-        assert.equal(b.openai.last().aborted, true, 'upstream request aborted');
-        for (let i = 0; i < 50 && (await b.usd(accountId)).held !== before.held; i++)
-          await new Promise((r) => setTimeout(r, 20));
+        await waitFor(() => b.openai.last().aborted, 5_000, 'the upstream to see the abort');
+        await waitFor(
+          async () => (await b.usd(accountId)).held === before.held,
+          5_000,
+          'the reservation to be released',
+        );
         const after = await b.usd(accountId);
         assert.equal(after.amount, before.amount, 'nothing charged');
         assert.equal(after.held, before.held, 'the reservation was released');
@@ -485,14 +486,17 @@ describe('chat completions', function () {
       });
       await readUntil(left, '" delta"');
       ac.abort();
-      for (let i = 0; i < 50 && !b.openai.last().aborted; i++) await new Promise((r) => setTimeout(r, 20));
-      assert.equal(b.openai.last().aborted, true, 'upstream request aborted');
+      await waitFor(() => b.openai.last().aborted, 5_000, 'the upstream to see the abort');
       await flushRequestRecords();
       const id = left.headers.get('x-request-id')!;
-      for (let i = 0; i < 50 && !(await db().prisma.requestRecord.findUnique({ where: { id } })); i++) {
-        await new Promise((r) => setTimeout(r, 20));
-        await flushRequestRecords();
-      }
+      await waitFor(
+        async () => {
+          await flushRequestRecords();
+          return await db().prisma.requestRecord.findUnique({ where: { id } });
+        },
+        5_000,
+        'the request record',
+      );
       // 7 prompt tokens, "alpha beta gamma delta" = 6 tokens (see the stream tests above)
       const produced = 1103n + 3780n;
       const second = await succeed(key);

@@ -5,6 +5,7 @@ import OpenAI from 'openai';
 import { useChatBench, readSse, readUntil, type ChatBench } from './support/chatEnv.js';
 import { parseAmount } from '../activities/core/money.js';
 import { GPT_4O_MINI, textCost, textPrices } from './support/prices.js';
+import { waitFor } from './support/wait.js';
 
 const MODEL = 'openai/gpt-4o-mini';
 const PATH = '/api/v1/completions';
@@ -158,9 +159,8 @@ describe('legacy completions', function () {
       });
       await readUntil(res, '" delta"');
       ac.abort();
-      for (let i = 0; i < 50 && !b.openai.last().aborted; i++) await new Promise((r) => setTimeout(r, 20));
-      assert.equal(b.openai.last().aborted, true, 'upstream request aborted');
-      for (let i = 0; i < 50 && (await b.usd(accountId)).held !== 0n; i++) await new Promise((r) => setTimeout(r, 20));
+      await waitFor(() => b.openai.last().aborted, 5_000, 'the upstream to see the abort');
+      await waitFor(async () => (await b.usd(accountId)).held === 0n, 5_000, 'the reservation to be settled');
       const bal = await b.usd(accountId);
       assert.equal(bal.held, 0n);
       // "alpha beta gamma delta": 22 bytes, 6 tokens

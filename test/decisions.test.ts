@@ -6,13 +6,13 @@
 // tokens, nothing for failures, books balanced after each test, and a race against a small balance.
 import assert from 'node:assert/strict';
 import { getLlama, type Llama, type LlamaContext, type LlamaModel, type Token } from 'node-llama-cpp';
-import { newAccount, startApi } from './support/api.js';
+import { newAccount, startApi, apiPost } from './support/api.js';
 import { assertBooksBalance, settledBalances } from './support/books.js';
 import { DECISION_PER_MILLION_TOKENS, perMillion } from './support/prices.js';
 import { useProviderEnv } from './support/providerEnv.js';
 import { type OpenAIUpstream, startOpenAIUpstream } from './support/upstreams/openai.js';
 import { parseAmount } from '../activities/core/money.js';
-import { answersOf, planQuestions, softmax } from '../activities/decisions/questions.js';
+import { softmax } from '../activities/decisions/questions.js';
 import { findLocalModel } from '../activities/providers/local/modelFiles.js';
 
 const LOCAL = 'local/decider-260k';
@@ -87,11 +87,7 @@ describe('decisions (POST /api/v1/decisions)', function () {
   });
 
   const post = (key: string | null, body: unknown, path = '/api/v1/decisions') =>
-    fetch(`${api.base}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
-      body: JSON.stringify(body),
-    });
+    apiPost(api.base, path, body, { key });
   const spent = async (accountId: string, start = '10') =>
     parseAmount(start, 'USD') - (await settledBalances(accountId)).USD.amount;
 
@@ -796,22 +792,5 @@ describe('decisions (POST /api/v1/decisions)', function () {
     assert.ok(ok > 0 && ok < n, `successes: ${ok}`);
     assert.equal(await spent(accountId, start), BigInt(ok) * cost(LOCAL, one));
     await assertBooksBalance(accountId);
-  });
-
-  describe('calibration (pure)', () => {
-    it('the temperature divides the log scores before the softmax; fits are normalized', () => {
-      const plans = planQuestions('s', { c: ROUTE, u: { ...URGENCY, criteria: ['a', 'b'] } }, 'A');
-      const logp = [Math.log(0.5), Math.log(0.3), Math.log(0.2)];
-      const a = answersOf(plans, [logp, [Math.log(0.9), Math.log(0.1)], [Math.log(0.2), Math.log(0.8)]], 2);
-      const e = logp.map((x) => Math.exp(x / 2));
-      const s = e.reduce((x, y) => x + y, 0);
-      const c = a.c as { probabilities: Record<string, number> };
-      close(c.probabilities.billing, e[0] / s, 'T=2');
-      const yes = (no: number, y: number) => Math.sqrt(y) / (Math.sqrt(no) + Math.sqrt(y));
-      const f0 = yes(0.9, 0.1);
-      const f1 = yes(0.2, 0.8);
-      const u = a.u as { probabilities: Record<string, number> };
-      close(u.probabilities['1'], f1 / (f0 + f1), 'fits at T=2');
-    });
   });
 });

@@ -7,6 +7,7 @@ import { db } from '../activities/db.js';
 import { createUser } from '../activities/accounts/users.js';
 import { sendMail } from '../activities/mail/mailer.js';
 import { keepConfig } from './support/keepConfig.js';
+import { waitFor } from './support/wait.js';
 
 let n = 0;
 const email = () => `coder-${process.pid}-${++n}-${randomUUID().slice(0, 6)}@example.test`;
@@ -113,7 +114,7 @@ describe('sign-in by e-mailed code (real SMTP to a loopback server)', function (
     const { address } = await existingUser();
     const b = new Browser(api.base);
     const { code } = await requestCode(b, address);
-    await new Promise((r) => setTimeout(r, 1300));
+    await new Promise((r) => setTimeout(r, 1300)); // a fixed time on purpose: past the code's 1 s lifetime
     assert.equal((await b.post('/api/auth/email-code/verify', { email: address, code })).status, 401);
   });
 
@@ -148,7 +149,7 @@ describe('sign-in by e-mailed code (real SMTP to a loopback server)', function (
     assert.deepEqual(r.body, { ok: true, expires_in_seconds: config.emailCodeTtlSeconds });
     // a known address still gets its code (sent after the unknown one was asked for)
     await requestCode(b, known.address);
-    await new Promise((res) => setTimeout(res, 200));
+    await new Promise((res) => setTimeout(res, 200)); // a fixed time on purpose: no mail may come within it
     assert.equal(smtp.mails.filter((m) => m.to.includes(address)).length, 0);
     assert.equal((await db().pool.query('SELECT 1 FROM email_codes WHERE email = $1', [address])).rowCount, 0);
     const guess = await b.post('/api/auth/email-code/verify', { email: address, code: '12345678' });
@@ -182,9 +183,11 @@ describe('sign-in by e-mailed code (real SMTP to a loopback server)', function (
     try {
       const r = await new Browser(api.base).post('/api/auth/email-code', { email: address });
       assert.equal(r.status, 202);
-      const deadline = Date.now() + 10_000;
-      while (!errors.some((e) => e.includes('could not send a sign-in code')) && Date.now() < deadline)
-        await new Promise((res) => setTimeout(res, 50));
+      await waitFor(
+        () => errors.some((e) => e.includes('could not send a sign-in code')),
+        10_000,
+        'the logged failure',
+      );
     } finally {
       console.error = error;
       config.smtpUrl = smtp.url;

@@ -5,7 +5,7 @@
 // balanced after each test, and a race of many requests against a small balance.
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { newAccount, startApi } from './support/api.js';
+import { newAccount, startApi, apiPost } from './support/api.js';
 import { assertBooksBalance, settledBalances } from './support/books.js';
 import { EMBEDDING_PER_MILLION_TOKENS, perMillion } from './support/prices.js';
 import { useProviderEnv } from './support/providerEnv.js';
@@ -56,11 +56,7 @@ describe('embeddings (POST /api/v1/embeddings)', function () {
 
   const client = (key: string) => new OpenAI({ apiKey: key, baseURL: `${api.base}/v1`, maxRetries: 0 });
   const post = (key: string | null, body: unknown, path = '/api/v1/embeddings') =>
-    fetch(`${api.base}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
-      body: JSON.stringify(body),
-    });
+    apiPost(api.base, path, body, { key });
   const spent = async (accountId: string, start = '10') =>
     parseAmount(start, 'USD') - (await settledBalances(accountId)).USD.amount;
 

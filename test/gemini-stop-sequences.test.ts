@@ -4,7 +4,7 @@
 // the sequence, chat `finish_reason: "stop"`; nothing past the stop reaches the caller, and the
 // charge is Gemini's running usage as of the frame that held the stop, exactly.
 import assert from 'node:assert/strict';
-import { startApi, newAccount } from './support/api.js';
+import { startApi, newAccount, apiPost } from './support/api.js';
 import { readSse } from './support/chatEnv.js';
 import { startGeminiUpstream, type GeminiUpstream } from './support/upstreams/gemini.js';
 import { textCost, textPrices } from './support/prices.js';
@@ -43,12 +43,7 @@ describe('stop sequences on Gemini routes', function () {
   afterEach(() => assertBooksBalance());
 
   const usd = async () => (await settledBalances(accountId)).USD.amount;
-  const post = (path: string, body: object) =>
-    fetch(`${api.base}/api/v1/${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-      body: JSON.stringify(body),
-    });
+  const post = (path: string, body: object) => apiPost(api.base, `/api/v1/${path}`, body, { key });
   const message = (extra: object) =>
     post('messages', { model: MODEL, max_tokens: 64, messages: [{ role: 'user', content: 'Count' }], ...extra });
 

@@ -7,7 +7,7 @@
 // SWITCHYARD_FETCH_ALLOW_PRIVATE) and answered as b64 or hosted URLs.
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { newAccount, startApi } from './support/api.js';
+import { newAccount, startApi, apiPost } from './support/api.js';
 import { assertBooksBalance, settledBalances } from './support/books.js';
 import { dataUrl, solidPng } from './support/png.js';
 import { useProviderEnv } from './support/providerEnv.js';
@@ -46,12 +46,7 @@ describe('images (fal protocol)', function () {
     await assertBooksBalance();
   });
 
-  const post = (key: string, body: unknown, path = '/api/v1/images') =>
-    fetch(`${api.base}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-      body: JSON.stringify(body),
-    });
+  const post = (key: string, body: unknown, path = '/api/v1/images') => apiPost(api.base, path, body, { key });
   const spent = async (accountId: string) => parseAmount('10', 'USD') - (await settledBalances(accountId)).USD.amount;
   const lastJob = () => fal.jobs.at(-1)!;
 

@@ -6,7 +6,7 @@
 // requests on a small balance).
 import assert from 'node:assert/strict';
 import OpenAI, { toFile } from 'openai';
-import { newAccount, startApi } from './support/api.js';
+import { newAccount, startApi, apiPost } from './support/api.js';
 import { assertBooksBalance, settledBalances } from './support/books.js';
 import { dataUrl, solidPng } from './support/png.js';
 import { useProviderEnv } from './support/providerEnv.js';
@@ -46,11 +46,7 @@ describe('images (OpenAI protocol)', function () {
 
   const client = (key: string) => new OpenAI({ apiKey: key, baseURL: `${api.base}/v1`, maxRetries: 0 });
   const post = (key: string | null, body: unknown, path = '/api/v1/images', type = 'application/json') =>
-    fetch(`${api.base}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': type, ...(key ? { authorization: `Bearer ${key}` } : {}) },
-      body: typeof body === 'string' ? body : JSON.stringify(body),
-    });
+    apiPost(api.base, path, body, { key, contentType: type });
   const spent = async (accountId: string, start = '10') =>
     parseAmount(start, 'USD') - (await settledBalances(accountId)).USD.amount;
 

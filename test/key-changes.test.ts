@@ -18,7 +18,7 @@ import {
   listenForChanges,
   type ChangeListener,
 } from '../activities/accounts/cacheChanges.js';
-import { until } from './support/wait.js';
+import { until, untilListening } from './support/wait.js';
 
 const run = promisify(execFile);
 const ops = fileURLToPath(new URL('../bin/ops.ts', import.meta.url));
@@ -56,7 +56,7 @@ describe('key changes reach every process (LISTEN/NOTIFY)', function () {
 
   it('a key revoked by another process is refused here at once, not when the cache entry expires', async () => {
     listener = listenForChanges(config.databaseUrl!, { [KEY_CHANGES]: forgetKeys });
-    await new Promise((r) => setTimeout(r, 300)); // listening
+    await untilListening(KEY_CHANGES);
     const key = await freshKey();
     await revokeElsewhere(key);
     assert.ok(await until(() => revoked(key), Boolean, 3000, 'the revocation'), 'the revocation arrived');
@@ -98,7 +98,7 @@ describe('key changes reach every process (LISTEN/NOTIFY)', function () {
     listener = undefined;
     const key = await freshKey();
     await revokeElsewhere(key);
-    await new Promise((r) => setTimeout(r, 500));
+    await new Promise((r) => setTimeout(r, 500)); // a fixed time on purpose: nothing may arrive within it
     assert.ok((await resolveKey(key)).caller, 'still served from the cache');
     forgetKeys(null);
     assert.ok(await revoked(key));

@@ -178,7 +178,7 @@ describe('ledger', () => {
   it('releases expired holds (the sweeper activity)', async () => {
     const id = await funded('1');
     const hold = await reserve({ accountId: id, usd: usd('0.4'), idempotencyKey: key('r'), ttlSeconds: 0 });
-    await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 20)); // a fixed time on purpose: the hold's lifetime (0 s) has passed
     assert.ok((await releaseExpiredHolds()) >= 1);
     assert.equal((await balances(id))!.USD.held, 0n);
     // a request that finishes after its hold expired still pays for the work it got
@@ -426,7 +426,7 @@ describe('ledger', () => {
       for (let i = 0; i < 3; i++)
         holds.push(await reserve({ accountId: id, usd: usd('0.1'), idempotencyKey: key('r'), ttlSeconds: 0 }));
       const kept = await reserve({ accountId: id, usd: usd('0.1'), idempotencyKey: key('r') });
-      await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 20)); // a fixed time on purpose: the 0 s holds have expired
       assert.equal(await releaseExpiredHolds(1), 1);
       while ((await releaseExpiredHolds(2)) > 0);
       const { rows } = await db().pool.query(`SELECT id, status FROM balance_holds WHERE account_id = $1`, [id]);

@@ -3,7 +3,7 @@
 // local model's stop sequences reported on the message-style API.
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
-import { newAccount, startApi } from './support/api.js';
+import { newAccount, startApi, apiPost } from './support/api.js';
 import { assertBooksBalance } from './support/books.js';
 import { useProviderEnv } from './support/providerEnv.js';
 import { type AnthropicUpstream, startAnthropicUpstream } from './support/upstreams/anthropic.js';
@@ -34,11 +34,7 @@ describe('legacy routes and what older clients read', function () {
   afterEach(() => assertBooksBalance());
 
   const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
-    fetch(`${api.base}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': key, ...headers },
-      body: JSON.stringify(body),
-    });
+    apiPost(api.base, path, body, { headers: { 'x-api-key': key, ...headers } });
 
   it('talk-to-gemini is talk-to-gpt: plain text and the metadata tag, errors in the legacy envelope', async () => {
     const res = await post('/api/talk-to-gemini', { model: LOCAL, prompt: 'Once upon a time' });

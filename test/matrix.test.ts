@@ -6,7 +6,7 @@
 // (chat → OpenAI protocol, messages → Anthropic) are passed through instead: there the upstream
 // must receive the caller's own body with only the gateway's edits.
 import assert from 'node:assert/strict';
-import { startApi, newAccount } from './support/api.js';
+import { startApi, newAccount, apiPost } from './support/api.js';
 import { readSse } from './support/chatEnv.js';
 import { startOpenAIUpstream, type OpenAIUpstream } from './support/upstreams/openai.js';
 import { startAnthropicUpstream, type AnthropicUpstream } from './support/upstreams/anthropic.js';
@@ -73,11 +73,7 @@ describe('translation matrix: surfaces × protocols × streaming', function () {
   });
 
   const post = async (path: string, body: object) => {
-    const res = await fetch(`${api.base}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-      body: JSON.stringify(body),
-    });
+    const res = await apiPost(api.base, path, body, { key });
     assert.equal(res.status, 200, await res.clone().text());
     return res;
   };

@@ -5,7 +5,7 @@
 // seen before, nothing for failures; a race; and the Temporal sweeper deleting expired memories.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { newAccount, startApi } from './support/api.js';
+import { newAccount, startApi, apiPost } from './support/api.js';
 import { assertBooksBalance, settledBalances } from './support/books.js';
 import { GPT_4O_MINI, MEMORY, textCost } from './support/prices.js';
 import { useChatBench } from './support/chatEnv.js';
@@ -60,11 +60,7 @@ describe('memory (POST /api/v1/memory)', function () {
   afterEach(() => assertBooksBalance());
 
   const post = (key: string | null, body: unknown, headers: Record<string, string> = {}) =>
-    fetch(`${api.base}/api/v1/memory`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers },
-      body: typeof body === 'string' ? body : JSON.stringify(body),
-    });
+    apiPost(api.base, '/api/v1/memory', body, { key, headers });
   const spent = async (accountId: string, start = '10') =>
     parseAmount(start, 'USD') - (await settledBalances(accountId)).USD.amount;
   type Answer = {

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import { config } from '../activities/config.js';
 import { db } from '../activities/db.js';
-import { newAccount, startApi } from './support/api.js';
+import { newAccount, startApi, apiPost } from './support/api.js';
 import { assertBooksBalance, sweepDeadLeases } from './support/books.js';
 import { useProviderEnv } from './support/providerEnv.js';
 import { onOwnWorkers } from './support/ownWorkers.js';
@@ -110,11 +110,7 @@ describe('native message batches (/v1/messages/batches) with the official SDK', 
   };
   /** what the same request costs on the synchronous route, charged and read back from the ledger */
   const syncCharge = async (params: object) => {
-    const res = await fetch(`${api.base}/api/v1/messages`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': key },
-      body: JSON.stringify(params),
-    });
+    const res = await apiPost(api.base, '/api/v1/messages', params, { headers: { 'x-api-key': key } });
     assert.equal(res.status, 200, await res.clone().text());
     const id = res.headers.get('x-request-id')!;
     await assertBooksBalance(); // flushes the lease charges
@@ -380,7 +376,7 @@ describe('native message batches (/v1/messages/batches) with the official SDK', 
       const made = await client.messages.batches.create({
         requests: Array.from({ length: 6 }, (_, i) => row(`r${i}`, `race ${wait} ${i}`)),
       });
-      await new Promise((r) => setTimeout(r, wait));
+      await new Promise((r) => setTimeout(r, wait)); // the race's chosen delay: what is tested
       const cancel = await fetch(`${api.base}/api/v1/messages/batches/${made.id}/cancel`, {
         method: 'POST',
         headers: { 'x-api-key': key },

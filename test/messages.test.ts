@@ -13,6 +13,7 @@ import { assertBooksBalance, settledBalances } from './support/books.js';
 import { useProviderEnv } from './support/providerEnv.js';
 import { readUntil } from './support/chatEnv.js';
 import { CLAUDE_HAIKU, GPT_4O_MINI, messageUsageCost, textCost, textPrices } from './support/prices.js';
+import { waitFor } from './support/wait.js';
 
 const ENV = [
   'ANTHROPIC_API_KEY',
@@ -672,9 +673,11 @@ describe('messages API (Anthropic wire format)', function () {
       });
       await readUntil(res, until);
       abort.abort();
-      for (let i = 0; i < 100 && (await settledBalances(accountId)).USD.held !== 0n; i++)
-        await new Promise((r) => setTimeout(r, 50));
-      assert.equal((await settledBalances(accountId)).USD.held, 0n, 'the reservation is released');
+      await waitFor(
+        async () => (await settledBalances(accountId)).USD.held === 0n,
+        5_000,
+        'the reservation to be released',
+      );
     }
 
     it('ends with an `event: error` frame and bills exactly what was produced', async () => {

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { startApi, newAccount } from './support/api.js';
+import { startApi, newAccount, apiPost } from './support/api.js';
 import { readSse } from './support/chatEnv.js';
 import { startAnthropicUpstream, type AnthropicUpstream } from './support/upstreams/anthropic.js';
 import { startOpenAIUpstream, type OpenAIUpstream } from './support/upstreams/openai.js';
@@ -95,11 +95,7 @@ describe('pass-through and translation fidelity', function () {
   // charges taken from a credit lease are written a moment later: read the settled balance
   const usd = async () => (await settledBalances(accountId)).USD.amount;
   const post = (path: string, body: unknown, headers: Record<string, string> = {}, withKey = key) =>
-    fetch(`${api.base}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${withKey}`, ...headers },
-      body: JSON.stringify(body),
-    });
+    apiPost(api.base, path, body, { key: withKey, headers });
 
   describe('messages → Anthropic, passed through (Anthropic SDK)', () => {
     it("sends the caller's body as written: cache_control, unknown fields and all", async () => {

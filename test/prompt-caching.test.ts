@@ -8,7 +8,7 @@
 // upstreams cache prompts as OpenAI (implicitly, by prefix) and Anthropic (at breakpoints) do.
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { startApi, newAccount } from './support/api.js';
+import { startApi, newAccount, apiPost } from './support/api.js';
 import { readSse } from './support/chatEnv.js';
 import { startOpenAIUpstream, type OpenAIUpstream } from './support/upstreams/openai.js';
 import { startAnthropicUpstream, type AnthropicUpstream } from './support/upstreams/anthropic.js';
@@ -61,12 +61,7 @@ describe('prompt caching: affinity, stickiness, breakpoints and cached-token bil
   });
   afterEach(() => assertBooksBalance());
 
-  const post = (key: string, body: unknown) =>
-    fetch(`${api.base}/api/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-      body: JSON.stringify(body),
-    });
+  const post = (key: string, body: unknown) => apiPost(api.base, '/api/v1/chat/completions', body, { key });
   const usd = async (accountId: string) => (await settledBalances(accountId)).USD.amount;
   const turn1 = [
     { role: 'system', content: SYSTEM },
@@ -239,12 +234,7 @@ describe('prompt caching: affinity, stickiness, breakpoints and cached-token bil
   });
 
   describe('responses and the message-style API', () => {
-    const to = (path: string, key: string, body: unknown) =>
-      fetch(`${api.base}${path}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-        body: JSON.stringify(body),
-      });
+    const to = (path: string, key: string, body: unknown) => apiPost(api.base, path, body, { key });
 
     it('responses: stickyprovider blocks the fallback the same way', async () => {
       const { key, accountId } = await newAccount('1');

@@ -21,6 +21,7 @@ import { type AnthropicUpstream, startAnthropicUpstream } from './support/upstre
 import { type SearchUpstream, startSearchUpstream } from './support/upstreams/search.js';
 import { toneWav } from './support/upstreams/transcription.js';
 import { until } from './support/wait.js';
+import { apiPost } from './support/api.js';
 
 const MODEL = 'openai/gpt-4o-mini';
 const CLAUDE = 'anthropic/claude-3-5-haiku';
@@ -510,12 +511,7 @@ describe('redaction matrix: every route, every way of asking', function () {
   it("a row's own model with a redaction suffix refuses the batch at creation (inline and message batches)", async () => {
     const a = await bench.account('10');
     const mark = since();
-    const post = (path: string, body: unknown) =>
-      fetch(`${bench.base}${path}`, {
-        method: 'POST',
-        headers: { ...auth(a.key), 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
+    const post = (path: string, body: unknown) => apiPost(bench.base, path, body, { headers: auth(a.key) });
     const inline = inlineBatch(MODEL);
     inline.requests.push({
       custom_id: 'b',

@@ -20,7 +20,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode, DefaultLogger, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { exportHistoryJson, loadHistoryJson } from './support/replayHistory.js';
-import { startApi, newAccount } from './support/api.js';
+import { startApi, newAccount, apiPost } from './support/api.js';
 import { useTemporal } from './support/temporal.js';
 import { startFalUpstream, type FalUpstream } from './support/upstreams/fal.js';
 import {
@@ -335,11 +335,7 @@ function recordings() {
   afterEach(() => assertBooksBalance());
 
   const post = async (key: string, path: string, body: unknown) => {
-    const res = await fetch(`${api.base}${path}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
+    const res = await apiPost(api.base, path, body, { key });
     const json = (await res.json()) as any;
     assert.ok(res.status < 300, JSON.stringify(json));
     return json;
@@ -427,12 +423,7 @@ function recordings() {
     try {
       await record('subscription-grace-paid', async () => {
         const { key, id } = await subscribed('0.10');
-        const post = (path: string, body?: unknown) =>
-          fetch(`${api.base}/api/subscription/v1/${path}`, {
-            method: 'POST',
-            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-            body: body === undefined ? undefined : JSON.stringify(body),
-          });
+        const post = (path: string, body?: unknown) => apiPost(api.base, `/api/subscription/v1/${path}`, body, { key });
         await until(
           async () => (await db().pool.query(`SELECT status FROM subscriptions WHERE id = $1`, [id])).rows[0].status,
           (st) => st === 'grace',

@@ -7,6 +7,7 @@ import OpenAI from 'openai';
 import { startChatBench, readSse, readUntil, type ChatBench } from './support/chatEnv.js';
 import { assertBooksBalance } from './support/books.js';
 import { GPT_4O_MINI, textCost } from './support/prices.js';
+import { waitFor } from './support/wait.js';
 
 const MODEL = 'openai/gpt-4o-mini';
 const weather = {
@@ -465,10 +466,8 @@ describe('responses API (OpenAI Responses wire format)', function () {
     });
     await readUntil(res, '" delta"');
     ac.abort();
-    for (let i = 0; i < 50 && !b.openai.last().aborted; i++) await new Promise((r) => setTimeout(r, 20));
-    assert.equal(b.openai.last().aborted, true, 'upstream request aborted');
-    for (let i = 0; i < 50 && (await b.usd(accountId)).held !== 0n; i++) await new Promise((r) => setTimeout(r, 20));
-    assert.equal((await b.usd(accountId)).held, 0n);
+    await waitFor(() => b.openai.last().aborted, 5_000, 'the upstream to see the abort');
+    await waitFor(async () => (await b.usd(accountId)).held === 0n, 5_000, 'the reservation to be settled');
     // "go": 5 prompt tokens (above); "alpha beta gamma delta": 22 bytes, 6 tokens
     const expected = textCost(GPT_4O_MINI, { input: 5, output: 6 });
     assert.equal(before - (await usd()), expected, 'what was produced is billed, nothing more');

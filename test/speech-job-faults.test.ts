@@ -12,7 +12,7 @@
 // list price, not with the production pricing code.
 import assert from 'node:assert/strict';
 import protos from '@temporalio/proto';
-import { startApi, newAccount } from './support/api.js';
+import { startApi, newAccount, apiPost } from './support/api.js';
 import {
   startOpenAISpeechUpstream,
   startElevenLabsUpstream,
@@ -60,11 +60,7 @@ describe('speech jobs when their worker fails (heartbeats, retries, money)', fun
   });
 
   const tts = async (key: string, body: unknown) => {
-    const res = await fetch(`${api.base}/api/tts`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': key },
-      body: JSON.stringify(body),
-    });
+    const res = await apiPost(api.base, '/api/tts', body, { headers: { 'x-api-key': key } });
     assert.equal(res.status, 202, await res.clone().text());
     return ((await res.json()) as any).runId as string;
   };
@@ -176,7 +172,7 @@ describe('speech jobs when their worker fails (heartbeats, retries, money)', fun
         20_000,
         "the thawed worker's synthesis to be abandoned",
       );
-      await new Promise((r) => setTimeout(r, 1000));
+      await new Promise((r) => setTimeout(r, 1000)); // a fixed time on purpose: no second charge may come within it
       assert.deepEqual(await charges(accountId), [-cost]);
       assert.deepEqual(await usd(accountId), { amount: ONE_USD - cost, held: 0n, available: ONE_USD - cost });
       const after = await db().prisma.mediaJob.findUnique({ where: { id: runId } });

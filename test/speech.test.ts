@@ -4,7 +4,7 @@
 // streaming (chunked, no Content-Length); billed per input character, nothing for failures;
 // each speech error code; the books balance after every money test.
 import assert from 'node:assert/strict';
-import { startApi, newAccount } from './support/api.js';
+import { startApi, newAccount, apiPost } from './support/api.js';
 import {
   startOpenAISpeechUpstream,
   startElevenLabsUpstream,
@@ -57,12 +57,7 @@ describe('audio speech (POST /api/v1/audio/speech)', function () {
     await assertBooksBalance();
   });
 
-  const post = (key: string, body: unknown, path = '/api/v1/audio/speech') =>
-    fetch(`${api.base}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-      body: JSON.stringify(body),
-    });
+  const post = (key: string, body: unknown, path = '/api/v1/audio/speech') => apiPost(api.base, path, body, { key });
   const usd = async (accountId: string) => (await balances(accountId))!.USD;
 
   async function expectError(res: Response, status: number, code: string, param?: string) {
@@ -157,7 +152,7 @@ describe('audio speech (POST /api/v1/audio/speech)', function () {
         voice: 'alloy',
         response_format: 'wav',
       });
-      await new Promise((r) => setTimeout(r, 300));
+      await new Promise((r) => setTimeout(r, 300)); // a fixed time on purpose: the synthesis is under way
       const t0 = Date.now();
       assert.equal((await fetch(`${api.base}/health`)).status, 200);
       assert.ok(Date.now() - t0 < 250, `health took ${Date.now() - t0} ms`);

@@ -30,7 +30,7 @@ import { assertBooksBalance, settledBalances } from './support/books.js';
 import { keepConfig } from './support/keepConfig.js';
 import { testPlan, usePlans } from './support/plans.js';
 import { useTemporal } from './support/temporal.js';
-import { until } from './support/wait.js';
+import { until, untilListening } from './support/wait.js';
 
 const LOCAL = 'local/stories260k';
 const usd = (s: string) => parseAmount(s, 'USD');
@@ -546,7 +546,7 @@ describe('subscriptions', function () {
     config.keyCacheTtlMs = 10 * 60_000; // only the announcement can make this process see the change
     const listener = listenForChanges(config.databaseUrl!, { [SUBSCRIPTION_CHANGES]: forgetCoverage });
     try {
-      await new Promise((r) => setTimeout(r, 300)); // listening
+      await untilListening(SUBSCRIPTION_CHANGES);
       const { accountId } = await newAccount('1');
       const caller = { accountId, billingMode: 'auto' as const };
       assert.equal(await claimAllowance({ caller, modelId: LOCAL }), undefined); // no subscription: cached

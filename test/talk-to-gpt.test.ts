@@ -5,6 +5,7 @@ import { useChatBench, type ChatBench } from './support/chatEnv.js';
 import { parseAmount } from '../activities/core/money.js';
 import { GPT_4O_MINI, textCost, textPrices } from './support/prices.js';
 import { serviceTag } from '../activities/surfaces/talkToGpt.js';
+import { apiPost } from './support/api.js';
 
 const MODEL = 'openai/gpt-4o-mini';
 const costOf = (p: number, c: number) => textCost(GPT_4O_MINI, { input: p, output: c });
@@ -26,11 +27,7 @@ describe('talk-to-gpt (legacy)', function () {
   before(() => (b = bench()));
 
   const talk = (headers: Record<string, string>, body: unknown) =>
-    fetch(`${b.base}/api/talk-to-gpt`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify(body),
-    });
+    apiPost(b.base, '/api/talk-to-gpt', body, { headers });
 
   it('answers plain text followed by the metadata block; the cost is what was charged', async () => {
     const { key, accountId } = await b.account('1');

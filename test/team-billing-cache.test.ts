@@ -15,7 +15,7 @@ import { TEAM_BILLING_CHANGES, listenForChanges, type ChangeListener } from '../
 import { useChatBench, type ChatBench } from './support/chatEnv.js';
 import { keepConfig } from './support/keepConfig.js';
 import { person, teamFixture, type TeamFixture } from './support/teams.js';
-import { until } from './support/wait.js';
+import { until, untilListening } from './support/wait.js';
 
 const run = promisify(execFile);
 const hello = { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello' }], max_tokens: 50 };
@@ -79,18 +79,7 @@ describe('the team billing cache', function () {
 
   async function listening() {
     listener = listenForChanges(config.databaseUrl!, { [TEAM_BILLING_CHANGES]: forgetTeamBilling });
-    await until(
-      async () =>
-        (
-          await db().pool.query(
-            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%LISTEN ${TEAM_BILLING_CHANGES}%'`,
-          )
-        ).rowCount! > 0,
-      Boolean,
-      5000,
-      'the listener',
-    );
-    await new Promise((r) => setTimeout(r, 100)); // its reconnect-time forgetting done
+    await untilListening(TEAM_BILLING_CHANGES); // its LISTEN done, and with it its reconnect-time forgetting
   }
 
   it('answers from memory: a change nobody announces is not seen', async () => {

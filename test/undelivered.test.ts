@@ -12,6 +12,7 @@ import { useChatBench } from './support/chatEnv.js';
 import { db } from '../activities/db.js';
 import { flushRequestRecords } from '../activities/metering/records.js';
 import { parseAmount } from '../activities/core/money.js';
+import { waitFor } from './support/wait.js';
 
 const MODEL = 'openai/gpt-4o-mini';
 
@@ -111,7 +112,7 @@ describe('an answer the caller never receives is not charged', function () {
 
     let locker: pg.PoolClient | undefined;
     try {
-      for (let i = 0; i < 100 && b.openai.requests.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      await waitFor(() => b.openai.requests.length > 0, 5_000, 'the upstream call');
       assert.equal(b.openai.requests.length, 1, 'the upstream was called');
       locker = await db().pool.connect();
       await locker.query('BEGIN');
@@ -125,11 +126,7 @@ describe('an answer the caller never receives is not charged', function () {
       locker?.release();
     }
     assert.equal(answered, false, 'the caller never got an answer');
-    for (let i = 0; i < 100; i++) {
-      const moved = (await entries(accountId)).filter((e) => e.kind !== 'credit');
-      if (moved.some((e) => e.kind === 'refund')) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await waitFor(async () => (await entries(accountId)).some((e) => e.kind === 'refund'), 5_000, 'the refund');
     const moved = (await entries(accountId)).filter((e) => e.kind !== 'credit');
     assert.deepEqual(moved.map((e) => e.kind).sort(), ['charge', 'refund'], JSON.stringify(moved));
     assert.deepEqual(await b.usd(accountId), { amount: funded, held: 0n, available: funded });
@@ -141,7 +138,7 @@ describe('an answer the caller never receives is not charged', function () {
     const res = await b.post(key, { model: MODEL, messages: [{ role: 'user', content: 'hi' }] });
     assert.equal(res.status, 200);
     const j: any = await res.json();
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 100)); // a fixed time on purpose: no refund may follow within it
     const moved = (await entries(accountId)).filter((e) => e.kind !== 'credit');
     assert.deepEqual(
       moved.map((e) => e.kind),

@@ -759,7 +759,7 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     await first.kill();
     fal.release(job!.id); // the provider finishes while no worker is running
     const pollsAtKill = job!.polls;
-    await new Promise((res) => setTimeout(res, 1000));
+    await new Promise((res) => setTimeout(res, 1000)); // a fixed time on purpose: no poll may come within it
     assert.equal(job!.polls, pollsAtKill, 'nobody polls while the worker is dead');
     assert.notEqual((await status(key, r.body.runId)).body.data.status, 'completed');
 

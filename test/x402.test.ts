@@ -21,6 +21,7 @@ import { keepConfig } from './support/keepConfig.js';
 import { config } from '../activities/config.js';
 import { db } from '../activities/db.js';
 import { X402_ACCOUNT_ID } from '../activities/x402/payments.js';
+import { apiPost } from './support/api.js';
 
 const PAY_TO = '0x1111111111111111111111111111111111111111';
 
@@ -67,11 +68,7 @@ describe('x402 accountless payments', function () {
   });
 
   const post = (body: unknown, headers: Record<string, string> = {}, path = '/api/v1/chat/completions') =>
-    fetch(`${bench.base}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify(body),
-    });
+    apiPost(bench.base, path, body, { headers });
 
   async function quote(body: unknown = chatBody(), path?: string) {
     const res = await post(body, { 'x-x402': 'true' }, path);

@@ -16,35 +16,45 @@ export const MESSAGE_BATCH_LIMITS = { requests: 100_000, inputBytes: 200 * 1024 
 const invalid = (message: string, param: string) =>
   new RequestError(400, 'invalid_parameter_value', message, { param });
 
+export type MessageRequest = { custom_id: string; params: Record<string, unknown> };
+type MessageRow = { custom_id: string; body: Record<string, unknown> };
+
 /**
  * The requests of a new message batch, checked as the synchronous route would check each one
  * (plus the spec's batch rules), every refusal naming `requests[i]`. Every request names the
  * batch's one model (suffixes may differ). Returns that model and the rows as they will run.
  */
-export function checkMessageRequests(requests: Array<{ custom_id: string; params: Record<string, unknown> }>): {
-  model: ModelInfo;
-  rows: Array<{ custom_id: string; body: Record<string, unknown> }>;
-} {
+export function checkMessageRequests(requests: MessageRequest[]): { model: ModelInfo; rows: MessageRow[] } {
   if (requests.length > MESSAGE_BATCH_LIMITS.requests)
     throw invalid(
       `A message batch holds at most ${MESSAGE_BATCH_LIMITS.requests} requests; this one has ${requests.length}. Split it.`,
       'requests',
     );
-  let model: ModelInfo;
-  try {
-    model = batchModel(String(requests[0].params.model));
-  } catch (err) {
-    if (!(err instanceof RequestError)) throw err;
-    throw new RequestError(err.status, err.code, `requests[0]: ${err.message}`, { param: 'requests[0].params.model' });
-  }
-  const seen = new Set<string>();
-  const rows = requests.map((r, i) => {
-    if (seen.has(r.custom_id))
+  const checker = new MessageRowChecker();
+  const rows = requests.map((r, i) => checker.check(r, i));
+  return { model: checker.model!, rows };
+}
+
+/**
+ * The same checks one request at a time, in order, for a batch read as it arrives: the model is
+ * the first request's, and the size as stored is counted as the rows pass (refused as soon as it
+ * is past the limit).
+ */
+export class MessageRowChecker {
+  model: ModelInfo | undefined;
+  private seen = new Set<string>();
+  /** the rows' size as stored, as a JSON array */
+  private bytes = 1;
+
+  check(r: MessageRequest, i: number): MessageRow {
+    this.model ??= firstModel(r);
+    const model = this.model;
+    if (this.seen.has(r.custom_id))
       throw invalid(
         `requests[${i}].custom_id '${r.custom_id}' is used by an earlier request; each must be unique.`,
         `requests[${i}].custom_id`,
       );
-    seen.add(r.custom_id);
+    this.seen.add(r.custom_id);
     const checked = checkRow(messages, i, r.params, model);
     if ('problem' in checked) {
       const p = checked.problem;
@@ -58,17 +68,27 @@ export function checkMessageRequests(requests: Array<{ custom_id: string; params
         `requests[${i}]: max_tokens ${cap} is above the output limit of '${model.id}' (${model.maxOutputTokens}).`,
         `requests[${i}].params.max_tokens`,
       );
-    return { custom_id: r.custom_id, body: checked.body };
-  });
-  const bytes = Buffer.byteLength(JSON.stringify(rows));
-  if (bytes > MESSAGE_BATCH_LIMITS.inputBytes)
-    throw new RequestError(
-      413,
-      'request_too_large',
-      `The requests are ${bytes} bytes as stored; a message batch takes at most ${MESSAGE_BATCH_LIMITS.inputBytes}. Split it.`,
-      { param: 'requests' },
-    );
-  return { model, rows };
+    const row = { custom_id: r.custom_id, body: checked.body };
+    this.bytes += Buffer.byteLength(JSON.stringify(row)) + 1; // and a comma or the closing bracket
+    if (this.bytes > MESSAGE_BATCH_LIMITS.inputBytes)
+      throw new RequestError(
+        413,
+        'request_too_large',
+        `The requests are more than ${MESSAGE_BATCH_LIMITS.inputBytes} bytes as stored, the most a message batch ` +
+          'takes. Split it.',
+        { param: 'requests' },
+      );
+    return row;
+  }
+}
+
+function firstModel(r: MessageRequest): ModelInfo {
+  try {
+    return batchModel(String(r.params.model));
+  } catch (err) {
+    if (!(err instanceof RequestError)) throw err;
+    throw new RequestError(err.status, err.code, `requests[0]: ${err.message}`, { param: 'requests[0].params.model' });
+  }
 }
 
 /**

@@ -7,6 +7,7 @@ import type { Caller } from '../accounts/keys.js';
 import { config } from '../config.js';
 import { RequestError } from '../core/errors.js';
 import { db, isUniqueViolation } from '../db.js';
+import { inTransaction } from '../files/files.js';
 import { holdFile, releaseFileHolds } from '../files/holds.js';
 import { cancelJob, startJob } from '../jobs/jobs.js';
 import { batchJob } from '../../workflows/batch.js';
@@ -114,46 +115,7 @@ export async function startBatch(b: NewBatch): Promise<BatchRecord> {
   // (404 / 400 here if it is not the caller's batch file)
   if (b.inputFileId) await holdFile(b.inputFileId, accountId, id);
   try {
-    await startJob({
-      id,
-      accountId,
-      workflow: batchJob,
-      args: [
-        {
-          batchId: id,
-          concurrency: config.batchConcurrency,
-          chunkRows: config.batchChunkRows,
-          windowMs: config.batchWindowSeconds * 1000,
-          rowAttempts: config.batchRowAttempts,
-          rowsPerActivity: config.batchRowsPerActivity,
-        },
-      ],
-      row: {
-        table: 'batches',
-        columns: {
-          id,
-          kind: b.kind,
-          account_id: accountId,
-          api_key_id: b.caller.keyId,
-          endpoint: b.endpoint,
-          model: b.model,
-          status: 'validating',
-          input_file_id: b.inputFileId ?? null,
-          metadata: b.metadata,
-          input: b.requests ?? null,
-          total: b.requests?.length ?? 0,
-          payer: storedCaller(b.caller),
-          idempotency_key: b.idempotencyKey ?? null,
-          request_hash: b.hash,
-          expires_at: new Date(Date.now() + config.batchWindowSeconds * 1000),
-        },
-      },
-      unavailable: {
-        code: 'batches_unavailable',
-        message:
-          'Batches are unavailable right now (the workflow engine did not accept the batch). Nothing was charged; retry.',
-      },
-    });
+    await startBatchJob(id, batchColumns(id, b));
   } catch (err) {
     if (b.inputFileId) await releaseFileHolds(id);
     // the same key raced in from another request and was stored first: answer that one
@@ -162,6 +124,140 @@ export async function startBatch(b: NewBatch): Promise<BatchRecord> {
     if (!earlier) throw err;
     return sameRequest(earlier, b.hash);
   }
+  return (await loadBatch(id))!;
+}
+
+/** The batch's row as it is first stored, `validating`. */
+function batchColumns(id: string, b: Omit<NewBatch, 'hash'> & { hash: string | null }) {
+  return {
+    id,
+    kind: b.kind,
+    account_id: b.caller.accountId,
+    api_key_id: b.caller.keyId,
+    endpoint: b.endpoint,
+    model: b.model,
+    status: 'validating',
+    input_file_id: b.inputFileId ?? null,
+    metadata: b.metadata,
+    input: b.requests ?? null,
+    total: b.requests?.length ?? 0,
+    payer: storedCaller(b.caller),
+    idempotency_key: b.idempotencyKey ?? null,
+    request_hash: b.hash,
+    expires_at: new Date(Date.now() + config.batchWindowSeconds * 1000),
+  };
+}
+
+/** The batch's workflow started, with its row (`stored`: the row is already written). */
+function startBatchJob(id: string, columns: ReturnType<typeof batchColumns>, stored = false): Promise<void> {
+  return startJob({
+    id,
+    accountId: columns.account_id,
+    workflow: batchJob,
+    args: [
+      {
+        batchId: id,
+        concurrency: config.batchConcurrency,
+        chunkRows: config.batchChunkRows,
+        windowMs: config.batchWindowSeconds * 1000,
+        rowAttempts: config.batchRowAttempts,
+        rowsPerActivity: config.batchRowsPerActivity,
+      },
+    ],
+    row: { table: 'batches', columns },
+    stored,
+    unavailable: {
+      code: 'batches_unavailable',
+      message:
+        'Batches are unavailable right now (the workflow engine did not accept the batch). Nothing was charged; retry.',
+    },
+  });
+}
+
+/** What a batch read as it arrives gives back once its last row is stored. */
+export interface StreamedRows {
+  /** the catalog model id */
+  model: string;
+  /** requestHash() of the creation body */
+  hash: string;
+}
+
+/** An earlier batch under the same Idempotency-Key, found once the body was read: nothing is kept. */
+class Replay extends Error {
+  constructor(readonly earlier: BatchRecord) {
+    super(`a replay of batch ${earlier.id}`);
+  }
+}
+
+/** Rows are written to the database this many bytes (as JSON) at a time. */
+const ROW_WRITE_BYTES = 1024 * 1024;
+
+/**
+ * A batch whose requests are read as they arrive (a create body of up to 200 MiB): `fill` checks
+ * each and hands it to `store`, which writes the rows in chunks. The batch and its rows are one
+ * transaction, so a body refused half-way (a bad row, the limit, a dropped connection) leaves
+ * nothing behind; once committed, the workflow starts as for any batch (its rows are already made,
+ * so it skips straight to running them). The Idempotency-Key is settled once the body's hash is
+ * known: a replay answers the earlier batch and keeps nothing of this one.
+ */
+export async function startStreamedBatch(
+  b: Omit<NewBatch, 'requests' | 'hash' | 'model' | 'inputFileId'>,
+  fill: (store: (row: { custom_id: string; body: Record<string, any> }) => Promise<void>) => Promise<StreamedRows>,
+): Promise<BatchRecord> {
+  const id = newBatchId(b.kind);
+  const columns = batchColumns(id, { ...b, model: null, hash: null, idempotencyKey: undefined });
+  let hash = '';
+  try {
+    await inTransaction(async (client) => {
+      const names = Object.keys(columns);
+      await client.query(
+        `INSERT INTO batches (${names.join(', ')}) VALUES (${names.map((_, i) => `$${i + 1}`).join(', ')})`,
+        // JSON columns as JSON text (pg would write an array as a Postgres array literal)
+        Object.values(columns).map((v) =>
+          v !== null && typeof v === 'object' && !(v instanceof Date) ? JSON.stringify(v) : v,
+        ),
+      );
+      let pending: string[] = [];
+      let pendingBytes = 0;
+      let total = 0;
+      const flush = async () => {
+        if (!pending.length) return;
+        await client.query(
+          `INSERT INTO batch_rows (batch_id, idx, custom_id, body)
+           SELECT $1, $2 + (t.ord - 1)::int, t.e->>'custom_id', t.e->'body'
+           FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS t(e, ord)`,
+          [id, total - pending.length, `[${pending.join(',')}]`],
+        );
+        pending = [];
+        pendingBytes = 0;
+      };
+      const filled = await fill(async (row) => {
+        const json = JSON.stringify(row);
+        pending.push(json);
+        pendingBytes += json.length;
+        total++;
+        if (pendingBytes >= ROW_WRITE_BYTES) await flush();
+      });
+      await flush();
+      hash = filled.hash;
+      if (b.idempotencyKey) {
+        const earlier = await batchByIdempotencyKey(b.caller.accountId, b.idempotencyKey);
+        if (earlier) throw new Replay(earlier);
+      }
+      await client.query(
+        'UPDATE batches SET model = $2, total = $3, idempotency_key = $4, request_hash = $5 WHERE id = $1',
+        [id, filled.model, total, b.idempotencyKey ?? null, hash],
+      );
+    });
+  } catch (err) {
+    if (err instanceof Replay) return sameRequest(err.earlier, hash);
+    // the same key raced in from another request and was committed first: answer that one
+    if (!b.idempotencyKey || !isUniqueViolation(err)) throw err;
+    const earlier = await batchByIdempotencyKey(b.caller.accountId, b.idempotencyKey);
+    if (!earlier) throw err;
+    return sameRequest(earlier, hash);
+  }
+  await startBatchJob(id, columns, true);
   return (await loadBatch(id))!;
 }
 

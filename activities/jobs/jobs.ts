@@ -46,13 +46,18 @@ export interface JobStart<W extends Workflow> {
   reservation?: { fail(code: string): Promise<void> };
   /** the row the workflow's activities read and update */
   row: JobRow;
+  /**
+   * the row is already in its table (written by the caller in a transaction of its own, as a batch
+   * read as it arrives is): only the workflow is started, and the row deleted if it does not start
+   */
+  stored?: boolean;
   /** what the caller hears when the engine refuses the job: 503 with this code and message */
   unavailable: { code: string; message: string };
 }
 
 export async function startJob<W extends Workflow>(job: JobStart<W>): Promise<void> {
   try {
-    await insertRow(job.row);
+    if (!job.stored) await insertRow(job.row);
   } catch (err) {
     await job.reservation?.fail('job_not_stored');
     throw err;

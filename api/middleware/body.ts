@@ -14,7 +14,7 @@ import type { Middleware } from 'koa';
 import { RequestError } from '../../activities/core/errors.js';
 import type { AppState } from '../state.js';
 import { refuseNulInJson } from './nul.js';
-import { exceededLimit, type JsonLimits } from '../jsonShape.js';
+import { exceededLimit, type JsonLimits, tooComplexMessage } from '../jsonShape.js';
 
 declare module 'koa' {
   interface Request {
@@ -22,6 +22,12 @@ declare module 'koa' {
     body?: unknown;
     /** the body's bytes as sent, for a route that declared it wants them (a signed webhook: see rawBody) */
     rawBody?: Buffer;
+    /**
+     * A large body left unread for its route to read as it arrives (`streamAbove`): its bytes,
+     * inflated, within the limit, and the limits on its JSON's shape. `body` is then undefined; the
+     * route validates what it reads.
+     */
+    streamedBody?: { chunks: () => AsyncGenerator<Buffer>; limits: JsonLimits };
   }
 }
 
@@ -36,20 +42,24 @@ const OBJECT_OR_ARRAY = /^[ \t\n\r]*[[{]/;
 export interface BodyLimits extends JsonLimits {
   /** largest body, after decompression */
   limitBytes: number;
+  /**
+   * A route that reads its body as a stream: bodies announced as larger than this, or of unknown
+   * size (chunked, compressed), are left for it to read (`ctx.request.streamedBody`); smaller ones are
+   * parsed whole, which is faster for them.
+   */
+  streamAbove?: number;
+  /** a streamed body that sends nothing for this many ms is refused (408); read per request */
+  streamIdleMs?: () => number;
 }
 
 export function jsonBody(limits: BodyLimits): Middleware<AppState> {
-  const { limitBytes, maxDepth, maxValues } = limits;
+  const { limitBytes, streamAbove } = limits;
   const tooLarge = () =>
     new RequestError(
       413,
       'request_too_large',
       `Request body is larger than the limit of ${limitBytes} bytes (measured after decompression).`,
     );
-  const tooComplex = {
-    depth: `Request body is nested more than ${maxDepth} levels deep (arrays and objects); flatten it.`,
-    values: `Request body holds more than ${maxValues} values (arrays, objects and their items).`,
-  };
   return async (ctx, next) => {
     if (!PARSED_METHODS.has(ctx.method)) return next();
     const type = ctx.get('content-type');
@@ -64,6 +74,22 @@ export function jsonBody(limits: BodyLimits): Middleware<AppState> {
       discardRest(ctx.req, limitBytes);
       throw tooLarge();
     }
+    if (streamAbove !== undefined && (encoding !== 'identity' || !(length > 0) || length > streamAbove)) {
+      let read = false;
+      ctx.request.streamedBody = {
+        chunks: () => {
+          read = true;
+          return bodyChunks(ctx.req, encoding, limitBytes, tooLarge, limits.streamIdleMs?.() ?? 30_000);
+        },
+        limits: { maxDepth: limits.maxDepth, maxValues: limits.maxValues },
+      };
+      try {
+        return await next();
+      } finally {
+        // refused before its route read it (a bad key): drop it, no more than a limit's worth
+        if (!read) discardRest(ctx.req, limitBytes);
+      }
+    }
     const text = await readBody(ctx.req, encoding, limitBytes, tooLarge);
     if (!text) {
       ctx.request.body = {};
@@ -72,25 +98,14 @@ export function jsonBody(limits: BodyLimits): Middleware<AppState> {
     if (!OBJECT_OR_ARRAY.test(text))
       throw new RequestError(400, 'invalid_json', 'Request body is not valid JSON: it must be a JSON object.');
     const exceeded = exceededLimit(text, limits);
-    if (exceeded) throw new RequestError(400, 'invalid_json', tooComplex[exceeded]);
+    if (exceeded) throw new RequestError(400, 'invalid_json', tooComplexMessage(exceeded, limits));
     let body: unknown;
     try {
       body = bourne.parse(text, { protoAction: 'error' });
     } catch (err) {
       throw new RequestError(400, 'invalid_json', `Request body is not valid JSON: ${(err as Error).message}`);
     }
-    // JSON can only carry a NUL as the escape `\u0000`: without that text, no walk is needed.
-    if (text.includes('\\u0000')) refuseNulInJson(body);
-    // only a \u escape can spell a lone surrogate (raw bytes arrive decoded as UTF-8)
-    const where = text.includes('\\u') ? loneSurrogateAt(body) : undefined;
-    if (where !== undefined) {
-      throw new RequestError(
-        400,
-        'invalid_parameter_value',
-        `${where ? `'${where}'` : 'The request body'} contains a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape), which is not Unicode text. Send both halves of the pair, or neither.`,
-        { param: where || null },
-      );
-    }
+    refuseUnstorableText(text, body);
     ctx.request.body = body;
     return next();
   };
@@ -133,15 +148,34 @@ export function discardRest(req: IncomingMessage, limit: number): void {
   req.resume();
 }
 
+/**
+ * Refuses a parsed JSON value (from `text`) holding what PostgreSQL cannot store: a NUL, a lone
+ * surrogate. `path` names where the value sits in the body (`requests[3]`; '' for the body itself).
+ */
+export function refuseUnstorableText(text: string, value: unknown, path = ''): void {
+  // JSON can only carry a NUL as the escape `\u0000`: without that text, no walk is needed.
+  if (text.includes('\\u0000')) refuseNulInJson(value, path);
+  // only a \u escape can spell a lone surrogate (raw bytes arrive decoded as UTF-8)
+  const where = text.includes('\\u') ? loneSurrogateAt(value, path) : undefined;
+  if (where !== undefined) {
+    throw new RequestError(
+      400,
+      'invalid_parameter_value',
+      `${where ? `'${where}'` : 'The request body'} contains a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape), which is not Unicode text. Send both halves of the pair, or neither.`,
+      { param: where || null },
+    );
+  }
+}
+
 // Half of a UTF-16 surrogate pair with no other half. JSON lets an escape spell one (`"\ud800"`), but
 // it is no character: UTF-8 cannot encode it and PostgreSQL refuses it in text and JSON, so a request
 // carrying one would fail wherever it is stored, after the money was spent. Refused before anything runs.
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /** Where in `value` a string (or key) holds a lone surrogate: `messages[0].content` ('' for the root), or undefined. */
-function loneSurrogateAt(value: unknown): string | undefined {
+function loneSurrogateAt(value: unknown, root = ''): string | undefined {
   // a loop, not recursion: the body may nest deeper than the stack
-  const stack: Array<[unknown, string]> = [[value, '']];
+  const stack: Array<[unknown, string]> = [[value, root]];
   while (stack.length) {
     const [v, path] = stack.pop()!;
     if (typeof v === 'string') {
@@ -181,6 +215,83 @@ function readBody(
   tooLarge: () => RequestError,
 ): Promise<string> {
   return readBytes(req, encoding, limit, tooLarge).then((bytes) => bytes.toString('utf8'));
+}
+
+/**
+ * The body's bytes as they arrive, inflated if need be, with the same refusals as a body read whole
+ * (413 past `limit` after inflating, 415, 400 when it breaks off; 408 when it sends nothing for
+ * `idleMs`). Read at the consumer's pace: the socket is not read further while a chunk is being
+ * handled. A consumer that stops early (a bad row) leaves the rest to be dropped, so the client
+ * still receives the answer.
+ */
+async function* bodyChunks(
+  req: IncomingMessage,
+  encoding: string,
+  limit: number,
+  tooLarge: () => RequestError,
+  idleMs: number,
+): AsyncGenerator<Buffer> {
+  const inflate = encoding === 'identity' ? null : decoder(encoding);
+  if (encoding !== 'identity' && !inflate)
+    throw new RequestError(
+      415,
+      'unsupported_content_encoding',
+      `Unsupported Content-Encoding "${encoding}"; use gzip, deflate, br or none.`,
+    );
+  const source: Readable = inflate ? req.pipe(inflate) : req;
+  // not destroyed on an early return: the rest is drained below rather than the socket reset
+  const chunks = source.iterator({ destroyOnReturn: false }) as AsyncIterator<Buffer>;
+  let size = 0;
+  let whole = false;
+  // a client that stops sending holds what its route keeps open for it (a transaction): dropped
+  const read = () =>
+    new Promise<IteratorResult<Buffer>>((resolve, reject) => {
+      const timer = setTimeout(
+        () =>
+          reject(
+            new RequestError(408, 'request_timeout', `The body sent nothing for ${idleMs / 1000} s and was dropped.`),
+          ),
+        idleMs,
+      );
+      chunks.next().then(
+        (next) => {
+          clearTimeout(timer);
+          resolve(next);
+        },
+        (err) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      );
+    });
+  try {
+    for (let next = await read(); !next.done; next = await read()) {
+      size += next.value.length;
+      if (size > limit) throw tooLarge();
+      yield next.value;
+    }
+    whole = true;
+  } catch (err) {
+    if (err instanceof RequestError) throw err;
+    throw new RequestError(
+      400,
+      'invalid_body',
+      inflate
+        ? `The request body could not be decompressed as ${encoding}: ${(err as Error).message}`
+        : 'The request body could not be read.',
+    );
+  } finally {
+    if (!whole) {
+      // the iterator lets go of the stream (its 'readable' listener would keep 'data' from flowing);
+      // not awaited: after a stall it waits for the read still pending
+      chunks.return?.().catch(() => undefined);
+      if (inflate) {
+        req.unpipe(inflate);
+        inflate.destroy();
+      }
+      discardRest(req, limit);
+    }
+  }
 }
 
 function readBytes(

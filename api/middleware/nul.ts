@@ -22,8 +22,8 @@ function refusal(param: string | null, inName: boolean): RequestError {
  * Throws the 400 for the first string (value or key) in a parsed JSON body that holds a NUL,
  * naming it as validation errors do (`messages[0].content`). Iterative: no depth can overflow it.
  */
-export function refuseNulInJson(body: unknown): void {
-  const stack: Array<{ value: unknown; path: string }> = [{ value: body, path: '' }];
+export function refuseNulInJson(body: unknown, root = ''): void {
+  const stack: Array<{ value: unknown; path: string }> = [{ value: body, path: root }];
   while (stack.length) {
     const { value, path } = stack.pop()!;
     if (typeof value === 'string') {

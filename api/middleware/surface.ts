@@ -19,10 +19,11 @@ const declared = new WeakMap<Middleware<AppState>, Envelope>();
  * declared JSON (`application/json` or `+json`) is refused with `invalid_content_type`, rather
  * than read as JSON whatever it says it is (the image API's rule). `raw`: the body is not parsed but
  * kept as the bytes sent (`ctx.request.rawBody`, at most `limitBytes`), for a signed webhook.
+ * `streamAbove`: a large body is left for the route to read as a stream (middleware/body.ts).
  */
 export function surface(
   envelope: Envelope,
-  limits: { limitBytes?: number; maxValues?: number; jsonOnly?: boolean; raw?: boolean } = {},
+  limits: { limitBytes?: number; maxValues?: number; jsonOnly?: boolean; raw?: boolean; streamAbove?: number } = {},
 ): Middleware<AppState> {
   const middleware = compose<AppContext>([
     (ctx, next) => {
@@ -37,6 +38,8 @@ export function surface(
           limitBytes: Math.max(config.bodyLimitBytes, limits.limitBytes ?? 0),
           maxDepth: config.maxJsonDepth,
           maxValues: Math.max(config.maxJsonValues, limits.maxValues ?? 0),
+          streamAbove: limits.streamAbove,
+          streamIdleMs: () => config.fileUploadIdleTimeoutMs, // as for uploads: the same reason
         }),
   ]);
   declared.set(middleware, envelope);

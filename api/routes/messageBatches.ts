@@ -10,16 +10,20 @@
 // (all also under /api). `results_url` is absolute, so the official SDK's `results()` fetches it
 // with the same key. An `Idempotency-Key` header makes a create safe to retry: the same key and
 // body answer the batch already made; the same key with another body is a 409.
+import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import Router from '@koa/router';
 import type { Middleware } from 'koa';
 import {
-  type RowOutcome,
   checkMessageRequests,
   deleteEndedBatch,
+  MESSAGE_BATCH_LIMITS,
+  type MessageRequest,
+  MessageRowChecker,
+  type RowOutcome,
   rowOutcomes,
 } from '../../activities/batches/messageBatches.js';
-import { cancelBatch, requestHash, startBatch } from '../../activities/batches/start.js';
+import { cancelBatch, requestHash, startBatch, startStreamedBatch } from '../../activities/batches/start.js';
 import {
   type BatchRecord,
   batchExists,
@@ -38,12 +42,18 @@ import { surface } from '../middleware/surface.js';
 import { publicOrigin, v1 } from '../paths.js';
 import { messageBatchListQuery, messageBatchSchema } from '../schemas/messageBatches.js';
 import type { AppContext, AppState } from '../state.js';
-import { validateBody, validateQuery } from '../validate.js';
+import { readStreamedObject } from '../streamedJson.js';
+import { streamedBodyChecks, validateBody, validateQuery } from '../validate.js';
 
 export const messageBatchesRouter = new Router<AppState>();
 
-/** A create's body: up to 200 MiB of requests (spec, Limits), and the values they hold. */
-const CREATE_BODY = { limitBytes: 200 * 1024 * 1024, maxValues: 20_000_000 };
+/**
+ * A create's body: up to 200 MiB of requests (spec, Limits), and the values they hold. One larger
+ * than `streamAbove` (or of unknown size) is read as it arrives, request by request, into storage
+ * (createStreamed); a smaller one is parsed whole, which is faster for it.
+ */
+const CREATE_BODY = { limitBytes: 200 * 1024 * 1024, maxValues: 20_000_000, streamAbove: 1024 * 1024 };
+const streamedChecks = streamedBodyChecks(messageBatchSchema, 'requests');
 const MAX_IDEMPOTENCY_KEY = 255;
 
 /**
@@ -151,7 +161,6 @@ messageBatchesRouter.post(
   refuseUnofferedFeatures,
   validateBody(messageBatchSchema),
   async (ctx) => {
-    const body = ctx.request.body as { requests: Array<{ custom_id: string; params: Record<string, unknown> }> };
     const key = ctx.get('idempotency-key').trim() || undefined;
     if (key && key.length > MAX_IDEMPOTENCY_KEY)
       throw new RequestError(
@@ -159,6 +168,12 @@ messageBatchesRouter.post(
         'invalid_parameter_value',
         `The Idempotency-Key header is ${key.length} characters; at most ${MAX_IDEMPOTENCY_KEY}.`,
       );
+    const streamed = ctx.request.streamedBody;
+    if (streamed) {
+      ctx.body = messageBatchObject(ctx, await createStreamed(ctx, streamed, key));
+      return;
+    }
+    const body = ctx.request.body as { requests: MessageRequest[] };
     const { model, rows } = checkMessageRequests(body.requests);
     const batch = await startBatch({
       caller: ctx.state.caller,
@@ -173,6 +188,36 @@ messageBatchesRouter.post(
     ctx.body = messageBatchObject(ctx, batch);
   },
 );
+
+/**
+ * A large create, read as it arrives: each request is checked (schema, then the batch's rules) and
+ * stored as soon as it is whole, so memory holds a request at a time rather than the body. The
+ * refusals are those of a body parsed whole, naming `requests[i]`; a refusal half-way stores
+ * nothing. The Idempotency-Key hash is over the same text as requestHash() gives for a whole body.
+ */
+function createStreamed(
+  ctx: AppContext,
+  body: NonNullable<AppContext['request']['streamedBody']>,
+  key: string | undefined,
+): Promise<BatchRecord> {
+  return startStreamedBatch(
+    { caller: ctx.state.caller, kind: 'message', endpoint: '/v1/messages', metadata: null, idempotencyKey: key },
+    async (store) => {
+      const checker = new MessageRowChecker();
+      const hash = createHash('sha256').update('{"kind":"message","requests":[');
+      const { fields, items } = await readStreamedObject(body.chunks(), 'requests', body.limits, async (item, i) => {
+        // past the most a batch holds: refused now (the schema's maxItems), not after reading the rest
+        if (i >= MESSAGE_BATCH_LIMITS.requests) streamedChecks.rest({}, i + 1);
+        streamedChecks.item(item, i);
+        const row = checker.check(item as MessageRequest, i);
+        hash.update(i ? `,${JSON.stringify(item)}` : JSON.stringify(item));
+        await store(row);
+      });
+      streamedChecks.rest(fields, items);
+      return { model: checker.model!.id, hash: hash.update(']}').digest('hex') };
+    },
+  );
+}
 
 messageBatchesRouter.get(
   v1('/messages/batches'),

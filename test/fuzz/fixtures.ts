@@ -4,6 +4,7 @@
 // (one left running, one finished Midjourney-style job to extend, a spare to cancel), speech jobs
 // and a signed media URL.
 import { newAccount } from '../support/api.js';
+import { until } from '../support/wait.js';
 import { createKey, revokeKey } from '../../activities/accounts/keys.js';
 import { holdFile } from '../../activities/files/holds.js';
 import type { FalUpstream } from '../support/upstreams/fal.js';
@@ -22,16 +23,6 @@ async function post(origin: URL, key: string, path: string, body: unknown, heade
 async function get(origin: URL, key: string, path: string) {
   const res = await fetch(new URL(path, origin), { headers: { authorization: `Bearer ${key}` } });
   return res.json();
-}
-
-async function waitFor<T>(what: string, read: () => Promise<T>, done: (v: T) => boolean, ms = 30_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (done(v)) return v;
-    if (Date.now() > until) throw new Error(`fixture: ${what} did not happen in ${ms} ms: ${JSON.stringify(v)}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 /** Makes the accounts and things; returns placeholder name → value, and the accounts' ids. */
@@ -72,10 +63,11 @@ export async function makeFixtures(
     })
   ).runId;
   values.set('mjVideo', mj);
-  await waitFor(
-    'the Midjourney job to complete',
+  await until(
     () => get(origin, rich.key, `/api/video/status?requestId=${mj}`),
     (j: any) => j?.data?.status === 'completed',
+    30_000,
+    'fixture: the Midjourney job to complete',
   );
   // then jobs that stay running until cancelled
   const video = { model: 'kling/v2.1-master-text-to-video', prompt: 'a lighthouse', duration: '5' };
@@ -84,10 +76,11 @@ export async function makeFixtures(
   values.set('ownVideo', (await post(origin, rich.key, '/api/generate-video', video)).runId);
   values.set('spareVideo', (await post(origin, rich.key, '/api/generate-video', video)).runId);
   values.set('foreignVideo', (await post(origin, other.key, '/api/generate-video', video)).runId);
-  await waitFor(
-    'the running jobs to reach fal',
+  await until(
     async () => fal.jobs.length,
     (n) => n >= submitted + 3,
+    30_000,
+    'fixture: the running jobs to reach fal',
   );
 
   const music = { model: 'elevenlabs/music_v1', text: 'a calm piano', duration: 3 };
@@ -127,10 +120,11 @@ export async function makeFixtures(
   values.set('spareFile', await uploadFile(rich.key));
   values.set('foreignFile', await uploadFile(other.key));
 
-  await waitFor(
-    'the speech job to finish',
+  await until(
     () => get(origin, rich.key, `/api/tts/status?runId=${ownSpeech}`),
     (j: any) => j?.status !== 'pending',
+    30_000,
+    'fixture: the speech job to finish',
   );
   return { values, accounts: [rich.accountId, poor.accountId, other.accountId, revoked.accountId] };
 }

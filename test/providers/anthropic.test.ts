@@ -536,7 +536,7 @@ describe('anthropic provider adapter', () => {
 
     it('reuses the keep-alive connection after a complete stream', async () => {
       await collect(anthropicChat.stream(request(), target, signal()));
-      await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, 50)); // a fixed time on purpose: no abort may follow within it
       assert.equal(up.last().aborted, false);
       assert.equal(up.last().connectionOpen, true);
     });
@@ -544,7 +544,7 @@ describe('anthropic provider adapter', () => {
     it('does not call the upstream before the first next()', async () => {
       const before = up.requests.length;
       const it = anthropicChat.stream(request(), target, signal())[Symbol.asyncIterator]();
-      await new Promise((r) => setTimeout(r, 30));
+      await new Promise((r) => setTimeout(r, 30)); // a fixed time on purpose: no request may start within it
       assert.equal(up.requests.length, before);
       await it.next();
       assert.equal(up.requests.length, before + 1);

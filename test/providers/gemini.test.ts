@@ -10,6 +10,7 @@ import type { ProviderTarget } from '../../activities/providers/types.js';
 import type { InferenceRequest, Message, StreamEvent } from '../../activities/core/types.js';
 import { startGeminiUpstream, type GeminiUpstream } from '../support/upstreams/gemini.js';
 import { RequestError } from '../../activities/core/errors.js';
+import { waitFor } from '../support/wait.js';
 
 const user = (text: string): Message => ({ role: 'user', content: [{ type: 'text', text }] });
 const request = (over: Partial<InferenceRequest> = {}): InferenceRequest => ({
@@ -1023,14 +1024,6 @@ describe('safeFetch', () => {
     assert.ok(Date.now() - started < 2000);
   });
 });
-
-async function waitFor(cond: () => boolean, ms = 3000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) assert.fail('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 /** A real 1×1 PNG. */
 function tinyPng(): Buffer {

@@ -11,6 +11,7 @@ import { countPromptTokens, countTokens, localChat } from '../../activities/prov
 import { findLocalModel } from '../../activities/providers/local/modelFiles.js';
 import type { ProviderTarget } from '../../activities/providers/types.js';
 import { RequestError } from '../../activities/core/errors.js';
+import { waitFor } from '../support/wait.js';
 
 const MODEL = 'stories260K.gguf';
 const SHA256 = '270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d';
@@ -274,7 +275,7 @@ describe('local provider (llama.cpp in-process, stories260K)', function () {
       );
       const ac = new AbortController();
       const waiting = localChat.complete(request(), target, ac.signal);
-      await new Promise((r) => setTimeout(r, 5));
+      await waitFor(() => lm.pool.queued > 0, 5_000, 'the request to wait for a sequence');
       ac.abort();
       await rejectsUpstream(waiting, (e) => assert.equal(e.status, 499));
       assert.equal(lm.pool.queued, 0);

@@ -32,12 +32,7 @@ export async function startChatBench(): Promise<ChatBench> {
     openai,
     openrouter,
     account: (usd = '10', restrictions = {}) => newAccount(usd, restrictions),
-    post: (key, body, headers = {}, path = '/api/v1/chat/completions') =>
-      fetch(`${api.base}${path}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...headers },
-        body: typeof body === 'string' ? body : JSON.stringify(body),
-      }),
+    post: (key, body, headers = {}, path = '/api/v1/chat/completions') => api.post(path, body, { key, headers }),
     usd: async (accountId) => (await settledBalances(accountId)).USD,
     async close() {
       await api.close();

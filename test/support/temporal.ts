@@ -6,6 +6,7 @@ import { config } from '../../activities/config.js';
 import { findTemporalCli, startDevServer } from '../../temporal-dev/index.js';
 import { createWorker, SEARCH_ATTRIBUTES } from '../../bin/worker.js';
 import { closeTemporalClient } from '../../activities/temporalClient.js';
+import { workflowBundle } from './workflowBundle.js';
 
 interface TestTemporal {
   address: string;
@@ -28,7 +29,7 @@ export async function useTemporal(): Promise<TestTemporal> {
     config.temporalAddress = server.address;
     const connection = await Connection.connect({ address: server.address });
     cleanup.unshift(() => connection.close());
-    const worker = await createWorker(server.address);
+    const worker = await createWorker(server.address, workflowBundle());
     const running = worker.run();
     cleanup.unshift(async () => {
       worker.shutdown();
@@ -36,11 +37,11 @@ export async function useTemporal(): Promise<TestTemporal> {
     });
     return { address: server.address, client: new Client({ connection, namespace: config.temporalNamespace }), worker };
   })();
-  const t = await started;
-  // Every call, not only the first: a suite that snapshot the settings (keepConfig) before the
-  // server started puts back "no Temporal server" when it ends, and the server outlives it.
-  config.temporalAddress = t.address;
-  return t;
+  const temporal = await started;
+  // Said again on every use: a suite that put its settings back (keepConfig) may have put back the
+  // address from before this process's server started, and the next suite would find none.
+  config.temporalAddress = temporal.address;
+  return temporal;
 }
 
 export async function stopTemporal(): Promise<void> {

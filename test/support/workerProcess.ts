@@ -11,9 +11,10 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const { connectDatabase } = await import('../../activities/db.js');
   const { loadCatalog } = await import('../../activities/catalog/catalog.js');
   const { createWorker, stopWorker } = await import('../../bin/worker.js');
+  const { workflowBundle } = await import('./workflowBundle.js');
   connectDatabase(process.env.DATABASE_URL!, 5);
   await loadCatalog();
-  const worker = await createWorker(process.env.TEMPORAL_ADDRESS!);
+  const worker = await createWorker(process.env.TEMPORAL_ADDRESS!, workflowBundle());
   process.on('SIGTERM', () => stopWorker(worker));
   const running = worker.run();
   console.log('ready');

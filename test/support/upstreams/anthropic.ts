@@ -16,8 +16,8 @@
 //   up.last().body.messages ...; await up.close();
 //   up.promptCache(true);   // cache at `cache_control` breakpoints, reporting reads and writes as Anthropic does
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { type BodyWriter, bodyWriter, defaultSplit, type SplitWrites } from './split.js';
+import { listenOnLoopback, closeServer } from './loopback.js';
 
 interface AnthropicReply {
   /** which endpoint consumes this script (default 'messages') */
@@ -246,8 +246,7 @@ export async function startAnthropicUpstream(
     await streamMessage(res, message, script, bodyWriter(res, split));
   });
 
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const { port } = await listenOnLoopback(server);
   return {
     url: `http://127.0.0.1:${port}`,
     apiKey,
@@ -269,11 +268,7 @@ export async function startAnthropicUpstream(
       if (!r) throw new Error('the Anthropic loopback has received no request');
       return r;
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: () => closeServer(server),
   };
 }
 

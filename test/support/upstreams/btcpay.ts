@@ -24,7 +24,7 @@
 // `stall(only)` holds the answers to matching requests until `unstall()` (a BTCPay that hangs).
 import http from 'node:http';
 import { createHmac, randomBytes } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
+import { listenOnLoopback, closeServer } from './loopback.js';
 
 type InvoiceStatus = 'New' | 'Processing' | 'Settled' | 'Expired' | 'Invalid';
 
@@ -364,8 +364,7 @@ export async function startBtcpayUpstream(
       json(404, { code: 'not-found', message: 'Not found' });
     });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  base = (await listenOnLoopback(server)).origin;
 
   const find = (id: string) => {
     const inv = invoices.get(id);
@@ -486,8 +485,7 @@ export async function startBtcpayUpstream(
     close: async () => {
       stalling?.release();
       for (const inv of invoices.values()) for (const t of inv.timers) clearTimeout(t);
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
+      await closeServer(server);
     },
   };
 }

@@ -10,7 +10,7 @@
 // a delay, usage left out, a wrong number of vectors, base64 answers. Every request is recorded.
 import { createHash } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOnLoopback, closeServer } from './loopback.js';
 
 interface EmbeddingsReply {
   status?: number;
@@ -111,9 +111,7 @@ export async function startEmbeddingsUpstream(): Promise<EmbeddingsUpstream> {
       );
     });
   });
-  server.listen(0, '127.0.0.1');
-  await new Promise((r) => server.once('listening', r));
-  const { port } = server.address() as AddressInfo;
+  const { port } = await listenOnLoopback(server);
   return {
     url: `http://127.0.0.1:${port}`,
     apiKey,
@@ -121,10 +119,6 @@ export async function startEmbeddingsUpstream(): Promise<EmbeddingsUpstream> {
     script: (...replies) => {
       scripted = replies;
     },
-    close: () =>
-      new Promise((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
+    close: () => closeServer(server),
   };
 }

@@ -16,8 +16,8 @@
 // when a network or a worker fails between fal accepting a job and the caller reading its id.
 import http from 'node:http';
 import { createHash } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
 import { solidPng } from '../png.js';
+import { listenOnLoopback, closeServer } from './loopback.js';
 
 /** The PNG served as output image `i` of job `id` (its colour follows both). */
 export const falImage = (id: string, i: number) => solidPng(16, 16, [(id.length * 7) % 256, i * 50, 200]);
@@ -302,9 +302,7 @@ export async function startFalUpstream(
       return json(200, out);
     });
   });
-  server.listen(0, '127.0.0.1');
-  await new Promise((r) => server.once('listening', r));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  base = (await listenOnLoopback(server)).origin;
   return {
     url: base,
     apiKey,
@@ -317,10 +315,6 @@ export async function startFalUpstream(
       if (j) j.released = true;
     },
     fileBytes: mp4,
-    close: () =>
-      new Promise((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
+    close: () => closeServer(server),
   };
 }

@@ -18,7 +18,6 @@
 // the text where the first one starts, leaving it out, with a plain STOP, as the real API does.
 // Every stream frame carries the running usage totals; the last one the whole count.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { bodyWriter, defaultSplit, type SplitWrites } from './split.js';
 import type {
   GeminiContent,
@@ -28,6 +27,7 @@ import type {
   GeminiResponse,
   GeminiUsageMetadata,
 } from '../../../activities/providers/gemini/wire.js';
+import { listenOnLoopback, closeServer } from './loopback.js';
 
 interface GeminiReplyScript {
   /** the reply's text (default: derived from the request) */
@@ -683,9 +683,7 @@ export async function startGeminiUpstream(
     await out.end(sse ? '' : ']');
   });
 
-  server.listen(0, '127.0.0.1');
-  await new Promise((r) => server.once('listening', r));
-  const { port } = server.address() as AddressInfo;
+  const { port } = await listenOnLoopback(server);
   return {
     url: `http://127.0.0.1:${port}`,
     apiKey,
@@ -702,10 +700,6 @@ export async function startGeminiUpstream(
       queue = [];
       requests.length = 0;
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: () => closeServer(server),
   };
 }

@@ -7,9 +7,9 @@
 // content_policy_violation (type image_generation_user_error), 429 with Retry-After, 500.
 // Scriptable per request: an error, fewer images than asked. Every request is recorded.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import busboy from 'busboy';
 import { solidPng } from '../png.js';
+import { listenOnLoopback } from './loopback.js';
 
 interface ImagesReply {
   status?: 400 | 429 | 500;
@@ -149,9 +149,7 @@ export async function startImagesUpstream(apiKey = 'sk-images-loopback'): Promis
       reply(res, rec);
     });
   });
-  server.listen(0, '127.0.0.1');
-  await new Promise((r) => server.once('listening', r));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  base = (await listenOnLoopback(server)).origin;
   return {
     url: base,
     apiKey,

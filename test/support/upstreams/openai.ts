@@ -16,8 +16,8 @@
 //   ... target = { providerId: 'openai', baseUrl: up.url, apiKey: up.apiKey, options: {} }
 //   up.requests[0].body.messages ...; await up.close();
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { type BodyWriter, bodyWriter, defaultSplit, type SplitWrites } from './split.js';
+import { listenOnLoopback, closeServer } from './loopback.js';
 
 interface WireError {
   message?: string;
@@ -484,8 +484,7 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
     });
   }
 
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as AddressInfo;
+  const { port } = await listenOnLoopback(server);
 
   return {
     url: `http://127.0.0.1:${port}${basePath}`,
@@ -511,11 +510,7 @@ export async function startOpenAIUpstream(opts: OpenAIUpstreamOptions = {}): Pro
       requests.length = 0;
       base = {};
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: () => closeServer(server),
   };
 }
 

@@ -2,9 +2,9 @@
 // server that passes /images/... to the images loopback and /audio/... to the transcription
 // loopback, byte for byte, so one OPENAI_BASE_URL serves both (the client compatibility tests).
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { type ImagesUpstream, startImagesUpstream } from './images.js';
 import { startTranscriptionUpstream, type TranscriptionUpstream } from './transcription.js';
+import { listenOnLoopback, closeServer } from './loopback.js';
 
 export interface OpenAIMediaUpstream {
   url: string;
@@ -30,16 +30,14 @@ export async function startOpenAIMediaUpstream(): Promise<OpenAIMediaUpstream> {
     out.on('error', () => res.destroy());
     req.pipe(out);
   });
-  server.listen(0, '127.0.0.1');
-  await new Promise((r) => server.once('listening', r));
-  const { port } = server.address() as AddressInfo;
+  const { port } = await listenOnLoopback(server);
   return {
     url: `http://127.0.0.1:${port}`,
     apiKey,
     images,
     transcription,
     close: async () => {
-      await new Promise<void>((r) => server.close(() => r()));
+      await closeServer(server);
       await images.close();
       await transcription.close();
     },

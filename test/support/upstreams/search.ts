@@ -15,7 +15,7 @@
 // Each can be scripted per request (a status, a dropped connection, a delay) and records requests.
 // Also: a loopback web-page server (`startPages`), for SearXNG's deep search fetching pages.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOnLoopback, closeServer } from './loopback.js';
 
 export interface Doc {
   title: string;
@@ -218,8 +218,7 @@ export async function startSearchUpstream(
       }),
     );
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as AddressInfo).port;
+  const { port } = await listenOnLoopback(server);
   return {
     url: kind === 'linkup' ? `http://127.0.0.1:${port}/v1` : `http://127.0.0.1:${port}`,
     apiKey,
@@ -229,11 +228,7 @@ export async function startSearchUpstream(
       requests.length = 0;
       queue.length = 0;
     },
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
+    close: () => closeServer(server),
   };
 }
 
@@ -252,14 +247,10 @@ export async function startPages(
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
     res.end(pages[name]);
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { origin } = await listenOnLoopback(server);
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url: origin,
     hits,
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
+    close: () => closeServer(server),
   };
 }

@@ -12,7 +12,7 @@
 // Scriptable per request: an error status, a cut after N chunks, a delay, a hang (headers never
 // sent until the caller gives up). Requests are recorded, with whether the caller aborted.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOnLoopback, closeServer } from './loopback.js';
 
 interface SpeechReply {
   /** answer this status with the protocol's error body */
@@ -207,9 +207,7 @@ async function start(kind: 'openai' | 'elevenlabs'): Promise<SpeechUpstream> {
       res.end();
     });
   });
-  server.listen(0, '127.0.0.1');
-  await new Promise((r) => server.once('listening', r));
-  const { port } = server.address() as AddressInfo;
+  const { port } = await listenOnLoopback(server);
   return {
     url: kind === 'openai' ? `http://127.0.0.1:${port}/v1` : `http://127.0.0.1:${port}`,
     apiKey,
@@ -217,11 +215,7 @@ async function start(kind: 'openai' | 'elevenlabs'): Promise<SpeechUpstream> {
     script: (...replies) => {
       queue = replies;
     },
-    close: () =>
-      new Promise((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
+    close: () => closeServer(server),
   };
 }
 

@@ -13,8 +13,8 @@
 // serves the genuine record of the previous answer instead of the one asked for).
 import http from 'node:http';
 import { createHash, randomBytes } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { listenOnLoopback, closeServer } from './loopback.js';
 
 export interface TeeUpstream {
   url: string;
@@ -42,7 +42,7 @@ export async function startTeeUpstream(): Promise<TeeUpstream> {
     faults: { tamper: false, wrongNonce: false, impostor: false, alterResponse: false, otherRecord: false },
     nonces: [],
     signatureIds: [],
-    close: () => new Promise((r) => server.close(() => r())),
+    close: () => closeServer(server),
   };
   const json = (res: http.ServerResponse, status: number, body: unknown, sent?: string) => {
     const text = JSON.stringify(body);
@@ -114,8 +114,6 @@ export async function startTeeUpstream(): Promise<TeeUpstream> {
     }
     json(res, 404, { error: { message: `no route ${req.method} ${url.pathname}` } });
   });
-  server.listen(0, '127.0.0.1');
-  await new Promise((r) => server.once('listening', r));
-  up.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  up.url = `${(await listenOnLoopback(server)).origin}/v1`;
   return up;
 }

@@ -7,8 +7,8 @@
 // the WAV header of the file sent, as a real service measures what it got. whisper-1 takes
 // verbose_json; gpt-4o-mini-transcribe only json and text, as OpenAI's own.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import busboy from 'busboy';
+import { listenOnLoopback, closeServer } from './loopback.js';
 
 interface Recorded {
   path: string;
@@ -161,9 +161,7 @@ export async function startTranscriptionUpstream(apiKey = 'sk-stt-loopback'): Pr
     });
     req.pipe(form);
   });
-  server.listen(0, '127.0.0.1');
-  await new Promise((r) => server.once('listening', r));
-  const { port } = server.address() as AddressInfo;
+  const { port } = await listenOnLoopback(server);
   return {
     url: `http://127.0.0.1:${port}`,
     apiKey,
@@ -171,6 +169,6 @@ export async function startTranscriptionUpstream(apiKey = 'sk-stt-loopback'): Pr
     script: (...replies) => {
       scripted = replies;
     },
-    close: () => new Promise((r) => server.close(() => r())),
+    close: () => closeServer(server),
   };
 }

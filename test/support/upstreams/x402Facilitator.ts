@@ -9,10 +9,10 @@
 // transaction hash. Failures can be scripted: `failNext('verify' | 'settle', status)` answers an
 // HTTP error once, `hangSettle` never answers a settle.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { getAddress, isAddressEqual, verifyTypedData } from 'viem';
 import { authorizationTypes } from '@x402/evm';
+import { listenOnLoopback, closeServer } from './loopback.js';
 
 interface Authorization {
   from: `0x${string}`;
@@ -158,9 +158,7 @@ export async function startX402Facilitator(opts: { network?: string } = {}): Pro
     }
     send(404, { error: `no route ${req.method} ${path}` });
   });
-  server.listen(0, '127.0.0.1');
-  await new Promise((r) => server.once('listening', r));
-  const { port } = server.address() as AddressInfo;
+  const { port } = await listenOnLoopback(server);
   const facilitator: X402Facilitator = {
     url: `http://127.0.0.1:${port}`,
     network,
@@ -169,11 +167,7 @@ export async function startX402Facilitator(opts: { network?: string } = {}): Pro
     requests,
     failNext: (op, status) => void failures.push({ op, status }),
     hangSettle: false,
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
+    close: () => closeServer(server),
   };
   return facilitator;
 }

@@ -4,10 +4,10 @@
 // for billing, and the same bytes for the caller; chunks that say anything more must be parsed.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { plainTextDelta } from '../activities/providers/openai/stream.js';
-import { StreamDecoder } from '../activities/providers/openai/response.js';
-import { ChatRelay } from '../activities/surfaces/chatPassthrough.js';
-import { MessageStreamDecoder, plainTextDeltaFrame } from '../activities/providers/anthropic/stream.js';
+import { plainTextDelta } from '../../activities/providers/openai/stream.js';
+import { StreamDecoder } from '../../activities/providers/openai/response.js';
+import { ChatRelay } from '../../activities/surfaces/chatPassthrough.js';
+import { MessageStreamDecoder, plainTextDeltaFrame } from '../../activities/providers/anthropic/stream.js';
 
 /** What the decoder makes of a chunk: its events, or the error it throws. */
 function decoded(data: string) {

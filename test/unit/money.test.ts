@@ -8,7 +8,7 @@ import {
   parseLimit,
   toDisplayNumber,
   usdToXno,
-} from '../activities/core/money.js';
+} from '../../activities/core/money.js';
 
 describe('money', () => {
   it('parses and prints decimal text exactly', () => {

@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import Router, { type Layer, type MatchResult } from '@koa/router';
-import { createApp } from '../api/app.js';
-import { indexRoutes } from '../api/routeIndex.js';
+import { createApp } from '../../api/app.js';
+import { indexRoutes } from '../../api/routeIndex.js';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'PROPFIND', 'get'];
 

@@ -2,7 +2,7 @@
 // stream in pieces cut anywhere, so every test here checks that the frames do not depend on where
 // the cuts fall: between frames, inside a line, inside "\r\n" or "\n\n", inside a UTF-8 character.
 import assert from 'node:assert/strict';
-import { parseSse, type SseFrame, sseBatches } from '../activities/providers/sse.js';
+import { parseSse, type SseFrame, sseBatches } from '../../activities/providers/sse.js';
 
 async function* pieces(parts: Array<Uint8Array | string>): AsyncGenerator<Uint8Array | string> {
   for (const p of parts) yield p;

@@ -1,6 +1,6 @@
 // The JSON the API writes: numbers in plain decimal notation (`0.0000009`, not `9e-7`), strings untouched.
 import assert from 'node:assert/strict';
-import { plainDecimals, toJson } from '../activities/json.js';
+import { plainDecimals, toJson } from '../../activities/json.js';
 
 describe('plain-decimal JSON (activities/json.ts)', () => {
   it('writes small numbers as plain decimals, exactly', () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import type { Context } from 'koa';
-import { clientAbortSignal } from '../api/clientAbort.js';
+import { clientAbortSignal } from '../../api/clientAbort.js';
 
 /** A Koa context on a stand-in connection: all clientAbortSignal reads is the socket. */
 const onSocket = (socket: EventEmitter & { destroyed?: boolean }) => ({ req: { socket } }) as unknown as Context;
