@@ -10,6 +10,7 @@ const jobs = Math.max(1, Number(process.env.SWITCHYARD_TEST_JOBS) || 4);
 // The files that take longest (measured), handed out first: a long file started last would keep one
 // worker busy after the others have finished. The rest follow in name order.
 const SLOWEST = [
+  'production-build', // with SWITCHYARD_TEST_PRODUCTION_BUILD=1 (CI); skipped otherwise
   'video-faults',
   'speech-job-faults',
   'fuzz/fuzz',

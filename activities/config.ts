@@ -1,6 +1,6 @@
 // The gateway's core settings, read once. A few module-specific ones are read where they are
 // used (LOCAL_* in providers/local/engine.ts, TOOL_SPEC_MAX_BYTES in surfaces/chat.ts,
-// SWITCHYARD_FETCH_ALLOW_PRIVATE in media/safeFetch.ts, SWITCHYARD_DURABLE_REQUEST_CHARGES in
+// SWITCHYARD_FETCH_ALLOW_PRIVATE in core/safeFetch.ts, SWITCHYARD_DURABLE_REQUEST_CHARGES in
 // db.ts). The README's "Configuration" table lists them all; keep it in step.
 import 'dotenv/config';
 import { existsSync } from 'node:fs';
@@ -34,6 +34,8 @@ export interface Config {
   temporalAddress: string | undefined;
   temporalNamespace: string;
   taskQueue: string;
+  /** how to reach a Temporal cluster beyond the dev server: TLS (files), mTLS, Temporal Cloud's API key */
+  temporalSecurity: TemporalSecurity;
   /** the `<service>` of the spec: key prefix `sk-<service>-`, `x_<service>_pricing`, `<Service>` text tags */
   serviceName: string;
   bootstrapKey: string | undefined;
@@ -135,6 +137,35 @@ export interface Config {
   x402FacilitatorTimeoutMs: number;
 }
 
+export interface TemporalSecurity {
+  /** TEMPORAL_TLS; on by default when any other of these settings is given */
+  tls: boolean;
+  /** file paths: the CA that signed the server's certificate (unset: the system's roots), the client's pair */
+  caFile?: string;
+  certFile?: string;
+  keyFile?: string;
+  serverName?: string;
+  apiKey?: string;
+}
+
+function temporalSecurity(): TemporalSecurity {
+  const s = {
+    caFile: str('TEMPORAL_TLS_CA'),
+    certFile: str('TEMPORAL_TLS_CERT'),
+    keyFile: str('TEMPORAL_TLS_KEY'),
+    serverName: str('TEMPORAL_TLS_SERVER_NAME'),
+    apiKey: str('TEMPORAL_API_KEY'),
+  };
+  if (!s.certFile !== !s.keyFile) throw new Error('TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY go together (mTLS)');
+  const raw = str('TEMPORAL_TLS')?.toLowerCase();
+  if (raw !== undefined && !['true', 'false', '1', '0'].includes(raw))
+    throw new Error(`TEMPORAL_TLS must be true or false, got "${raw}"`);
+  const tls = raw === undefined ? Object.values(s).some((v) => v !== undefined) : raw === 'true' || raw === '1';
+  if (!tls && (s.caFile || s.certFile || s.serverName))
+    throw new Error('TEMPORAL_TLS=false contradicts TEMPORAL_TLS_CA / _CERT / _SERVER_NAME');
+  return { tls, ...s };
+}
+
 type SignupPolicy = 'open' | 'invite' | 'closed';
 
 function signupPolicy(): SignupPolicy {
@@ -153,6 +184,7 @@ function loadConfig(): Config {
     temporalAddress: str('TEMPORAL_ADDRESS'),
     temporalNamespace: str('TEMPORAL_NAMESPACE') ?? 'switchyard',
     taskQueue: str('TEMPORAL_TASK_QUEUE') ?? 'switchyard',
+    temporalSecurity: temporalSecurity(),
     serviceName: (str('SWITCHYARD_SERVICE_NAME') ?? 'nanogpt').toLowerCase(),
     bootstrapKey: str('SWITCHYARD_BOOTSTRAP_KEY'),
     bootstrapBalanceUsd: str('SWITCHYARD_BOOTSTRAP_BALANCE_USD'),

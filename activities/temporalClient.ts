@@ -5,6 +5,7 @@
 // (warmTemporalClient), so the first job does not wait for it.
 import type { Client, Connection } from '@temporalio/client';
 import { config } from './config.js';
+import { explainTemporalError, temporalConnectionOptions } from './temporalConnection.js';
 
 let client: Promise<Client> | undefined;
 let connection: Connection | undefined;
@@ -29,14 +30,17 @@ export function temporal(): Promise<Client> {
   client ??= (async () => {
     if (!config.temporalAddress) throw new Error('no Temporal server configured (TEMPORAL_ADDRESS)');
     const sdk = await import('@temporalio/client');
+    const address = config.temporalAddress;
     connection = await sdk.Connection.connect({
-      address: config.temporalAddress,
+      ...temporalConnectionOptions(address),
       connectTimeout: CONNECT_TIMEOUT_MS,
       // an unreachable engine is retried for about a second (0.17 + 0.29 + 0.49 s apart), not the
       // SDK's ten attempts over ten seconds and more: the caller waiting on a job start hears 503
       // within ENGINE_DEADLINE_MS, and a call cut off by that deadline leaves no retry behind
       interceptors: [sdk.makeGrpcRetryInterceptor(sdk.defaultGrpcRetryOptions({ maxAttempts: 4 }))],
       channelArgs: { 'grpc.client_idle_timeout_ms': IDLE_TIMEOUT_MS },
+    }).catch(async (err: unknown) => {
+      throw await explainTemporalError(err, address);
     });
     return new sdk.Client({ connection, namespace: config.temporalNamespace });
   })();

@@ -5,7 +5,7 @@
 import { STATUS_CODES, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { RequestError } from '../activities/core/errors.js';
-import { renderError } from './errors.js';
+import { renderError } from '../activities/surfaces/errors.js';
 import { newRequestId } from './middleware/requestId.js';
 
 const ANSWERS: Record<string, [number, string, string]> = {

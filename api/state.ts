@@ -1,10 +1,10 @@
 // What every request carries on `ctx.state`, typed once: the app's routers are `Router<AppState>`
 // and middleware is `Middleware<AppState>`, so routes read `ctx.state.caller` without casts.
 import type { ParameterizedContext } from 'koa';
-import type { Caller } from '../activities/accounts/keys.js';
+import type { Caller } from '../activities/core/caller.js';
 import type { SessionView } from '../activities/accounts/sessions.js';
-import type { Envelope } from './errors.js';
-import type { X402State } from './x402.js';
+import type { Envelope } from '../activities/surfaces/errors.js';
+import type { X402State } from '../activities/x402/payments.js';
 
 export interface AppState {
   /** `req_<hex>`, also the X-Request-ID header (middleware/requestId.ts) */

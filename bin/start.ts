@@ -8,6 +8,7 @@ import { config } from '../activities/config.js';
 import { startCatalogRefresh, stopCatalogRefresh } from '../activities/catalog/catalog.js';
 import { createApp } from '../api/app.js';
 import { closeTemporalClient, warmTemporalClient } from '../activities/temporalClient.js';
+import { temporalConnectionOptions } from '../activities/temporalConnection.js';
 import { closeLocalModels } from '../activities/providers/local/index.js';
 import { flushRequestRecords } from '../activities/metering/records.js';
 import { flushLeases } from '../activities/ledger/leases.js';
@@ -47,8 +48,13 @@ async function main() {
   let address = config.temporalAddress;
   let uiUrl: string | null = null;
   if (address) {
-    await ensureSearchAttributes(address, config.temporalNamespace, SEARCH_ATTRIBUTES);
+    const { address: _, ...secure } = temporalConnectionOptions(address);
+    await ensureSearchAttributes(address, config.temporalNamespace, SEARCH_ATTRIBUTES, secure);
   } else {
+    const s = config.temporalSecurity;
+    if (s.tls || s.apiKey) {
+      throw new Error('TEMPORAL_TLS_* and TEMPORAL_API_KEY are for a cluster at TEMPORAL_ADDRESS, not the dev server');
+    }
     const cli = await findTemporalCli({ log });
     const server = await startDevServer({
       cli,

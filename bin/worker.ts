@@ -1,5 +1,6 @@
 // The Temporal worker: registers every workflow and activity, and makes sure the schedules
 // exist. `npm run worker` runs it alone (production); bin/start.ts runs it beside the API.
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
 import { Client, Connection, ScheduleOverlapPolicy } from '@temporalio/client';
@@ -12,6 +13,7 @@ import {
   sweepStoredResponses,
 } from '../workflows/index.js';
 import { config } from '../activities/config.js';
+import { explainTemporalError, temporalConnectionOptions } from '../activities/temporalConnection.js';
 
 export const SEARCH_ATTRIBUTES = { SwitchyardAccountId: 'Keyword' } as const;
 
@@ -30,13 +32,15 @@ export async function createWorker(address: string, workflowBundle?: { code: str
     });
     runtimeInstalled = true;
   }
-  const connection = await NativeConnection.connect({ address });
+  const connection = await NativeConnection.connect(temporalConnectionOptions(address)).catch(async (err: unknown) => {
+    throw await explainTemporalError(err, address);
+  });
   return Worker.create({
     connection,
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
-    // bundled here from the sources (or dist/), unless the caller bundled them already
-    ...(workflowBundle ? { workflowBundle } : { workflowsPath: workflowsPath() }),
+    // the caller's bundle, the one `npm run build` made, or else bundled here from the sources
+    ...(workflowBundle ? { workflowBundle } : workflowCode()),
     activities,
     // Sized for the 2-core machines this runs on by default; production tunes it.
     maxConcurrentActivityTaskExecutions: config.workerMaxActivities,
@@ -46,6 +50,15 @@ export async function createWorker(address: string, workflowBundle?: { code: str
     // costs one call per 2 s per running activity that beats that often.
     maxHeartbeatThrottleInterval: '2 seconds',
   });
+}
+
+/**
+ * The workflow code: the bundle `npm run build` made ahead of time (dist/workflow-bundle.js, next to
+ * the compiled bin/), or else the sources, which the SDK bundles (webpack + swc) at every start-up.
+ */
+function workflowCode(): { workflowBundle: { codePath: string } } | { workflowsPath: string } {
+  const bundle = fileURLToPath(new URL('../workflow-bundle.js', import.meta.url));
+  return existsSync(bundle) ? { workflowBundle: { codePath: bundle } } : { workflowsPath: workflowsPath() };
 }
 
 /** The workflows' entry: the sources, or the compiled tree when this runs from dist/ (npm run build). */
@@ -81,7 +94,7 @@ export const SCHEDULES: readonly RecurringJob[] = [
 
 /** Idempotent: creates the schedules that do not exist yet. */
 export async function ensureSchedules(address: string): Promise<void> {
-  const connection = await Connection.connect({ address });
+  const connection = await Connection.connect(temporalConnectionOptions(address));
   try {
     const client = new Client({ connection, namespace: config.temporalNamespace });
     for (const { scheduleId, workflow, every } of SCHEDULES) {
@@ -125,7 +138,8 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   // activities run inference (background responses), so the worker needs the catalog too
   await prepareCatalog((m) => console.log(`[worker] ${m}`));
   startCatalogRefresh();
-  await ensureSearchAttributes(config.temporalAddress, config.temporalNamespace, SEARCH_ATTRIBUTES);
+  const { address: _, ...secure } = temporalConnectionOptions(config.temporalAddress);
+  await ensureSearchAttributes(config.temporalAddress, config.temporalNamespace, SEARCH_ATTRIBUTES, secure);
   const worker = await createWorker(config.temporalAddress);
   await ensureSchedules(config.temporalAddress);
   process.on('SIGINT', () => stopWorker(worker));

@@ -302,7 +302,9 @@ export async function ensureSearchAttributes(
       if (i >= 40) {
         const why = addError instanceof Error ? `: ${addError.message}` : '';
         throw new Error(
-          `Could not register search attributes ${still.join(', ')} in namespace ${namespace} at ${address}${why}`,
+          `Could not register search attributes ${still.join(', ')} in namespace ${namespace} at ${address}${why}. ` +
+            'Where the operator API is not open to clients (Temporal Cloud), add them with ' +
+            '`tcld namespace search-attributes add` or in the Cloud UI.',
         );
       }
       await sleep(250);

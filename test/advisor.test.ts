@@ -1,5 +1,5 @@
 // biome-ignore-all lint/suspicious/noExplicitAny: wire JSON, read field by field
-// The advisor on chat completions (api/advisor.ts, README "Advisor"): required mode (the advisor
+// The advisor on chat completions (activities/inference/addOns/advisor.ts, README "Advisor"): required mode (the advisor
 // first, its guidance before the latest user turn), auto mode with and without the executor's call
 // of `consult_advisor` (the advice goes back as that tool's result), against the loopback OpenAI
 // and Anthropic upstreams and the built-in local model; every refusal (400, nothing charged,

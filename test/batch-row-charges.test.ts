@@ -12,7 +12,7 @@ import { db } from '../activities/db.js';
 import { closeIdleLeases, flushLeases } from '../activities/ledger/leases.js';
 import { balances, credit } from '../activities/ledger/ledger.js';
 import { releaseExpiredHolds } from '../activities/ledger/holds.js';
-import type { Payer } from '../activities/metering/callSpec.js';
+import type { Payer } from '../activities/core/caller.js';
 import { MeteredCall } from '../activities/metering/meteredCall.js';
 import { assertBooksBalance } from './support/books.js';
 

@@ -146,6 +146,10 @@ describe('file-backed batches (/v1/batches) with the openai SDK', function () {
     const done = await ended(batch.id);
     assert.equal(done.status, 'failed');
     assert.ok(done.failed_at);
+    // the spec's one-error field and terminal time, beside OpenAI's list and failed_at
+    const raw = (await client.batches.retrieve(batch.id)) as unknown as { error: unknown; finalized_at: number };
+    assert.deepEqual(raw.error, done.errors!.data![0]);
+    assert.equal(raw.finalized_at, done.failed_at);
     const byLine = Object.fromEntries(done.errors!.data!.map((e) => [e.line, e]));
     assert.equal(byLine[2].code, 'duplicate_custom_id');
     assert.equal(byLine[3].code, 'missing_required_parameter');

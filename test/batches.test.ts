@@ -103,10 +103,16 @@ describe('inline batches (/api/beta/batches) on the batch workflow', function ()
     assert.equal(made.results, null);
     assert.deepEqual(made.request_counts, { total: 3, completed: 0, failed: 0 });
     assert.deepEqual(made.metadata, { job: 'x' });
+    assert.equal(made.finalized_at, null);
+    assert.equal(made.error, null);
 
     const done = await ended(made.id);
     assert.equal(done.status, 'completed', JSON.stringify(done));
     assert.deepEqual(done.request_counts, { total: 3, completed: 3, failed: 0 });
+    // the spec's finalized_at is the terminal time; a batch that did not fail has no error
+    assert.ok(done.finalized_at >= done.created_at);
+    assert.equal(done.finalized_at, done.completed_at);
+    assert.equal(done.error, null);
     assert.deepEqual(
       done.results.map((r: any) => r.custom_id),
       ['a', 'b', 'c'],
@@ -477,6 +483,50 @@ describe('inline batches (/api/beta/batches) on the batch workflow', function ()
     await bad(
       { requests: [{ custom_id: 'a', body: { messages: 'hello', max_tokens: 5 } }] },
       'invalid_parameter_value',
+    );
+    // a model that cannot run the rows: the spec's unsupported_model, naming the row's model
+    for (const [model, endpoint, param] of [
+      ['openai/text-embedding-3-small', '/v1/chat/completions', /^model$/],
+      ['local/decider-260k', '/v1/chat/completions', /^model$/],
+      ['openai/gpt-4o-mini-search-preview', '/v1/responses', /^requests\[0\]\.body\.model$/],
+    ] as const)
+      await bad(
+        {
+          model,
+          endpoint,
+          requests: [
+            endpoint === '/v1/responses'
+              ? { custom_id: 'a', body: { input: 'x', max_output_tokens: 32 } }
+              : chatRow('a', 'x'),
+          ],
+        },
+        'unsupported_model',
+        param,
+      );
+    // the model's class takes no tools (no tool calling) or no structured output: unsupported_batch_input
+    const tool = { type: 'function', function: { name: 'f', parameters: { type: 'object' } } };
+    await bad(
+      { model: 'local/stories260k', requests: [chatRow('a', 'x', { tools: [tool] })] },
+      'unsupported_batch_input',
+      /requests\[0\]\.body\.tools/,
+    );
+    const schema = { type: 'json_schema', json_schema: { name: 's', schema: { type: 'object' } } };
+    for (const response_format of [schema, { type: 'json_object' }])
+      await bad(
+        { model: 'local/stories260k', requests: [chatRow('a', 'x', { response_format })] },
+        'unsupported_batch_input',
+        /requests\[0\]\.body\.response_format/,
+      );
+    await bad(
+      {
+        model: 'local/stories260k',
+        endpoint: '/v1/responses',
+        requests: [
+          { custom_id: 'a', body: { input: 'x', max_output_tokens: 32, text: { format: { type: 'json_object' } } } },
+        ],
+      },
+      'unsupported_batch_input',
+      /requests\[0\]\.body\.text\.format/,
     );
     const list = await fetch(`${b.base}/api/beta/batches?created_after=2026-13-45T99:99Z`, {
       headers: { authorization: `Bearer ${key}` },

@@ -41,6 +41,10 @@ describe('billing lookup', function () {
     assert.ok(spent > 0n);
     assert.equal(parseAmount(body.cost, 'USD'), spent);
     assert.equal(Number(body.cost), answer.cost);
+    // the /v1 alias answers the same record
+    const alias = await fetch(`${b.base}/v1/billing/${id}`, { headers: { authorization: `Bearer ${key}` } });
+    assert.equal(alias.status, 200);
+    assert.deepEqual(await alias.json(), body);
   });
 
   it('is 404 to another key, another account and an unknown id', async () => {

@@ -5,6 +5,7 @@
 // takes the model answers 402 (the reservation) before anything is sent upstream, or 200 when the
 // call costs nothing; a claim the router does not serve answers 404/405.
 import assert from 'node:assert/strict';
+import { dataUrlOf, mp4 } from './support/mp4.js';
 import { startApi, newAccount } from './support/api.js';
 import { dataUrl, solidPng } from './support/png.js';
 import { useProviderEnv } from './support/providerEnv.js';
@@ -52,11 +53,13 @@ function bodyFor(endpoint: string, m: ModelInfo): Record<string, unknown> | null
       return { model: m.id, text: 'Once upon a time' };
     case '/api/generate-video': {
       const needsImage = ((m.options.media_required as string[] | undefined) ?? []).includes('image');
+      const needsVideo = ((m.options.media_required as string[] | undefined) ?? []).includes('video');
       return {
         model: m.id,
         prompt: 'a lighthouse at dawn',
         ...(durations ? { duration: String(durations[0]) } : {}),
         ...(needsImage ? { imageUrl: 'https://example.com/lighthouse.png' } : {}),
+        ...(needsVideo ? { videoDataUrl: dataUrlOf(mp4(10)) } : {}),
       };
     }
     case '/api/v1/images':

@@ -274,6 +274,20 @@ describe('chat completions', function () {
           const expected = textCost(GPT_4O_MINI, { input: HELLO_PROMPT_TOKENS, output: 2 });
           assert.equal(expected, 1103n + 1260n);
           assert.equal(parseAmount('1', 'USD') - (await b.usd(accountId)).amount, expected);
+          // the bill after the error frame says what broke the stream it charged for
+          const billed = frames.filter((f) => f !== '[DONE]' && f.x_nanogpt_pricing).at(-1);
+          assert.equal(billed.x_nanogpt_pricing.cost, Number(expected) / 1e9);
+          assert.deepEqual(billed.x_nanogpt_pricing.error, {
+            status: errorFrame.error.status ?? 502,
+            message: errorFrame.error.message,
+          });
+          // a stream that ended well has no error in its bill
+          b.openai.script({ text: 'fine' });
+          const ok = await readSse(await b.post(key, { ...hello, stream: true }));
+          assert.equal(
+            ok.filter((f) => f !== '[DONE]' && f.x_nanogpt_pricing).at(-1).x_nanogpt_pricing.error,
+            undefined,
+          );
         });
 
         it('aborts the upstream and bills exactly what was produced when the caller disconnects', async () => {

@@ -8,7 +8,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from '../prisma/generated/client.js';
 import { config } from '../activities/config.js';
 import { db } from '../activities/db.js';
-import { asRequestError, errorHeaders, renderError } from '../api/errors.js';
+import { asRequestError, errorHeaders, renderError } from '../activities/surfaces/errors.js';
 import { holdTable } from './support/dbFaults.js';
 import { until } from './support/wait.js';
 

@@ -299,6 +299,10 @@ describe('images (OpenAI protocol)', function () {
       );
       assert.deepEqual(sent.files[1].bytes, b);
       assert.equal(await spent(accountId), 2n * GPT_IMAGE_HIGH_WIDE + GPT_IMAGE_MEDIUM_SQUARE);
+      // the /v1 alias is the same route, billed the same
+      const alias = await post(key, { model: 'gpt-image-1', prompt: 'a boat', quality: 'medium' }, '/v1/images');
+      assert.equal(alias.status, 200, await alias.clone().text());
+      assert.equal(await spent(accountId), 2n * GPT_IMAGE_HIGH_WIDE + 2n * GPT_IMAGE_MEDIUM_SQUARE);
     });
 
     it("every refusal has the spec's code, in the image envelope (top-level code, parameter)", async () => {

@@ -646,6 +646,27 @@ describe('native message batches (/v1/messages/batches) with the official SDK', 
       /requests\[0\]/,
       /video/,
     );
+    // the model's class takes no tools (its catalog entry has no tool calling)
+    await bad(
+      {
+        requests: [
+          row('a', 'x', {
+            model: 'local/stories260k',
+            tools: [{ name: 'f', input_schema: { type: 'object' } }],
+          }),
+        ],
+      },
+      400,
+      /requests\[0\]/,
+      /takes no tools/,
+    );
+    // a model that is not a chat model cannot run message rows
+    await bad(
+      { requests: [row('a', 'x', { model: 'openai/text-embedding-3-small' })] },
+      400,
+      /requests\[0\]/,
+      /chat models only/,
+    );
     const { rows: after } = await db().pool.query('SELECT count(*)::int AS n FROM batches WHERE account_id = $1', [
       accountId,
     ]);

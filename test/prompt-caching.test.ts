@@ -12,7 +12,7 @@ import { startApi, newAccount, apiPost } from './support/api.js';
 import { readSse } from './support/chatEnv.js';
 import { startOpenAIUpstream, type OpenAIUpstream } from './support/upstreams/openai.js';
 import { startAnthropicUpstream, type AnthropicUpstream } from './support/upstreams/anthropic.js';
-import { CLAUDE_HAIKU, GPT_4O_MINI, textCost } from './support/prices.js';
+import { CLAUDE_HAIKU, GPT_4O_MINI, perMillion, textCost } from './support/prices.js';
 import { assertBooksBalance, settledBalances } from './support/books.js';
 import { useProviderEnv } from './support/providerEnv.js';
 import { promptPrefixes, rememberedRoute, rememberRoute } from '../activities/routing/cacheAffinity.js';
@@ -108,6 +108,10 @@ describe('prompt caching: affinity, stickiness, breakpoints and cached-token bil
         output: second.usage.completion_tokens,
       });
       assert.ok(charged < uncached, 'cheaper than the same turn without the cache');
+      // the pricing extension shows the cache's share (reads at the cached price); none without the cache
+      const reads = perMillion(second.usage.prompt_tokens_details.cached_tokens, GPT_4O_MINI.cachedInput);
+      assert.equal(second.x_nanogpt_pricing.cacheCost, Number(reads) / 1e9);
+      assert.equal(first.x_nanogpt_pricing.cacheCost, undefined);
     });
 
     it('is per account: another account sending the same turn is routed by the catalog order', async () => {
@@ -338,6 +342,10 @@ describe('prompt caching: affinity, stickiness, breakpoints and cached-token bil
         }),
         'cache writes at the cache-write price',
       );
+      // the pricing extension's cacheCost: the writes' share of the cost (USD), exactly
+      const writes = perMillion(written, CLAUDE_HAIKU.cacheWrite ?? CLAUDE_HAIKU.input);
+      assert.ok(writes > 0n);
+      assert.equal(first.x_nanogpt_pricing.cacheCost, Number(writes) / 1e9);
 
       before = await usd(accountId);
       const second: any = await (
@@ -358,6 +366,10 @@ describe('prompt caching: affinity, stickiness, breakpoints and cached-token bil
           output: second.usage.completion_tokens,
         }),
       );
+      const cacheShare =
+        perMillion(read, CLAUDE_HAIKU.cachedInput) +
+        perMillion(second.usage.cache_creation_input_tokens ?? 0, CLAUDE_HAIKU.cacheWrite ?? CLAUDE_HAIKU.input);
+      assert.equal(second.x_nanogpt_pricing.cacheCost, Number(cacheShare) / 1e9);
     });
 
     it('cut_after_message_index and ttl 1h: the breakpoint on that message, writes at the 1-hour price (streaming)', async () => {

@@ -182,6 +182,7 @@ const ROUTES: Record<string, Entry> = {
   'POST /api/v1/systemone': ['refuses', REFUSED.decisions],
   'POST /v1/systemone': ['refuses', REFUSED.decisions],
   'POST /api/v1/images': ['refuses', REFUSED.images],
+  'POST /v1/images': ['refuses', REFUSED.images],
   'POST /api/v1/images/generations': ['refuses', REFUSED.images],
   'POST /v1/images/generations': ['refuses', REFUSED.images],
   'POST /api/v1/images/edits': ['refuses', REFUSED.imageEdits],
@@ -307,8 +308,11 @@ const ROUTES: Record<string, Entry> = {
       '(a :redaction suffix in the quoted body is applied there; the header is refused at the quote)',
   ],
   'GET /api/v1/billing/:requestId': ['no-text', 'a bill'],
+  'GET /v1/billing/:requestId': ['no-text', 'a bill'],
   'GET /api/v1/tee/attestation': ['no-text', "an enclave's report (the nonce is not text sent to a model)"],
+  'GET /v1/tee/attestation': ['no-text', "an enclave's report (the nonce is not text sent to a model)"],
   'GET /api/v1/tee/signature/:requestId': ['no-text', 'a stored signature'],
+  'GET /v1/tee/signature/:requestId': ['no-text', 'a stored signature'],
 };
 
 /** The app's one router (the middleware @koa/router's routes() returns carries it). */

@@ -5,7 +5,7 @@ import { newAccount } from './support/api.js';
 import { config } from '../activities/config.js';
 import { db } from '../activities/db.js';
 import { saveResponse } from '../activities/surfaces/responsesStore.js';
-import type { ResponseObject } from '../activities/surfaces/responses.js';
+import type { ResponseObject } from '../activities/surfaces/responsesResponse.js';
 
 describe('stored responses past their retention (deletion by schedule)', function () {
   this.timeout(120_000);

@@ -176,6 +176,12 @@ describe('TEE models', function () {
     assert.equal(typeof report.intel_quote, 'string');
     assert.equal(JSON.parse(report.nvidia_payload).nonce, nonce);
     assert.equal(up.nonces.at(-1), nonce);
+    // the /v1 alias is the same route
+    const again = await get(
+      `/v1/tee/attestation?model=${encodeURIComponent(MODEL)}&nonce=${encodeURIComponent(nonce)}`,
+    );
+    assert.equal(again.status, 200);
+    assert.equal((await again.json()).request_nonce, nonce);
   });
 
   it('passes a verified signature through; a client can check it itself', async () => {
@@ -183,6 +189,9 @@ describe('TEE models', function () {
     const res = await get(`/api/v1/tee/signature/${answer.id}?model=${encodeURIComponent(MODEL)}&signing_algo=ecdsa`);
     const rec = await res.json();
     assert.equal(res.status, 200, JSON.stringify(rec));
+    const alias = await get(`/v1/tee/signature/${answer.id}?model=${encodeURIComponent(MODEL)}&signing_algo=ecdsa`);
+    assert.equal(alias.status, 200);
+    assert.equal((await alias.json()).signature, rec.signature);
     assert.equal(res.headers.get('x-tee-verified'), 'true');
     assert.equal(rec.verification.verified, true);
     assert.equal(rec.verification.bodies_checked, true);

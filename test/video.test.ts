@@ -7,6 +7,9 @@
 // books balance after each test.
 import { startWorkerProcess } from './support/workerProcess.js';
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import { dataUrlOf, mp4 } from './support/mp4.js';
+import type { AddressInfo } from 'node:net';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { closeVideoJob, finishVideoJob } from '../activities/video/finish.js';
 import { pollVideoJob, submitVideoJob } from '../activities/video/run.js';
@@ -42,6 +45,8 @@ const I2V = 'kling/v2.5-turbo-standard-image-to-video';
 const MJ = 'midjourney/video';
 
 /** Customer price of `seconds` of `model` (list price + markup, copied by hand in test/support/prices.ts), nano-USD. */
+const EXTEND = 'pixverse/extend';
+
 function price(model: keyof typeof VIDEO_PER_SECOND, seconds: number): bigint {
   return VIDEO_PER_SECOND[model] * BigInt(seconds);
 }
@@ -198,20 +203,30 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     const bytes = Buffer.from(await file.arrayBuffer());
     assert.deepEqual(bytes, fal.fileBytes(job!.id, 0));
     assert.equal(bytes.subarray(4, 8).toString('latin1'), 'ftyp');
-    // the content route takes what the spec says only: model sora-2, for a sora-2 job
-    const content = (model: string) =>
-      call(key, 'GET', `/api/generate-video/content?runId=${r.body.runId}&model=${model}&variant=video`);
-    for (const [model, param] of [
-      [T2V, 'model'],
-      ['kling-2.1-master', 'model'],
-      ['sora-2', 'runId'],
-    ]) {
-      const refused = await content(model);
+    // the content route serves the job's bytes for its model, by id or alias (catalog-driven):
+    // a model not served here, or another model than the job's, is refused naming the parameter
+    const content = (model: string, variant = 'video') =>
+      fetch(`${api.base}/api/generate-video/content?runId=${r.body.runId}&model=${model}&variant=${variant}`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
+    for (const model of [T2V, 'kling-2.1-master']) {
+      const served = await content(model);
+      assert.equal(served.status, 200, `${model}: answered ${served.status}`);
+      assert.equal(served.headers.get('content-type'), 'video/mp4');
+      assert.deepEqual(Buffer.from(await served.arrayBuffer()), bytes);
+    }
+    for (const [model, message] of [
+      ['sora-2', /must be a video model served here/],
+      ['kling/v2.1-master-image-to-video', /was made by/],
+    ] as const) {
+      const refused = await call(key, 'GET', `/api/generate-video/content?runId=${r.body.runId}&model=${model}`);
       assert.equal(refused.status, 400, `${model}: answered ${refused.status}`);
       assert.equal(refused.body.code, 'invalid_parameter_value');
-      assert.match(refused.body.message, /sora-2/);
-      assert.match(refused.body.message, new RegExp(param === 'model' ? "'model' must be" : 'was made by'));
+      assert.match(refused.body.message, message);
+      assert.match(refused.body.message, new RegExp(T2V.replace(/[./]/g, '\\$&')));
     }
+    const thumbnail = await content(T2V, 'thumbnail');
+    assert.equal(thumbnail.status, 404);
 
     // deprecated legacy status: provider labels and a Deprecation header; runId alias
     const legacy = await call(key, 'GET', `/api/generate-video/status?runId=${r.body.runId}`);
@@ -393,7 +408,7 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     for (const [method, path, body] of [
       ['GET', `/api/video/status?requestId=${id}`],
       ['GET', `/api/generate-video/status?requestId=${id}`],
-      ['GET', `/api/generate-video/content?runId=${id}&model=sora-2`],
+      ['GET', `/api/generate-video/content?runId=${id}&model=${T2V}`],
       ['POST', '/api/generate-video/cancel', { runId: id }],
       ['POST', '/api/generate-video/extend', { runId: id, index: 0 }],
     ] as Array<[string, string, unknown?]>) {
@@ -501,6 +516,65 @@ describe('video generation (Temporal workflows, fal queue protocol)', function (
     assert.ok(r402.body.requiredBalance > 0.5);
     assert.equal(await db().prisma.mediaJob.count({ where: { accountId: poor.accountId } }), 0);
     assert.equal((await usd(poor.accountId)).held, 0n);
+  });
+
+  it('extends a source video of at most 120 s, read from the file itself; a longer or unreadable one is refused', async () => {
+    const { key, accountId } = await newAccount('10');
+    // a loopback host for sources by URL (SWITCHYARD_FETCH_ALLOW_PRIVATE is on for the fal CDN)
+    const sources = new Map<string, Buffer>();
+    const host = http.createServer((req, res) => {
+      const data = sources.get(req.url ?? '');
+      res.writeHead(data ? 200 : 404, { 'content-type': 'video/mp4' });
+      res.end(data);
+    });
+    await new Promise<void>((r) => host.listen(0, '127.0.0.1', r));
+    const at = (name: string, data: Buffer) => {
+      sources.set(`/${name}`, data);
+      return `http://127.0.0.1:${(host.address() as AddressInfo).port}/${name}`;
+    };
+    try {
+      const before = await usd(accountId);
+      const jobsBefore = fal.jobs.length;
+      const refuse = async (body: Record<string, unknown>, param: string, message: RegExp) => {
+        const r = await submit(key, { model: EXTEND, prompt: 'carry on', ...body });
+        assert.equal(r.status, 400, JSON.stringify(r.body));
+        assert.equal(r.body.code, 'invalid_parameter_value');
+        assert.match(r.body.message, new RegExp(`'${param}'`));
+        assert.match(r.body.message, message);
+      };
+      await refuse({ videoUrl: at('long.mp4', mp4(121)) }, 'videoUrl', /121 s long.*at most 120 s/);
+      // a 64-bit header (version 1), moov after the media: 150 s is still too long
+      await refuse({ videoDataUrl: dataUrlOf(mp4(150, { version: 1, moovLast: true })) }, 'videoDataUrl', /150 s/);
+      await refuse({ videoUrl: at('noise.mp4', Buffer.from('not a video at all')) }, 'videoUrl', /cannot be read/);
+      await refuse(
+        { videoUrl: at('gone.mp4', mp4(10)).replace('gone', 'missing') },
+        'videoUrl',
+        /could not be fetched/,
+      );
+      const missing = await submit(key, { model: EXTEND, prompt: 'carry on' });
+      assert.equal(missing.status, 400);
+      assert.equal(missing.body.code, 'missing_required_parameter');
+      assert.equal(fal.jobs.length, jobsBefore, 'nothing was submitted');
+      assert.deepEqual(await usd(accountId), before, 'nothing was held or charged');
+
+      // exactly 120 s by URL, and 30 s inline: accepted, the source passed on as fal's video_url
+      fal.script({ queuePolls: 0, progressPolls: 0 }, { queuePolls: 0, progressPolls: 0 });
+      const url = at('limit.mp4', mp4(120));
+      const inline = dataUrlOf(mp4(30, { moovLast: true }));
+      for (const [prompt, field, value] of [
+        ['extend by url', 'videoUrl', url],
+        ['extend inline', 'videoDataUrl', inline],
+      ]) {
+        const r = await submit(key, { model: EXTEND, prompt, [field]: value, duration: '5' });
+        assert.equal(r.status, 202, JSON.stringify(r.body));
+        assert.equal(r.body.cost, Number(price(EXTEND, 5)) / 1e9);
+        await settled(key, r.body.runId);
+        const sent = fal.jobs.find((j) => j.input.prompt === prompt)!;
+        assert.equal(sent.input.video_url, value);
+      }
+    } finally {
+      await new Promise((r) => host.close(r));
+    }
   });
 
   it('a job not picked up yet shows as queued (a normalized state), not pending', async () => {

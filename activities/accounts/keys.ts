@@ -3,6 +3,7 @@
 // in memory for a few seconds (config.keyCacheTtlMs); changing a key through this module evicts
 // it here at once and announces it to the other processes (cacheChanges.ts), which evict it too.
 import { randomUUID } from 'node:crypto';
+import type { Caller } from '../core/caller.js';
 import { sha256Hex } from '../core/hash.js';
 import { db, retryOnLostConnection } from '../db.js';
 import { config } from '../config.js';
@@ -53,38 +54,6 @@ export interface KeyRestrictions {
   /** PII redaction when a request does not say (inherit: the account's default) */
   redaction?: RedactionDefault;
   expiresAt?: Date | null;
-}
-
-/**
- * What a request knows about its caller after authentication, whether it came with an API key or
- * a session cookie (sessions.ts): routes see one shape and never ask which. A session has no key,
- * so no key restrictions (`keyId` and `keyPrefix` null, no daily caps); the account's restrictions
- * bind both.
- */
-export interface Caller {
-  /** null when the caller signed in with a session */
-  keyId: string | null;
-  accountId: string;
-  keyPrefix: string | null;
-  /** the user whose personal account this is (the spec's `sessionId`); null for accounts no person owns */
-  userId: number | null;
-  /**
-   * The sign-in session row behind the request (sessions.ts), when it came with the session cookie.
-   * Not the spec's `sessionId`, which names a user (`userId` here).
-   */
-  webSessionId?: string;
-  dailyRequestLimit: number | null;
-  dailyUsdLimit: bigint | null;
-  /** account and key restrictions combined: allow-lists intersected, deny-lists joined */
-  providerAllow: string[] | null;
-  providerDeny: string[];
-  zdrOnly: boolean;
-  billingMode: BillingMode;
-  /**
-   * PII redaction when the request says nothing (no header, no suffix): the key's default, or the
-   * account's when the key inherits it (README, PII redaction). Absent: inherit, which is off.
-   */
-  redaction?: RedactionDefault;
 }
 
 export async function createKey(accountId: string, opts: KeyRestrictions & { name?: string; key?: string } = {}) {

@@ -2,7 +2,7 @@
 // by one conditional upsert, so concurrent requests from any number of API processes cannot
 // pass the cap; USD spent is added by the ledger when a hold is settled (ledger.settle).
 import { db } from '../db.js';
-import type { Caller } from './keys.js';
+import type { Caller } from '../core/caller.js';
 
 export type DailyLimitVerdict =
   | { ok: true }

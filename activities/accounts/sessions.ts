@@ -7,7 +7,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { db, retryOnLostConnection } from '../db.js';
 import { config } from '../config.js';
-import { type Caller, sessionCaller } from './keys.js';
+import { sessionCaller } from './keys.js';
+import type { Caller } from '../core/caller.js';
 import { sha256Hex } from '../core/hash.js';
 import type { RedactionDefault } from '../../prisma/generated/client.js';
 

@@ -9,7 +9,7 @@
 //             the tool's result, and the executor continues with the tool still declared but
 //             tool_choice 'none', so it answers in text (three phases, the best gateways' loop).
 // This file is the pure part: what is a valid advisor object, the prompts, and the messages of each
-// phase. The phases run as metered calls of their own (api/advisor.ts).
+// phase. The phases run as metered calls of their own (activities/inference/addOns/advisor.ts).
 import { catalog, type ModelInfo } from '../catalog/catalog.js';
 import { RequestError } from '../core/errors.js';
 import type { Message, ToolCall, ToolSpec } from '../core/types.js';

@@ -5,40 +5,18 @@
 // in the output. Everything else (running, billing, counting, cancelling) is the same for every
 // row and lives in rows.ts and the workflow. A new endpoint (native message batches) is a new
 // entry here.
-import { chatRequestSchema } from '../../api/schemas/chat.js';
-import { responsesRequestSchema } from '../../api/schemas/responses.js';
-import type { ModelInfo } from '../catalog/catalog.js';
-import type { InferenceResult, Usage } from '../core/types.js';
-import type { Bill } from '../inference/execute.js';
-import type { PrepareInput } from '../inference/prepare.js';
-import type { ModelName } from '../routing/suffixes.js';
+import { chatRequestSchema } from '../surfaces/schemas/chat.js';
+import { responsesRequestSchema } from '../surfaces/schemas/responses.js';
 import { chatToInternal } from '../surfaces/chat.js';
 import { toChatCompletion } from '../surfaces/chatResponse.js';
-import { newId, responsesToInternal, toResponse } from '../surfaces/responses.js';
+import { responsesToInternal } from '../surfaces/responses.js';
+import { toResponse } from '../surfaces/responsesResponse.js';
+import { newId } from '../core/ids.js';
 import { messages } from './messageKind.js';
-
-type BatchEndpoint = '/v1/chat/completions' | '/v1/responses' | '/v1/messages';
+import type { BatchEndpoint, RowKind } from './rowKind.js';
 
 /** The output cap an inline row gets when it sets none (spec, Limits). */
 export const INLINE_DEFAULT_OUTPUT_CAP = 4096;
-
-export interface RowKind {
-  endpoint: BatchEndpoint;
-  /** what request records and ledger reasons call a row of this kind */
-  surface: string;
-  /** the field holding the output cap */
-  capField: string;
-  /** the synchronous route's body schema (pure data, shared with api/schemas): a row is checked against it */
-  schema: object;
-  /** the row's output cap, when it sets one */
-  outputCap(body: any): number | undefined;
-  /** the spec's row rules a schema cannot say; the reason a row is refused, or undefined */
-  refusal(body: any): string | undefined;
-  /** the row in internal form, exactly as the synchronous route translates it (throws RequestError) */
-  translate(body: any, model: ModelInfo, name: ModelName): Pick<PrepareInput, 'request' | 'needs' | 'prefs' | 'native'>;
-  /** the answer as the synchronous route would have answered it, with the row's cost */
-  render(r: InferenceResult, usage: Usage, bill: Bill, row: { model: string; provider: string; body: any }): object;
-}
 
 const positiveInt = (v: unknown) => Number.isInteger(v) && (v as number) > 0;
 

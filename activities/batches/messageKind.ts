@@ -7,12 +7,12 @@
 // 1,000,000 (the model's own limit is checked where the batch is created), the first turn the
 // user's, and no content a batch cannot run (file references, containers, MCP servers, video;
 // hosted tools are refused by the translation itself, as on the synchronous route).
-import { messagesRequestSchema } from '../../api/schemas/messages.js';
-import type { RowKind } from './kinds.js';
+import { messagesRequestSchema } from '../surfaces/schemas/messages.js';
+import type { RowKind } from './rowKind.js';
 import { messagesToInternal } from '../surfaces/messages.js';
 import { messagesPassThroughBody, passedThroughMessage } from '../surfaces/messagesPassthrough.js';
 import { toMessage } from '../surfaces/messagesResponse.js';
-import { newId } from '../surfaces/responses.js';
+import { newId } from '../core/ids.js';
 import { parseModelName } from '../routing/suffixes.js';
 import { catalog } from '../catalog/catalog.js';
 
@@ -52,19 +52,22 @@ export const messages: RowKind = {
     if (!Number.isInteger(body.max_tokens) || body.max_tokens < 1) return "'max_tokens' must be a positive integer.";
     if (body.max_tokens > MESSAGE_BATCH_MAX_TOKENS)
       return `'max_tokens' is ${body.max_tokens}; a message batch row may ask for at most ${MESSAGE_BATCH_MAX_TOKENS}.`;
+    return undefined;
+  },
+  unsupported(body) {
     for (const [field, what] of Object.entries(REFUSED_FIELDS))
       if (body[field] !== undefined && body[field] !== null)
-        return `'${field}' is not supported in a message batch (no ${what}); remove it.`;
+        return { message: `'${field}' is not supported in a message batch (no ${what}); remove it.`, param: field };
     const system = Array.isArray(body.system) ? body.system : [];
     for (const [j, block] of system.entries()) {
       const why = blockRefusal(block, `system[${j}]`);
-      if (why) return why;
+      if (why) return { message: why, param: `system[${j}]` };
     }
     for (const [i, m] of body.messages.entries()) {
       if (!Array.isArray(m?.content)) continue;
       for (const [j, block] of m.content.entries()) {
         const why = blockRefusal(block, `messages[${i}].content[${j}]`);
-        if (why) return why;
+        if (why) return { message: why, param: `messages[${i}].content[${j}]` };
       }
     }
     return undefined;

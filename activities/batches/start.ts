@@ -3,7 +3,7 @@
 // (the spec's limits and every row's rules), the Idempotency-Key, and the job pattern (the row
 // and the `batchJob` workflow, workflow id = batch id, started together or not at all).
 import { createHash, randomBytes } from 'node:crypto';
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import { config } from '../config.js';
 import { RequestError } from '../core/errors.js';
 import { db, isUniqueViolation } from '../db.js';

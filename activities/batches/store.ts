@@ -2,7 +2,7 @@
 // Every change a row's run makes is ONE statement that moves the row out of `pending` and adds it
 // to the batch's counts together, so a retried or duplicated attempt can never count a row twice,
 // and progress is visible to the status routes while the batch runs.
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import { db } from '../db.js';
 import type { WriteWithCharge } from '../ledger/leases.js';
 

@@ -2,7 +2,8 @@
 // and batches"), and a finished row as an output line: `{custom_id, response:{status_code,
 // request_id, body}, error:null}` for an answer, `{custom_id, response:null, error:{code,
 // message}}` for a failure. The object also carries what the batch cost in all (`cost`, USD) and
-// each line its row's cost, inside the answer body like every synchronous answer's.
+// each line its row's cost, inside the answer body like every synchronous answer's. Beside
+// OpenAI's per-status times and `errors` list it carries the spec's `finalized_at` and `error`.
 import { toDisplayNumber } from '../core/money.js';
 import { type BatchRecord, type FinishedRow, rowRequestId } from './store.js';
 
@@ -18,6 +19,8 @@ export function batchObject(b: BatchRecord, results?: object[] | null) {
     endpoint: b.endpoint,
     model: b.model,
     errors: b.errors ? { object: 'list', data: b.errors.data } : null,
+    // the spec's one-error field: why the batch as a whole failed (the first of `errors`), else null
+    error: b.errors?.data?.[0] ?? null,
     input_file_id: b.input_file_id,
     completion_window: '24h',
     status: b.status,
@@ -32,6 +35,8 @@ export function batchObject(b: BatchRecord, results?: object[] | null) {
     expired_at: at(b, 'expired'),
     cancelling_at: unix(b.cancelling_at),
     cancelled_at: at(b, 'cancelled'),
+    // the spec's `finalized_at`: when the batch reached its terminal status, whichever it is
+    finalized_at: unix(b.finished_at),
     request_counts: { total: b.total, completed: b.completed, failed: b.failed },
     usage:
       b.completed > 0

@@ -59,18 +59,29 @@ export function worstCaseCost(route: Route, promptTokens: number, maxOutputToken
  * (reasoning included) at the output price. Each part rounds up once (README, Prompt caching).
  */
 export function costOfUsage(route: Route, usage: Usage): bigint {
+  const parts = costParts(route, usage);
+  return parts.uncached + parts.cache + parts.output;
+}
+
+/** The prompt cache's share of costOfUsage (reads and writes): the pricing extension's `cacheCost`. */
+export function cacheCostOfUsage(route: Route, usage: Usage): bigint {
+  return costParts(route, usage).cache;
+}
+
+function costParts(route: Route, usage: Usage): { uncached: bigint; cache: bigint; output: bigint } {
   const { input, cachedInput, cacheWrite, cacheWrite1h, output } = route.price;
   const cached = Math.min(usage.cachedTokens, usage.promptTokens);
   const writes = Math.min(usage.cacheWriteTokens, usage.promptTokens - cached);
   const writes1h = Math.min(usage.cacheWrite1hTokens ?? 0, writes);
   const uncached = usage.promptTokens - cached - writes;
-  return (
-    costOfTokens(uncached, input) +
-    costOfTokens(cached, cachedInput ?? input) +
-    costOfTokens(writes - writes1h, cacheWrite ?? input) +
-    costOfTokens(writes1h, cacheWrite1h ?? cacheWrite ?? input) +
-    costOfTokens(usage.completionTokens, output)
-  );
+  return {
+    uncached: costOfTokens(uncached, input),
+    cache:
+      costOfTokens(cached, cachedInput ?? input) +
+      costOfTokens(writes - writes1h, cacheWrite ?? input) +
+      costOfTokens(writes1h, cacheWrite1h ?? cacheWrite ?? input),
+    output: costOfTokens(usage.completionTokens, output),
+  };
 }
 
 /** What a batch row pays when the catalog sets no `batch_price_factor` for its model: half (basis points). */

@@ -1,7 +1,7 @@
 // The one error type for "the request failed": bad input found after schema validation, routing
 // dead ends, missing funds, an upstream's failure. It carries the status and code the spec
 // promises, a message a person can act on, and what the envelopes and the fallback loop need;
-// api/errors.ts renders it in the envelope of the surface that was called.
+// activities/surfaces/errors.ts renders it in the envelope of the surface that was called.
 //
 // An upstream's failure is the same type (made by `upstreamError`): `status` is then the
 // upstream's own status and `providerId` says whose it was; the metered call turns the last one

@@ -205,3 +205,7 @@ export interface NativeRequest {
   format: NativeFormat;
   body: Record<string, unknown>;
 }
+
+/** A text request body once its schema has passed: wire JSON, read field by field by its surface. */
+// biome-ignore lint/suspicious/noExplicitAny: the surface's translation checks every field it reads
+export type TextBody = Record<string, any>;

@@ -16,11 +16,11 @@
 // `restricted_provider` (the direct-hosted families that take only `provider.zdr` and
 // `provider.data_collection`; family A always does), `calibration_temperature` (default 1; a route
 // option of the same name overrides it for that route).
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import { catalog, type ModelInfo, type Route } from '../catalog/catalog.js';
 import { RequestError } from '../core/errors.js';
 import { costOfTokens } from '../core/money.js';
-import { resolveModel } from '../inference/prepare.js';
+import { resolveModel } from '../catalog/resolve.js';
 import { type Charge, MeteredCall } from '../metering/meteredCall.js';
 import { capability, targetFor } from '../providers/registry.js';
 import { planRoute, type ProviderPreferences } from '../routing/planRoute.js';

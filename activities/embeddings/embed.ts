@@ -8,11 +8,11 @@
 // Model options (catalog): `dimensions` (the model's own vector length), `reducible_dimensions`
 // (the caller may ask for fewer), `token_input` (the upstream takes token arrays in its own
 // tokenizer, as OpenAI's models do).
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import { catalog, type ModelInfo, type Route } from '../catalog/catalog.js';
 import { RequestError, upstreamError } from '../core/errors.js';
 import { costOfTokens } from '../core/money.js';
-import { resolveModel } from '../inference/prepare.js';
+import { resolveModel } from '../catalog/resolve.js';
 import { type Charge, MeteredCall } from '../metering/meteredCall.js';
 import { capability, targetFor } from '../providers/registry.js';
 import { planRoute, type ProviderPreferences } from '../routing/planRoute.js';

@@ -4,11 +4,11 @@
 // route that answers (falling back before anything reached the caller), and settled for the
 // images actually returned at the answering route's price: fewer images than asked cost less, a
 // failure or an empty answer costs nothing.
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import { catalog, type ModelInfo, type Route } from '../catalog/catalog.js';
 import { RequestError, upstreamError } from '../core/errors.js';
-import { resolveModel } from '../inference/prepare.js';
-import { MediaFetchError, safeFetch } from '../media/safeFetch.js';
+import { resolveModel } from '../catalog/resolve.js';
+import { MediaFetchError, safeFetch } from '../core/safeFetch.js';
 import { type Charge, MeteredCall } from '../metering/meteredCall.js';
 import { capability, targetFor } from '../providers/registry.js';
 import type { ImageReference, ImageRequest } from '../providers/types.js';

@@ -1,11 +1,11 @@
 // Reference images (and masks) as the gateway takes them: a data URL (decoded here, at most 4 MB
-// as sent) or an http(s) URL (fetched with the SSRF guard, activities/media/safeFetch.ts), then
+// as sent) or an http(s) URL (fetched with the SSRF guard, activities/core/safeFetch.ts), then
 // checked against the model's constraints from the catalog: how many, which formats (read from
 // the bytes, not from what the sender claims), the smallest width and height, the largest size.
 // Every refusal is a 400 `invalid_input_references` that says which reference and why; nothing
 // is fetched before the count is known to fit.
 import { RequestError } from '../core/errors.js';
-import { MediaFetchError, safeFetch } from '../media/safeFetch.js';
+import { MediaFetchError, safeFetch } from '../core/safeFetch.js';
 import type { ImageReference } from '../providers/types.js';
 import { type ImageFormat, MAX_UPLOAD_BYTES, type ReferenceConstraints } from './models.js';
 

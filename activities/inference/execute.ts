@@ -4,10 +4,11 @@
 // (non-streaming) or a first stream event (streaming: after it, no fallback); the cost is the
 // usage the upstream reported, or our documented estimate when it reported none. Surfaces only
 // translate.
-import type { Caller } from '../accounts/keys.js';
-import { atPriceBps, costOfUsage, worstCaseCost } from '../billing/pricing.js';
+import type { Caller } from '../core/caller.js';
+import { atPriceBps, cacheCostOfUsage, costOfUsage, worstCaseCost } from '../billing/pricing.js';
 import type { Route } from '../catalog/catalog.js';
 import { config } from '../config.js';
+import { toDisplayNumber } from '../core/money.js';
 import type { InferenceRequest, InferenceResult, NativeRequest, StreamEvent, Usage } from '../core/types.js';
 import { type Bill as MeteredBill, billOf, type Charge, MeteredCall, type Outcome } from '../metering/meteredCall.js';
 import type { WriteWithCharge } from '../ledger/leases.js';
@@ -300,6 +301,9 @@ export class InferenceCall {
       inputTokens: billed.promptTokens,
       outputTokens: billed.completionTokens,
     });
+    // the prompt cache's share, at this call's price, when the answer read or wrote it
+    if ((billed.cachedTokens > 0 || billed.cacheWriteTokens > 0) && !bill.billedToSubscription)
+      bill.cacheCost = toDisplayNumber(this.priced(cacheCostOfUsage(route, billed)), 'USD');
     return { usage: billed, bill };
   }
 

@@ -1,7 +1,7 @@
 // The API's side of credit invitations: creating one (the issuer's hold, then the row and its
 // workflow through the job helper, which gives the hold back if the engine does not take it),
 // and telling a running invitation's workflow that it has ended.
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import { config } from '../config.js';
 import { db } from '../db.js';
 import { startJob } from '../jobs/jobs.js';

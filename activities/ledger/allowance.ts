@@ -17,7 +17,7 @@
 // API processes cannot pass a limit. It also reads the USD balance, for the answer's
 // remainingBalance, in the same round trip. A call that then fails or never reaches its caller
 // gives its operation back (giveBack): only successful requests count.
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import { config } from '../config.js';
 import { RequestError } from '../core/errors.js';
 import { db } from '../db.js';

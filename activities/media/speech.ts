@@ -10,12 +10,12 @@
 // `billing_per: 60` on a music model = the route price is USD per minute, charged by the second.
 // Streaming is billed once the first audio chunk has arrived; a provider that fails before any
 // audio costs nothing.
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import type { ModelInfo, Route } from '../catalog/catalog.js';
 import { catalog } from '../catalog/catalog.js';
 import { RequestError, upstreamError } from '../core/errors.js';
 import { type Currency, ceilDiv } from '../core/money.js';
-import { resolveModel } from '../inference/prepare.js';
+import { resolveModel } from '../catalog/resolve.js';
 import { type Bill, billOf, MeteredCall } from '../metering/meteredCall.js';
 import { capability, targetFor } from '../providers/registry.js';
 import type { SpeechFormat, SpeechRequest, VoiceSettings } from '../providers/types.js';

@@ -12,25 +12,22 @@
 // Temporal's retry policy (workflows/speechJob.ts); when it gives up, closeSpeechJob releases and
 // records the error. Retries never charge twice: the charge settles the one reservation, and a
 // settled hold stays settled (ledger.settle is idempotent per hold).
-import { randomBytes } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { db } from '../db.js';
 import { catalog, type Route } from '../catalog/catalog.js';
-import type { Caller } from '../accounts/keys.js';
-import { startJob, type JobRow } from '../jobs/jobs.js';
+import type { Caller } from '../core/caller.js';
 import { MeteredCall } from '../metering/meteredCall.js';
-import { speechJob } from '../../workflows/speechJob.js';
 import { SpeechCall, speechBillFields, type SpeechPlan } from './speech.js';
 import { describeHostedFile, storeHostedFile, type HostedFileRef } from './hostedFiles.js';
 import { RequestError } from '../core/errors.js';
 
 /** A speech job's reservation outlives any run of its workflow (3 attempts of at most 15 minutes, plus backoff). */
-const SPEECH_JOB_HOLD_SECONDS = 2 * 3600;
+export const SPEECH_JOB_HOLD_SECONDS = 2 * 3600;
 
 type StoredCaller = Omit<Caller, 'dailyUsdLimit'> & { dailyUsdLimit: string | null };
 
 /** What the API stores in `media_jobs.request` so a worker can rebuild the call. */
-interface SpeechJobRequest {
+export interface SpeechJobRequest {
   caller: StoredCaller;
   modelId: string;
   routeIds: string[];
@@ -57,69 +54,6 @@ export interface SpeechJobView {
   error: string | null;
   outputFileId: string | null;
   result: SpeechJobResult | null;
-}
-
-/**
- * Reserve the job's worst case (held past any run of its workflow) and start it: the job
- * pattern (activities/jobs/jobs.ts) stores the row, starts `speechJob` (workflow id = the
- * job id) and undoes both if the engine does not take it.
- */
-export async function startSpeechJob(
-  caller: Caller,
-  plan: SpeechPlan,
-  explicitProvider: string | undefined,
-): Promise<{ runId: string; model: string; status: 'pending' }> {
-  const runId = `tts_${randomBytes(12).toString('hex')}`;
-  const call = new SpeechCall(caller, runId, plan, explicitProvider, { holdTtlSeconds: SPEECH_JOB_HOLD_SECONDS });
-  const hold = await call.reserve();
-  await startJob({
-    id: runId,
-    accountId: caller.accountId,
-    workflow: speechJob,
-    args: [runId],
-    reservation: call,
-    row: speechJobRow(runId, caller, call, hold),
-    unavailable: {
-      code: 'job_unavailable',
-      message:
-        'Asynchronous speech is unavailable right now (the workflow engine did not accept the job). Nothing was charged; retry later, or send a shorter text.',
-    },
-  });
-  return { runId, model: plan.model.id, status: 'pending' };
-}
-
-/** A reserved call as a pending job's row. */
-function speechJobRow(
-  jobId: string,
-  caller: Caller,
-  call: SpeechCall,
-  hold: { currency: string; amount: bigint } | undefined,
-): JobRow {
-  const { model, ...plan } = call.plan;
-  const request: SpeechJobRequest = {
-    caller: { ...caller, dailyUsdLimit: caller.dailyUsdLimit?.toString() ?? null },
-    modelId: model.id,
-    routeIds: call.routes.map((r) => r.id),
-    plan,
-  };
-  const first = call.routes[0];
-  return {
-    table: 'media_jobs',
-    columns: {
-      id: jobId,
-      kind: 'speech',
-      account_id: caller.accountId,
-      api_key_id: caller.keyId,
-      model: model.id,
-      provider_id: first?.provider.id ?? '',
-      upstream_model: first?.upstreamModel ?? '',
-      status: 'pending',
-      request,
-      hold_id: call.reservation ?? null,
-      currency: hold?.currency ?? null,
-      precharge: hold ? hold.amount.toString() : null,
-    },
-  };
 }
 
 /** The job as the status route shows it, or undefined when there is no such speech job. */

@@ -7,13 +7,13 @@
 // Expired memories and seen-message records are deleted by the Temporal Schedule
 // `switchyard-memory-sweeper` (workflows/memorySweeper.ts).
 import { randomBytes } from 'node:crypto';
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import type { Message } from '../core/types.js';
 import { catalog, type Route } from '../catalog/catalog.js';
 import { RequestError } from '../core/errors.js';
 import { costOfTokens } from '../core/money.js';
 import { db } from '../db.js';
-import { resolveModel } from '../inference/prepare.js';
+import { resolveModel } from '../catalog/resolve.js';
 import { type Charge, MeteredCall } from '../metering/meteredCall.js';
 import { planRoute } from '../routing/planRoute.js';
 import { type Compressed, compress, type MemoryMessage, type Segment } from './compress.js';

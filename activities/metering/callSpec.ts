@@ -1,16 +1,7 @@
 // What a surface declares to the metered call (meteredCall.ts): who pays, which routes it may
 // take, how to price the worst case on one, how to explain a shortfall, and how its money is held.
-import type { Caller } from '../accounts/keys.js';
+import type { Payer } from '../core/caller.js';
 import type { Route } from '../catalog/catalog.js';
-
-/**
- * Who pays: what the engine needs of a caller (a job's worker knows only this much). `userId`: the
- * person behind it, whose `bill_to_team` choice sends synchronous calls to their team (teamBudget.ts).
- */
-export type Payer = Pick<Caller, 'accountId' | 'billingMode' | 'dailyUsdLimit'> & {
-  keyId: string | null;
-  userId?: number | null;
-};
 
 export interface MeteredCallSpec {
   caller: Payer;

@@ -32,7 +32,8 @@ import { releaseLeased, settleLeased, unchargeLeased } from '../ledger/leases.js
 import { refundCharges } from '../ledger/refunds.js';
 import { release, type Settlement, settle } from '../ledger/holds.js';
 import { refundTeamBudget, releaseTeamBudget, settleTeamBudget } from '../ledger/teamBudget.js';
-import type { MeteredCallSpec, Payer } from './callSpec.js';
+import type { Payer } from '../core/caller.js';
+import type { MeteredCallSpec } from './callSpec.js';
 import { type Funds, type Reserved, reserveFunds } from './funds.js';
 import { recordRequest } from './records.js';
 import { asUpstreamFailure, exhausted, logUpstreamFailure, midwayFailure } from './upstreamFailures.js';
@@ -67,6 +68,10 @@ export interface Bill {
   billedTeamName?: string;
   /** the pricing extension's subscription field, when the subscription paid */
   billedToSubscription?: boolean;
+  /** the pricing extension's `cacheCost` (USD): the prompt cache's share of `cost`, when the answer used it */
+  cacheCost?: number;
+  /** the pricing extension's `error`: why a stream that was billed for what it produced broke */
+  error?: { status: number; message: string };
 }
 
 export function billOf(c: Charge): Bill {

@@ -5,12 +5,12 @@
 // carries no token count): a token per 4 bytes of UTF-8 input, at the route's input price per 1M
 // tokens. A flagged verdict is still a verdict: the call is charged; what the caller does with
 // it (the preflight refuses the chat request, `content_policy_violation`, uncharged) is theirs.
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import { catalog, type ModelInfo, type Route } from '../catalog/catalog.js';
 import { RequestError } from '../core/errors.js';
 import { costOfTokens } from '../core/money.js';
 import type { Message } from '../core/types.js';
-import { resolveModel } from '../inference/prepare.js';
+import { resolveModel } from '../catalog/resolve.js';
 import { type Charge, MeteredCall } from '../metering/meteredCall.js';
 import { capability, targetFor } from '../providers/registry.js';
 import type { ModerationVerdict } from '../providers/types.js';

@@ -10,7 +10,7 @@
 // hears 500 (the spec's "provider unavailable"). If the engine then refuses the workflow, the row is
 // forgotten (503, as every job) and the invoice is left unpaid at BTCPay to expire on its own.
 import { randomBytes } from 'node:crypto';
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import { config } from '../config.js';
 import { RequestError } from '../core/errors.js';
 import { formatAmount, parseAmount, toDisplayNumber } from '../core/money.js';

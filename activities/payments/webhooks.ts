@@ -33,7 +33,7 @@ export function signedWebhook(body: Buffer, signature: string | undefined): unkn
   }
 }
 
-/** A genuine event (api/schemas/deposits.ts): a signal to its deposit's workflow, if it is about one. */
+/** A genuine event (activities/surfaces/schemas/deposits.ts): a signal to its deposit's workflow, if it is about one. */
 export async function receiveWebhook(event: {
   type: string;
   invoiceId?: string;

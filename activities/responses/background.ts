@@ -6,26 +6,17 @@
 import { Context } from '@temporalio/activity';
 import { db } from '../db.js';
 import { catalog } from '../catalog/catalog.js';
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import { hasOutput, InferenceCall, producedText } from '../inference/execute.js';
 import type { InferenceRequest } from '../core/types.js';
-import {
-  assistantTurn,
-  inputItemsOf,
-  responseShell,
-  toResponse,
-  type ChatMessage,
-  type ResponseMeta,
-  type ResponseObject,
-} from '../surfaces/responses.js';
+import { assistantTurn, type ChatMessage } from '../surfaces/responses.js';
+import { toResponse, type ResponseMeta, type ResponseObject } from '../surfaces/responsesResponse.js';
 import { RequestError } from '../core/errors.js';
-import { startJob } from '../jobs/jobs.js';
 import { MeteredCall } from '../metering/meteredCall.js';
-import { retentionDays, storable } from '../surfaces/responsesStore.js';
-import { backgroundResponse } from '../../workflows/backgroundResponse.js';
+import { storable } from '../surfaces/responsesStore.js';
 
 /** What the API stores beside a queued response so the worker can run it. */
-interface BackgroundJob {
+export interface BackgroundJob {
   caller: Omit<Caller, 'dailyUsdLimit'> & { dailyUsdLimit: string | null };
   requestId: string;
   modelId: string;
@@ -66,54 +57,6 @@ async function update(
       ...(request ? { request: storable(request) as object } : {}),
     },
   });
-}
-
-/**
- * Hands a reserved call to the `backgroundResponse` workflow (the job pattern): the response is
- * stored as `queued` with everything the worker needs to run it, the workflow started with
- * workflow id = the response id, and both undone if the engine does not take it.
- */
-export async function startBackgroundResponse(
-  call: InferenceCall,
-  meta: ResponseMeta,
-  conversation: ChatMessage[],
-  caller: Caller,
-): Promise<ResponseObject> {
-  const queued = responseShell(meta, 'queued');
-  const job: BackgroundJob = {
-    caller: { ...caller, dailyUsdLimit: caller.dailyUsdLimit?.toString() ?? null },
-    requestId: call.ctx.requestId,
-    modelId: call.ctx.modelId,
-    routeIds: call.ctx.routes.map((r) => r.id),
-    request: call.ctx.request,
-    promptTokenEstimate: call.ctx.promptTokenEstimate,
-    holdId: call.reservation ?? null,
-    meta,
-  };
-  await startJob({
-    id: meta.id,
-    accountId: caller.accountId,
-    workflow: backgroundResponse,
-    args: [meta.id],
-    reservation: call,
-    row: {
-      table: 'stored_responses',
-      columns: {
-        id: meta.id,
-        account_id: caller.accountId,
-        status: 'queued',
-        request: { conversation, job, inputItems: inputItemsOf(meta.body.input) },
-        response: queued,
-        expires_at: new Date(Date.now() + Math.max(1, retentionDays()) * 86_400_000),
-      },
-    },
-    unavailable: {
-      code: 'background_unavailable',
-      message:
-        'Background responses are unavailable right now (the workflow engine did not accept the job). Nothing was charged; retry, or send the request without background.',
-    },
-  });
-  return queued;
 }
 
 /** Runs the call; returns the terminal status. A cancelled activity aborts the upstream call and rethrows. */

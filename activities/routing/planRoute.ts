@@ -5,7 +5,7 @@
 // the rest are fallbacks.
 import type { Catalog, ModelInfo, Route } from '../catalog/catalog.js';
 import { settingToEnable } from '../providers/availability.js';
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import { parseLimit } from '../core/money.js';
 import { routeStats } from './stats.js';
 import type { RouteSort } from './suffixes.js';

@@ -8,8 +8,9 @@
 //      message as a system message (context.ts);
 //   4. call the model; the answer's [n] markers become citations.
 // Like `:memory`, the search's charge is given back if the answer it was for never reaches the
-// caller (api/textRoute.ts), and a failed search is not charged (nor is the model called).
-import type { Caller } from '../accounts/keys.js';
+// caller (the web search add-on, activities/inference/addOns/webSearch.ts), and a failed search
+// is not charged (nor is the model called).
+import type { Caller } from '../core/caller.js';
 import { RequestError } from '../core/errors.js';
 import type { Message } from '../core/types.js';
 import type { SearchHit } from '../providers/types.js';

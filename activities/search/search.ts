@@ -4,10 +4,10 @@
 // reserved first, then the search providers tried in the catalog's order (Linkup, Tavily,
 // SearXNG; falling back on a retryable failure, never when the caller named one), then one
 // settlement on the provider that answered. A failed search is not charged.
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import { catalog, type ModelInfo, type Route } from '../catalog/catalog.js';
 import { RequestError } from '../core/errors.js';
-import { resolveModel } from '../inference/prepare.js';
+import { resolveModel } from '../catalog/resolve.js';
 import { type Charge, MeteredCall } from '../metering/meteredCall.js';
 import { capability, targetFor } from '../providers/registry.js';
 import type { SearchAnswer, SearchRequest } from '../providers/types.js';

@@ -1,148 +1,19 @@
 // biome-ignore-all lint/suspicious/noExplicitAny: wire JSON, read field by field
 // The chat completions surface: its wire shapes translated to and from the internal request
 // (activities/inference/types.ts), and the checks a schema cannot express, each with the code the
-// spec gives it. The body reaching here has passed api/schemas/chat.ts.
+// spec gives it. The body reaching here has passed activities/surfaces/schemas/chat.ts.
 import type { ModelInfo } from '../catalog/catalog.js';
-import type {
-  CacheControl,
-  ContentPart,
-  InferenceRequest,
-  Message,
-  ReasoningEffort,
-  ResponseFormat,
-  ToolCall,
-  ToolChoice,
-  ToolSpec,
-} from '../core/types.js';
+import type { CacheControl, ContentPart, InferenceRequest, Message, ReasoningEffort, ToolCall } from '../core/types.js';
 import type { ModelName } from '../routing/suffixes.js';
 import type { ProviderPreferences, RequestNeeds } from '../routing/planRoute.js';
 import { QUANTIZATION_BITS } from '../routing/planRoute.js';
 import { RequestError } from '../core/errors.js';
+import { parseResponseFormat, parseToolChoice, parseTools } from './chatTools.js';
 import { insertBreakpoint, promptCachingOf } from './promptCaching.js';
-import { checkJsonSchema, checkStrictSchema } from './jsonSchema.js';
 
-const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const bad = (code: string, message: string, param: string | null = null) =>
   new RequestError(400, code, message, { param: param });
 
-export function toolSpecLimit(): number {
-  const raw = Number(process.env.TOOL_SPEC_MAX_BYTES);
-  return Number.isInteger(raw) && raw > 0 ? raw : 200 * 1024;
-}
-
-/** `tools`: function tools only, at most TOOL_SPEC_MAX_BYTES serialized. */
-function parseTools(raw: unknown): ToolSpec[] | undefined {
-  if (raw === undefined || raw === null) return undefined;
-  let tools = raw;
-  if (typeof raw === 'string') {
-    try {
-      tools = JSON.parse(raw);
-    } catch {
-      throw bad(
-        'invalid_tool_spec_parse',
-        "'tools' is a string that is not valid JSON. Send an array of tool objects.",
-        'tools',
-      );
-    }
-  }
-  if (!Array.isArray(tools))
-    throw bad(
-      'invalid_tool_spec',
-      "'tools' must be an array of {type:'function', function:{name, description?, parameters?}}.",
-      'tools',
-    );
-  const size = Buffer.byteLength(JSON.stringify(tools));
-  if (size > toolSpecLimit()) {
-    throw new RequestError(
-      413,
-      'tool_spec_too_large',
-      `'tools' is ${size} bytes serialized; the limit is ${toolSpecLimit()}.`,
-      { param: 'tools' },
-    );
-  }
-  const names = new Set<string>();
-  return tools.map((t: any, i: number) => {
-    const at = `tools[${i}]`;
-    if (!t || typeof t !== 'object') throw bad('invalid_tool_spec', `${at} must be an object.`, at);
-    if (t.type !== 'function')
-      throw bad('invalid_tool_spec', `${at}.type must be 'function': only function tools are supported.`, `${at}.type`);
-    const f = t.function;
-    if (!f || typeof f !== 'object') throw bad('invalid_tool_spec', `${at}.function is required.`, `${at}.function`);
-    if (typeof f.name !== 'string' || !TOOL_NAME.test(f.name)) {
-      throw bad(
-        'invalid_tool_spec',
-        `${at}.function.name must be 1-64 letters, digits, '_' or '-'.`,
-        `${at}.function.name`,
-      );
-    }
-    if (names.has(f.name)) throw bad('invalid_tool_spec', `Two tools are named '${f.name}'.`, `${at}.function.name`);
-    names.add(f.name);
-    if (f.description !== undefined && typeof f.description !== 'string')
-      throw bad('invalid_tool_spec', `${at}.function.description must be a string.`, `${at}.function.description`);
-    if (
-      f.parameters !== undefined &&
-      (typeof f.parameters !== 'object' || f.parameters === null || Array.isArray(f.parameters))
-    ) {
-      throw bad(
-        'invalid_tool_spec',
-        `${at}.function.parameters must be a JSON Schema object.`,
-        `${at}.function.parameters`,
-      );
-    }
-    return { name: f.name, description: f.description, parameters: f.parameters };
-  });
-}
-
-function parseToolChoice(raw: any, tools: ToolSpec[] | undefined): ToolChoice | undefined {
-  if (raw === undefined || raw === null) return undefined;
-  if (raw === 'none' || raw === 'auto') return raw;
-  if (!tools?.length)
-    throw bad(
-      'tool_choice_unsupported',
-      `tool_choice '${typeof raw === 'string' ? raw : raw.function?.name}' needs 'tools'.`,
-      'tool_choice',
-    );
-  if (raw === 'required') return 'required';
-  const name = raw.function.name;
-  if (!tools.some((t) => t.name === name))
-    throw bad(
-      'tool_choice_unsupported',
-      `tool_choice names '${name}', which is not in 'tools'.`,
-      'tool_choice.function.name',
-    );
-  return { name };
-}
-
-function parseResponseFormat(raw: any): ResponseFormat | undefined {
-  if (!raw) return undefined;
-  if (raw.type !== 'json_schema') return { type: raw.type };
-  const js = raw.json_schema;
-  if (!js || typeof js !== 'object')
-    throw bad(
-      'invalid_json_schema',
-      "response_format.json_schema is required when type is 'json_schema'.",
-      'response_format.json_schema',
-    );
-  if (typeof js.name !== 'string' || !/^[a-zA-Z0-9_-]{1,64}$/.test(js.name)) {
-    throw bad(
-      'invalid_json_schema',
-      'response_format.json_schema.name is required: 1-64 letters, digits, underscores or dashes.',
-      'response_format.json_schema.name',
-    );
-  }
-  const schema = js.schema ?? { type: 'object' };
-  if (typeof schema !== 'object' || Array.isArray(schema))
-    throw bad(
-      'invalid_json_schema',
-      'response_format.json_schema.schema must be a JSON Schema object.',
-      'response_format.json_schema.schema',
-    );
-  checkJsonSchema(schema, 'response_format.json_schema.schema');
-  if (js.strict === true) checkStrictSchema(schema, 'the schema', 'response_format.json_schema.schema');
-  return { type: 'json_schema', name: js.name, schema, strict: js.strict === true, description: js.description };
-}
-
-/** `cache_control` on a block, tool or system block: a prompt-cache breakpoint, carried to the upstream. */
 export function cacheControlOf(raw: any, where: string): { cacheControl?: CacheControl } {
   const c = raw?.cache_control;
   if (c === undefined || c === null) return {};
@@ -285,8 +156,10 @@ export interface ChatPlanInput {
 }
 
 /** The whole chat body in internal form, plus what routing needs to know about it. */
+// biome-ignore lint/complexity/noExcessiveLinesPerFunction: one pass over chat's fields, each a few lines, in the order they apply
 export function chatToInternal(body: any, model: ModelInfo, name: ModelName): ChatPlanInput {
-  // the chat completions route takes `advisor` off the body before this (api/advisor.ts); elsewhere it is refused
+  // the chat completions route takes `advisor` off the body before this (the advisor add-on,
+  // activities/inference/addOns/advisor.ts); elsewhere it is refused
   if (body.advisor !== undefined && body.advisor !== null)
     throw bad(
       'invalid_parameter_value',

@@ -29,6 +29,9 @@ function pricingJson(b: Bill) {
     paymentSource: b.paymentSource,
     inputTokens: b.inputTokens,
     outputTokens: b.outputTokens,
+    // the spec's optional fields: the prompt cache's share of the cost, and why a billed stream broke
+    ...(b.cacheCost === undefined ? {} : { cacheCost: b.cacheCost }),
+    ...(b.error ? { error: b.error } : {}),
     // the spec's team fields, when a team paid (clients ignore keys they do not know)
     ...(b.billedToTeam ? { billedToTeam: true, billedTeamId: b.billedTeamId, billedTeamName: b.billedTeamName } : {}),
     // an extension of ours: the subscription's allowance paid (cost 0, one operation spent)

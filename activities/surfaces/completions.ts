@@ -2,7 +2,7 @@
 // The legacy completions surface (POST /api/v1/completions): the body translated to the one
 // internal request (with `prompt` set, no messages), and the internal result / stream events
 // translated back to `text_completion` objects and frames. The body reaching here has passed
-// api/schemas/completions.ts.
+// activities/surfaces/schemas/completions.ts.
 //
 // What is shared with chat is taken FROM chat (chatToInternal): provider preferences, model-name
 // suffixes, the sampling controls the internal request knows, reasoning options. Only the

@@ -1,7 +1,7 @@
 // biome-ignore-all lint/suspicious/noExplicitAny: wire JSON, read field by field
 // The message-style surface (Anthropic Messages wire format) in: its request translated to the
 // internal request (activities/inference/types.ts), with the checks a schema cannot express. The
-// body reaching here has passed api/schemas/messages.ts. Translation out is messagesResponse.ts.
+// body reaching here has passed activities/surfaces/schemas/messages.ts. Translation out is messagesResponse.ts.
 import type { ModelInfo } from '../catalog/catalog.js';
 import type {
   ContentPart,
@@ -16,7 +16,8 @@ import type {
 } from '../core/types.js';
 import type { ModelName } from '../routing/suffixes.js';
 import type { ProviderPreferences } from '../routing/planRoute.js';
-import { cacheControlOf, toolSpecLimit, type ChatPlanInput } from './chat.js';
+import { cacheControlOf, type ChatPlanInput } from './chat.js';
+import { toolSpecLimit } from './chatTools.js';
 import { notSupported, RequestError } from '../core/errors.js';
 import { promptCachingOf } from './promptCaching.js';
 

@@ -3,7 +3,8 @@
 // missing and are deleted when met (and an account's expired rows whenever it stores a new one);
 // the rest go with the hourly sweeper (workflows/storedResponseSweeper.ts).
 import { db } from '../db.js';
-import type { ChatMessage, ResponseObject } from './responses.js';
+import type { ChatMessage } from './responses.js';
+import type { ResponseObject } from './responsesResponse.js';
 
 export interface StoredRequest {
   /** the conversation after this response (chat form, no instructions): what previous_response_id continues */

@@ -8,10 +8,10 @@
 //
 // Route option `verbose_json: true`: the upstream gives timed segments and the length (whisper).
 // Subtitles (srt, vtt) and verbose answers need segments, so they only go to such routes.
-import type { Caller } from '../accounts/keys.js';
+import type { Caller } from '../core/caller.js';
 import { catalog, type ModelInfo, type Route } from '../catalog/catalog.js';
 import { RequestError, upstreamError } from '../core/errors.js';
-import { resolveModel } from '../inference/prepare.js';
+import { resolveModel } from '../catalog/resolve.js';
 import { audioSeconds } from '../media/audioDuration.js';
 import { type Charge, MeteredCall } from '../metering/meteredCall.js';
 import { capability, targetFor } from '../providers/registry.js';

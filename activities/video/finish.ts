@@ -6,7 +6,7 @@ import { Context } from '@temporalio/activity';
 import { db } from '../db.js';
 import { MeteredCall } from '../metering/meteredCall.js';
 import type { VideoJobFailure, VideoResult } from '../providers/types.js';
-import { safeFetch, MediaFetchError } from '../media/safeFetch.js';
+import { safeFetch, MediaFetchError } from '../core/safeFetch.js';
 import { storeHostedFile } from '../media/hostedFiles.js';
 import { isTerminal, videoSettings, type VideoJobResult, type VideoJobRow } from './jobs.js';
 import { job, provider, request, rethrow, type VideoStep } from './jobRow.js';

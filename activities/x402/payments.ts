@@ -15,12 +15,20 @@
 // The request hash (`sha256:` of the route and the body's canonical JSON) binds a payment to the
 // request it was quoted for: a payment replayed with another body is refused.
 import { createHash, randomBytes } from 'node:crypto';
-import type { PaymentRequirements, SettleResponse } from '@x402/core/types';
-import type { Caller } from '../accounts/keys.js';
+import type { PaymentPayload, PaymentRequirements, SettleResponse } from '@x402/core/types';
+import type { Caller } from '../core/caller.js';
 import { config } from '../config.js';
 import { CURRENCIES, formatAmount } from '../core/money.js';
 import { db } from '../db.js';
 import { credit } from '../ledger/ledger.js';
+
+/** What an x402 request carries (the payment it brings, or the quote it names). */
+export interface X402State {
+  /** the decoded X-PAYMENT payload, when one was sent */
+  payment?: PaymentPayload;
+  /** the quote named by the URL (POST /api/x402/complete/{id}) */
+  paymentId?: string;
+}
 
 export type PaymentStatus = 'pending' | 'settling' | 'paid' | 'completing' | 'completed' | 'failed';
 

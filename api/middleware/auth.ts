@@ -7,7 +7,8 @@
 // cookie must pass the CSRF origin check (api/session.ts).
 import type Koa from 'koa';
 import type { Context, Middleware } from 'koa';
-import { knownKey, resolveKey, type Caller } from '../../activities/accounts/keys.js';
+import { knownKey, resolveKey } from '../../activities/accounts/keys.js';
+import type { Caller } from '../../activities/core/caller.js';
 import { admitRequest, hasDailyCap } from '../../activities/accounts/limits.js';
 import type { AppContext, AppState } from '../state.js';
 import { config } from '../../activities/config.js';

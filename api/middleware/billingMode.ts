@@ -8,7 +8,7 @@
 // already; a forced one is refused outright on a `subscription_only` key (which may not pay as it
 // goes) with a message naming the header, instead of the generic "no subscription covers this".
 import type { Middleware } from 'koa';
-import { PAYGO_BILLING_MODES } from '../schemas/completions.js';
+import { PAYGO_BILLING_MODES } from '../../activities/surfaces/schemas/completions.js';
 import { RequestError } from '../../activities/core/errors.js';
 import type { AppState } from '../state.js';
 

@@ -2,7 +2,7 @@
 // before anything that can fail (authentication included), so even a 401 speaks the caller's
 // dialect; the router's own 405 and 501 take the envelope of the routes on the path asked for.
 import type { Middleware } from 'koa';
-import { asRequestError, errorHeaders, renderError } from '../errors.js';
+import { asRequestError, errorHeaders, renderError } from '../../activities/surfaces/errors.js';
 import { RequestError } from '../../activities/core/errors.js';
 import type { AppState } from '../state.js';
 import { envelopeOfPath } from './surface.js';

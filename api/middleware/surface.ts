@@ -3,7 +3,7 @@
 // the URL's parameters are checked for what cannot be stored (NUL) and the JSON body is parsed.
 import compose from 'koa-compose';
 import type { Middleware } from 'koa';
-import type { Envelope } from '../errors.js';
+import type { Envelope } from '../../activities/surfaces/errors.js';
 import { jsonBody, rawBody } from './body.js';
 import { refuseNulInUrl } from './nul.js';
 import { config } from '../../activities/config.js';

@@ -13,7 +13,13 @@ import Router from '@koa/router';
 import { surface } from '../middleware/surface.js';
 import { requireSession } from '../middleware/auth.js';
 import { validateBody } from '../validate.js';
-import { emailCodeSchema, emailCodeVerifySchema, loginSchema, logoutSchema, signupSchema } from '../schemas/auth.js';
+import {
+  emailCodeSchema,
+  emailCodeVerifySchema,
+  loginSchema,
+  logoutSchema,
+  signupSchema,
+} from '../../activities/surfaces/schemas/auth.js';
 import { checkSignInOrigin, clearSessionCookie, sessionToken, setSessionCookie } from '../session.js';
 import { bucketOf } from '../authFailures.js';
 import type { AppContext, AppState } from '../state.js';

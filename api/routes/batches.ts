@@ -12,7 +12,7 @@
 // batch already made; the same key with another body is a 409.
 import Router from '@koa/router';
 import { RequestError } from '../../activities/core/errors.js';
-import { resolveModel } from '../../activities/inference/prepare.js';
+import { resolveModel } from '../../activities/catalog/resolve.js';
 import { cancelBatch, checkInlineRequests, requestHash, startBatch } from '../../activities/batches/start.js';
 import {
   type BatchRecord,
@@ -26,7 +26,7 @@ import { batchObject, outputLine } from '../../activities/batches/views.js';
 import { authenticate } from '../middleware/auth.js';
 import { refuseUnofferedRedaction } from '../middleware/notOffered.js';
 import { surface } from '../middleware/surface.js';
-import { batchListQuery, fileBatchSchema, inlineBatchSchema } from '../schemas/batches.js';
+import { batchListQuery, fileBatchSchema, inlineBatchSchema } from '../../activities/surfaces/schemas/batches.js';
 import { v1 } from '../paths.js';
 import type { AppContext, AppState } from '../state.js';
 import { validateBody, validateQuery } from '../validate.js';
@@ -112,8 +112,9 @@ batchesRouter.post(
       requests: Array<{ custom_id: string; body: Record<string, unknown> }>;
       metadata?: Record<string, string> | null;
     };
-    const { model } = resolveModel(body.model);
+    // the batch rules first: a model a batch cannot run is their unsupported_model
     const requests = checkInlineRequests(body.endpoint, body.model, body.requests);
+    const { model } = resolveModel(body.model);
     const batch = await startBatch({
       caller: ctx.state.caller,
       kind: 'inline',

@@ -6,11 +6,12 @@ import { formatAmount } from '../../activities/core/money.js';
 import { RequestError } from '../../activities/core/errors.js';
 import { authenticate } from '../middleware/auth.js';
 import { surface } from '../middleware/surface.js';
+import { v1 } from '../paths.js';
 import type { AppState } from '../state.js';
 
 export const billingRouter = new Router<AppState>();
 
-billingRouter.get('/api/v1/billing/:requestId', surface('openai'), authenticate, async (ctx) => {
+billingRouter.get(v1('/billing/:requestId'), surface('openai'), authenticate, async (ctx) => {
   const keyId = ctx.state.caller.keyId;
   const found = keyId ? await lookUpBilledRequest(ctx.params.requestId, keyId) : null;
   if (!found)

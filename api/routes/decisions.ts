@@ -5,12 +5,13 @@
 // carry the bill (`cost`, `paymentSource`, `remainingBalance`, the pricing extension) and
 // `method`: how the probabilities were made ("logprobs" or "structured_generation").
 import Router from '@koa/router';
-import { decideOnce } from '../decide.js';
+import { decideOnce } from '../../activities/inference/decide.js';
+import { KoaExchange } from '../exchange.js';
 import { authenticate } from '../middleware/auth.js';
 import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { surface } from '../middleware/surface.js';
 import { v1 } from '../paths.js';
-import { decisionsRequestSchema } from '../schemas/decisions.js';
+import { decisionsRequestSchema } from '../../activities/surfaces/schemas/decisions.js';
 import { validateBody } from '../validate.js';
 import type { DecisionsBody } from '../../activities/decisions/decide.js';
 import { withBill } from '../../activities/surfaces/chatResponse.js';
@@ -21,7 +22,7 @@ export const decisionsRouter = new Router<AppState>();
 const preamble = [surface('openai'), authenticate, refuseUnofferedFeatures, validateBody(decisionsRequestSchema)];
 
 decisionsRouter.post(v1('/decisions'), ...preamble, async (ctx) => {
-  const { plan, decision, bill } = await decideOnce(ctx, ctx.request.body as DecisionsBody);
+  const { plan, decision, bill } = await decideOnce(new KoaExchange(ctx), ctx.request.body as DecisionsBody);
   ctx.body = withBill(
     {
       id: `decision_${ctx.state.requestId.slice(4)}`,
@@ -36,7 +37,7 @@ decisionsRouter.post(v1('/decisions'), ...preamble, async (ctx) => {
 });
 
 decisionsRouter.post(v1('/systemone'), ...preamble, async (ctx) => {
-  const { plan, decision, bill } = await decideOnce(ctx, ctx.request.body as DecisionsBody, {
+  const { plan, decision, bill } = await decideOnce(new KoaExchange(ctx), ctx.request.body as DecisionsBody, {
     bareNames: true,
     surface: 'systemone',
   });

@@ -11,7 +11,7 @@ import Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { authenticate } from '../middleware/auth.js';
 import { surface } from '../middleware/surface.js';
-import { btcpayWebhookSchema, depositRequestSchema } from '../schemas/deposits.js';
+import { btcpayWebhookSchema, depositRequestSchema } from '../../activities/surfaces/schemas/deposits.js';
 import { validateBody } from '../validate.js';
 import { admitAttempt } from '../../activities/accounts/throttle.js';
 import { RequestError } from '../../activities/core/errors.js';

@@ -4,12 +4,12 @@
 // extension) and the catalog model id. Planning, money and provider calls are activities.
 import Router from '@koa/router';
 import { clientAbortSignal } from '../clientAbort.js';
-import { chargeOnDelivery } from '../inference.js';
+import { chargeOnDelivery } from '../delivery.js';
 import { authenticate } from '../middleware/auth.js';
 import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { surface } from '../middleware/surface.js';
 import { v1 } from '../paths.js';
-import { embeddingsRequestSchema } from '../schemas/embeddings.js';
+import { embeddingsRequestSchema } from '../../activities/surfaces/schemas/embeddings.js';
 import { validateBody } from '../validate.js';
 import { EmbeddingCall, type EmbeddingsBody, planEmbeddings, toBase64 } from '../../activities/embeddings/embed.js';
 import { billOf } from '../../activities/metering/meteredCall.js';

@@ -5,7 +5,7 @@
 // that can be used now are listed; prices are what a caller pays (list price plus markup).
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { notFound } from '../errors.js';
+import { notFound } from '../../activities/surfaces/errors.js';
 import { surface } from '../middleware/surface.js';
 import { publicOrigin, v1 } from '../paths.js';
 import { validateQuery } from '../validate.js';

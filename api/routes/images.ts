@@ -11,12 +11,16 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { clientAbortSignal } from '../clientAbort.js';
 import { readImageForm } from '../imageForm.js';
-import { chargeOnDelivery } from '../inference.js';
+import { chargeOnDelivery } from '../delivery.js';
 import { authenticate } from '../middleware/auth.js';
 import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { surface } from '../middleware/surface.js';
 import { publicOrigin, v1 } from '../paths.js';
-import { generationsRequestSchema, imagesRequestSchema, legacyImageRequestSchema } from '../schemas/images.js';
+import {
+  generationsRequestSchema,
+  imagesRequestSchema,
+  legacyImageRequestSchema,
+} from '../../activities/surfaces/schemas/images.js';
 import { declareMultipart, validateBody } from '../validate.js';
 import { imageFormSchema } from '../imageForm.js';
 import { config } from '../../activities/config.js';
@@ -119,7 +123,7 @@ function referenceUrls(refs: unknown[]): string[] {
 }
 
 imagesRouter.post(
-  '/api/v1/images',
+  v1('/images'),
   surface('image', { limitBytes: IMAGE_BODY_LIMIT, jsonOnly: true }),
   authenticate,
   refuseUnofferedFeatures,

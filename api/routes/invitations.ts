@@ -6,7 +6,11 @@ import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
 import { validateBody, validateQuery } from '../validate.js';
 import { publicOrigin } from '../paths.js';
-import { createInvitationSchema, invitationCodeSchema, lookupInvitationQuerySchema } from '../schemas/invitations.js';
+import {
+  createInvitationSchema,
+  invitationCodeSchema,
+  lookupInvitationQuerySchema,
+} from '../../activities/surfaces/schemas/invitations.js';
 import { RequestError } from '../../activities/core/errors.js';
 import { formatAmount } from '../../activities/core/money.js';
 import {

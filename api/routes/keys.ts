@@ -11,7 +11,7 @@ import Router from '@koa/router';
 import { surface } from '../middleware/surface.js';
 import { requireSession } from '../middleware/auth.js';
 import { validateBody } from '../validate.js';
-import { createKeySchema } from '../schemas/auth.js';
+import { createKeySchema } from '../../activities/surfaces/schemas/auth.js';
 import type { AppContext, AppState } from '../state.js';
 import { RequestError } from '../../activities/core/errors.js';
 import { createKey, listKeys, revokeKey } from '../../activities/accounts/keys.js';

@@ -4,12 +4,12 @@
 // 429. The `memory_expiration_days` header (1-365) overrides the body's `expiration_days`.
 import Router from '@koa/router';
 import { clientAbortSignal } from '../clientAbort.js';
-import { chargeOnDelivery } from '../inference.js';
+import { chargeOnDelivery } from '../delivery.js';
 import { authenticate } from '../middleware/auth.js';
 import { refuseUnofferedRedaction } from '../middleware/notOffered.js';
 import { surface } from '../middleware/surface.js';
 import { v1 } from '../paths.js';
-import { memoryRequestSchema } from '../schemas/memory.js';
+import { memoryRequestSchema } from '../../activities/surfaces/schemas/memory.js';
 import { validateBody } from '../validate.js';
 import { RequestError } from '../../activities/core/errors.js';
 import { MemoryCall, memoryRequest } from '../../activities/memory/memory.js';

@@ -35,12 +35,12 @@ import {
 import { RequestError } from '../../activities/core/errors.js';
 import { toDisplayNumber } from '../../activities/core/money.js';
 import { toJson } from '../../activities/json.js';
-import { renderError } from '../errors.js';
+import { renderError } from '../../activities/surfaces/errors.js';
 import { authenticate } from '../middleware/auth.js';
 import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { surface } from '../middleware/surface.js';
 import { publicOrigin, v1 } from '../paths.js';
-import { messageBatchListQuery, messageBatchSchema } from '../schemas/messageBatches.js';
+import { messageBatchListQuery, messageBatchSchema } from '../../activities/surfaces/schemas/messageBatches.js';
 import type { AppContext, AppState } from '../state.js';
 import { readStreamedObject } from '../streamedJson.js';
 import { streamedBodyChecks, validateBody, validateQuery } from '../validate.js';

@@ -6,7 +6,7 @@ import Router from '@koa/router';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
 import { validateQuery } from '../validate.js';
-import { notFound } from '../errors.js';
+import { notFound } from '../../activities/surfaces/errors.js';
 import { v1 } from '../paths.js';
 import { catalog, type ModelInfo, type Route } from '../../activities/catalog/catalog.js';
 import { formatAmount } from '../../activities/core/money.js';

@@ -4,12 +4,12 @@
 // header's preflight (activities/moderation/moderate.ts), flagged or not.
 import Router from '@koa/router';
 import { clientAbortSignal } from '../clientAbort.js';
-import { chargeOnDelivery } from '../inference.js';
+import { chargeOnDelivery } from '../delivery.js';
 import { authenticate } from '../middleware/auth.js';
 import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { surface } from '../middleware/surface.js';
 import { v1 } from '../paths.js';
-import { moderationsRequestSchema } from '../schemas/moderations.js';
+import { moderationsRequestSchema } from '../../activities/surfaces/schemas/moderations.js';
 import { validateBody } from '../validate.js';
 import { DEFAULT_MODERATION_MODEL, ModerationCall, moderationInputOf } from '../../activities/moderation/moderate.js';
 import { billOf } from '../../activities/metering/meteredCall.js';

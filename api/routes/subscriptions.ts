@@ -12,7 +12,7 @@ import {
 } from '../../activities/subscriptions/subscriptions.js';
 import { authenticate } from '../middleware/auth.js';
 import { surface } from '../middleware/surface.js';
-import { subscribeRequestSchema } from '../schemas/subscriptions.js';
+import { subscribeRequestSchema } from '../../activities/surfaces/schemas/subscriptions.js';
 import type { AppState } from '../state.js';
 import { validateBody } from '../validate.js';
 

@@ -10,7 +10,7 @@ import { requireSession } from '../middleware/auth.js';
 import { validateBody, validateQuery } from '../validate.js';
 import { publicOrigin } from '../paths.js';
 import type { AppContext, AppState } from '../state.js';
-import * as s from '../schemas/teams.js';
+import * as s from '../../activities/surfaces/schemas/teams.js';
 import {
   allowedModelsView,
   setAllowedModels,

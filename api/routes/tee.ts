@@ -4,12 +4,13 @@
 // not recover to the attested signing address, is refused (502), never passed on as if sound. An id the provider does not know is 404.
 import Router from '@koa/router';
 import { RequestError } from '../../activities/core/errors.js';
-import { resolveModel } from '../../activities/inference/prepare.js';
+import { resolveModel } from '../../activities/catalog/resolve.js';
 import { attestationReport, attestingRoute, verifyAnswer } from '../../activities/tee/tee.js';
 import { attestedAddress, checkNonce } from '../../activities/tee/verify.js';
 import { clientAbortSignal } from '../clientAbort.js';
 import { authenticate } from '../middleware/auth.js';
 import { surface } from '../middleware/surface.js';
+import { v1 } from '../paths.js';
 import type { AppContext, AppState } from '../state.js';
 
 export const teeRouter = new Router<AppState>();
@@ -33,7 +34,7 @@ function teeRoute(ctx: AppContext) {
   return attestingRoute(resolveModel(model).model);
 }
 
-teeRouter.get('/api/v1/tee/attestation', surface('openai'), authenticate, async (ctx) => {
+teeRouter.get(v1('/tee/attestation'), surface('openai'), authenticate, async (ctx) => {
   const route = teeRoute(ctx);
   const nonce = ctx.query.nonce;
   if (typeof nonce !== 'string' || !/^[A-Za-z0-9+/=_-]{8,256}$/.test(nonce))
@@ -54,7 +55,7 @@ teeRouter.get('/api/v1/tee/attestation', surface('openai'), authenticate, async 
   ctx.body = report;
 });
 
-teeRouter.get('/api/v1/tee/signature/:requestId', surface('openai'), authenticate, async (ctx) => {
+teeRouter.get(v1('/tee/signature/:requestId'), surface('openai'), authenticate, async (ctx) => {
   const route = teeRoute(ctx);
   const { verification, record } = await verifyAnswer(route, ctx.params.requestId, clientAbortSignal(ctx), {
     rethrow: true,

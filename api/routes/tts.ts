@@ -1,13 +1,13 @@
 import { publicOrigin } from '../paths.js';
 import { clientAbortSignal } from '../clientAbort.js';
-import { chargeOnDelivery } from '../inference.js';
+import { chargeOnDelivery } from '../delivery.js';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { surface } from '../middleware/surface.js';
 import { authenticate } from '../middleware/auth.js';
 import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { validateBody, validateQuery } from '../validate.js';
-import { ttsRequestSchema, ttsStatusQuerySchema } from '../schemas/tts.js';
+import { ttsRequestSchema, ttsStatusQuerySchema } from '../../activities/surfaces/schemas/tts.js';
 import { billingHeaders } from '../speechHeaders.js';
 import { config } from '../../activities/config.js';
 import { catalog } from '../../activities/catalog/catalog.js';
@@ -19,7 +19,8 @@ import {
   type SpeechBody,
 } from '../../activities/media/speech.js';
 import { signedUrl, storeHostedFile } from '../../activities/media/hostedFiles.js';
-import { loadSpeechJob, startSpeechJob } from '../../activities/media/speechJob.js';
+import { loadSpeechJob } from '../../activities/media/speechJob.js';
+import { startSpeechJob } from '../../activities/media/speechJobStart.js';
 import { RequestError } from '../../activities/core/errors.js';
 import type { AppState } from '../state.js';
 

@@ -5,7 +5,7 @@
 //   GET  /api/generate-video/status   deprecated legacy status: provider labels, `Deprecation: true`
 //   GET  /api/generate-video/recover  the caller's recent jobs (20 per minute)
 //   POST /api/generate-video/extend   continue one variant of a Midjourney-style job (20 per minute)
-//   GET  /api/generate-video/content  a finished sora-2 job's bytes (`variant=video`)
+//   GET  /api/generate-video/content  a finished job's bytes (`variant=video`), for the catalog's video models
 //   POST /api/generate-video/cancel   cancel a running job through its workflow (the spec names no
 //                                     path; this one mirrors OpenAI's POST .../{id}/cancel verbs)
 import { publicOrigin } from '../paths.js';
@@ -16,10 +16,10 @@ import { authenticate } from '../middleware/auth.js';
 import { refuseUnofferedFeatures } from '../middleware/notOffered.js';
 import { perKeyRate } from '../middleware/rateLimit.js';
 import { validateBody, validateQuery } from '../validate.js';
-import { videoCancelSchema, videoExtendSchema, videoRequestSchema } from '../schemas/video.js';
+import { videoCancelSchema, videoExtendSchema, videoRequestSchema } from '../../activities/surfaces/schemas/video.js';
 import { catalog } from '../../activities/catalog/catalog.js';
 import { cancelJobAndWait } from '../../activities/jobs/jobs.js';
-import { resolveModel } from '../../activities/inference/prepare.js';
+import { resolveModel } from '../../activities/catalog/resolve.js';
 import { planRoute } from '../../activities/routing/planRoute.js';
 import {
   MEDIA_FIELDS,
@@ -28,23 +28,18 @@ import {
   planVideoExtension,
   type VideoBody,
 } from '../../activities/video/plan.js';
-import {
-  isTerminal,
-  loadVideoJob,
-  recentVideoJobs,
-  startVideoJob,
-  type VideoJobRow,
-} from '../../activities/video/jobs.js';
+import { isTerminal, loadVideoJob, recentVideoJobs, type VideoJobRow } from '../../activities/video/jobs.js';
+import { startVideoJob } from '../../activities/video/start.js';
 import { normalizedVideoStatus, videoStatusData, videoStatusLabel } from '../../activities/video/views.js';
 import { readHostedFile } from '../../activities/media/hostedFiles.js';
 import type { AppState } from '../state.js';
+import { clientAbortSignal } from '../clientAbort.js';
+import { checkSourceLength, extendsSource } from '../../activities/video/source.js';
 import { RequestError } from '../../activities/core/errors.js';
 
 export const videoRouter = new Router<AppState>();
 
 const NO_NEEDS = { tools: false, images: false, structuredOutput: false, caching: false };
-/** The one model whose content GET /api/generate-video/content serves (spec). */
-const SORA = 'sora-2';
 
 videoRouter.post(
   '/api/generate-video',
@@ -59,6 +54,12 @@ videoRouter.post(
     const header = ctx.get('x-provider').trim();
     const [route] = planRoute(catalog(), model, caller, header ? { explicit: header } : {}, NO_NEEDS);
     const plan = planVideo(model, route, body);
+    // an extend model continues the caller's own video: at most 120 s of it (read from the file)
+    const source = plan.input.media.video;
+    if (extendsSource(model) && source !== undefined) {
+      const field = ['videoUrl', 'videoDataUrl', ...MEDIA_FIELDS.video].find((f) => body[f]) ?? 'videoUrl';
+      await checkSourceLength(model, source, field, clientAbortSignal(ctx));
+    }
     const conversationUuid = typeof body.conversationUUID === 'string' ? body.conversationUUID : null;
     ctx.status = 202;
     ctx.body = { ...(await startVideoJob({ caller, plan, conversationUuid })), model: model.id };
@@ -240,26 +241,31 @@ videoRouter.get(
   }),
   async (ctx) => {
     const q = ctx.state.query as { runId?: string; model?: string; variant: string };
-    // The spec: `model` is required and must be `sora-2` (this route proxies OpenAI-style video
-    // content); other models' videos are at the status record's `videoUrl`.
+    // `model` is required and names the job's model, one of the video models served here (the
+    // catalog's, by id or alias): content is served for whatever the catalog serves, not one name.
+    const served = catalog().usable('video');
     if (!q.model)
-      throw new RequestError(400, 'missing_required_parameter', "Missing required parameter: 'model' (sora-2).", {
-        param: 'model',
-      });
-    if (q.model !== SORA)
+      throw new RequestError(
+        400,
+        'missing_required_parameter',
+        `Missing required parameter: 'model' (the job's video model: ${served.map((m) => m.id).join(', ') || 'none is served'}).`,
+        { param: 'model' },
+      );
+    const model = catalog().model(q.model);
+    if (!model || !served.some((m) => m.id === model.id))
       throw new RequestError(
         400,
         'invalid_parameter_value',
-        `'model' must be '${SORA}': this route serves ${SORA} jobs. Other models' videos are at the status record's videoUrl (GET /api/video/status).`,
+        `'model' must be a video model served here ('${q.model}' is not one): ${served.map((m) => m.id).join(', ') || 'none is served'}.`,
         { param: 'model' },
       );
     const row = await ownedJob(ctx, q.runId, 'runId');
-    if (row.model !== SORA && row.model !== catalog().model(SORA)?.id) {
+    if (row.model !== model.id) {
       throw new RequestError(
         400,
         'invalid_parameter_value',
-        `Job '${row.id}' was made by '${row.model}', not ${SORA}: its video is at the status record's videoUrl (GET /api/video/status).`,
-        { param: 'runId' },
+        `Job '${row.id}' was made by '${row.model}', not '${model.id}': send model=${row.model}.`,
+        { param: 'model' },
       );
     }
     if (!['video', 'thumbnail', 'spritesheet'].includes(q.variant)) {

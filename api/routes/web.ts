@@ -5,11 +5,11 @@
 // {answer, sources:[{name, url, snippet}]}, `structured` the object the schema asked for.
 import Router from '@koa/router';
 import { clientAbortSignal } from '../clientAbort.js';
-import { chargeOnDelivery } from '../inference.js';
+import { chargeOnDelivery } from '../delivery.js';
 import { authenticate } from '../middleware/auth.js';
 import { refuseUnofferedRedaction } from '../middleware/notOffered.js';
 import { surface } from '../middleware/surface.js';
-import { webSearchRequestSchema } from '../schemas/web.js';
+import { webSearchRequestSchema } from '../../activities/surfaces/schemas/web.js';
 import { validateBody } from '../validate.js';
 import { RequestError } from '../../activities/core/errors.js';
 import { billOf } from '../../activities/metering/meteredCall.js';

@@ -14,6 +14,11 @@ export const x402Router = new Router<AppState>();
 const ENDPOINTS = [
   { endpoint: '/api/v1/chat/completions', surface: 'chat', notes: 'Non-streaming chat completions (stable).' },
   { endpoint: '/api/v1/completions', surface: 'completions', notes: 'Non-streaming text completions.' },
+  {
+    endpoint: '/api/v1/audio/speech',
+    surface: 'speech',
+    notes: 'Non-streaming text to speech (priced per input character).',
+  },
 ];
 
 x402Router.get(['/api/v1/x402/endpoints', '/v1/x402/endpoints'], surface('openai'), (ctx) => {

@@ -20,7 +20,8 @@ import { assertBooksBalance } from '../support/books.js';
 import { makeFixtures } from './fixtures.js';
 import { hostileCases } from './hostile.js';
 import { closeAgent, send } from './http.js';
-import { type ServedRoute, servedRoutes } from './routes.js';
+import { servedRoutes } from './routes.js';
+import type { ServedRoute } from './served.js';
 import {
   assertAlive,
   failureReport,

@@ -5,7 +5,7 @@
 // gateway to fetch, including ones it must never fetch.
 import fc from 'fast-check';
 import { catalog } from '../../activities/catalog/catalog.js';
-import type { ServedRoute } from './routes.js';
+import type { ServedRoute } from './served.js';
 import type { Hints } from './schemaArbitrary.js';
 import { fuzzText, NUL } from './values.js';
 

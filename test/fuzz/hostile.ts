@@ -2,7 +2,8 @@
 // NUL, numbers no double holds, content types, compression bombs, HTTP framing, methods a route
 // does not take, and paths no route serves. Each served route gets the ones that apply to it.
 import { brotliCompressSync, constants, deflateSync, gzipSync } from 'node:zlib';
-import type { Case, ServedRoute } from './routes.js';
+import type { Case } from './routes.js';
+import type { ServedRoute } from './served.js';
 import { jsonText, NUL, RAW_NUMBERS, RawJson } from './values.js';
 
 /** A body each POST route accepts, so a hostile variant of it gets as far as the route's real work. */

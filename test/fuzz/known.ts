@@ -2,7 +2,20 @@
 // of them is counted, by item, and does not fail the suite; anything else does. Each rule is as
 // narrow as the defect (all of the failure's problems must be the defect's), so it cannot hide a
 // second problem. When a fix is merged, delete its rule: the suite then holds the fix.
-import type { Sent } from './run.js';
+import type { Outcome } from './http.js';
+import type { Case } from './routes.js';
+
+export interface Sent {
+  case: Case;
+  /** what went over the wire, for the report */
+  summary: string;
+  /** the whole request as text (decoded path, headers, body): what an answer may echo */
+  requestText: string;
+  outcome: Outcome;
+  problems: string[];
+  /** the issue item this failure is a known instance of */
+  known?: string;
+}
 
 interface Known {
   item: string;

@@ -1,9 +1,9 @@
 // What every answer must satisfy, whatever was asked: no 5xx (but a 503 shedding load, with
-// Retry-After), errors in the envelope of the route's surface (api/errors.ts renderError) with the
+// Retry-After), errors in the envelope of the route's surface (activities/surfaces/errors.ts renderError) with the
 // X-Request-ID, 429s with Retry-After (or x-should-retry: false), no stack trace or internal detail
 // (file paths, database or driver errors, socket errors, upstream keys and addresses) anywhere in a
 // body, and JSON or SSE that parses when it says it is.
-import type { Envelope } from '../../api/errors.js';
+import type { Envelope } from '../../activities/surfaces/errors.js';
 import type { Answer } from './http.js';
 
 /** Bodies may echo the request (an error naming the bad value, an upstream echoing the prompt), so a

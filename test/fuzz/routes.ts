@@ -5,28 +5,17 @@
 // encodings mixed in.
 import type Koa from 'koa';
 import fc from 'fast-check';
-import type { Envelope } from '../../api/errors.js';
+import type { Envelope } from '../../activities/surfaces/errors.js';
 import { authenticate } from '../../api/middleware/auth.js';
 import { authenticateOrX402 } from '../../api/x402.js';
 import { declaredEnvelope } from '../../api/middleware/surface.js';
 import { declaredSchema } from '../../api/validate.js';
 import { hintsFor, toWellFormed } from './hints.js';
+import type { ServedRoute } from './served.js';
 import { type Hints, mutated, valid } from './schemaArbitrary.js';
 import { BOUNDARY, multipartBody } from './multipart.js';
 
 type Schema = Record<string, any>;
-
-export interface ServedRoute {
-  /** as the router has it: `/api/v1/responses/:id` */
-  path: string;
-  methods: string[];
-  envelope: Envelope;
-  auth: boolean;
-  body?: Schema;
-  query?: Schema;
-  /** the fields of a multipart form the route reads as it streams (validate.ts declareMultipart) */
-  multipart?: Schema;
-}
 
 /** The routes `app` serves, with the contract each declares. */
 export function servedRoutes(app: Koa): ServedRoute[] {

@@ -5,11 +5,12 @@
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { db } from '../../activities/db.js';
-import type { Envelope } from '../../api/errors.js';
+import type { Envelope } from '../../activities/surfaces/errors.js';
 import { type Answer, type Outcome, type Request, send, sendRaw } from './http.js';
-import { knownDefect } from './known.js';
+import { knownDefect, type Sent } from './known.js';
 import { judge } from './oracle.js';
-import { type Case, routeCases, type ServedRoute } from './routes.js';
+import { type Case, routeCases } from './routes.js';
+import type { ServedRoute } from './served.js';
 import { jsonText } from './values.js';
 
 export interface Target {
@@ -20,18 +21,6 @@ export interface Target {
   secrets: string[];
   /** make charges still in memory (credit leases) visible in the database */
   settle(): Promise<void>;
-}
-
-export interface Sent {
-  case: Case;
-  /** what went over the wire, for the report */
-  summary: string;
-  /** the whole request as text (decoded path, headers, body): what an answer may echo */
-  requestText: string;
-  outcome: Outcome;
-  problems: string[];
-  /** the issue item this failure is a known instance of */
-  known?: string;
 }
 
 export interface Tally {

@@ -1,4 +1,4 @@
-// fast-check arbitraries derived from a route's own Ajv schema (api/schemas/, or the query schema a
+// fast-check arbitraries derived from a route's own Ajv schema (activities/surfaces/schemas/, or the query schema a
 // route declares), so the fuzzer follows the API as it changes: `valid()` makes values the schema
 // accepts (with hints where a schema is too loose to reach the route's real work, e.g. a catalog
 // model), `mutated()` takes one of them and breaks it in one place (a wrong type, a hostile

@@ -5,7 +5,7 @@ import dns from 'node:dns';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { geminiChat } from '../../activities/providers/gemini/index.js';
-import { MediaFetchError, isAllowedAddress, safeFetch } from '../../activities/media/safeFetch.js';
+import { MediaFetchError, isAllowedAddress, safeFetch } from '../../activities/core/safeFetch.js';
 import type { ProviderTarget } from '../../activities/providers/types.js';
 import type { InferenceRequest, Message, StreamEvent } from '../../activities/core/types.js';
 import { startGeminiUpstream, type GeminiUpstream } from '../support/upstreams/gemini.js';

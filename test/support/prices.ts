@@ -71,6 +71,8 @@ export const VIDEO_PER_SECOND = {
   'kling/v2.5-turbo-standard-image-to-video': 44_100_000n,
   /** 0.02 */
   'midjourney/video': 21_000_000n,
+  /** 0.04 */
+  'pixverse/extend': 42_000_000n,
 };
 
 /** nano-USD for `units` at `perMillion` nano-USD per 1M of them, rounded up to a whole nano-dollar. */

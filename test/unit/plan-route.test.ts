@@ -2,7 +2,7 @@
 // which order, from the catalog, the caller's saved restrictions, the request's provider preferences
 // and what the request needs; and each refusal with its status, code and the parameter it names.
 import assert from 'node:assert/strict';
-import type { Caller } from '../../activities/accounts/keys.js';
+import type { Caller } from '../../activities/core/caller.js';
 import { Catalog, type ModelInfo, type ProviderInfo, type Route } from '../../activities/catalog/catalog.js';
 import { RequestError } from '../../activities/core/errors.js';
 import { type ProviderPreferences, planRoute, type RequestNeeds } from '../../activities/routing/planRoute.js';

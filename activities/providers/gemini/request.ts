@@ -5,7 +5,7 @@
 // consecutive turns of one role must be merged (parallel tool results become one turn); and
 // Gemini cannot fetch image URLs itself, so http(s) images are fetched (safely) and inlined.
 import type { ContentPart, InferenceRequest, Message, ReasoningEffort } from '../../core/types.js';
-import { MediaFetchError, safeFetch } from '../../media/safeFetch.js';
+import { MediaFetchError, safeFetch } from '../../core/safeFetch.js';
 import { transportError } from '../http.js';
 import type { ProviderTarget } from '../types.js';
 import type { GeminiContent, GeminiGenerationConfig, GeminiPart, GeminiRequest, GeminiThinkingConfig } from './wire.js';

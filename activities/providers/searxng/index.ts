@@ -9,9 +9,9 @@
 //
 // Deep search fetches the top results' pages (route option `fetch_pages`, default 3) and uses
 // their text in place of the snippets. Those URLs come from the open web, so they are fetched
-// through the gateway's SSRF guard (media/safeFetch.ts: public addresses only, each redirect
+// through the gateway's SSRF guard (core/safeFetch.ts: public addresses only, each redirect
 // vetted, size and time capped); a page that cannot be fetched keeps its snippet.
-import { MediaFetchError, safeFetch } from '../../media/safeFetch.js';
+import { MediaFetchError, safeFetch } from '../../core/safeFetch.js';
 import { badAnswer, checkOutputType, filtered, searchJson, text } from '../searchWire.js';
 import type { Provider, SearchAdapter, SearchHit, SearchRequest } from '../types.js';
 

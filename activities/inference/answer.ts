@@ -1,53 +1,29 @@
-// How every text route runs its prepared call, once: non-streaming (complete, refuse an empty
-// answer, settle) and streaming (open with fallback before the first byte, then SSE, then settle
-// what was produced). Surfaces only say how their frames look. Failures before anything was
-// produced release the reservation and are ordinary errors; after the first byte, the surface
-// reports them in-stream and what was produced is billed.
-import type { Context } from 'koa';
-import { SseWriter } from './sse.js';
-import { clientAbortSignal } from './clientAbort.js';
-import { type Bill, hasOutput, type InferenceCall, producedText } from '../activities/inference/execute.js';
-import type { MeteredCall } from '../activities/metering/meteredCall.js';
-import type { Route } from '../activities/catalog/catalog.js';
-import type { FinishReason, InferenceResult, StreamEvent, Usage } from '../activities/core/types.js';
-import { RequestError } from '../activities/core/errors.js';
-import { asRequestError, type Envelope, renderError } from './errors.js';
+// How every text surface runs its prepared call, once: non-streaming (complete, refuse an empty
+// answer, settle) and streaming (open with fallback before the first byte, then the stream, then
+// settle what was produced). Surfaces (their codecs) only say how their frames look. Failures
+// before anything was produced release the reservation and are ordinary errors; after the first
+// byte, the surface reports them in-stream and what was produced is billed.
+import type { Route } from '../catalog/catalog.js';
+import { RequestError } from '../core/errors.js';
+import type { FinishReason, InferenceResult, StreamEvent, Usage } from '../core/types.js';
+import { asRequestError, renderError } from '../surfaces/errors.js';
+import type { Exchange, StreamSink } from './exchange.js';
+import { type Bill, hasOutput, type InferenceCall, producedText } from './execute.js';
 
 const errorCode = (err: unknown) => (err as { code?: string }).code ?? 'error';
 
-/**
- * A charged answer that is not a stream counts as delivered once it has been written out whole.
- * If the response closes before that (the caller left while the answer was being settled or
- * written) the charge is refunded: an answer the caller never received is not charged.
- */
-export function chargeOnDelivery(ctx: Context, metered: MeteredCall): void {
-  if (!metered.awaitingDelivery) return;
-  const res = ctx.res;
-  const undelivered = () =>
-    void metered
-      .abandon('client_closed')
-      .catch((err) => console.error(`[api] ${ctx.state.requestId}: could not refund an undelivered answer:`, err));
-  // already gone: Koa will not even try to write
-  if (!ctx.writable) {
-    undelivered();
-    return;
-  }
-  // One listener: a response emits 'close' after 'finish' too, so 'close' alone tells both apart
-  res.once('close', () => {
-    if (res.writableFinished) metered.delivered();
-    else undelivered();
-  });
-}
+/** What a whole answer's call produced, settled. */
+export type Completed = Awaited<ReturnType<typeof completeOnce>>;
 
 export async function completeOnce(
-  ctx: Context,
+  ex: Exchange,
   call: InferenceCall,
   /** what counts as an answer on this surface (default: any text, tool call or reasoning) */
   answered: (r: InferenceResult) => boolean = hasOutput,
 ): Promise<{ result: InferenceResult; route: Route; usage: Usage; bill: Bill }> {
   let outcome: Awaited<ReturnType<InferenceCall['complete']>>;
   try {
-    outcome = await call.complete(clientAbortSignal(ctx));
+    outcome = await call.complete(ex.signal());
   } catch (err) {
     await call.fail(errorCode(err));
     throw err;
@@ -88,21 +64,19 @@ export interface StreamSurface {
  * events, to be relayed (see InferenceCall.openStream); otherwise the surface renders the events.
  */
 export async function streamOnce(
-  ctx: Context,
+  ex: Exchange,
   call: InferenceCall,
-  surfaceFor: (sse: SseWriter, route: Route, passedThrough: boolean) => StreamSurface,
+  surfaceFor: (sse: StreamSink, route: Route, passedThrough: boolean) => StreamSurface,
 ): Promise<void> {
-  // The connection's own signal, as for a whole answer (clientAbort.ts): a response closes before
-  // its end only when its connection does, so it aborts the upstream call exactly when a
-  // controller of the stream's own would, without building one per stream.
+  // The connection's own signal, as for a whole answer (api/clientAbort.ts): one per connection, not per stream.
   let opened: Awaited<ReturnType<InferenceCall['openStream']>>;
   try {
-    opened = await call.openStream(clientAbortSignal(ctx));
+    opened = await call.openStream(ex.signal());
   } catch (err) {
     await call.fail(errorCode(err));
     throw err;
   }
-  const sse = new SseWriter(ctx);
+  const sse = ex.stream();
   try {
     await relay(call, opened, sse, surfaceFor(sse, opened.route, opened.passedThrough));
   } catch (err) {
@@ -110,7 +84,7 @@ export async function streamOnce(
     // own end, such as storing the answer) cannot become an error response: the caller gets an error
     // frame in the route's envelope and the end of the stream, never a connection left open.
     // handleErrors logs it.
-    const envelope = (ctx.state.envelope as Envelope | undefined) ?? 'openai';
+    const envelope = ex.envelope;
     await sse.data(renderError(asRequestError(err), envelope), envelope === 'message' ? 'error' : undefined);
     throw err;
   } finally {
@@ -122,7 +96,7 @@ export async function streamOnce(
 async function relay(
   call: InferenceCall,
   opened: Awaited<ReturnType<InferenceCall['openStream']>>,
-  sse: SseWriter,
+  sse: StreamSink,
   surface: StreamSurface,
 ): Promise<void> {
   let produced = '';
@@ -173,5 +147,7 @@ async function relay(
   call.metered.delivered();
   // logged for the operator; told to the caller without the upstream's own words
   const broke = failure === undefined ? undefined : call.metered.brokeMidway(failure);
+  // the bill says what broke the stream it charged for (the pricing extension's `error`)
+  if (broke) bill.error = { status: broke.status, message: broke.message };
   await surface.end({ finish, stopSequence, usage: billed, bill, failure: broke });
 }

@@ -4,21 +4,13 @@
 // `choices[0].message.content`, messages' `output_config.format: {type:'questions', questions}`
 // in `content[0].text`, responses' `text.format: {type:'questions', questions}` in `output_text`
 // (not stored: such a response has no stored conversation to continue). The state is the caller's user text; non-streaming only, no tools, no
-// images, no other roles. The call is the decisions route's own (decideOnce): same rules, same
-// metered call, one charge.
-import { decideOnce } from './decide.js';
-import type { TextBody } from './textRoute.js';
-import type { AppContext } from './state.js';
-import { RequestError } from '../activities/core/errors.js';
-import type { DecisionsBody } from '../activities/decisions/decide.js';
-import { withBill } from '../activities/surfaces/chatResponse.js';
-
-/** How one text surface carries a questions request and its answer. */
-export interface QuestionsFormat {
-  /** the questions, when the body asks for the `questions` format */
-  find(body: TextBody): unknown;
-  answer(ctx: AppContext, body: TextBody, questions: unknown): Promise<void>;
-}
+// images, no other roles. The call is the decisions route's own (decideOnce, run by the questions
+// add-on, activities/inference/addOns/questions.ts): same rules, same metered call, one charge.
+import type { TextBody } from '../core/types.js';
+import { RequestError } from '../core/errors.js';
+import type { DecisionsBody } from '../decisions/decide.js';
+import type { QuestionsFormat } from '../inference/codec.js';
+import { withBill } from './chatResponse.js';
 
 const bad = (code: string, message: string, param: string) => new RequestError(400, code, message, { param });
 
@@ -80,16 +72,14 @@ function decisionBody(body: TextBody, questions: unknown, param: string, systemP
 
 export const chatQuestions: QuestionsFormat = {
   find: (body) => (body.response_format?.type === 'questions' ? (body.response_format.questions ?? null) : undefined),
-  async answer(ctx, body, questions) {
-    const { plan, decision, bill } = await decideOnce(ctx, decisionBody(body, questions, 'response_format.questions'), {
-      surface: 'chat',
-    });
+  decision: (body, questions) => decisionBody(body, questions, 'response_format.questions'),
+  render({ plan, decision, bill }, body, requestId) {
     const { inputTokens: input, outputTokens: output } = decision;
     // the charge is exact either way; `include_usage: true` names it `cost`, as the spec asks
     const costField = body.include_usage === true ? 'cost' : 'estimated_cost';
-    ctx.body = withBill(
+    return withBill(
       {
-        id: `chatcmpl-${ctx.state.requestId.slice(4)}`,
+        id: `chatcmpl-${requestId.slice(4)}`,
         object: 'chat.completion',
         created: Math.floor(Date.now() / 1000),
         model: plan.model.id,
@@ -131,19 +121,15 @@ function responsesTurns(input: unknown): any[] {
 
 export const responsesQuestions: QuestionsFormat = {
   find: (body) => (body.text?.format?.type === 'questions' ? (body.text.format.questions ?? null) : undefined),
-  async answer(ctx, body, questions) {
+  decision(body, questions) {
     const asChat = { ...body, messages: responsesTurns(body.input), system: body.instructions ?? undefined };
-    const { plan, decision, bill } = await decideOnce(
-      ctx,
-      decisionBody(asChat, questions, 'text.format.questions', 'instructions'),
-      {
-        surface: 'responses',
-      },
-    );
-    const id = ctx.state.requestId.slice(4);
+    return decisionBody(asChat, questions, 'text.format.questions', 'instructions');
+  },
+  render({ plan, decision, bill }, _body, requestId) {
+    const id = requestId.slice(4);
     const text = JSON.stringify(decision.answers);
     const { inputTokens: input, outputTokens: output } = decision;
-    ctx.body = withBill(
+    return withBill(
       {
         id: `resp_${id}`,
         object: 'response',
@@ -171,15 +157,11 @@ export const responsesQuestions: QuestionsFormat = {
 export const messagesQuestions: QuestionsFormat = {
   find: (body) =>
     body.output_config?.format?.type === 'questions' ? (body.output_config.format.questions ?? null) : undefined,
-  async answer(ctx, body, questions) {
-    const { plan, decision, bill } = await decideOnce(
-      ctx,
-      decisionBody(body, questions, 'output_config.format.questions'),
-      { surface: 'messages' },
-    );
-    ctx.body = withBill(
+  decision: (body, questions) => decisionBody(body, questions, 'output_config.format.questions'),
+  render({ plan, decision, bill }, _body, requestId) {
+    return withBill(
       {
-        id: `msg_${ctx.state.requestId.slice(4)}`,
+        id: `msg_${requestId.slice(4)}`,
         type: 'message',
         role: 'assistant',
         model: plan.model.id,

@@ -6,15 +6,14 @@
 // concurrent requests cannot overspend. Each phase is charged once, on its own request id (the
 // answer's is the plain one, the others `<id>:1`, `<id>:2`) and shown in the answer's `advisor`
 // object. A phase that was not needed (auto mode, the executor answered at once) is released. If a
-// later phase fails, the request fails and the earlier phases are given back with it (textRoute):
+// later phase fails, the request fails and the earlier phases are given back with it (the pipeline):
 // a caller is charged for a delivered answer, all its phases, or for nothing, as with chat's `n`,
 // `:memory` and web search.
-import { RequestError } from '../activities/core/errors.js';
-import type { ModelInfo } from '../activities/catalog/catalog.js';
-import type { ChatPlanInput } from '../activities/surfaces/chat.js';
-import type { InferenceCall } from '../activities/inference/execute.js';
-import type { ModelName } from '../activities/routing/suffixes.js';
-import type { Usage } from '../activities/core/types.js';
+import { RequestError } from '../../core/errors.js';
+import type { ModelInfo } from '../../catalog/catalog.js';
+import type { ChatPlanInput } from '../../surfaces/chat.js';
+import type { InferenceCall } from '../execute.js';
+import type { Usage } from '../../core/types.js';
 import {
   type AdvisorPlan,
   adviceMaxTokens,
@@ -27,16 +26,36 @@ import {
   questionOf,
   questionRoom,
   withAdvice,
-} from '../activities/advisor/advisor.js';
-import { subscriptionWouldCover } from '../activities/ledger/allowance.js';
-import { webSearchSettings } from '../activities/search/settings.js';
-import { redactionWanted } from '../activities/redaction/policy.js';
-import { isTeeModel } from '../activities/tee/tee.js';
-import { sumCharges, toChatCompletion, usageJson } from '../activities/surfaces/chatResponse.js';
-import type { Bill } from '../activities/inference/execute.js';
-import { completeOnce } from './inference.js';
-import type { TextBody, TextRequest } from './textRoute.js';
-import type { AppContext } from './state.js';
+} from '../../advisor/advisor.js';
+import { subscriptionWouldCover } from '../../ledger/allowance.js';
+import { webSearchSettings } from '../../search/settings.js';
+import { redactionWanted } from '../../redaction/policy.js';
+import { isTeeModel } from '../../tee/tee.js';
+import { sumCharges, toChatCompletion, usageJson } from '../../surfaces/chatResponse.js';
+import type { Bill } from '../execute.js';
+import { type Completed, completeOnce } from '../answer.js';
+import type { Exchange } from '../exchange.js';
+import type { TextRun } from '../textRun.js';
+import type { AddOn } from './addOn.js';
+
+/**
+ * The advisor (chat completions' `advisor`): checked before the body is translated (a refused
+ * request costs nothing), then it answers the request in phases. The translation reads the body
+ * without the field, which the surfaces otherwise refuse.
+ */
+export const advisor: AddOn<AdvisorPlan> = {
+  name: 'advisor',
+  at: 'model',
+  check(run) {
+    if (!run.codec.advisor || !present(run.body.advisor)) return undefined;
+    return advisorWanted(run).then((plan) => {
+      const { advisor: _, ...rest } = run.body;
+      run.body = rest;
+      return plan;
+    });
+  },
+  answer: answerWithAdvisor,
+};
 
 const refuse = (message: string, param: string, code = 'invalid_parameter_value') =>
   new RequestError(400, code, message, { param });
@@ -48,19 +67,14 @@ const present = (v: unknown) => v !== undefined && v !== null;
  * chat surface's translation: before the moderation preflight, memory, search or any reservation,
  * so a refused request costs nothing.
  */
-export async function advisorWanted(
-  ctx: AppContext,
-  body: TextBody,
-  model: ModelInfo,
-  name: ModelName,
-): Promise<AdvisorPlan | undefined> {
-  if (!present(body.advisor)) return undefined;
+async function advisorWanted(run: TextRun): Promise<AdvisorPlan | undefined> {
+  const { ex, body, model, name } = run;
   if (body.stream === true)
     throw refuse(
       "The advisor answers without streaming: send stream: false (or leave out 'advisor' to stream).",
       'stream',
     );
-  if (ctx.state.x402 || ctx.state.caller.keyId === null)
+  if (ex.x402 || ex.caller.keyId === null)
     throw refuse(
       "The advisor is offered to API keys only (each phase is billed pay-as-you-go to the key): send the request with 'Authorization: Bearer <key>', not a session or an x402 payment.",
       'advisor',
@@ -85,9 +99,9 @@ export async function advisorWanted(
       web.source.startsWith('the') ? 'model' : web.source.replace(/'/g, ''),
     );
   const redact = redactionWanted({
-    headers: ctx.headers,
+    headers: ex.headers,
     suffix: name.redaction === true,
-    callerDefault: ctx.state.caller.redaction,
+    callerDefault: ex.caller.redaction,
   });
   if (redact)
     throw refuse(
@@ -109,14 +123,14 @@ export async function advisorWanted(
       `advisor.model '${plan.model.id}' does not accept images, and the conversation has some. Pick an advisor with vision, or send text only.`,
       'advisor.model',
     );
-  await refuseSubscriptionBilling(ctx, model, plan.model);
+  await refuseSubscriptionBilling(ex, model, plan.model);
   return plan;
 }
 
 /** The spec's "pay-as-you-go only": a request a subscription would pay for is refused, never billed to the balance unasked. */
-async function refuseSubscriptionBilling(ctx: AppContext, executor: ModelInfo, advisor: ModelInfo): Promise<void> {
-  const caller = ctx.state.caller;
-  if (ctx.path.startsWith('/api/subscription/'))
+async function refuseSubscriptionBilling(ex: Exchange, executor: ModelInfo, advisor: ModelInfo): Promise<void> {
+  const caller = ex.caller;
+  if (ex.path.startsWith('/api/subscription/'))
     throw refuse(
       'The advisor is billed pay-as-you-go only, and this is the subscription path: send the request to /api/v1/chat/completions.',
       'advisor',
@@ -128,7 +142,7 @@ async function refuseSubscriptionBilling(ctx: AppContext, executor: ModelInfo, a
       'advisor',
       'advisor_requires_paygo',
     );
-  if (!ctx.state.forcePaygo && (await subscriptionWouldCover(caller, [executor.id, advisor.id])))
+  if (!ex.forcePaygo && (await subscriptionWouldCover(caller, [executor.id, advisor.id])))
     throw refuse(
       "The advisor is billed pay-as-you-go only, and your subscription covers this request's models. To pay for it from your balance, send the header 'X-Billing-Mode: paygo'.",
       'advisor',
@@ -140,14 +154,14 @@ type Phase = 'executor' | 'advisor';
 interface Done {
   phase: Phase;
   call: InferenceCall;
-  outcome: Awaited<ReturnType<typeof completeOnce>>;
+  outcome: Completed;
 }
 
 /** Answers a chat request that asked for the advisor (see the top of this file). */
-export async function answerWithAdvisor(
-  { ctx, model, input, prepare }: Pick<TextRequest<ChatPlanInput>, 'ctx' | 'model' | 'input' | 'prepare'>,
-  plan: AdvisorPlan,
-): Promise<void> {
+async function answerWithAdvisor(textRun: TextRun, plan: AdvisorPlan): Promise<void> {
+  const { ex, model } = textRun;
+  const input = textRun.input as ChatPlanInput;
+  const prepare = textRun.prepare.bind(textRun);
   const conversation = input.request.messages;
   const executor = (request: ChatPlanInput['request'], needs = input.needs) => ({
     model,
@@ -167,7 +181,7 @@ export async function answerWithAdvisor(
   const done: Done[] = [];
   const run = async (phase: Phase, call: InferenceCall) => {
     // advice must be text (a model that only reasoned, or only called tools, advised nothing)
-    const outcome = await completeOnce(ctx, call, (r) => r.content.trim() !== '');
+    const outcome = await completeOnce(ex, call, (r) => r.content.trim() !== '');
     done.push({ phase, call, outcome });
     return outcome;
   };
@@ -197,7 +211,7 @@ export async function answerWithAdvisor(
       part: 2,
       phase: executor({ ...offered, toolChoice: 'none', messages: continuationRoom(conversation, plan.model) }, needs),
     });
-    const opening = await completeOnce(ctx, first);
+    const opening = await completeOnce(ex, first);
     done.push({ phase: 'executor', call: first, outcome: opening });
     const call = opening.result.toolCalls[0];
     if (!call) {
@@ -212,11 +226,11 @@ export async function answerWithAdvisor(
       final = await run('executor', cont);
     }
   }
-  ctx.body = advisedCompletion(ctx, model, plan, done, final, !input.request.reasoning?.exclude);
+  ex.send(advisedCompletion(ex.requestId, model, plan, done, final, !input.request.reasoning?.exclude));
 }
 
 function advisedCompletion(
-  ctx: AppContext,
+  requestId: string,
   model: ModelInfo,
   plan: AdvisorPlan,
   done: Done[],
@@ -226,7 +240,7 @@ function advisedCompletion(
   const parts = done.map((d) => ({ usage: d.outcome.usage, bill: d.outcome.bill }));
   const { usage, bill } = sumCharges(parts);
   const answer = toChatCompletion(final.result, usage, bill, {
-    id: `chatcmpl-${String(ctx.state.requestId).slice(4)}`,
+    id: `chatcmpl-${requestId.slice(4)}`,
     created: Math.floor(Date.now() / 1000),
     model: model.id,
     provider: final.route.provider.id,

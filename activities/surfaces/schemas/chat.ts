@@ -135,7 +135,7 @@ export const chatRequestSchema = {
       type: 'object',
       required: ['type'],
       properties: {
-        // 'questions': a decision model answers (api/questionsFormat.ts)
+        // 'questions': a decision model answers (activities/inference/addOns/questions.ts)
         type: { type: 'string', enum: ['text', 'json_object', 'json_schema', 'questions'] },
         json_schema: { type: 'object' },
         questions: { type: 'object' },
@@ -157,7 +157,8 @@ export const chatRequestSchema = {
     ...cachingFields,
     prompt_caching: promptCachingSchema,
     promptCaching: promptCachingSchema,
-    // the advisor (api/advisor.ts): a second model the request's model may consult; unknown fields refused
+    // the advisor (activities/inference/addOns/advisor.ts): a second model the request's model may
+    // consult; unknown fields refused
     advisor: {
       type: ['object', 'null'],
       required: ['model', 'mode'],

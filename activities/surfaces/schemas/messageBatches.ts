@@ -3,8 +3,8 @@
 // is refused exactly where that route would refuse it, named `requests[i].params...`; the batch
 // rules beyond a schema (one model, unique ids, limits, content a batch cannot run) are in
 // activities/batches/messageBatches.ts.
-import { MESSAGE_BATCH_LIMITS } from '../../activities/batches/messageBatches.js';
-import { MESSAGE_BATCH_MAX_TOKENS } from '../../activities/batches/messageKind.js';
+import { MESSAGE_BATCH_LIMITS } from '../../batches/messageBatches.js';
+import { MESSAGE_BATCH_MAX_TOKENS } from '../../batches/messageKind.js';
 import { messagesRequestSchema } from './messages.js';
 
 export const messageBatchSchema = {

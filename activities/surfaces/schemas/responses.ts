@@ -39,7 +39,7 @@ export const responsesRequestSchema = {
           type: 'object',
           required: ['type'],
           properties: {
-            // 'questions': a decision model answers (api/questionsFormat.ts)
+            // 'questions': a decision model answers (activities/inference/addOns/questions.ts)
             type: { type: 'string', enum: ['text', 'json_object', 'json_schema', 'questions'] },
             questions: { type: 'object' },
             name: { type: 'string' },

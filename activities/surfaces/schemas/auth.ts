@@ -1,6 +1,6 @@
 // The sign-in routes' bodies (api/routes/auth.ts) and the key-management bodies (api/routes/keys.ts).
 // Unknown fields are refused, so a typo ("pasword") is a 422 naming it rather than silently ignored.
-import { PASSWORD_MAX, PASSWORD_MIN } from '../../activities/accounts/passwords.js';
+import { PASSWORD_MAX, PASSWORD_MIN } from '../../accounts/passwords.js';
 
 const email = { type: 'string', format: 'email', maxLength: 254 } as const;
 const password = { type: 'string', minLength: PASSWORD_MIN, maxLength: PASSWORD_MAX } as const;

@@ -1,5 +1,5 @@
-import { RequestError } from '../activities/core/errors.js';
-import { isDatabaseBusy, isLostConnection } from '../activities/db.js';
+import { RequestError } from '../core/errors.js';
+import { isDatabaseBusy, isLostConnection } from '../db.js';
 // The one place a failure becomes a response body: every failure is a RequestError (status +
 // code + a message a person can act on, activities/core/errors.ts), rendered here in the envelope
 // of the surface that was called.
