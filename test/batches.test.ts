@@ -12,6 +12,9 @@ import { db } from '../activities/db.js';
 import { loadCatalog } from '../activities/catalog/catalog.js';
 import { parseCatalog } from '../activities/catalog/file.js';
 import { finishBatch } from '../activities/batches/run.js';
+import { createKey } from '../activities/accounts/keys.js';
+import { atPriceBps, batchPriceBps } from '../activities/billing/pricing.js';
+import { parseAmount } from '../activities/core/money.js';
 import { type ChatBench, startChatBench } from './support/chatEnv.js';
 import { useTemporal } from './support/temporal.js';
 import { assertBooksBalance } from './support/books.js';
@@ -291,6 +294,29 @@ describe('inline batches (/api/beta/batches) on the batch workflow', function ()
     }
   });
 
+  it('a row gets exactly the attempts the setting gives: one, or five (the default), then its error line', async () => {
+    try {
+      for (const attempts of [1, 5]) {
+        config.batchRowAttempts = attempts;
+        b.openai.reset(); // the requests counted, and the defaults: set again
+        b.openai.defaults({ status: 500 });
+        b.openrouter.defaults({ status: 500 });
+        const res = await create({ endpoint: '/v1/chat/completions', model: MODEL, requests: [chatRow('x', 'never')] });
+        const made = (await res.json()) as any;
+        const done = await ended(made.id);
+        assert.deepEqual(done.request_counts, { total: 1, completed: 0, failed: 1 }, `${attempts} attempts`);
+        assert.equal(done.results[0].error.code, 'all_fallbacks_failed', `${attempts} attempts`);
+        assert.equal(b.openai.requests.length, attempts, `${attempts} attempts, each sent once`);
+        assert.deepEqual(await chargesOf(made.id), []);
+        assert.equal((await b.usd(accountId)).held, 0n);
+      }
+    } finally {
+      b.openai.defaults({});
+      b.openrouter.defaults({});
+      b.openrouter.reset();
+    }
+  });
+
   it('cancel: rows running finish and are charged, rows not started are cancelled and never sent', async () => {
     config.batchConcurrency = 2;
     b.openai.defaults({ delayMs: 700 });
@@ -511,6 +537,48 @@ describe('inline batches (/api/beta/batches) on the batch workflow', function ()
       [accountId],
     );
     assert.equal(rows[0].n, 0);
+  });
+
+  it('a row reserves its worst case at the batch price too, not at the synchronous one', async () => {
+    // a key with a daily cap holds exactly (no lease share), so each reservation is a hold to read
+    const { key: capped } = await createKey(accountId, { name: 'capped', dailyUsdLimit: parseAmount('100', 'USD') });
+    const row = chatRow('r', 'reserve for me at the batch price');
+    const sync = await b.post(capped, { model: MODEL, ...row.body });
+    assert.equal(sync.status, 200, await sync.clone().text());
+    const holdOf = async (requestPattern: string) => {
+      const { rows } = await db().pool.query(`SELECT amount FROM balance_holds WHERE request_id LIKE $1`, [
+        requestPattern,
+      ]);
+      assert.equal(rows.length, 1, requestPattern);
+      return BigInt(rows[0].amount);
+    };
+    const syncWorst = await holdOf(sync.headers.get('x-request-id')!);
+    const made = (await (
+      await b.post(capped, { endpoint: '/v1/chat/completions', model: MODEL, requests: [row] }, {}, '/api/beta/batches')
+    ).json()) as any;
+    assert.equal((await ended(made.id)).status, 'completed');
+    assert.equal(await holdOf(`${made.id}:%`), half(syncWorst));
+  });
+
+  it('the batch price arithmetic: the default factor, a factor of 0, rounding up to the nano-dollar', () => {
+    assert.equal(batchPriceBps({ batchPriceBps: null }), 5000);
+    assert.equal(batchPriceBps({ batchPriceBps: 0 }), 0, 'a free batch price is a price');
+    assert.equal(batchPriceBps({ batchPriceBps: 2500 }), 2500);
+    for (const [cost, bps, want] of [
+      [0n, 5000, 0n],
+      [1n, 5000, 1n],
+      [3n, 5000, 2n],
+      [4n, 5000, 2n],
+      [4n, 2500, 1n],
+      [5n, 2500, 2n],
+      [6n, 2500, 2n],
+      [10_000n, 1, 1n],
+      [10_001n, 1, 2n],
+      [7n, 10_000, 7n],
+      [7n, 0, 0n],
+      [1_000_000_007n, 7500, 750_000_006n],
+    ] as const)
+      assert.equal(atPriceBps(cost, bps), want, `${cost} at ${bps} bps`);
   });
 
   it('the catalog sets another batch price factor for a model: the row costs that share', async () => {

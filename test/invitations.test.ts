@@ -13,6 +13,8 @@ import { config } from '../activities/config.js';
 import { db } from '../activities/db.js';
 import { closeTemporalClient } from '../activities/temporalClient.js';
 import { balances } from '../activities/ledger/ledger.js';
+import { release } from '../activities/ledger/holds.js';
+import { expireCreditInvitation, redeemCreditInvitation } from '../activities/invitations/creditInvitations.js';
 import { parseAmount } from '../activities/core/money.js';
 
 const usd = (s: string) => parseAmount(s, 'USD');
@@ -267,6 +269,74 @@ describe('credit invitations', function () {
     const late = await redeemer.post('/api/invitations/redeem', { code: created.body.redeemCode });
     assert.equal(late.status, 409);
     assert.equal(late.body.code, 'invitation_expired');
+  });
+
+  it('past its expiry an invitation cannot be redeemed, even before its workflow has closed it', async () => {
+    const issuer = await keyClient('10');
+    const created = await issuer.post('/api/invitations/create', { amount: 1, currency: 'USD' });
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    const code = created.body.redeemCode;
+    // the expiry passed a moment ago; the workflow's timer (the default TTL) is still far off
+    await db().pool.query(`UPDATE credit_invitations SET expires_at = now() - interval '1 second' WHERE id = $1`, [
+      created.body.insertId,
+    ]);
+    const handle = temporal.client.workflow.getHandle(created.body.insertId);
+    try {
+      assert.equal((await handle.describe()).status.name, 'RUNNING');
+      const redeemer = await keyClient('0');
+      const late = await redeemer.post('/api/invitations/redeem', { code });
+      assert.equal(late.status, 409, JSON.stringify(late.body));
+      assert.equal(late.body.code, 'invitation_expired');
+      assert.equal((await usdOf(redeemer.accountId)).amount, 0n);
+      assert.deepEqual(await usdOf(issuer.accountId), { amount: usd('10'), held: usd('1'), available: usd('9') });
+      const looked = await redeemer.get(`/api/invitations/lookup?code=${code}`);
+      assert.equal(looked.body.status, 'expired', JSON.stringify(looked.body));
+    } finally {
+      await handle.terminate('the test is over');
+      await expireCreditInvitation(created.body.insertId);
+    }
+    assert.deepEqual(await usdOf(issuer.accountId), { amount: usd('10'), held: 0n, available: usd('10') });
+  });
+
+  it('a hold the sweeper already released pays out nothing: 409 invitation_expired, the redemption rolled back', async () => {
+    const issuer = await keyClient('10');
+    const created = await issuer.post('/api/invitations/create', { amount: 2, currency: 'USD' });
+    const { rows } = await db().pool.query('SELECT hold_id FROM credit_invitations WHERE id = $1', [
+      created.body.insertId,
+    ]);
+    assert.equal(await release(rows[0].hold_id, 'expired'), true); // as the hold sweeper does
+    const redeemer = await keyClient('0');
+    const r = await redeemer.post('/api/invitations/redeem', { code: created.body.redeemCode });
+    assert.equal(r.status, 409, JSON.stringify(r.body));
+    assert.equal(r.body.code, 'invitation_expired');
+    assert.equal((await usdOf(redeemer.accountId)).amount, 0n);
+    assert.deepEqual(await usdOf(issuer.accountId), { amount: usd('10'), held: 0n, available: usd('10') });
+    const row = await db().pool.query('SELECT status FROM credit_invitations WHERE id = $1', [created.body.insertId]);
+    assert.equal(row.rows[0].status, 'active', 'the redemption rolled back with the failed payout');
+    await temporal.client.workflow.getHandle(created.body.insertId).terminate('the test is over');
+    await expireCreditInvitation(created.body.insertId);
+  });
+
+  it('a redeemer with no balance in the currency: the payout fails whole, the issuer keeps the hold', async () => {
+    const issuer = await keyClient('10');
+    const created = await issuer.post('/api/invitations/create', { amount: 2, currency: 'USD' });
+    const redeemer = await keyClient('0');
+    await db().pool.query(`DELETE FROM balances WHERE account_id = $1 AND currency = 'USD'`, [redeemer.accountId]);
+    try {
+      await assert.rejects(redeemCreditInvitation(created.body.redeemCode, redeemer.accountId), /has no USD balance/);
+      assert.deepEqual(await usdOf(issuer.accountId), { amount: usd('10'), held: usd('2'), available: usd('8') });
+      const entries = await db().pool.query('SELECT 1 FROM ledger_entries WHERE idempotency_key LIKE $1', [
+        `invitation:${created.body.insertId}:%`,
+      ]);
+      assert.equal(entries.rowCount, 0);
+    } finally {
+      await db().pool.query(
+        `INSERT INTO balances (account_id, currency, amount, held) VALUES ($1, 'USD', 0, 0) ON CONFLICT DO NOTHING`,
+        [redeemer.accountId],
+      );
+    }
+    await temporal.client.workflow.getHandle(created.body.insertId).terminate('the test is over');
+    await expireCreditInvitation(created.body.insertId);
   });
 
   it('a referral link carries no money, never expires, and each account uses it once', async () => {

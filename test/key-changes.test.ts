@@ -4,8 +4,20 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { config } from '../activities/config.js';
 import { createAccount } from '../activities/accounts/accounts.js';
-import { createKey, displayPrefix, forgetKeys, resolveKey } from '../activities/accounts/keys.js';
-import { KEY_CHANGES, listenForChanges, type ChangeListener } from '../activities/accounts/cacheChanges.js';
+import {
+  createKey,
+  displayPrefix,
+  forgetKeys,
+  resolveKey,
+  revokeKey,
+  setKeyStatus,
+} from '../activities/accounts/keys.js';
+import {
+  announceKeyChanges,
+  KEY_CHANGES,
+  listenForChanges,
+  type ChangeListener,
+} from '../activities/accounts/cacheChanges.js';
 import { until, untilListening } from './support/wait.js';
 
 const run = promisify(execFile);
@@ -90,5 +102,54 @@ describe('key changes reach every process (LISTEN/NOTIFY)', function () {
     assert.ok((await resolveKey(key)).caller, 'still served from the cache');
     forgetKeys(null);
     assert.ok(await revoked(key));
+  });
+
+  it('this process forgets a key it revokes or deactivates at once, with no listener and a long TTL', async () => {
+    assert.equal(listener, undefined);
+    const account = await createAccount(`key-changes-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
+    const byId = await createKey(account.id);
+    const byPrefix = await createKey(account.id);
+    const paused = await createKey(account.id);
+    for (const k of [byId, byPrefix, paused]) assert.ok((await resolveKey(k.key)).caller, 'cached');
+    assert.equal(await revokeKey(byId.record.id), 1);
+    assert.ok(await revoked(byId.key));
+    assert.equal(await revokeKey(displayPrefix(byPrefix.key), account.id), 1);
+    assert.ok(await revoked(byPrefix.key));
+    await setKeyStatus(paused.record.id, 'inactive');
+    const inactive = await resolveKey(paused.key);
+    assert.ok(inactive.caller === null && inactive.reason === 'inactive');
+    await setKeyStatus(paused.record.id, 'active');
+    assert.ok((await resolveKey(paused.key)).caller, 'active again at once');
+  });
+
+  it('an announcement of many keys reaches a listener whole, however it is split into notices', async () => {
+    const heard: string[] = [];
+    const many = listenForChanges(config.databaseUrl!, { [KEY_CHANGES]: (h) => heard.push(...(h ?? [])) });
+    try {
+      await until(
+        async () => {
+          await announceKeyChanges(['ping']);
+          return heard.includes('ping');
+        },
+        Boolean,
+        5000,
+        'the listener',
+      );
+      for (const n of [1, 99, 100, 101, 250]) {
+        const mine = () => heard.filter((h) => h.startsWith(`h${n}-`));
+        const hashes = Array.from({ length: n }, (_, i) => `h${n}-${i}-`.padEnd(64, '0'));
+        await announceKeyChanges(hashes);
+        await until(
+          async () => mine().length,
+          (count) => count >= n,
+          3000,
+          `${n} hashes`,
+        );
+        await new Promise((r) => setTimeout(r, 50)); // nothing more, nothing twice
+        assert.deepEqual(mine().sort(), [...hashes].sort(), `${n} hashes`);
+      }
+    } finally {
+      await many.stop();
+    }
   });
 });

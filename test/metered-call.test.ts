@@ -596,6 +596,34 @@ describe('the metered call', () => {
       await assertBooksBalance();
     });
 
+    it('usage above the reservation is refunded too: the charge and its overage entry', async () => {
+      const caller = await payer('1', { dailyUsdLimit: usd('5') });
+      const call = metered(caller, { p1: '0.002' });
+      await call.reserve();
+      await call.attempt(never, async () => 'ok');
+      // the answer ran past its worst case: 0.002 from the hold, 0.0015 more from the balance
+      await call.settle(usd('0.0035'), { inputUnits: 3, outputUnits: 40 });
+      assert.deepEqual(
+        (await chargesOf(caller.accountId)).map((c) => [c.amount, c.idempotency_key]),
+        [
+          [-usd('0.002'), `charge:${call.reservation}`],
+          [-usd('0.0015'), `overage:${call.reservation}`],
+        ],
+      );
+      await call.abandon('client_closed');
+      const refunds = await refundsOf(caller.accountId);
+      assert.deepEqual(
+        refunds.map((r) => [r.amount, r.idempotency_key]).sort((a, b) => String(a[1]).localeCompare(String(b[1]))),
+        [
+          [usd('0.002'), `refund:charge:${call.reservation}`],
+          [usd('0.0015'), `refund:overage:${call.reservation}`],
+        ],
+      );
+      assert.deepEqual((await balances(caller.accountId))!.USD, { amount: usd('1'), held: 0n, available: usd('1') });
+      assert.equal(await keySpent(caller.keyId!), 0n);
+      await assertBooksBalance();
+    });
+
     it('a delivered charge stands: abandon() afterwards refunds nothing', async () => {
       const caller = await payer('1');
       const call = await settled(caller);

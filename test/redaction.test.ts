@@ -10,6 +10,9 @@ import { keepConfig } from './support/keepConfig.js';
 import { GPT_4O_MINI, textCost } from './support/prices.js';
 import { config } from '../activities/config.js';
 import { createKey, setAccountRedaction, setKeyRedaction } from '../activities/accounts/keys.js';
+import { detect } from '../activities/redaction/detect.js';
+import { Redactor } from '../activities/redaction/mask.js';
+import type { StreamEvent } from '../activities/core/types.js';
 import { startAnthropicUpstream, type AnthropicUpstream } from './support/upstreams/anthropic.js';
 import { useProviderEnv } from './support/providerEnv.js';
 import { type SearchUpstream, startSearchUpstream } from './support/upstreams/search.js';
@@ -93,6 +96,58 @@ describe('PII redaction', function () {
       // no frame carries a placeholder, whole or in part
       for (const f of frames) assert.ok(!/\[(?:EMAIL|NAME|PHONE)_\d/.test(JSON.stringify(f)), JSON.stringify(f));
     }
+  });
+
+  describe('a stream restored at every split point', () => {
+    // Two e-mail addresses, two names: placeholders side by side, two and more in one chunk, and one
+    // placeholder next to the start of another's prefix ("[EMAIL_1][EMA").
+    const ORIGINAL =
+      'Dear Sarah Connor, write to sarah.connor@example.com and to kyle.reese@example.org, or ask John Smith.';
+    let redactor: Redactor;
+    let masked: string;
+    let reply: string;
+    before(async () => {
+      redactor = new Redactor(ORIGINAL, detect);
+      masked = await redactor.mask(ORIGINAL);
+      for (const p of ['[EMAIL_1]', '[EMAIL_2]', '[NAME_1]', '[NAME_2]']) assert.ok(masked.includes(p), masked);
+      reply = `${masked} [EMAIL_1][EMAIL_2][NAME_2]. [EMAIL_2][EMAIL_1]`;
+    });
+    const expected = () =>
+      `${ORIGINAL} sarah.connor@example.comkyle.reese@example.orgJohn Smith. ` +
+      'kyle.reese@example.orgsarah.connor@example.com';
+    async function restored(chunks: string[]): Promise<string> {
+      async function* upstream(): AsyncGenerator<StreamEvent> {
+        for (const text of chunks) yield { type: 'text', text };
+        yield { type: 'finish', reason: 'stop' };
+      }
+      let out = '';
+      for await (const e of redactor.restoreStream(upstream())) {
+        if (e.type === 'text') {
+          assert.ok(!/\[(?:EMAIL|NAME)_\d/.test(e.text), `a placeholder reached the caller: ${e.text}`);
+          out += e.text;
+        }
+      }
+      return out;
+    }
+
+    it('one cut anywhere', async () => {
+      for (let i = 0; i <= reply.length; i++)
+        assert.equal(await restored([reply.slice(0, i), reply.slice(i)]), expected(), `cut at ${i}`);
+    });
+
+    it('two cuts anywhere near the placeholders side by side', async () => {
+      const from = reply.indexOf(' [EMAIL_1][EMAIL_2]');
+      for (let i = from; i <= reply.length; i++)
+        for (let j = i; j <= reply.length; j++) {
+          const chunks = [reply.slice(0, i), reply.slice(i, j), reply.slice(j)];
+          assert.equal(await restored(chunks), expected(), `cuts at ${i} and ${j}`);
+        }
+    });
+
+    it('chunks of every size, each holding up to the whole reply', async () => {
+      for (let n = 1; n <= reply.length; n++)
+        assert.equal(await restored(pieces(reply, n)), expected(), `pieces of ${n}`);
+    });
   });
 
   it('completions and responses, whole and streamed', async () => {

@@ -16,7 +16,14 @@ import { db } from '../activities/db.js';
 import { balances, credit } from '../activities/ledger/ledger.js';
 import { MeteredCall } from '../activities/metering/meteredCall.js';
 import { listenForChanges } from '../activities/accounts/cacheChanges.js';
-import { claimAllowance, forgetCoverage, SUBSCRIPTION_CHANGES } from '../activities/ledger/allowance.js';
+import {
+  claimAllowance,
+  forgetCoverage,
+  giveBack,
+  nextUtcMidnight,
+  SUBSCRIPTION_CHANGES,
+  subscriptionWouldCover,
+} from '../activities/ledger/allowance.js';
 import { paySubscriptionPeriod } from '../activities/subscriptions/periods.js';
 import { newAccount, startApi } from './support/api.js';
 import { assertBooksBalance, settledBalances } from './support/books.js';
@@ -35,6 +42,7 @@ describe('subscriptions', function () {
     testPlan('daily3', { price: '0.10', periodSeconds: 3600, daily: 3, monthly: 10 }),
     testPlan('race', { price: '0.10', periodSeconds: 3600, daily: 7, monthly: 100 }),
     testPlan('short', { price: '0.10', periodSeconds: 2, daily: 100, monthly: 100 }),
+    testPlan('reprice', { price: '0.10', periodSeconds: 3600, daily: 7, monthly: 100 }),
   ]);
   let api: Awaited<ReturnType<typeof startApi>>;
 
@@ -380,6 +388,158 @@ describe('subscriptions', function () {
     assert.equal((await periodCharges(id)).length, 1);
     assert.equal(await usdOf(accountId), usd('0.90'));
     await db().pool.query(`UPDATE subscriptions SET status = 'inactive' WHERE id = $1`, [id]);
+  });
+
+  it("a renewal after the plan's price changed charges the new price and takes the plan's new terms", async () => {
+    const { accountId } = await newAccount('1');
+    // subscribed at 0.10 (a row without a workflow, so this test alone renews it)
+    const id = `sub_${randomUUID().replace(/-/g, '').slice(0, 24)}`;
+    await db().pool.query(
+      `INSERT INTO subscriptions (id, account_id, plan_id, status, period_no, period_start, period_end, price,
+         daily_limit, monthly_limit, models)
+       VALUES ($1, $2, 'reprice', 'active', 1, now() - interval '1 hour', now(), 100000000, 7, 100, $3)`,
+      [id, accountId, [LOCAL]],
+    );
+    // the operator raises the price and the daily limit before the period ends
+    await db().pool.query(`UPDATE subscription_plans SET price = 250000000, daily_limit = 9 WHERE id = 'reprice'`);
+    const renewed = await paySubscriptionPeriod(id, 2);
+    assert.ok('paid' in renewed && renewed.paid && renewed.periodNo === 2);
+    assert.deepEqual(
+      (await periodCharges(id)).map((c) => c.amount),
+      [usd('-0.25').toString()],
+    );
+    assert.equal(await usdOf(accountId), usd('0.75'));
+    const { rows } = await db().pool.query(`SELECT price::text, daily_limit FROM subscriptions WHERE id = $1`, [id]);
+    assert.deepEqual(rows[0], { price: usd('0.25').toString(), daily_limit: 9 });
+    await db().pool.query(`UPDATE subscriptions SET status = 'inactive' WHERE id = $1`, [id]);
+  });
+
+  describe('the allowance at its limits (claimAllowance, giveBack)', () => {
+    /** A live subscription row of a new account (no workflow), its counters as given. */
+    async function subscriptionRow(row: { daily: number; monthly: number; dailyUsed?: number; monthlyUsed?: number }) {
+      const { accountId } = await newAccount('1');
+      const id = `sub_${randomUUID().replace(/-/g, '').slice(0, 24)}`;
+      await db().pool.query(
+        `INSERT INTO subscriptions (id, account_id, plan_id, status, period_no, period_start, period_end, price,
+           daily_limit, monthly_limit, models, daily_used, monthly_used, daily_day)
+         VALUES ($1, $2, 'race', 'active', 1, now(), now() + interval '1 hour', 100000000, $3, $4, $5, $6, $7,
+           (now() AT TIME ZONE 'UTC')::date)`,
+        [id, accountId, row.daily, row.monthly, [LOCAL], row.dailyUsed ?? 0, row.monthlyUsed ?? 0],
+      );
+      forgetCoverage([accountId]);
+      const counters = async () =>
+        (await db().pool.query(`SELECT daily_used, monthly_used FROM subscriptions WHERE id = $1`, [id])).rows[0];
+      return { id, caller: { accountId, billingMode: 'auto' as const }, counters };
+    }
+    const usedUp = (scope: string, used: number, limit: number) => (err: any) => {
+      assert.equal(err.status, 429, String(err));
+      assert.equal(err.code, 'rate_limit_exceeded');
+      assert.deepEqual(
+        { scope: err.opts.details.scope, used: err.opts.details.used, limit: err.opts.details.limit },
+        { scope, used, limit },
+      );
+      return true;
+    };
+
+    after(() => db().pool.query(`UPDATE subscriptions SET status = 'inactive' WHERE plan_id = 'race'`));
+
+    it('the daily limit: every operation up to it, exactly, then 429 daily with nothing counted', async () => {
+      const s = await subscriptionRow({ daily: 3, monthly: 10 });
+      for (let i = 1; i <= 3; i++) {
+        const claim = await claimAllowance({ caller: s.caller, modelId: LOCAL });
+        assert.equal(claim?.subscriptionId, s.id, `operation ${i}`);
+        assert.deepEqual(await s.counters(), { daily_used: i, monthly_used: i });
+      }
+      await assert.rejects(claimAllowance({ caller: s.caller, modelId: LOCAL }), usedUp('daily', 3, 3));
+      assert.deepEqual(await s.counters(), { daily_used: 3, monthly_used: 3 });
+    });
+
+    it('the monthly limit: the last operation passes, the next is 429 monthly', async () => {
+      const s = await subscriptionRow({ daily: 100, monthly: 5, monthlyUsed: 4 });
+      assert.ok(await claimAllowance({ caller: s.caller, modelId: LOCAL }));
+      assert.deepEqual(await s.counters(), { daily_used: 1, monthly_used: 5 });
+      await assert.rejects(claimAllowance({ caller: s.caller, modelId: LOCAL }), usedUp('monthly', 5, 5));
+      assert.deepEqual(await s.counters(), { daily_used: 1, monthly_used: 5 });
+    });
+
+    it('both used up at once: the daily limit is the one named', async () => {
+      const s = await subscriptionRow({ daily: 2, monthly: 2, dailyUsed: 2, monthlyUsed: 2 });
+      await assert.rejects(claimAllowance({ caller: s.caller, modelId: LOCAL }), usedUp('daily', 2, 2));
+    });
+
+    it("a new UTC day counts from 0: yesterday's full count does not stop today's first operation", async () => {
+      const s = await subscriptionRow({ daily: 2, monthly: 10, dailyUsed: 2, monthlyUsed: 2 });
+      await db().pool.query(`UPDATE subscriptions SET daily_day = daily_day - 1 WHERE id = $1`, [s.id]);
+      const claim = await claimAllowance({ caller: s.caller, modelId: LOCAL });
+      assert.ok(claim);
+      assert.deepEqual(await s.counters(), { daily_used: 1, monthly_used: 3 });
+      assert.ok(await claimAllowance({ caller: s.caller, modelId: LOCAL }));
+      await assert.rejects(claimAllowance({ caller: s.caller, modelId: LOCAL }), usedUp('daily', 2, 2));
+    });
+
+    it('who pays: pay-as-you-go callers and bypasses never touch the allowance; subscription-only keys are refused', async () => {
+      const s = await subscriptionRow({ daily: 3, monthly: 10 });
+      const only = { ...s.caller, billingMode: 'subscription_only' as const };
+      assert.equal(await claimAllowance({ caller: { ...s.caller, billingMode: 'paygo' }, modelId: LOCAL }), undefined);
+      assert.equal(await claimAllowance({ caller: s.caller, modelId: LOCAL, bypass: 'provider' }), undefined);
+      assert.equal(await claimAllowance({ caller: s.caller, modelId: 'openai/gpt-4o-mini' }), undefined);
+      assert.deepEqual(await s.counters(), { daily_used: 0, monthly_used: 0 });
+      const refused = (why: RegExp) => (err: any) => {
+        assert.equal(err.status, 402);
+        assert.equal(err.code, 'subscription_required');
+        assert.match(err.message, why);
+        return true;
+      };
+      await assert.rejects(claimAllowance({ caller: only, modelId: LOCAL, bypass: 'job' }), refused(/not jobs/));
+      await assert.rejects(claimAllowance({ caller: only, modelId: LOCAL, bypass: 'paygo' }), refused(/pay-as-you-go/));
+      await assert.rejects(
+        claimAllowance({ caller: only, modelId: 'openai/gpt-4o-mini' }),
+        refused(/no subscription covers this request/),
+      );
+      assert.ok(await claimAllowance({ caller: only, modelId: LOCAL }));
+      assert.equal(await subscriptionWouldCover(s.caller, ['openai/gpt-4o-mini', LOCAL]), true);
+      assert.equal(await subscriptionWouldCover(s.caller, ['openai/gpt-4o-mini']), false);
+      assert.equal(await subscriptionWouldCover({ ...s.caller, billingMode: 'paygo' }, [LOCAL]), false);
+      assert.equal(await subscriptionWouldCover(only, ['openai/gpt-4o-mini']), true);
+    });
+
+    it('a used-up allowance says when it comes back: the next UTC midnight, or the period end', async () => {
+      assert.equal(nextUtcMidnight(Date.UTC(2026, 0, 31, 23, 59, 59, 999)), Date.UTC(2026, 1, 1));
+      assert.equal(nextUtcMidnight(Date.UTC(2026, 1, 1)), Date.UTC(2026, 1, 2));
+      const daily = await subscriptionRow({ daily: 1, monthly: 10, dailyUsed: 1, monthlyUsed: 1 });
+      const before = Date.now();
+      await assert.rejects(claimAllowance({ caller: daily.caller, modelId: LOCAL }), (err: any) => {
+        assert.equal(err.opts.details.resetAt, nextUtcMidnight(before));
+        const wait = (nextUtcMidnight(before) - before) / 1000;
+        assert.ok(err.opts.retryAfterSeconds >= 1 && Math.abs(err.opts.retryAfterSeconds - wait) <= 2, String(wait));
+        assert.match(err.message, /daily allowance is used up \(1 of 1 operations\)/);
+        return true;
+      });
+      const monthly = await subscriptionRow({ daily: 10, monthly: 1, monthlyUsed: 1 });
+      const { rows } = await db().pool.query(`SELECT period_end FROM subscriptions WHERE id = $1`, [monthly.id]);
+      await assert.rejects(claimAllowance({ caller: monthly.caller, modelId: LOCAL }), (err: any) => {
+        assert.equal(err.opts.details.resetAt, rows[0].period_end.getTime());
+        assert.ok(Math.abs(err.opts.retryAfterSeconds - 3600) <= 2, String(err.opts.retryAfterSeconds));
+        assert.match(err.message, /monthly allowance is used up \(1 of 1 operations\)/);
+        assert.match(err.message, /X-Billing-Mode: paygo/);
+        return true;
+      });
+    });
+
+    it('giving back: one operation each, never below 0, and nothing for an earlier day or period', async () => {
+      const s = await subscriptionRow({ daily: 3, monthly: 10 });
+      const claim = (await claimAllowance({ caller: s.caller, modelId: LOCAL }))!;
+      await giveBack(claim);
+      assert.deepEqual(await s.counters(), { daily_used: 0, monthly_used: 0 });
+      await giveBack(claim); // a second give-back of the same claim cannot go below 0
+      assert.deepEqual(await s.counters(), { daily_used: 0, monthly_used: 0 });
+      const later = (await claimAllowance({ caller: s.caller, modelId: LOCAL }))!;
+      await claimAllowance({ caller: s.caller, modelId: LOCAL });
+      await giveBack({ ...later, periodNo: later.periodNo - 1, day: '2000-01-01' });
+      assert.deepEqual(await s.counters(), { daily_used: 2, monthly_used: 2 });
+      await giveBack(later);
+      assert.deepEqual(await s.counters(), { daily_used: 1, monthly_used: 1 });
+    });
   });
 
   it('coverage is cached per process and forgotten when another process announces a change', async () => {

@@ -8,7 +8,13 @@ import { person, teamFixture, type TeamFixture } from './support/teams.js';
 import { createKey } from '../activities/accounts/keys.js';
 import { credit } from '../activities/ledger/ledger.js';
 import { releaseExpiredHolds } from '../activities/ledger/holds.js';
-import { reserveTeamBudget, teamBillingOf } from '../activities/ledger/teamBudget.js';
+import {
+  refundTeamBudget,
+  releaseTeamBudget,
+  reserveTeamBudget,
+  settleTeamBudget,
+  teamBillingOf,
+} from '../activities/ledger/teamBudget.js';
 import { formatAmount, parseAmount } from '../activities/core/money.js';
 import { db } from '../activities/db.js';
 import { assertBooksBalance } from './support/books.js';
@@ -176,6 +182,156 @@ describe('billing to a team', function () {
     assert.equal(fine.status, 200, JSON.stringify(fine.body));
     const cut = (await t.member.b.get(`/api/teams/${t.uuid}/members/self`)).body;
     assert.equal(cut.effective_usage_limit_usd, 0.123456789);
+  });
+
+  it("a member's own limit wins over the team's default, whether higher or lower", async () => {
+    const t = await billedTeam();
+    const worst = await worstCase(t);
+    const usdOf = (n: bigint) => Number(formatAmount(n, 'USD'));
+    const setDefault = async (limit: bigint) => {
+      const r = await t.owner.b.req('PATCH', `/api/teams/${t.uuid}/settings`, {
+        default_member_usage_limit_usd: usdOf(limit),
+        usage_limit_enforced: true,
+      });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+    };
+    const setOwn = async (limit: bigint) => {
+      const r = await t.owner.b.req('PATCH', `/api/teams/${t.uuid}/members`, {
+        sessionId: t.member.user.id,
+        usage_limit_usd: usdOf(limit),
+        usage_limit_enforced: true,
+      });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+    };
+    await t.target.b.req('PATCH', `/api/teams/${t.uuid}/members/self`, { bill_to_team: true });
+    const target = () => t.target.b.post('/api/v1/chat/completions', hello);
+    // the default leaves less than one worst case; the member's own limit leaves room for many
+    await setDefault(worst / 2n);
+    await setOwn(parseAmount('1', 'USD'));
+    assert.equal((await teamBillingOf(t.member.user.id))?.memberLimit, parseAmount('1', 'USD'));
+    assert.equal((await b.post(t.key, hello)).status, 200);
+    assert.equal((await target()).status, 402); // no limit of their own: the default holds
+    // and the other way round: a generous default, the member's own limit too small
+    await setDefault(parseAmount('1', 'USD'));
+    await setOwn(worst / 2n);
+    assert.equal((await teamBillingOf(t.member.user.id))?.memberLimit, worst / 2n);
+    const refused = await b.post(t.key, hello);
+    assert.equal(refused.status, 402);
+    assert.equal((await refused.json()).error.code, 'team_usage_limit_exceeded');
+    assert.equal((await target()).status, 200);
+    await assertBooksBalance();
+  });
+
+  it('the budgets at their limits, to the nano-dollar: exactly at a limit passes, one nano over is refused', async () => {
+    const t = await teamFixture(b.base);
+    const budget = (memberLimit: bigint | null) => ({
+      teamId: t.id,
+      teamUuid: t.uuid,
+      teamName: t.name,
+      status: 'active' as const,
+      ownerAccountId: t.owner.user.accountId,
+      allowedModels: null,
+      memberLimit,
+      teamLimit: 1500n,
+    });
+    const m = { b: budget(1000n), id: t.member.user.id };
+    const o = { b: budget(null), id: t.target.user.id };
+    const req = () => `team-budget-test-${Math.random().toString(36).slice(2)}`;
+    const r1 = req();
+    assert.deepEqual(await reserveTeamBudget(m.b, m.id, r1, 1000n), { ok: true });
+    assert.deepEqual(await reserveTeamBudget(m.b, m.id, req(), 1n), {
+      ok: false,
+      scope: 'member',
+      limit: 1000n,
+      used: 1000n,
+    });
+    const r3 = req();
+    assert.deepEqual(await reserveTeamBudget(o.b, o.id, r3, 500n), { ok: true });
+    assert.deepEqual(await reserveTeamBudget(o.b, o.id, req(), 1n), {
+      ok: false,
+      scope: 'team',
+      limit: 1500n,
+      used: 1500n,
+    });
+    await releaseTeamBudget(r1);
+    const r6 = req();
+    assert.deepEqual(await reserveTeamBudget(o.b, o.id, r6, 1000n), { ok: true });
+    // exactly the member's limit, but past the team's: the team's limit is the one named
+    assert.deepEqual(await reserveTeamBudget(m.b, m.id, req(), 1000n), {
+      ok: false,
+      scope: 'team',
+      limit: 1500n,
+      used: 1500n,
+    });
+    await settleTeamBudget(r3, 200n);
+    const r8 = req();
+    assert.deepEqual(await reserveTeamBudget(m.b, m.id, r8, 300n), { ok: true }); // the team exactly full again
+    const { rows } = await db().pool.query(
+      `SELECT user_id, spent::text, held::text FROM team_usage WHERE team_id = $1 ORDER BY user_id`,
+      [t.id],
+    );
+    assert.deepEqual(
+      rows.map((r) => [r.user_id, r.spent, r.held]),
+      [
+        [0, '200', '1300'],
+        [Math.min(m.id, o.id), ...(m.id < o.id ? ['0', '300'] : ['200', '1000'])],
+        [Math.max(m.id, o.id), ...(m.id < o.id ? ['200', '1000'] : ['0', '300'])],
+      ],
+    );
+    for (const r of [r6, r8]) await releaseTeamBudget(r);
+  });
+
+  it('a claim is settled, released or refunded once each, and only a settled one is refunded', async () => {
+    const t = await teamFixture(b.base);
+    const budget = {
+      teamId: t.id,
+      teamUuid: t.uuid,
+      teamName: t.name,
+      status: 'active' as const,
+      ownerAccountId: t.owner.user.accountId,
+      allowedModels: null,
+      memberLimit: 1000n,
+      teamLimit: 1000n,
+    };
+    const userId = t.member.user.id;
+    const sums = async () =>
+      (
+        await db().pool.query(
+          `SELECT user_id, spent::text, held::text FROM team_usage WHERE team_id = $1 ORDER BY user_id`,
+          [t.id],
+        )
+      ).rows.map((r) => [r.spent, r.held]);
+    const claim = async (requestId: string) =>
+      (await db().pool.query(`SELECT status, charged::text FROM team_budget_holds WHERE request_id = $1`, [requestId]))
+        .rows[0];
+    const id = Math.random().toString(36).slice(2);
+    const settled = `settle-${id}`;
+    const released = `release-${id}`;
+    assert.deepEqual(await reserveTeamBudget(budget, userId, settled, 300n), { ok: true });
+    await settleTeamBudget(settled, 200n);
+    await settleTeamBudget(settled, 200n); // a second settlement changes nothing
+    await releaseTeamBudget(settled); // nor does a release after it
+    assert.deepEqual(await claim(settled), { status: 'settled', charged: '200' });
+    assert.deepEqual(await sums(), [
+      ['200', '0'],
+      ['200', '0'],
+    ]);
+    await refundTeamBudget(settled);
+    await refundTeamBudget(settled);
+    assert.deepEqual(await claim(settled), { status: 'refunded', charged: '200' });
+    assert.deepEqual(await sums(), [
+      ['0', '0'],
+      ['0', '0'],
+    ]);
+    assert.deepEqual(await reserveTeamBudget(budget, userId, released, 1000n), { ok: true });
+    await releaseTeamBudget(released);
+    await refundTeamBudget(released); // nothing was spent: nothing to refund
+    await settleTeamBudget(released, 500n); // too late: the claim is closed
+    assert.deepEqual(await claim(released), { status: 'released', charged: '0' });
+    assert.deepEqual(await sums(), [
+      ['0', '0'],
+      ['0', '0'],
+    ]);
   });
 
   it('holds the team limit under a race of many members at once, and the books balance', async () => {

@@ -1,6 +1,7 @@
 // The Gemini adapter against a loopback Gemini API (test/support/upstreams/gemini.ts), and the
 // safe media fetcher it uses for image URLs.
 import assert from 'node:assert/strict';
+import dns from 'node:dns';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { geminiChat } from '../../activities/providers/gemini/index.js';
@@ -898,6 +899,57 @@ describe('safeFetch', () => {
     assert.equal(isAllowedAddress('10.1.2.3', ['10.1.2.0/24']), true);
     assert.equal(isAllowedAddress('10.1.3.3', ['10.1.2.0/24']), false);
     assert.equal(isAllowedAddress('not-an-ip', true), false);
+  });
+
+  it('refuses a name that resolves to a public and a private address, in either order', async () => {
+    // The system resolver answers from /etc/hosts and the network: the name's answers are given here.
+    const answers: Record<string, Array<{ address: string; family: number }>> = {
+      'public-first.test': [
+        { address: '93.184.215.14', family: 4 },
+        { address: '127.0.0.1', family: 4 },
+      ],
+      'private-first.test': [
+        { address: '127.0.0.1', family: 4 },
+        { address: '93.184.215.14', family: 4 },
+      ],
+      'mapped-last.test': [
+        { address: '2606:4700:4700::1111', family: 6 },
+        { address: '93.184.215.14', family: 4 },
+        { address: '::ffff:127.0.0.1', family: 6 },
+      ],
+      'two-private.test': [
+        { address: '127.0.0.1', family: 4 },
+        { address: '10.0.0.1', family: 4 },
+      ],
+      'nothing.test': [],
+    };
+    const lookup = dns.promises.lookup;
+    const resolved: string[] = [];
+    dns.promises.lookup = (async (name: string, options: dns.LookupAllOptions) => {
+      const fake = answers[name];
+      if (!fake) return lookup(name, options);
+      resolved.push(name);
+      return fake;
+    }) as typeof dns.promises.lookup;
+    try {
+      // a short timeout: a name let through would be tried against a public address this machine cannot reach
+      for (const name of ['public-first.test', 'private-first.test', 'mapped-last.test', 'nothing.test'])
+        await refused(`http://${name}:${port}/img`, 'forbidden_address', { timeoutMs: 2000 });
+      // 127.0.0.1 allowed, 10.0.0.1 not: every answer is judged, not only the first
+      await refused(`http://two-private.test:${port}/img`, 'forbidden_address', {
+        allowPrivate: ['127.0.0.1/32'],
+        timeoutMs: 2000,
+      });
+      assert.deepEqual(resolved, [
+        'public-first.test',
+        'private-first.test',
+        'mapped-last.test',
+        'nothing.test',
+        'two-private.test',
+      ]);
+    } finally {
+      dns.promises.lookup = lookup;
+    }
   });
 
   it('fetches when the operator allows the range, re-checking every redirect', async () => {
