@@ -432,7 +432,9 @@ describe('web search', function () {
       );
       const ok = answers.filter((a) => a.status === 200);
       assert.equal(ok.length + answers.filter((a) => a.status === 402).length, 10);
-      assert.ok(ok.length >= 1 && ok.length <= 4, `successes: ${ok.length}`);
+      // at most what the balance pays for; under load every request may hold its search fee before
+      // any model call reserves, and then all ten are refused with nothing charged (checked below)
+      assert.ok(ok.length <= 4, `successes: ${ok.length}`);
       let expected = 0n;
       for (const a of ok)
         expected +=
