@@ -28,6 +28,9 @@ describe('Temporal over TLS, mTLS and with an API key', function () {
   const stops: Array<() => Promise<unknown>> = [];
 
   before(async () => {
+    // a client an earlier file of this process left cached talks to another server, where no worker
+    // polls this file's task queues
+    await closeTemporalClient();
     pki = makeTestPki();
     // a bare server: the search attributes are registered through the proxy below, as start-up does
     server = await startDevServer({
