@@ -101,7 +101,7 @@ const isString = (v: unknown) => typeof v === 'string';
 const stringOrNull = (v: unknown) => v === null || typeof v === 'string';
 
 const NODE_LAYER_CODES =
-  /^\{"error":\{[^]*"code":"(malformed_request|request_header_fields_too_large|request_timeout)"/;
+  /^\{"error":\{[\s\S]*"code":"(malformed_request|request_header_fields_too_large|request_timeout)"/;
 
 /** Why `text` is not an error in `envelope` (undefined when it is). */
 function envelopeProblem(text: string, envelope: Envelope, status: number): string | undefined {
