@@ -54,6 +54,16 @@ export async function holdUpdates(table: string, when: string): Promise<HeldUpda
         [key],
       )
     ).rows.map((r) => r.pid as number);
+  return held(client, waiting, async () => {
+    // unlock first: dropping the trigger waits for the updates inside it to finish
+    await client.query('SELECT pg_advisory_unlock($1)', [key]);
+    await client.query(`DROP TRIGGER ${name} ON ${table}`);
+    await client.query(`DROP FUNCTION ${name}()`);
+  });
+}
+
+/** What waits behind `client`'s lock: the sessions `waiting()` finds, ended or let go (once). */
+function held(client: pg.Client, waiting: () => Promise<number[]>, unlock: () => Promise<void>): HeldUpdates {
   let released = false;
   return {
     waiting,
@@ -63,10 +73,7 @@ export async function holdUpdates(table: string, when: string): Promise<HeldUpda
     async release() {
       if (released) return;
       released = true;
-      // unlock first: dropping the trigger waits for the updates inside it to finish
-      await client.query('SELECT pg_advisory_unlock($1)', [key]);
-      await client.query(`DROP TRIGGER ${name} ON ${table}`);
-      await client.query(`DROP FUNCTION ${name}()`);
+      await unlock();
       await client.end();
     },
   };
@@ -115,17 +122,7 @@ export async function holdTable(table: string): Promise<HeldUpdates> {
         [table],
       )
     ).rows.map((r) => r.pid as number);
-  let released = false;
-  return {
-    waiting,
-    async dropWaiting() {
-      for (const pid of await waiting()) await client.query('SELECT pg_terminate_backend($1)', [pid]);
-    },
-    async release() {
-      if (released) return;
-      released = true;
-      await client.query('ROLLBACK');
-      await client.end();
-    },
-  };
+  return held(client, waiting, async () => {
+    await client.query('ROLLBACK');
+  });
 }
